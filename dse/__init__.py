@@ -1,0 +1,15 @@
+"""dse: collectives, Themis scheduling, bounds and design-space search for multi-dimensional networks."""
+
+from .costs import COST_MODELS, CostModel, get_cost_model
+from .errors import InputError
+from .evaluate import evaluate
+from .result import Result
+from .schedulers import SCHEDULERS, Scheduler, get_scheduler
+from .topology import PRESETS, Dim, Topology, parse_topology
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "COST_MODELS", "CostModel", "Dim", "InputError", "PRESETS", "Result", "SCHEDULERS", "Scheduler",
+    "Topology", "evaluate", "get_cost_model", "get_scheduler", "parse_topology", "__version__",
+]  # fmt: skip

@@ -1,0 +1,7 @@
+"""`python -m dse`: the same as the `dse` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,151 @@
+"""The `dse` command line: one function per subcommand, argparse, one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections.abc import Sequence
+
+from .collectives import COLLECTIVES
+from .costs import COST_MODELS, get_cost_model
+from .errors import InputError
+from .evaluate import compare, evaluate
+from .report import comparison_rows, comparison_text, format_table, result_text
+from .schedulers import QUEUES, SCHEDULERS
+from .topology import PRESETS, parse_topology
+from .units import format_size
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError(self.prog, message)
+
+
+def _add_topology(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topology_pos", nargs="?", metavar="TOPOLOGY", help="preset name or notation")
+    p.add_argument("-t", "--topology", help="preset name or notation (same as the positional argument)")
+
+
+def _topology_arg(args: argparse.Namespace) -> str:
+    if args.topology and args.topology_pos:
+        raise InputError("topology", "given twice (positional and --topology)", "one of them")
+    spec = args.topology or args.topology_pos
+    if not spec:
+        raise InputError("topology", "missing", "a preset name (dse topologies) or a notation such as Ring(4,375,20)_SW(8,100,1700)")
+    return spec
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--collective", default="all_reduce", help=f"one of {', '.join(COLLECTIVES)} (default all_reduce)")
+    p.add_argument("--size", required=True, help="bytes per NPU, e.g. 1GB, 256MiB, 1e9")
+    p.add_argument("--chunks", default="64", help="chunks per collective (default 64)")
+    p.add_argument("--cost-model", default="paper", help=f"one of {', '.join(COST_MODELS)} (default paper)")
+    p.add_argument("--latency-mode", default=None, help="overlapped or serialized (default: the cost model's)")
+    p.add_argument("--active-chunks", default="1", help="phases a dimension serves at once (default 1)")
+    p.add_argument("--seed", default="0", help="seed of the random scheduler (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dse", description="Collectives on multi-dimensional networks: Themis, bounds, search.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("evaluate", help="simulate one collective")
+    _add_topology(p)
+    _add_common(p)
+    p.add_argument("--scheduler", default="themis", help=f"one of {', '.join(SCHEDULERS)} (default themis)")
+    p.add_argument("--queue", default="scf", help=f"one of {', '.join(QUEUES)} (default scf)")
+    p.add_argument("--orders", default=None, help="orders for --scheduler fixed, e.g. 0123 or '0123;3210'")
+    p.add_argument("--timeline", action="store_true", help="with --json: include every phase's start and end")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("compare", help="every scheduler x queue on one topology")
+    _add_topology(p)
+    _add_common(p)
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("topologies", help="list the preset topologies")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_topologies)
+    return parser
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    topo = parse_topology(_topology_arg(args))
+    res = evaluate(
+        topo, collective=args.collective, size=args.size, chunks=args.chunks, scheduler=args.scheduler,
+        queue=args.queue, cost_model=args.cost_model, latency_mode=args.latency_mode,
+        active_chunks=args.active_chunks, seed=args.seed, orders=args.orders, timeline=args.timeline,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(res.to_dict(timeline=args.timeline)))
+    else:
+        print(result_text(res, topo))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    topo = parse_topology(_topology_arg(args))
+    results = compare(
+        topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
+        latency_mode=args.latency_mode, active_chunks=args.active_chunks, seed=args.seed,
+    )  # fmt: skip
+    rows = comparison_rows(results)
+    first = results[0]
+    if args.json:
+        out = {
+            "topology": first.topology,
+            "notation": topo.notation(),
+            "collective": first.collective,
+            "size_bytes": first.size_bytes,
+            "chunks": first.chunks,
+            "cost_model": first.cost_model,
+            "latency_mode": first.latency_mode,
+            "rows": [r.to_dict() for r in rows],
+        }
+        print(json.dumps(out))
+    else:
+        title = (
+            f"{first.topology} ({topo.npus} NPUs), {first.collective} of {format_size(first.size_bytes)} per NPU, "
+            f"{first.chunks} chunks, cost model {first.cost_model} ({first.latency_mode} latency)"
+        )
+        print(comparison_text(rows, title))
+    return 0
+
+
+def cmd_topologies(args: argparse.Namespace) -> int:
+    if args.json:
+        print(json.dumps([{"name": n, "npus": t.npus, "notation": t.notation()} for n, t in PRESETS.items()]))
+        return 0
+    rows = [(n, t.npus, "x".join(map(str, t.shape)), f"{t.total_bandwidth:g}", t.notation()) for n, t in PRESETS.items()]
+    print(format_table(("name", "NPUs", "shape", "GB/s/NPU", "notation"), rows, align="lrrrl"))
+    return 0
+
+
+def _warn_one_line(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+    print(f"dse: warning: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `dse` console script; returns the exit code."""
+    warnings.showwarning = _warn_one_line
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_help()
+            return 2
+        return int(args.func(args))
+    except InputError as e:
+        print(f"dse: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `dse ... | head`
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""Cost models: the time of one chunk-phase on one dimension (DESIGN.md §4)."""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from .astra_sim import AstraSimModel
+from .base import ChunkPlan, CostModel, Phase
+from .paper import PaperModel
+
+COST_MODELS: dict[str, type[CostModel]] = {
+    PaperModel.name: PaperModel,
+    AstraSimModel.name: AstraSimModel,
+}
+
+
+def get_cost_model(model: "str | CostModel") -> CostModel:
+    """A cost-model instance from its name (`paper`, `astra-sim`) or an instance (returned as is)."""
+    if isinstance(model, CostModel):
+        return model
+    key = str(model).strip().lower().replace("_", "-")
+    if key in ("astra-sim-2", "astrasim"):
+        key = "astra-sim"
+    if key not in COST_MODELS:
+        raise InputError("cost_model", f"unknown cost model {model!r}", ", ".join(COST_MODELS))
+    return COST_MODELS[key]()
+
+
+__all__ = ["COST_MODELS", "ChunkPlan", "CostModel", "Phase", "get_cost_model", "PaperModel", "AstraSimModel"]

@@ -1,0 +1,119 @@
+"""The `astra-sim` cost model: ASTRA-sim 2.x's analytical congestion-unaware backend (DESIGN.md §4.2).
+
+Reproduces that simulator to the nanosecond (reference/README.md and reference/astra-sim-themis.md):
+GB is 2^30 bytes; every message costs hops·α + ⌊bytes/β⌋ with integer message sizes (hops = 2 on a
+switch, 1 otherwise); each phase adds the endpoint delay e (10 ns); phases are always serialised and
+never share bandwidth (with `active_chunks` = a, up to a phases run at once, each at full speed).
+
+What ASTRA-sim does and this model therefore does too:
+- `bandwidth` is passed through as ASTRA-sim's per-dimension bandwidth. On a fully-connected
+  dimension ASTRA-sim sends the P−1 direct messages in parallel, each at that bandwidth, so there it
+  acts as a per-link bandwidth (the hardware has P−1 times it in aggregate).
+- Chunking: r = ⌊S/splits⌋ (for RS and AR at least the NPU count N); the ascending baseline runs
+  ⌈S/r⌉ chunks all of size r, other schedulers a true-size remainder chunk.
+- The baseline all-reduce runs RS on dims 0…D−2, one AR phase on the last dim, then AG back down.
+- All-gather's `size` is the per-NPU input shard (the output is N times larger).
+- Halving-doubling needs a power-of-two dimension size.
+All-to-all has no reference data; it is costed as one reduce-scatter-shaped exchange per dimension
+(P−1 messages of c/P), an extrapolation.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..collectives import AG, AR, ALL_GATHER, ALL_TO_ALL
+from ..errors import InputError
+from ..topology import Dim, Topology
+from .base import ChunkPlan, CostModel, is_power_of_two, log2_int
+
+GIB = 2**30
+
+
+class AstraSimModel(CostModel):
+    name = "astra-sim"
+    description = "ASTRA-sim 2.x analytical backend, to the ns (GB = 2^30 B, 10 ns endpoint delay)"
+    latency_modes = ("serialized",)
+    default_latency_mode = "serialized"
+    scf_rule = "astra-sim"
+    themis_flavor = "offline_greedy"
+    shares_bandwidth = False
+    ag_input_shard = True
+    baseline_ar_phase = True
+
+    def __init__(self, endpoint_delay_ns: int = 10) -> None:
+        self.endpoint_delay_ns = endpoint_delay_ns
+
+    def __repr__(self) -> str:
+        return f"AstraSimModel(endpoint_delay_ns={self.endpoint_delay_ns})"
+
+    def _check(self, topology: Topology, collective: str) -> None:
+        for i, d in enumerate(topology.dims):
+            if d.algorithm == "halving_doubling" and not is_power_of_two(d.npus):
+                raise InputError(
+                    f"topology dim {i}",
+                    f"halving-doubling on {d.npus} NPUs is not modelled by astra-sim",
+                    "a power-of-two size, or algorithm=ring/direct",
+                )
+
+    def _chunk_sizes(self, collective: str, size: int, chunks: int, topology: Topology, baseline: bool) -> ChunkPlan:
+        r = size // chunks
+        total = size
+        if collective != ALL_GATHER and collective != ALL_TO_ALL and topology.npus > r:
+            r = topology.npus
+            total = chunks * r
+        if r <= 0:
+            raise InputError("size", f"{size} bytes cannot be cut into {chunks} chunks", "size >= chunks")
+        if baseline:
+            n = math.ceil(total / r)
+            sizes = (r,) * n
+        else:
+            sizes_l, left = [], total
+            while left > 0:
+                c = min(left, r)
+                sizes_l.append(c)
+                left -= c
+            sizes = tuple(sizes_l)
+        return ChunkPlan(sizes, (r,) * len(sizes))
+
+    def _shrink(self, c: float, p: int) -> float:
+        return c // p
+
+    def bytes_per_ns(self, dim: Dim) -> float:
+        return dim.bandwidth * GIB / 1e9
+
+    def bandwidth_time(self, dim: Dim, kind: str, c: float) -> float:
+        p = dim.npus
+        sent = c * (p - 1) if kind == AG else c * (p - 1) / p * (2 if kind == AR else 1)
+        return sent / self.bytes_per_ns(dim)
+
+    def _phase_cost(self, dim: Dim, kind: str, c: float, latency_mode: str) -> tuple[float, float]:
+        return float(self.phase_ns(dim, kind, int(c))), 0.0
+
+    def phase_ns(self, dim: Dim, kind: str, c: int) -> int:
+        """Duration of one phase in whole ns (reference/README.md, the table of formulas)."""
+        p, e = dim.npus, self.endpoint_delay_ns
+        beta = dim.bandwidth * GIB / 1e9
+        hop = (2 if dim.kind == "switch" else 1) * dim.latency
+        floor = math.floor
+        algo = dim.algorithm
+        if algo == "ring":
+            if kind == AG:
+                return (p - 1) * (hop + floor(c / beta)) + e * p
+            if kind == AR:
+                return 2 * (p - 1) * (hop + floor((c // p) / beta)) + e * (2 * p - 1)
+            return (p - 1) * (hop + floor((c // p) / beta)) + e * p
+        if algo == "direct":
+            if kind == AG:
+                return hop + floor(c / beta) + 2 * e
+            if kind == AR:
+                return 2 * hop + 2 * floor((c // p) / beta) + 3 * e
+            return hop + floor((c // p) / beta) + 2 * e
+        steps = log2_int(p)
+        if kind == AG:
+            return steps * hop + sum([floor(c * 2**k / beta) for k in range(steps)]) + e * (steps + 1)
+        rs = steps * hop + sum([floor((c // 2**k) / beta) for k in range(1, steps + 1)])
+        if kind == AR:
+            q = c // p
+            return rs + steps * hop + sum([floor(q * 2**k / beta) for k in range(steps)]) + e * (2 * steps + 1)
+        return rs + e * (steps + 1)

@@ -1,0 +1,201 @@
+"""The cost-model interface: what one chunk-phase costs, and how a collective becomes phases.
+
+A cost model answers three questions for the simulator (DESIGN.md §4):
+how a collective of `size` bytes is cut into chunks (`chunking`), which phases one chunk runs for a
+given dimension order and what each costs (`phases`), and the bandwidth-only time of a phase that
+load trackers such as Themis charge (`bandwidth_time`). It also declares the rules of the simulator
+it was calibrated against: latency modes, the smallest-chunk-first insertion rule, and whether
+concurrent phases on one dimension share its bandwidth.
+
+Subclasses implement the private hooks `_phase_cost`, `_shrink` and, where they differ,
+`_chunk_sizes` and `_check`; the public methods validate once and call them.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar, NamedTuple
+
+from ..collectives import AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, A2A, RS
+from ..errors import InputError
+from ..topology import Dim, Topology
+
+LATENCY_MODES = ("overlapped", "serialized")
+
+
+class Phase(NamedTuple):
+    """One chunk's step on one dimension, as the simulator runs it.
+
+    `busy`: ns the dimension's server is held; `delay`: ns after that before the chunk may move on
+    (latency hidden behind the next transfer, overlapped mode); `key`: the smallest-chunk-first
+    key, max(bytes in, bytes out); `sent`: bytes one NPU sends; `fifo_only`: queued FIFO even under
+    smallest-first (ASTRA-sim's single AR phase); `tie`: 0, or three ns offsets (o1, o2, o3)
+    from the phase's start: phases ending at the same time complete in the order of start+o1,
+    start+o2, start+o3, then start (ASTRA-sim 1.0's same-tick rule).
+    """
+
+    dim: int
+    kind: str
+    busy: float
+    delay: float
+    key: float
+    sent: float
+    fifo_only: bool = False
+    tie: object = 0
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    """Chunk sizes (bytes per NPU, in the collective's size convention) and what a tracker charges."""
+
+    sizes: tuple[float, ...]
+    charges: tuple[float, ...]
+
+
+class CostModel(ABC):
+    """Base class of the cost models; instances are immutable and cheap to share."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    latency_modes: ClassVar[tuple[str, ...]] = LATENCY_MODES
+    default_latency_mode: ClassVar[str] = "overlapped"
+    #: smallest-chunk-first rule: "priority" (ties by arrival) or "astra-sim" (DESIGN.md §4.2)
+    scf_rule: ClassVar[str] = "priority"
+    #: Themis flavour: "load_tracker" (the paper's Algorithm 1) or "offline_greedy" (ASTRA-sim)
+    themis_flavor: ClassVar[str] = "load_tracker"
+    #: do phases running at once on one dimension share its bandwidth?
+    shares_bandwidth: ClassVar[bool] = True
+    #: all-gather `size` is the input shard (ASTRA-sim) rather than the per-NPU output (paper)
+    ag_input_shard: ClassVar[bool] = False
+    #: the baseline's all-reduce runs one AR phase on the last dimension (ASTRA-sim)
+    baseline_ar_phase: ClassVar[bool] = False
+    #: same-tick completions: the lower dimension first, after the phases' tie keys (ASTRA-sim 1.0)
+    dim_tiebreak: ClassVar[bool] = False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    # ----- validation -------------------------------------------------------------------
+    def check(self, topology: Topology, collective: str, latency_mode: str | None, active_chunks: int) -> str:
+        """Validate a configuration for this model and return the latency mode to use."""
+        mode = self.default_latency_mode if latency_mode is None else str(latency_mode).strip().lower()
+        if mode not in LATENCY_MODES:
+            raise InputError("latency_mode", f"unknown latency mode {latency_mode!r}", ", ".join(LATENCY_MODES))
+        if mode not in self.latency_modes:
+            raise InputError(
+                "latency_mode",
+                f"the {self.name} cost model does not support {mode!r}",
+                ", ".join(self.latency_modes),
+            )
+        self._check(topology, collective)
+        return mode
+
+    def _check(self, topology: Topology, collective: str) -> None:
+        """Model-specific validation of the topology (raise `InputError`)."""
+
+    # ----- chunking ---------------------------------------------------------------------
+    def chunking(self, collective: str, size: int, chunks: int, topology: Topology, *, baseline: bool) -> ChunkPlan:
+        """How `size` bytes per NPU are cut into chunks (`baseline`: the ascending scheduler runs)."""
+        return self._chunk_sizes(collective, size, chunks, topology, baseline)
+
+    def _chunk_sizes(self, collective: str, size: int, chunks: int, topology: Topology, baseline: bool) -> ChunkPlan:
+        c = size / chunks
+        sizes = (c,) * chunks
+        return ChunkPlan(sizes, sizes)
+
+    # ----- phases -----------------------------------------------------------------------
+    def start_bytes(self, collective: str, chunk: float, topology: Topology) -> float:
+        """Bytes per NPU a chunk holds when its first phase starts."""
+        if collective == ALL_GATHER and not self.ag_input_shard:
+            return chunk / topology.npus
+        return chunk
+
+    def steps(self, collective: str, order: tuple[int, ...], topology: Topology, *, baseline: bool) -> list[tuple[int, str]]:
+        """The (dim, kind) steps of one chunk with dimension order `order` (DESIGN.md §5)."""
+        if collective == ALL_REDUCE:
+            if baseline and self.baseline_ar_phase:
+                inner = order[:-1]
+                return [(d, RS) for d in inner] + [(order[-1], AR)] + [(d, AG) for d in inner[::-1]]
+            return [(d, RS) for d in order] + [(d, AG) for d in order[::-1]]
+        if collective == ALL_GATHER:
+            return [(d, AG) for d in order]
+        if collective == ALL_TO_ALL:
+            return [(d, A2A) for d in order]
+        return [(d, RS) for d in order]
+
+    def phases(
+        self,
+        topology: Topology,
+        collective: str,
+        order: tuple[int, ...],
+        chunk: float,
+        *,
+        latency_mode: str,
+        baseline: bool = False,
+        memo: dict | None = None,
+    ) -> tuple[Phase, ...]:
+        """The phases one chunk of `chunk` bytes runs with dimension order `order`.
+
+        `memo`, a dict the caller keeps for one topology and latency mode, caches phases by
+        (dim, kind, bytes): chunks with different orders share most of them.
+        """
+        if memo is None:
+            memo = {}
+        c = self.start_bytes(collective, chunk, topology)
+        out = []
+        get = memo.get
+        for d, kind in self.steps(collective, order, topology, baseline=baseline):
+            hit = get((d, kind, c))
+            if hit is None:
+                hit = memo[(d, kind, c)] = self._make_phase(topology.dims[d], d, kind, c, latency_mode)
+            out.append(hit[0])
+            c = hit[1]
+        return tuple(out)
+
+    def _make_phase(self, dim: Dim, d: int, kind: str, c: float, latency_mode: str) -> tuple[Phase, float]:
+        """One phase of `kind` on dim `d` with `c` bytes in, and the bytes per NPU after it."""
+        p = dim.npus
+        if kind == RS:
+            c_out = self._shrink(c, p)
+            sent = c * (p - 1) / p
+        elif kind == AG:
+            c_out = c * p
+            sent = c * (p - 1)
+        elif kind == AR:
+            c_out = c
+            sent = 2 * c * (p - 1) / p
+        else:
+            c_out = c
+            sent = c * (p - 1) / p
+        busy, delay = self._phase_cost(dim, kind, c, latency_mode)
+        return Phase(d, kind, busy, delay, max(c, c_out), sent, kind == AR), c_out
+
+    def _shrink(self, c: float, p: int) -> float:
+        """Bytes per NPU after a reduce-scatter over `p` NPUs."""
+        return c / p
+
+    @abstractmethod
+    def _phase_cost(self, dim: Dim, kind: str, c: float, latency_mode: str) -> tuple[float, float]:
+        """(busy, delay) ns of one phase of `kind` on `dim` with `c` input bytes per NPU."""
+
+    @abstractmethod
+    def bandwidth_time(self, dim: Dim, kind: str, c: float) -> float:
+        """The bandwidth-only ns of a phase: what a load tracker charges."""
+
+    def greedy_bandwidth(self, dim: Dim) -> float:
+        """The bandwidth an ASTRA-sim-style OfflineGreedy tracker normalises by (GB/s)."""
+        return dim.bandwidth
+
+    @abstractmethod
+    def bytes_per_ns(self, dim: Dim) -> float:
+        """The dimension's bandwidth in this model's units, bytes per ns."""
+
+
+def is_power_of_two(n: int) -> bool:
+    return n >= 1 and (n & (n - 1)) == 0
+
+
+def log2_int(n: int) -> int:
+    return int(math.log2(n))

@@ -1,0 +1,153 @@
+"""`evaluate`: one collective on one topology, validated in one place, simulated once."""
+
+from __future__ import annotations
+
+from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, nominal_bytes_sent, parse_collective
+from .costs import CostModel, Phase, get_cost_model
+from .errors import InputError
+from .result import Result
+from .schedulers import ScheduleProblem, Scheduler, get_scheduler, parse_queue
+from .simulate import simulate
+from .topology import Topology, parse_topology
+from .units import parse_int, parse_size
+
+
+def evaluate(
+    topology: "Topology | str",
+    *,
+    collective: str = "all_reduce",
+    size: "int | float | str",
+    chunks: int = 64,
+    scheduler: "str | Scheduler" = "themis",
+    queue: str = "scf",
+    cost_model: "str | CostModel" = "paper",
+    latency_mode: str | None = None,
+    active_chunks: int = 1,
+    seed: int = 0,
+    orders: object = None,
+    timeline: bool = False,
+) -> Result:
+    """Simulate one collective and return its `Result`.
+
+    `topology`: a `Topology`, a preset name or a notation string. `size`: bytes per NPU (an int or
+    a string such as ``"1GiB"``); the per-NPU input for RS and AR, the per-NPU output for AG in the
+    `paper` model and the input shard in `astra-sim`. `scheduler`: a name (`baseline`, `themis`,
+    `round_robin`, `random`, `fixed`) or a `Scheduler`; `orders` feeds `fixed` (e.g. ``"0123;3210"``).
+    `queue`: `fifo` or `scf`. `latency_mode`: `overlapped` or `serialized`, None for the model's
+    default. `timeline=True` records every phase in `Result.timeline`.
+    """
+    topo = parse_topology(topology)
+    coll = parse_collective(collective)
+    nbytes = parse_size(size)
+    nchunks = parse_int(chunks, "chunks", minimum=1)
+    sched = get_scheduler(scheduler, orders=orders)
+    q = parse_queue(queue)
+    model = get_cost_model(cost_model)
+    active = parse_int(active_chunks, "active_chunks", minimum=1)
+    seed = parse_int(seed, "seed", minimum=0)
+    mode = model.check(topo, coll, latency_mode, active)
+
+    plan = model.chunking(coll, nbytes, nchunks, topo, baseline=sched.is_baseline)
+    problem = ScheduleProblem(topo, coll, plan, model, seed)
+    chunk_orders = sched.orders(problem)
+    phase_plans = build_plans(model, topo, coll, chunk_orders, plan.sizes, mode, sched.is_baseline)
+    out = simulate(
+        phase_plans,
+        topo.ndims,
+        queue=q,
+        scf_rule=model.scf_rule,
+        active_chunks=active,
+        shares_bandwidth=model.shares_bandwidth,
+        dim_tiebreak=model.dim_tiebreak,
+        timeline=timeline,
+    )
+    return make_result(
+        topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed, chunk_orders, out
+    )
+
+
+def build_plans(
+    model: CostModel,
+    topo: Topology,
+    coll: str,
+    chunk_orders: list[tuple[int, ...]],
+    sizes: tuple[float, ...],
+    mode: str,
+    baseline: bool,
+) -> list[tuple[Phase, ...]]:
+    """Each chunk's phases; chunks with the same order and size share one tuple."""
+    cache: dict[tuple[tuple[int, ...], float], tuple[Phase, ...]] = {}
+    memo: dict = {}
+    plans = []
+    for order, size in zip(chunk_orders, sizes):
+        p = cache.get((order, size))
+        if p is None:
+            p = model.phases(topo, coll, order, size, latency_mode=mode, baseline=baseline, memo=memo)
+            cache[(order, size)] = p
+        plans.append(p)
+    return plans
+
+
+def make_result(topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed, chunk_orders, out) -> Result:  # type: ignore[no-untyped-def]
+    """Assemble a `Result` from a simulation's output."""
+    t = out.time_ns
+    need = nominal_bytes_sent(coll, nbytes, topo.shape, ag_input_shard=model.ag_input_shard)
+    total_bw = sum(model.bytes_per_ns(d) for d in topo.dims)
+    n = topo.npus
+    # nccl-tests: algbw over the per-NPU data (AG: its output); busbw scales by the bytes on the wire
+    data = nbytes * n if coll == ALL_GATHER and model.ag_input_shard else nbytes
+    algbw = data / t if t > 0 else 0.0
+    factor = {ALL_REDUCE: 2 * (n - 1) / n, REDUCE_SCATTER: (n - 1) / n, ALL_GATHER: (n - 1) / n, ALL_TO_ALL: (n - 1) / n}[coll]
+    if t <= 0:
+        raise InputError("size", "the collective takes no time", "a size of at least one byte per chunk")
+    return Result(
+        topology=topo.label(),
+        collective=coll,
+        size_bytes=nbytes,
+        chunks=nchunks,
+        scheduler=sched.name,
+        queue=q,
+        cost_model=model.name,
+        latency_mode=mode,
+        active_chunks=active,
+        seed=seed,
+        time_ns=t,
+        bytes_sent=need,
+        bw_utilization=need / (t * total_bw),
+        algbw_GBps=algbw,
+        busbw_GBps=algbw * factor,
+        dim_busy_ns=out.dim_busy_ns,
+        dim_bytes=out.dim_bytes,
+        dim_utilization=tuple(b / t for b in out.dim_busy_ns),
+        orders=tuple(chunk_orders),
+        simulated_chunks=len(chunk_orders),
+        timeline=out.timeline,
+    )
+
+
+COMPARE_SCHEDULERS: tuple[str, ...] = ("baseline", "themis", "round_robin", "random")
+
+
+def compare(
+    topology: "Topology | str",
+    *,
+    collective: str = "all_reduce",
+    size: "int | float | str",
+    chunks: int = 64,
+    cost_model: "str | CostModel" = "paper",
+    latency_mode: str | None = None,
+    active_chunks: int = 1,
+    seed: int = 0,
+    schedulers: tuple[str, ...] = COMPARE_SCHEDULERS,
+    queues: tuple[str, ...] = ("fifo", "scf"),
+) -> list[Result]:
+    """Every scheduler x queue on one topology and collective (baseline+fifo first)."""
+    topo = parse_topology(topology)
+    return [
+        evaluate(
+            topo, collective=collective, size=size, chunks=chunks, scheduler=s, queue=q, cost_model=cost_model,
+            latency_mode=latency_mode, active_chunks=active_chunks, seed=seed,
+        )  # fmt: skip
+        for s in schedulers
+        for q in queues
+    ]

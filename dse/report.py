@@ -1,0 +1,99 @@
+"""Tables for people: plain-text renderings of results and comparisons (data first, text second)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .result import Result
+from .topology import Topology
+from .units import format_size, format_time
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, align: str | None = None) -> str:
+    """A fixed-width text table; `align` is one char per column, 'l' or 'r' (default: first left)."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    align = align or "l" + "r" * (len(headers) - 1)
+    lines = []
+    for k, r in enumerate(cells):
+        parts = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(r, widths, align)]
+        lines.append("  ".join(parts).rstrip())
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def order_summary(orders: Sequence[tuple[int, ...]], limit: int = 6) -> str:
+    """The orders used, most common first: ``0123 x40, 3210 x12, ...``."""
+    counts = Counter("".join(map(str, o)) if len(o) <= 10 else ",".join(map(str, o)) for o in orders)
+    parts = [f"{o} x{k}" for o, k in counts.most_common(limit)]
+    if len(counts) > limit:
+        parts.append(f"... ({len(counts)} distinct)")
+    return ", ".join(parts)
+
+
+def result_text(result: Result, topology: Topology) -> str:
+    """A readable report of one evaluation: the headline figures, then one row per dimension."""
+    head = [
+        ("topology", f"{result.topology} ({topology.npus} NPUs): {topology.notation()}"),
+        ("collective", f"{result.collective}, {format_size(result.size_bytes)} per NPU, {result.chunks} chunks"
+         + (f" ({result.simulated_chunks} simulated)" if result.simulated_chunks != result.chunks else "")),
+        ("schedule", f"{result.scheduler} + {result.queue}, active chunks {result.active_chunks}, seed {result.seed}"),
+        ("cost model", f"{result.cost_model}, latency {result.latency_mode}"),
+        ("time", f"{format_time(result.time_ns)} ({result.time_ns:.6g} ns)"),
+        ("BW utilisation", f"{100 * result.bw_utilization:.2f} %"),
+        ("algbw / busbw", f"{result.algbw_GBps:.2f} / {result.busbw_GBps:.2f} GB/s"),
+        ("orders", order_summary(result.orders)),
+    ]  # fmt: skip
+    w = max(len(k) for k, _ in head)
+    lines = [f"{k.ljust(w)}  {v}" for k, v in head]
+    rows = []
+    for i, d in enumerate(topology.dims):
+        rows.append(
+            (
+                i,
+                d.notation(),
+                f"{result.dim_busy_ns[i] / 1e3:.1f}",
+                f"{result.dim_bytes[i] / 1e6:.2f}",
+                f"{100 * result.dim_utilization[i]:.1f}",
+            )
+        )
+    lines.append("")
+    lines.append(format_table(("dim", "dimension", "busy (us)", "sent (MB)", "busy %"), rows, align="rlrrr"))
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    scheduler: str
+    queue: str
+    time_ns: float
+    bw_utilization: float
+    speedup: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "scheduler": self.scheduler,
+            "queue": self.queue,
+            "time_ns": self.time_ns,
+            "bw_utilization": self.bw_utilization,
+            "speedup_vs_baseline_fifo": self.speedup,
+        }
+
+
+def comparison_rows(results: Sequence[Result]) -> list[ComparisonRow]:
+    """Speed-up of each result over the baseline+fifo one (which must be among them)."""
+    ref = next((r for r in results if r.scheduler == "baseline" and r.queue == "fifo"), None)
+    if ref is None:
+        raise ValueError("comparison needs a baseline+fifo result")
+    return [ComparisonRow(r.scheduler, r.queue, r.time_ns, r.bw_utilization, ref.time_ns / r.time_ns) for r in results]
+
+
+def comparison_text(rows: Sequence[ComparisonRow], title: str) -> str:
+    body = [
+        (r.scheduler, r.queue, format_time(r.time_ns), f"{100 * r.bw_utilization:.2f} %", f"{r.speedup:.3f}x")
+        for r in rows
+    ]
+    return title + "\n" + format_table(("scheduler", "queue", "time", "BW util", "speed-up"), body, align="llrrr")

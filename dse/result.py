@@ -1,0 +1,56 @@
+"""`Result`: what one evaluation of a collective returns (DESIGN.md §6)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .simulate import TimelineEntry
+
+
+@dataclass(frozen=True)
+class Result:
+    """One simulated collective.
+
+    `time_ns` is when the last chunk finishes. `bw_utilization` (0-1) is the bytes one NPU must
+    send for the collective over `time_ns` x Σ_d B_d, in the cost model's bandwidth unit (the
+    paper's definition). `algbw_GBps` = size / time and `busbw_GBps` follow nccl-tests (decimal
+    GB/s, 1e9 B/s, whatever the model). `dim_busy_ns`, `dim_bytes` and `dim_utilization` are per
+    dimension; `orders` holds one dimension order per chunk; `timeline` the phases as they ran,
+    when asked for.
+    """
+
+    topology: str
+    collective: str
+    size_bytes: int
+    chunks: int
+    scheduler: str
+    queue: str
+    cost_model: str
+    latency_mode: str
+    active_chunks: int
+    seed: int
+    time_ns: float
+    bytes_sent: float
+    bw_utilization: float
+    algbw_GBps: float
+    busbw_GBps: float
+    dim_busy_ns: tuple[float, ...]
+    dim_bytes: tuple[float, ...]
+    dim_utilization: tuple[float, ...]
+    orders: tuple[tuple[int, ...], ...]
+    simulated_chunks: int
+    timeline: tuple[TimelineEntry, ...] | None = field(default=None, repr=False)
+
+    def to_dict(self, *, timeline: bool = False) -> dict[str, Any]:
+        """A JSON-ready dict of every field (the timeline only if asked and present)."""
+        d = asdict(self)
+        d["orders"] = ["".join(map(str, o)) if len(o) <= 10 else list(o) for o in self.orders]
+        d["dim_busy_ns"] = list(self.dim_busy_ns)
+        d["dim_bytes"] = list(self.dim_bytes)
+        d["dim_utilization"] = list(self.dim_utilization)
+        if timeline and self.timeline is not None:
+            d["timeline"] = [e._asdict() for e in self.timeline]
+        else:
+            d.pop("timeline")
+        return d

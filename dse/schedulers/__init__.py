@@ -1,0 +1,44 @@
+"""Inter-dimension schedulers: one dimension order per chunk (DESIGN.md §5)."""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from .base import Order, ScheduleProblem, Scheduler, ascending, baseline_order
+from .simple import BaselineScheduler, FixedScheduler, RandomScheduler, RoundRobinScheduler, parse_orders
+from .themis import ThemisScheduler
+
+SCHEDULERS: dict[str, type[Scheduler]] = {
+    cls.name: cls
+    for cls in (BaselineScheduler, ThemisScheduler, RoundRobinScheduler, RandomScheduler, FixedScheduler)
+}
+QUEUES: tuple[str, ...] = ("fifo", "scf")
+
+
+def get_scheduler(scheduler: "str | Scheduler", *, orders: object = None) -> Scheduler:
+    """A scheduler instance from its name or an instance; `orders` feeds `fixed`."""
+    if isinstance(scheduler, Scheduler):
+        return scheduler
+    key = str(scheduler).strip().lower().replace("-", "_")
+    if key == "roundrobin":
+        key = "round_robin"
+    if key not in SCHEDULERS:
+        raise InputError("scheduler", f"unknown scheduler {scheduler!r}", ", ".join(SCHEDULERS))
+    if key == "fixed":
+        return FixedScheduler(orders or ())  # type: ignore[arg-type]
+    return SCHEDULERS[key]()
+
+
+def parse_queue(queue: str) -> str:
+    """`fifo` or `scf` (smallest-chunk-first; `smallestFirst` accepted)."""
+    key = str(queue).strip().lower().replace("-", "_")
+    key = {"smallestfirst": "scf", "smallest_first": "scf", "smallest_chunk_first": "scf"}.get(key, key)
+    if key not in QUEUES:
+        raise InputError("queue", f"unknown queue policy {queue!r}", ", ".join(QUEUES))
+    return key
+
+
+__all__ = [
+    "SCHEDULERS", "QUEUES", "Order", "ScheduleProblem", "Scheduler", "ascending", "baseline_order",
+    "BaselineScheduler", "FixedScheduler", "RandomScheduler", "RoundRobinScheduler", "ThemisScheduler",
+    "get_scheduler", "parse_orders", "parse_queue",
+]  # fmt: skip

@@ -1,0 +1,81 @@
+"""The scheduler interface: given a topology, a collective and its chunks, one order per chunk.
+
+An order is a permutation of the dimension indices: the order in which a chunk's reduce-scatter
+visits the dimensions (an all-reduce's all-gather then runs in the reverse order); for a
+standalone all-gather it is the all-gather's own visiting order (DESIGN.md §5). All-to-all always
+runs in ascending order; no scheduler reorders it.
+
+`Scheduler.orders` validates the hook's answer once; subclasses implement `_orders` only.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..collectives import ALL_GATHER, ALL_TO_ALL
+from ..costs.base import ChunkPlan, CostModel
+from ..topology import Topology
+
+Order = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ScheduleProblem:
+    """What a scheduler may look at: the topology, the collective, the chunks and the cost model."""
+
+    topology: Topology
+    collective: str
+    chunks: ChunkPlan
+    cost_model: CostModel
+    seed: int = 0
+
+    @property
+    def ndims(self) -> int:
+        return self.topology.ndims
+
+    @property
+    def nchunks(self) -> int:
+        return len(self.chunks.sizes)
+
+
+def ascending(ndims: int) -> Order:
+    return tuple(range(ndims))
+
+
+def baseline_order(collective: str, ndims: int) -> Order:
+    """The hierarchical order: ascending, except a standalone all-gather, which descends."""
+    if collective == ALL_GATHER:
+        return tuple(range(ndims - 1, -1, -1))
+    return ascending(ndims)
+
+
+class Scheduler(ABC):
+    """Base class of the inter-dimension schedulers (strategies are passed as instances)."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    #: the ascending hierarchical baseline (cost models may compose its phases differently)
+    is_baseline: ClassVar[bool] = False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def orders(self, problem: ScheduleProblem) -> list[Order]:
+        """One dimension order per chunk, validated."""
+        n, ndims = problem.nchunks, problem.ndims
+        if problem.collective == ALL_TO_ALL:
+            return [ascending(ndims)] * n
+        result = [o if type(o) is tuple else tuple(int(d) for d in o) for o in self._orders(problem)]
+        if len(result) != n:
+            raise RuntimeError(f"{self!r} returned {len(result)} orders for {n} chunks")
+        want = set(range(ndims))
+        for o in set(result):
+            if len(o) != ndims or set(o) != want or not all(type(d) is int for d in o):
+                raise RuntimeError(f"{self!r} returned {o}, not a permutation of {sorted(want)}")
+        return result
+
+    @abstractmethod
+    def _orders(self, problem: ScheduleProblem) -> list[Order]:
+        """One order per chunk, in issue order."""

@@ -1,0 +1,67 @@
+"""The cost-model conformance suite: sane phases, order-invariant volume, validation.
+
+Usage (pytest)::
+
+    class TestMine(CostModelConformance):
+        @pytest.fixture
+        def cost_model(self):
+            return MyModel()
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+from dse.collectives import ALL_GATHER, ALL_REDUCE, COLLECTIVES, nominal_bytes_sent
+from dse.errors import InputError
+from dse.topology import parse_topology
+
+TOPOLOGIES = ("Ring(8,50,500)", "SW(16,200,700)_FC(4,100,30)", "4D-Ring_FC_Ring_SW")
+
+
+class CostModelConformance:
+    """Checks every cost model must pass; subclasses provide the `cost_model` fixture."""
+
+    @pytest.fixture
+    def cost_model(self):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def test_phases_are_positive_and_keyed(self, cost_model) -> None:
+        for spec, coll in itertools.product(TOPOLOGIES, COLLECTIVES):
+            t = parse_topology(spec)
+            mode = cost_model.check(t, coll, None, 1)
+            for order in itertools.permutations(range(t.ndims)):
+                for ph in cost_model.phases(t, coll, order, 2**24, latency_mode=mode):
+                    assert ph.busy > 0 and ph.delay >= 0 and ph.sent > 0 and ph.key > 0
+                    assert 0 <= ph.dim < t.ndims
+
+    def test_volume_does_not_depend_on_order(self, cost_model) -> None:
+        for spec, coll in itertools.product(TOPOLOGIES, COLLECTIVES):
+            t = parse_topology(spec)
+            mode = cost_model.check(t, coll, None, 1)
+            size = 2**24 * t.npus  # divisible all the way down
+            want = nominal_bytes_sent(coll, size, t.shape, ag_input_shard=cost_model.ag_input_shard)
+            for order in itertools.permutations(range(t.ndims)):
+                got = sum(ph.sent for ph in cost_model.phases(t, coll, order, size, latency_mode=mode))
+                assert math.isclose(got, want, rel_tol=1e-12), (spec, coll, order)
+
+    def test_chunking_covers_the_size(self, cost_model) -> None:
+        t = parse_topology(TOPOLOGIES[1])
+        for coll, size, chunks in itertools.product((ALL_REDUCE, ALL_GATHER), (10**6, 2**20 + 3), (1, 7, 64)):
+            for baseline in (False, True):
+                plan = cost_model.chunking(coll, size, chunks, t, baseline=baseline)
+                assert sum(plan.sizes) >= size * (1 - 1e-12)
+                assert len(plan.sizes) == len(plan.charges) >= 1
+
+    def test_bandwidth_time_grows_with_bytes(self, cost_model) -> None:
+        t = parse_topology(TOPOLOGIES[1])
+        for dim in t.dims:
+            for kind in ("RS", "AG"):
+                assert 0 < cost_model.bandwidth_time(dim, kind, 1000) < cost_model.bandwidth_time(dim, kind, 2000)
+
+    def test_unknown_latency_mode_is_rejected(self, cost_model) -> None:
+        with pytest.raises(InputError):
+            cost_model.check(parse_topology(TOPOLOGIES[0]), ALL_REDUCE, "sometimes", 1)

@@ -1,0 +1,302 @@
+"""Topologies: `Dim`, `Topology`, the notation parser and the named presets (DESIGN.md §3).
+
+A topology is an ordered list of dimensions, innermost (fastest) first. Each dimension's
+`bandwidth` is the aggregate uni-directional bandwidth one NPU has into it, in GB/s (the Themis
+paper's "Aggr BW/NPU"); `latency` is ns per algorithm step.
+
+Two notations are accepted wherever a topology is asked for::
+
+    Ring(4,375,20)_FC(8,175,700)_Ring(4,150,700)_SW(8,100,1700)
+    Ring_FC_Ring_SW 4x8x4x8 375,175,150,100 20,700,700,1700
+
+The first takes optional keywords after the three numbers: ``links=`` (links per NPU, used by the
+`astra-sim-1` model), ``nic=`` and ``router=`` (ns), ``algorithm=`` (``ring``, ``direct``,
+``halving_doubling``). In the second form the parts are separated by spaces or ``;`` and the
+latency part may be left out (0 ns).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from dataclasses import dataclass, field
+
+from .errors import InputError
+from .units import parse_int, parse_positive
+
+KINDS = ("ring", "fc", "switch")
+ALGORITHMS = ("ring", "direct", "halving_doubling")
+DEFAULT_ALGORITHM = {"ring": "ring", "fc": "direct", "switch": "halving_doubling"}
+_KIND_ALIASES = {
+    "ring": "ring",
+    "fc": "fc",
+    "fullyconnected": "fc",
+    "fully_connected": "fc",
+    "sw": "switch",
+    "switch": "switch",
+}
+_ALGO_ALIASES = {
+    "ring": "ring",
+    "direct": "direct",
+    "halving_doubling": "halving_doubling",
+    "halvingdoubling": "halving_doubling",
+    "hd": "halving_doubling",
+}
+_NOTATION_KIND = {"ring": "Ring", "fc": "FC", "switch": "SW"}
+KIND_CHOICES = "Ring, FC (or FullyConnected), SW (or Switch)"
+
+
+def parse_kind(text: str, field_name: str = "kind") -> str:
+    """The canonical kind (`ring`, `fc`, `switch`) of a case-insensitive name or alias."""
+    kind = _KIND_ALIASES.get(str(text).strip().lower())
+    if kind is None:
+        raise InputError(field_name, f"unknown kind {text!r}", KIND_CHOICES)
+    return kind
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One network dimension as one NPU sees it.
+
+    `bandwidth` is aggregate GB/s per NPU into this dimension, `latency` ns per algorithm step.
+    `links` (links per NPU) and `nic_latency`/`router_latency` (ns) are only needed by the
+    `astra-sim-1` cost model; per-link bandwidth there is bandwidth / links.
+    """
+
+    kind: str
+    npus: int
+    bandwidth: float
+    latency: float = 0.0
+    algorithm: str | None = None
+    links: int | None = None
+    nic_latency: float = 0.0
+    router_latency: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", parse_kind(self.kind))
+        object.__setattr__(self, "npus", parse_int(self.npus, "npus", minimum=1))
+        object.__setattr__(self, "bandwidth", parse_positive(self.bandwidth, "bandwidth"))
+        object.__setattr__(self, "latency", parse_positive(self.latency, "latency", allow_zero=True))
+        algo = self.algorithm if self.algorithm is not None else DEFAULT_ALGORITHM[self.kind]
+        canon = _ALGO_ALIASES.get(str(algo).strip().lower())
+        if canon is None:
+            raise InputError("algorithm", f"unknown algorithm {algo!r}", ", ".join(ALGORITHMS))
+        object.__setattr__(self, "algorithm", canon)
+        if self.links is not None:
+            object.__setattr__(self, "links", parse_int(self.links, "links", minimum=1))
+        object.__setattr__(self, "nic_latency", parse_positive(self.nic_latency, "nic", allow_zero=True))
+        object.__setattr__(
+            self, "router_latency", parse_positive(self.router_latency, "router", allow_zero=True)
+        )
+
+    @property
+    def steps(self) -> int:
+        """Algorithm steps of one reduce-scatter (or all-gather) phase on this dimension."""
+        if self.algorithm == "ring":
+            return self.npus - 1
+        if self.algorithm == "direct":
+            return 1
+        return max(1, math.ceil(math.log2(self.npus)))
+
+    def notation(self) -> str:
+        """This dimension in the ``Kind(npus,bandwidth,latency[,key=value...])`` notation."""
+        args = [str(self.npus), f"{self.bandwidth:g}", f"{self.latency:g}"]
+        if self.algorithm != DEFAULT_ALGORITHM[self.kind]:
+            args.append(f"algorithm={self.algorithm}")
+        if self.links is not None:
+            args.append(f"links={self.links}")
+        if self.nic_latency:
+            args.append(f"nic={self.nic_latency:g}")
+        if self.router_latency:
+            args.append(f"router={self.router_latency:g}")
+        return f"{_NOTATION_KIND[self.kind]}({','.join(args)})"
+
+
+@dataclass(frozen=True)
+class Topology:
+    """An ordered tuple of dimensions, innermost first; `name` is a preset's name if any.
+
+    Dimensions of one NPU are dropped with a warning; at least one dimension must remain.
+    """
+
+    dims: tuple[Dim, ...]
+    name: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        dims = tuple(self.dims)
+        for d in dims:
+            if not isinstance(d, Dim):
+                raise InputError("topology", f"{d!r} is not a Dim")
+        kept = tuple(d for d in dims if d.npus > 1)
+        if len(kept) < len(dims):
+            warnings.warn("dropping dimension(s) with 1 NPU", stacklevel=3)
+        if not kept:
+            raise InputError("topology", "no dimension with 2 or more NPUs", "at least one dim with npus >= 2")
+        object.__setattr__(self, "dims", kept)
+
+    @property
+    def ndims(self) -> int:
+        return len(self.dims)
+
+    @property
+    def npus(self) -> int:
+        """Total NPU count: the product of the dimension sizes."""
+        return math.prod(d.npus for d in self.dims)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(d.npus for d in self.dims)
+
+    @property
+    def bandwidths(self) -> tuple[float, ...]:
+        return tuple(d.bandwidth for d in self.dims)
+
+    @property
+    def total_bandwidth(self) -> float:
+        """Σ_d B_d, GB/s per NPU."""
+        return sum(d.bandwidth for d in self.dims)
+
+    def notation(self) -> str:
+        """The topology in the ``Ring(4,375,20)_FC(8,175,700)`` notation (round-trips)."""
+        return "_".join(d.notation() for d in self.dims)
+
+    def label(self) -> str:
+        """The preset name if there is one, else the notation."""
+        return self.name or self.notation()
+
+    def kinds_label(self) -> str:
+        return "_".join(_NOTATION_KIND[d.kind] for d in self.dims)
+
+    @classmethod
+    def from_paper(
+        cls,
+        *,
+        kinds: str | list[str],
+        shape: str | list[int],
+        bandwidth: str | list[float],
+        latency: str | list[float] | None = None,
+        name: str | None = None,
+    ) -> "Topology":
+        """The paper's form: kinds ``Ring_FC_Ring_SW``, shape ``4x8x4x8``, bandwidths, latencies."""
+        ks = kinds.split("_") if isinstance(kinds, str) else list(kinds)
+        ps = re.split(r"[xX*,]", shape) if isinstance(shape, str) else list(shape)
+        bs = bandwidth.split(",") if isinstance(bandwidth, str) else list(bandwidth)
+        if latency is None:
+            ls: list = [0.0] * len(ks)
+        else:
+            ls = latency.split(",") if isinstance(latency, str) else list(latency)
+        n = len(ks)
+        for fname, seq in (("shape", ps), ("bandwidth", bs), ("latency", ls)):
+            if len(seq) != n:
+                raise InputError(
+                    "topology", f"{len(ks)} kinds but {len(seq)} {fname} values", "one value per dimension"
+                )
+        dims = tuple(
+            Dim(parse_kind(k), parse_int(str(p).strip(), "npus", minimum=1), b, lat)
+            for k, p, b, lat in zip(ks, ps, bs, ls)
+        )
+        return cls(dims, name=name)
+
+
+_DIM_RE = re.compile(r"^\s*([A-Za-z_]+)\s*\((.*)\)\s*$")
+_KEYWORDS = {"links": "links", "nic": "nic_latency", "router": "router_latency", "algorithm": "algorithm", "algo": "algorithm"}
+NOTATION_HELP = "e.g. Ring(4,375,20)_FC(8,175,700) or 'Ring_FC 4x8 375,175 20,700' or a preset name"
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on '_' outside parentheses."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "_" and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+def _parse_dim(token: str) -> Dim:
+    m = _DIM_RE.match(token)
+    if not m:
+        raise InputError("topology", f"cannot read {token.strip()!r} as a dimension", NOTATION_HELP)
+    kind = parse_kind(m.group(1), "topology kind")
+    args = [a.strip() for a in m.group(2).split(",")]
+    positional: list[str] = []
+    kw: dict[str, str] = {}
+    for a in args:
+        if "=" in a:
+            key, _, val = a.partition("=")
+            key = key.strip().lower()
+            if key not in _KEYWORDS:
+                raise InputError("topology", f"unknown keyword {key!r} in {token.strip()!r}", ", ".join(sorted(_KEYWORDS)))
+            kw[_KEYWORDS[key]] = val.strip()
+        elif kw:
+            raise InputError("topology", f"positional value after a keyword in {token.strip()!r}", NOTATION_HELP)
+        else:
+            positional.append(a)
+    if len(positional) != 3 or any(not p for p in positional):
+        raise InputError(
+            "topology", f"{token.strip()!r} needs three numbers: npus, bandwidth GB/s, latency ns", NOTATION_HELP
+        )
+    try:
+        return Dim(kind, positional[0], positional[1], positional[2], **kw)
+    except InputError as e:
+        raise InputError(f"topology {token.strip()}: {e.field}", e.problem, e.allowed) from None
+
+
+def parse_topology(spec: "str | Topology") -> Topology:
+    """A `Topology` from a preset name, either notation, or a `Topology` (returned as is)."""
+    if isinstance(spec, Topology):
+        return spec
+    if not isinstance(spec, str) or not spec.strip():
+        raise InputError("topology", f"{spec!r} is not a topology", NOTATION_HELP)
+    text = spec.strip()
+    preset = _PRESET_INDEX.get(text.lower())
+    if preset is not None:
+        return PRESETS[preset]
+    if "(" not in text:
+        parts = [p for p in re.split(r"[\s;]+", text) if p]
+        if len(parts) in (3, 4):
+            return Topology.from_paper(
+                kinds=parts[0], shape=parts[1], bandwidth=parts[2], latency=parts[3] if len(parts) == 4 else None
+            )
+        raise InputError(
+            "topology", f"unknown preset or malformed topology {text!r}", f"presets: {', '.join(PRESETS)}; or {NOTATION_HELP}"
+        )
+    return Topology(tuple(_parse_dim(tok) for tok in _split_top(text)))
+
+
+_PRESET_INDEX: dict[str, str] = {}
+
+
+def _preset(name: str, notation: str) -> Topology:
+    return Topology(parse_topology(notation).dims, name=name)
+
+
+# The six topologies of the Themis paper (Table 2: aggregate GB/s per NPU and ns per step),
+# carrying the artifact's links per NPU (reference/astra-sim-1.0.md §7).
+PRESETS: dict[str, Topology] = {
+    t.name: t  # type: ignore[misc]
+    for t in (
+        _preset("2D-SW_SW", "SW(16,150,700,links=6)_SW(64,100,1700,links=1)"),
+        _preset("3D-SW_SW_SW_homo", "SW(16,100,700,links=4)_SW(8,100,700,links=4)_SW(8,100,1700,links=1)"),
+        _preset("3D-SW_SW_SW_hetero", "SW(16,200,700,links=8)_SW(8,100,700,links=4)_SW(8,50,1700,links=1)"),
+        _preset("3D-FC_Ring_SW", "FC(8,175,700,links=7)_Ring(16,100,700,links=4)_SW(8,50,1700,links=1)"),
+        _preset(
+            "4D-Ring_SW_SW_SW",
+            "Ring(4,250,20,links=2)_SW(4,200,700,links=8)_SW(8,100,700,links=4)_SW(8,50,1700,links=1)",
+        ),
+        _preset(
+            "4D-Ring_FC_Ring_SW",
+            "Ring(4,375,20,links=2)_FC(8,175,700,links=7)_Ring(4,150,700,links=6)_SW(8,100,1700,links=1)",
+        ),
+    )
+}
+PAPER_PRESETS: tuple[str, ...] = tuple(PRESETS)
+_PRESET_INDEX.update({n.lower(): n for n in PRESETS})

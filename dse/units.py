@@ -1,0 +1,110 @@
+"""Units and parsing: every number a user gives enters here (DESIGN.md §2).
+
+Sizes are bytes; `KB`/`MB`/`GB`/`TB` are decimal, `KiB`/`MiB`/`GiB`/`TiB` binary. Bandwidth is
+GB/s, which in the `paper` model is 1e9 B/s = 1 B/ns. Times are ns.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import ROUND_FLOOR, Decimal
+
+from .errors import InputError
+
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+
+NS_PER_S = 1e9
+
+
+def parse_size(value: int | float | str, field: str = "size") -> int:
+    """Bytes from an int, a float or a string such as ``"1GiB"``, ``"64MB"``, ``"1e9"``.
+
+    Fractional byte counts (``"0.1GiB"``) are rounded down to whole bytes, as ASTRA-sim does;
+    the arithmetic is decimal, so ``"0.7GB"`` is exactly 700,000,000 bytes.
+    """
+    allowed = "a positive number of bytes, optionally with a unit B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputError(field, f"{value!r} is not a size", allowed)
+    if isinstance(value, str):
+        m = _SIZE_RE.match(value)
+        if not m or m.group(2).lower() not in _SIZE_UNITS:
+            raise InputError(field, f"cannot read {value!r} as a size", allowed)
+        number, mult = Decimal(m.group(1)), _SIZE_UNITS[m.group(2).lower()]
+    else:
+        if not math.isfinite(value):
+            raise InputError(field, f"{value!r} is not a size", allowed)
+        number, mult = Decimal(repr(value)), 1
+    nbytes = int((number * mult).to_integral_value(rounding=ROUND_FLOOR))
+    if number <= 0:
+        raise InputError(field, f"{value!r} is not positive", allowed)
+    if nbytes <= 0:
+        raise InputError(field, f"{value!r} is less than one byte", allowed)
+    return nbytes
+
+
+def parse_positive(value: object, field: str, *, allow_zero: bool = False) -> float:
+    """A finite number > 0 (or >= 0 with `allow_zero`), from a number or a numeric string."""
+    allowed = "a number >= 0" if allow_zero else "a number > 0"
+    if isinstance(value, bool):
+        raise InputError(field, f"{value!r} is not a number", allowed)
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(field, f"cannot read {value!r} as a number", allowed) from None
+    if not math.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
+        raise InputError(field, f"{value!r} is out of range", allowed)
+    return x
+
+
+def parse_int(value: object, field: str, *, minimum: int = 1) -> int:
+    """An integer >= `minimum`, from an int or an integral string."""
+    allowed = f"an integer >= {minimum}"
+    if isinstance(value, bool):
+        raise InputError(field, f"{value!r} is not an integer", allowed)
+    if isinstance(value, int):
+        x = value
+    elif isinstance(value, float) and value.is_integer():
+        x = int(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        x = int(value)
+    else:
+        raise InputError(field, f"{value!r} is not an integer", allowed)
+    if x < minimum:
+        raise InputError(field, f"{x} is too small", allowed)
+    return x
+
+
+def format_time(ns: float) -> str:
+    """A time in ns for people: ns, µs, ms or s with 4 significant digits."""
+    a = abs(ns)
+    if a < 1e3:
+        return f"{ns:#.4g} ns"
+    if a < 1e6:
+        return f"{ns / 1e3:#.4g} us"
+    if a < 1e9:
+        return f"{ns / 1e6:#.4g} ms"
+    return f"{ns / 1e9:#.4g} s"
+
+
+def format_size(nbytes: float) -> str:
+    """A byte count for people, binary units when exact, else decimal."""
+    for unit, mult in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= mult and float(nbytes / mult).is_integer():
+            return f"{int(nbytes // mult)} {unit}"
+    for unit, mult in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if nbytes >= mult:
+            return f"{nbytes / mult:.4g} {unit}"
+    return f"{int(nbytes)} B"

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Benchmark: evaluations per second of `dse.evaluate` (Themis+SCF all-reduce, 4D-Ring_FC_Ring_SW).
+
+Run: .venv/bin/python scripts/bench_evaluate.py [--seconds S] [--python]
+Each figure is the best of 3 timed runs of at least S seconds each, on one core (this process).
+`--python` also measures the pure-Python event loop (the reference the C core mirrors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import dse
+from dse import simulate as sim_mod
+
+TOPOLOGY = "4D-Ring_FC_Ring_SW"
+
+
+def rate(fn, seconds: float) -> float:
+    best = 0.0
+    for _ in range(3):
+        n, t0 = 0, time.perf_counter()
+        while True:
+            fn()
+            n += 1
+            dt = time.perf_counter() - t0
+            if dt >= seconds:
+                break
+        best = max(best, n / dt)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--python", action="store_true", help="also time the pure-Python event loop")
+    args = ap.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    print(f"dse {dse.__version__}, Python {platform.python_version()}, {platform.machine()}, one core; "
+          f"C core: {'yes' if sim_mod._csim is not None else 'no'}")  # fmt: skip
+    engines = ["auto"] + (["python"] if args.python else [])
+    print(f"{'cost model':<12} {'chunks':>6} {'engine':>7} {'evals/s':>9} {'ms/eval':>8}")
+    csim = sim_mod._csim
+    for model in dse.COST_MODELS:
+        for chunks in (64, 512):
+            for engine in engines:
+                sim_mod._csim = None if engine == "python" else csim
+                r = rate(lambda: dse.evaluate(TOPOLOGY, size="1GB", chunks=chunks, scheduler="themis", queue="scf",
+                                              cost_model=model), args.seconds)  # fmt: skip
+                label = "python" if engine == "python" else ("c" if csim is not None else "python")
+                print(f"{model:<12} {chunks:>6} {label:>7} {r:>9.0f} {1e3 / r:>8.3f}")
+    sim_mod._csim = csim
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""The command line: tables, JSON, and bad input as one line with exit code 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dse import evaluate
+
+
+def test_evaluate_json_has_the_result_fields(run_cli):
+    code, out, err = run_cli("evaluate", "4D-Ring_FC_Ring_SW", "--size", "1GB", "--json")
+    assert code == 0 and err == ""
+    d = json.loads(out)
+    r = evaluate("4D-Ring_FC_Ring_SW", size="1GB")
+    assert d["time_ns"] == r.time_ns and d["bw_utilization"] == r.bw_utilization
+    for key in ("busbw_GBps", "dim_busy_ns", "dim_utilization", "orders", "scheduler", "queue", "cost_model"):
+        assert key in d
+    assert len(d["orders"]) == 64
+
+
+def test_evaluate_every_parameter_is_a_flag(run_cli):
+    code, out, _ = run_cli(
+        "evaluate", "--topology", "Ring(4,100,10)_SW(8,50,20)", "--collective", "reduce_scatter", "--size", "64MiB",
+        "--chunks", "8", "--scheduler", "random", "--queue", "fifo", "--cost-model", "astra-sim",
+        "--latency-mode", "serialized", "--active-chunks", "2", "--seed", "3", "--json",
+    )  # fmt: skip
+    d = json.loads(out)
+    r = evaluate("Ring(4,100,10)_SW(8,50,20)", collective="reduce_scatter", size="64MiB", chunks=8, scheduler="random",
+                 queue="fifo", cost_model="astra-sim", active_chunks=2, seed=3)  # fmt: skip
+    assert code == 0 and d["time_ns"] == r.time_ns and d["seed"] == 3 and d["active_chunks"] == 2
+
+
+def test_evaluate_timeline_json(run_cli):
+    code, out, _ = run_cli("evaluate", "Ring(4,100,10)", "--size", "1MB", "--chunks", "2", "--json", "--timeline")
+    d = json.loads(out)
+    assert code == 0 and len(d["timeline"]) == 4 and {"chunk", "dim", "kind", "start", "end"} <= set(d["timeline"][0])
+
+
+def test_evaluate_table(run_cli):
+    code, out, _ = run_cli("evaluate", "3D-FC_Ring_SW", "--size", "1GB")
+    assert code == 0 and "BW utilisation" in out and "FC(8,175,700" in out
+
+
+def test_compare_lists_every_scheduler_and_queue(run_cli):
+    code, out, _ = run_cli("compare", "4D-Ring_FC_Ring_SW", "--size", "1GB", "--json")
+    d = json.loads(out)
+    pairs = {(r["scheduler"], r["queue"]) for r in d["rows"]}
+    assert code == 0 and len(pairs) == 8 and ("themis", "scf") in pairs
+    base = next(r for r in d["rows"] if r["scheduler"] == "baseline" and r["queue"] == "fifo")
+    assert base["speedup_vs_baseline_fifo"] == 1.0
+    themis = next(r for r in d["rows"] if r["scheduler"] == "themis" and r["queue"] == "scf")
+    assert themis["speedup_vs_baseline_fifo"] == pytest.approx(base["time_ns"] / themis["time_ns"])
+    code, out, _ = run_cli("compare", "4D-Ring_FC_Ring_SW", "--size", "1GB")
+    assert code == 0 and "speed-up" in out and "themis" in out
+
+
+def test_topologies(run_cli):
+    code, out, _ = run_cli("topologies")
+    assert code == 0 and all(n in out for n in ("2D-SW_SW", "4D-Ring_FC_Ring_SW", "3D-FC_Ring_SW"))
+
+
+@pytest.mark.parametrize(
+    "args,field",
+    [
+        (["evaluate", "Ring(4,375", "--size", "1GB"], "topology"),
+        (["evaluate", "Ring(4,375,20)_Blob(2,1,1)", "--size", "1GB"], "kind"),
+        (["evaluate", "5D-nothing", "--size", "1GB"], "topology"),
+        (["evaluate", "Ring(4,0,20)", "--size", "1GB"], "bandwidth"),
+        (["evaluate", "Ring(4,-3,20)", "--size", "1GB"], "bandwidth"),
+        (["evaluate", "Ring(4,100,20)", "--size", "lots"], "size"),
+        (["evaluate", "Ring(4,100,20)", "--size", "-1GB"], "size"),
+        (["evaluate", "Ring(4,100,20)", "--size", "1GB", "--scheduler", "magic"], "scheduler"),
+        (["evaluate", "Ring(4,100,20)", "--size", "1GB", "--queue", "lifo"], "queue"),
+        (["evaluate", "Ring(4,100,20)", "--size", "1GB", "--cost-model", "ns3"], "cost_model"),
+        (["evaluate", "Ring(4,100,20)", "--size", "1GB", "--collective", "broadcast"], "collective"),
+        (["evaluate", "Ring(4,100,20)", "--size", "1GB", "--chunks", "0"], "chunks"),
+        (["evaluate", "Ring(4,100,20)", "--size", "1GB", "--latency-mode", "later"], "latency_mode"),
+        (["evaluate", "Ring(4,100,20)", "--size", "1GB", "--cost-model", "astra-sim", "--latency-mode", "overlapped"], "latency_mode"),
+        (["evaluate", "SW(6,100,20)", "--size", "1GB", "--cost-model", "astra-sim"], "topology dim 0"),
+        (["evaluate", "--size", "1GB"], "topology"),
+        (["evaluate", "Ring(4,100,20)"], "dse evaluate"),
+        (["nosuchcommand"], "dse"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line_and_exit_2(run_cli, args, field):
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dse: error: ") and field in lines[0], err
+
+
+def test_console_script_has_no_traceback():
+    p = subprocess.run(
+        [sys.executable, "-m", "dse", "evaluate", "Ring(4,0,20)", "--size", "1GB"], capture_output=True, text=True
+    )
+    assert p.returncode == 2 and "Traceback" not in p.stderr and p.stdout == ""
+    assert p.stderr.count("\n") == 1

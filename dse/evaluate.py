@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, nominal_bytes_sent, parse_collective
-from .costs import CostModel, Phase, get_cost_model
+from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, nominal_bytes_sent
+from .costs import CostModel, Phase
 from .errors import InputError
 from .result import Result
 from .schedulers import ScheduleProblem, Scheduler, get_scheduler, parse_queue
 from .simulate import simulate
+from .spec import CollectiveSpec
 from .topology import Topology, parse_topology
-from .units import parse_int, parse_size
+from .units import parse_int
 
 
 def evaluate(
@@ -36,16 +37,15 @@ def evaluate(
     `queue`: `fifo` or `scf`. `latency_mode`: `overlapped` or `serialized`, None for the model's
     default. `timeline=True` records every phase in `Result.timeline`.
     """
-    topo = parse_topology(topology)
-    coll = parse_collective(collective)
-    nbytes = parse_size(size)
-    nchunks = parse_int(chunks, "chunks", minimum=1)
+    spec = CollectiveSpec.parse(
+        topology, collective=collective, size=size, chunks=chunks, cost_model=cost_model,
+        latency_mode=latency_mode, active_chunks=active_chunks,
+    )  # fmt: skip
     sched = get_scheduler(scheduler, orders=orders)
     q = parse_queue(queue)
-    model = get_cost_model(cost_model)
-    active = parse_int(active_chunks, "active_chunks", minimum=1)
     seed = parse_int(seed, "seed", minimum=0)
-    mode = model.check(topo, coll, latency_mode, active)
+    topo, coll, nbytes, nchunks = spec.topology, spec.collective, spec.size, spec.chunks
+    model, mode, active = spec.cost_model, spec.latency_mode, spec.active_chunks
 
     plan = model.chunking(coll, nbytes, nchunks, topo, baseline=sched.is_baseline)
     problem = ScheduleProblem(topo, coll, plan, model, seed)

@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from .errors import InputError
 from .units import parse_int, parse_positive
@@ -167,6 +168,27 @@ class Topology:
 
     def kinds_label(self) -> str:
         return "_".join(_NOTATION_KIND[d.kind] for d in self.dims)
+
+    def with_latency(self, latency_ns: "float | Sequence[float]") -> "Topology":
+        """A copy with every dimension's link latency replaced (one value, or one per dimension).
+
+        E.g. ``PRESETS["2D-SW_SW"].with_latency(1)``: the Themis artifact's 1 ns variant. A named
+        topology's copy is labelled ``"{name}@{latency}ns"`` (``"2D-SW_SW@1ns"``, or
+        ``"2D-SW_SW@1/2ns"`` per dimension) for reports; that label is not a preset name, and
+        `notation()` still round-trips. An unnamed topology stays unnamed.
+        """
+        if isinstance(latency_ns, (str, bytes)) or not isinstance(latency_ns, Sequence):
+            values = [latency_ns] * self.ndims
+            tag = f"{parse_positive(latency_ns, 'latency', allow_zero=True):g}"
+        else:
+            values = list(latency_ns)
+            if len(values) != self.ndims:
+                raise InputError(
+                    "latency", f"{len(values)} latencies for {self.ndims} dimensions", "one value, or one per dimension"
+                )
+            tag = "/".join(f"{parse_positive(v, 'latency', allow_zero=True):g}" for v in values)
+        dims = tuple(replace(d, latency=v) for d, v in zip(self.dims, values))
+        return Topology(dims, name=f"{self.name}@{tag}ns" if self.name else None)
 
     @classmethod
     def from_paper(

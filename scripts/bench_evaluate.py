@@ -4,6 +4,8 @@
 Run: .venv/bin/python scripts/bench_evaluate.py [--seconds S] [--python]
 Each figure is the best of 3 timed runs of at least S seconds each, on one core (this process).
 `--python` also measures the pure-Python event loop (the reference the C core mirrors).
+`astra-sim-1` memoises its packet-level phase timings across calls (a pure function of dimension,
+phase kind and bytes); its `cold` rows clear that cache before every evaluation.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 
 import dse
 from dse import simulate as sim_mod
+from dse.costs import astra_sim1
 
 TOPOLOGY = "4D-Ring_FC_Ring_SW"
 
@@ -42,16 +45,23 @@ def main() -> None:
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     print(f"dse {dse.__version__}, Python {platform.python_version()}, {platform.machine()}, one core; "
           f"C core: {'yes' if sim_mod._csim is not None else 'no'}")  # fmt: skip
-    engines = ["auto"] + (["python"] if args.python else [])
+    engines = ["auto", "cold"] + (["python"] if args.python else [])
     print(f"{'cost model':<12} {'chunks':>6} {'engine':>7} {'evals/s':>9} {'ms/eval':>8}")
     csim = sim_mod._csim
     for model in dse.COST_MODELS:
         for chunks in (64, 512):
             for engine in engines:
+                if engine == "cold" and model != "astra-sim-1":
+                    continue
                 sim_mod._csim = None if engine == "python" else csim
-                r = rate(lambda: dse.evaluate(TOPOLOGY, size="1GB", chunks=chunks, scheduler="themis", queue="scf",
-                                              cost_model=model), args.seconds)  # fmt: skip
-                label = "python" if engine == "python" else ("c" if csim is not None else "python")
+
+                def one() -> None:
+                    if engine == "cold":
+                        astra_sim1.phase_timing.cache_clear()
+                    dse.evaluate(TOPOLOGY, size="1GB", chunks=chunks, scheduler="themis", queue="scf", cost_model=model)
+
+                r = rate(one, args.seconds)
+                label = engine if engine != "auto" else ("c" if csim is not None else "python")
                 print(f"{model:<12} {chunks:>6} {label:>7} {r:>9.0f} {1e3 / r:>8.3f}")
     sim_mod._csim = csim
 

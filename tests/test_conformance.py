@@ -2,7 +2,7 @@
 
 import pytest
 
-from dse.costs import AstraSimModel, PaperModel
+from dse.costs import AstraSim1Model, AstraSimModel, PaperModel
 from dse.schedulers import BaselineScheduler, FixedScheduler, RandomScheduler, RoundRobinScheduler, ThemisScheduler
 from dse.testing.cost_models import CostModelConformance
 from dse.testing.schedulers import SchedulerConformance
@@ -63,6 +63,12 @@ class TestAstraSimModel(CostModelConformance):
     @pytest.fixture
     def cost_model(self):
         return AstraSimModel()
+
+
+class TestAstraSim1Model(CostModelConformance):
+    @pytest.fixture
+    def cost_model(self):
+        return AstraSim1Model()
 
 
 def test_random_depends_on_the_seed():

@@ -4,25 +4,31 @@ from __future__ import annotations
 
 from ..errors import InputError
 from .astra_sim import AstraSimModel
+from .astra_sim1 import AstraSim1Model
 from .base import ChunkPlan, CostModel, Phase
 from .paper import PaperModel
 
 COST_MODELS: dict[str, type[CostModel]] = {
     PaperModel.name: PaperModel,
     AstraSimModel.name: AstraSimModel,
+    AstraSim1Model.name: AstraSim1Model,
 }
 
 
 def get_cost_model(model: "str | CostModel") -> CostModel:
-    """A cost-model instance from its name (`paper`, `astra-sim`) or an instance (returned as is)."""
+    """A cost-model instance from its name (`paper`, `astra-sim`, `astra-sim-1`) or an instance (as is)."""
     if isinstance(model, CostModel):
         return model
     key = str(model).strip().lower().replace("_", "-")
     if key in ("astra-sim-2", "astrasim"):
         key = "astra-sim"
+    elif key in ("astra-sim-1.0", "astrasim1", "astrasim-1"):
+        key = "astra-sim-1"
     if key not in COST_MODELS:
         raise InputError("cost_model", f"unknown cost model {model!r}", ", ".join(COST_MODELS))
     return COST_MODELS[key]()
 
 
-__all__ = ["COST_MODELS", "ChunkPlan", "CostModel", "Phase", "get_cost_model", "PaperModel", "AstraSimModel"]
+__all__ = [
+    "COST_MODELS", "ChunkPlan", "CostModel", "Phase", "get_cost_model", "PaperModel", "AstraSimModel", "AstraSim1Model",
+]

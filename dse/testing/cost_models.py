@@ -19,7 +19,8 @@ from dse.collectives import ALL_GATHER, ALL_REDUCE, COLLECTIVES, nominal_bytes_s
 from dse.errors import InputError
 from dse.topology import parse_topology
 
-TOPOLOGIES = ("Ring(8,50,500)", "SW(16,200,700)_FC(4,100,30)", "4D-Ring_FC_Ring_SW")
+# Links per NPU are given for the models that need them (astra-sim-1); the others ignore them.
+TOPOLOGIES = ("Ring(8,50,500,links=2)", "SW(16,200,700,links=4)_FC(4,100,30,links=3)", "4D-Ring_FC_Ring_SW")
 
 
 class CostModelConformance:

@@ -1,5 +1,7 @@
 """dse: collectives, Themis scheduling, bounds and design-space search for multi-dimensional networks."""
 
+from . import lp_guided  # noqa: F401  (registers the lp_guided scheduler)
+from .bounds import Bounds, lower_bounds
 from .costs import COST_MODELS, CostModel, get_cost_model
 from .errors import InputError
 from .evaluate import evaluate
@@ -10,6 +12,6 @@ from .topology import PRESETS, Dim, Topology, parse_topology
 __version__ = "0.1.0"
 
 __all__ = [
-    "COST_MODELS", "CostModel", "Dim", "InputError", "PRESETS", "Result", "SCHEDULERS", "Scheduler",
+    "Bounds", "COST_MODELS", "CostModel", "lower_bounds", "Dim", "InputError", "PRESETS", "Result", "SCHEDULERS", "Scheduler",
     "Topology", "evaluate", "get_cost_model", "get_scheduler", "parse_topology", "__version__",
 ]  # fmt: skip

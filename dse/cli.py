@@ -12,10 +12,11 @@ from .collectives import COLLECTIVES
 from .costs import COST_MODELS, get_cost_model
 from .errors import InputError
 from .evaluate import compare, evaluate
-from .report import comparison_rows, comparison_text, format_table, result_text
+from .bounds import lower_bounds
+from .report import bounds_text, comparison_rows, comparison_text, format_table, result_text
 from .schedulers import QUEUES, SCHEDULERS
 from .topology import PRESETS, parse_topology
-from .units import format_size
+from .units import format_size, format_time, parse_positive
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,10 +64,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeline", action="store_true", help="with --json: include every phase's start and end")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("compare", help="every scheduler x queue on one topology")
+    p = sub.add_parser("compare", help="every scheduler x queue on one topology, with the bound and gaps")
     _add_topology(p)
     _add_common(p)
+    p.add_argument("--time-limit", default="1", help="seconds for each bound solve (default 1)")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("bound", help="lower bounds: ideal, fluid LP, ILP, pipeline; the optimal order mix")
+    _add_topology(p)
+    _add_common(p)
+    p.add_argument("--time-limit", default="10", help="seconds per solve (default 10); a cut-short solve reports its dual bound")
+    p.add_argument("--solver", default="highs", help="highs (in process, default) or cbc")
+    p.add_argument("--no-pipeline", action="store_true", help="skip the pipeline-tightened ILP")
+    p.set_defaults(func=cmd_bound)
 
     p = sub.add_parser("topologies", help="list the preset topologies")
     p.add_argument("--json", action="store_true")
@@ -94,7 +104,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
         latency_mode=args.latency_mode, active_chunks=args.active_chunks, seed=args.seed,
     )  # fmt: skip
-    rows = comparison_rows(results)
+    bounds = lower_bounds(
+        topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
+        latency_mode=args.latency_mode, active_chunks=args.active_chunks,
+        time_limit_s=parse_positive(args.time_limit, "time_limit"),
+    )  # fmt: skip
+    rows = comparison_rows(results, bounds)
     first = results[0]
     if args.json:
         out = {
@@ -105,6 +120,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "chunks": first.chunks,
             "cost_model": first.cost_model,
             "latency_mode": first.latency_mode,
+            "bound": bounds.to_dict(),
             "rows": [r.to_dict() for r in rows],
         }
         print(json.dumps(out))
@@ -114,6 +130,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
             f"{first.chunks} chunks, cost model {first.cost_model} ({first.latency_mode} latency)"
         )
         print(comparison_text(rows, title))
+        print(f"bound {format_time(bounds.bound_ns)} ({bounds.status}): ideal {format_time(bounds.ideal_ns)}, "
+              f"ILP {format_time(bounds.ilp_ns)}, pipeline {format_time(bounds.pipeline_ns)}")  # fmt: skip
+    return 0
+
+
+def cmd_bound(args: argparse.Namespace) -> int:
+    topo = parse_topology(_topology_arg(args))
+    b = lower_bounds(
+        topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
+        latency_mode=args.latency_mode, active_chunks=args.active_chunks,
+        time_limit_s=parse_positive(args.time_limit, "time_limit"), solver=args.solver,
+        pipeline=not args.no_pipeline,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(b.to_dict()))
+        return 0
+    print(bounds_text(b, topo))
     return 0
 
 

@@ -48,7 +48,7 @@ def evaluate(
     model, mode, active = spec.cost_model, spec.latency_mode, spec.active_chunks
 
     plan = model.chunking(coll, nbytes, nchunks, topo, baseline=sched.is_baseline)
-    problem = ScheduleProblem(topo, coll, plan, model, seed)
+    problem = ScheduleProblem(topo, coll, plan, model, seed, q, mode, active)
     chunk_orders = sched.orders(problem)
     phase_plans = build_plans(model, topo, coll, chunk_orders, plan.sizes, mode, sched.is_baseline)
     out = simulate(
@@ -125,7 +125,7 @@ def make_result(topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed
     )
 
 
-COMPARE_SCHEDULERS: tuple[str, ...] = ("baseline", "themis", "round_robin", "random")
+COMPARE_SCHEDULERS: tuple[str, ...] = ("baseline", "themis", "lp_guided", "round_robin", "random")
 
 
 def compare(

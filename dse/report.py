@@ -6,7 +6,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 from .result import Result
+
+if TYPE_CHECKING:  # reports sit above the bounds layer; only the type is needed here
+    from .bounds import Bounds
 from .topology import Topology
 from .units import format_size, format_time
 
@@ -72,6 +77,7 @@ class ComparisonRow:
     time_ns: float
     bw_utilization: float
     speedup: float
+    gap: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -80,20 +86,47 @@ class ComparisonRow:
             "time_ns": self.time_ns,
             "bw_utilization": self.bw_utilization,
             "speedup_vs_baseline_fifo": self.speedup,
+            "gap_to_bound": self.gap,
         }
 
 
-def comparison_rows(results: Sequence[Result]) -> list[ComparisonRow]:
-    """Speed-up of each result over the baseline+fifo one (which must be among them)."""
+def comparison_rows(results: Sequence[Result], bounds: "Bounds | None" = None) -> list[ComparisonRow]:
+    """Speed-up of each result over the baseline+fifo one (which must be among them), and its gap
+    to the bound when one is given."""
     ref = next((r for r in results if r.scheduler == "baseline" and r.queue == "fifo"), None)
     if ref is None:
         raise ValueError("comparison needs a baseline+fifo result")
-    return [ComparisonRow(r.scheduler, r.queue, r.time_ns, r.bw_utilization, ref.time_ns / r.time_ns) for r in results]
+    return [
+        ComparisonRow(
+            r.scheduler, r.queue, r.time_ns, r.bw_utilization, ref.time_ns / r.time_ns,
+            bounds.gap(r.time_ns) if bounds is not None else None,
+        )  # fmt: skip
+        for r in results
+    ]
 
 
 def comparison_text(rows: Sequence[ComparisonRow], title: str) -> str:
+    with_gap = any(r.gap is not None for r in rows)
     body = [
         (r.scheduler, r.queue, format_time(r.time_ns), f"{100 * r.bw_utilization:.2f} %", f"{r.speedup:.3f}x")
+        + ((f"{100 * r.gap:.2f} %",) if with_gap and r.gap is not None else ())
         for r in rows
     ]
-    return title + "\n" + format_table(("scheduler", "queue", "time", "BW util", "speed-up"), body, align="llrrr")
+    heads = ("scheduler", "queue", "time", "BW util", "speed-up") + (("gap",) if with_gap else ())
+    return title + "\n" + format_table(heads, body, align="llrrr" + ("r" if with_gap else ""))
+
+
+def bounds_text(b: "Bounds", topology: Topology) -> str:
+    """A readable report of `dse bound`."""
+    lines = [
+        f"{b.topology} ({topology.npus} NPUs), {b.collective} of {format_size(b.size_bytes)} per NPU, "
+        f"{b.chunks} chunks, cost model {b.cost_model} ({b.latency_mode} latency)",
+        f"ideal     {format_time(b.ideal_ns):>10}  (100 % bandwidth utilisation)",
+        f"LP        {format_time(b.lp_ns):>10}  (fluid order mix)",
+        f"ILP       {format_time(b.ilp_ns):>10}  (whole chunks per order)",
+        f"pipeline  {format_time(b.pipeline_ns):>10}  (ILP + fill, drain and paths: the bound gaps use)",
+        f"solver    {b.solver}, {b.status}, {b.solve_time_s:.3f} s",
+        f"mix       {', '.join(f'{o} x{k}' for o, k in sorted(b.mix.items(), key=lambda kv: (-kv[1], kv[0])))}",
+    ]
+    lines += [f"note      {n}" for n in b.notes]
+    return "\n".join(lines)

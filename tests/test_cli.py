@@ -44,16 +44,19 @@ def test_evaluate_table(run_cli):
 
 
 def test_compare_lists_every_scheduler_and_queue(run_cli):
-    code, out, _ = run_cli("compare", "4D-Ring_FC_Ring_SW", "--size", "1GB", "--json")
+    code, out, _ = run_cli("compare", "4D-Ring_FC_Ring_SW", "--size", "1GB", "--json", "--time-limit", "0.2")
     d = json.loads(out)
     pairs = {(r["scheduler"], r["queue"]) for r in d["rows"]}
-    assert code == 0 and len(pairs) == 8 and ("themis", "scf") in pairs
+    assert code == 0 and len(pairs) == 10 and ("themis", "scf") in pairs and ("lp_guided", "scf") in pairs
+    bound = d["bound"]["bound_ns"]
+    for r in d["rows"]:  # every schedule is at or above the bound, and its gap says by how much
+        assert r["time_ns"] >= bound and r["gap_to_bound"] == pytest.approx(r["time_ns"] / bound - 1)
     base = next(r for r in d["rows"] if r["scheduler"] == "baseline" and r["queue"] == "fifo")
     assert base["speedup_vs_baseline_fifo"] == 1.0
     themis = next(r for r in d["rows"] if r["scheduler"] == "themis" and r["queue"] == "scf")
     assert themis["speedup_vs_baseline_fifo"] == pytest.approx(base["time_ns"] / themis["time_ns"])
-    code, out, _ = run_cli("compare", "4D-Ring_FC_Ring_SW", "--size", "1GB")
-    assert code == 0 and "speed-up" in out and "themis" in out
+    code, out, _ = run_cli("compare", "4D-Ring_FC_Ring_SW", "--size", "1GB", "--time-limit", "0.2")
+    assert code == 0 and "speed-up" in out and "themis" in out and "gap" in out
 
 
 def test_topologies(run_cli):

@@ -80,12 +80,14 @@ class AstraSimModel(CostModel):
         return c // p
 
     def bytes_per_ns(self, dim: Dim) -> float:
-        return dim.bandwidth * GIB / 1e9
+        """ASTRA-sim's GB is 2^30 B; a direct (FC) dimension sends its P−1 messages in parallel."""
+        beta = dim.bandwidth * GIB / 1e9
+        return beta * (dim.npus - 1) if dim.algorithm == "direct" else beta
 
     def bandwidth_time(self, dim: Dim, kind: str, c: float) -> float:
         p = dim.npus
         sent = c * (p - 1) if kind == AG else c * (p - 1) / p * (2 if kind == AR else 1)
-        return sent / self.bytes_per_ns(dim)
+        return sent / (dim.bandwidth * GIB / 1e9)  # the OfflineGreedy tracker ignores the parallel messages
 
     def _phase_cost(self, dim: Dim, kind: str, c: float, latency_mode: str) -> tuple[float, float]:
         return float(self.phase_ns(dim, kind, int(c))), 0.0

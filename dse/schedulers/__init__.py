@@ -14,6 +14,13 @@ SCHEDULERS: dict[str, type[Scheduler]] = {
 QUEUES: tuple[str, ...] = ("fifo", "scf")
 
 
+def register_scheduler(cls: type[Scheduler]) -> type[Scheduler]:
+    """Make a scheduler class available by its `name` (used by schedulers defined above this layer,
+    such as `lp_guided`, which needs the bounds and the simulator)."""
+    SCHEDULERS[cls.name] = cls
+    return cls
+
+
 def get_scheduler(scheduler: "str | Scheduler", *, orders: object = None) -> Scheduler:
     """A scheduler instance from its name or an instance; `orders` feeds `fixed`."""
     if isinstance(scheduler, Scheduler):
@@ -40,5 +47,5 @@ def parse_queue(queue: str) -> str:
 __all__ = [
     "SCHEDULERS", "QUEUES", "Order", "ScheduleProblem", "Scheduler", "ascending", "baseline_order",
     "BaselineScheduler", "FixedScheduler", "RandomScheduler", "RoundRobinScheduler", "ThemisScheduler",
-    "get_scheduler", "parse_orders", "parse_queue",
+    "get_scheduler", "parse_orders", "parse_queue", "register_scheduler",
 ]  # fmt: skip

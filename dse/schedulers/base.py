@@ -23,13 +23,18 @@ Order = tuple[int, ...]
 
 @dataclass(frozen=True)
 class ScheduleProblem:
-    """What a scheduler may look at: the topology, the collective, the chunks and the cost model."""
+    """What a scheduler may look at: the topology, the collective, the chunks, the cost model, and
+    how the chunks will run (queue policy, latency mode, active chunks), for schedulers that
+    simulate candidate orders."""
 
     topology: Topology
     collective: str
     chunks: ChunkPlan
     cost_model: CostModel
     seed: int = 0
+    queue: str = "scf"
+    latency_mode: str | None = None
+    active_chunks: int = 1
 
     @property
     def ndims(self) -> int:

@@ -16,6 +16,7 @@ import pytest
 
 from dse.collectives import ALL_TO_ALL, COLLECTIVES
 from dse.costs import COST_MODELS, get_cost_model
+from dse.errors import InputError
 from dse.schedulers.base import ScheduleProblem
 from dse.topology import parse_topology
 
@@ -33,8 +34,13 @@ def _problems():
     for topo, coll, model, chunks in itertools.product(TOPOLOGIES, COLLECTIVES, COST_MODELS, CHUNKS):
         t = parse_topology(topo)
         m = get_cost_model(model)
+        try:  # a scheduler is only ever asked about configurations its cost model accepts
+            mode = m.check(t, coll, None, 1)
+        except InputError:
+            continue
         plan = m.chunking(coll, 2**26, chunks, t, baseline=False)
-        yield ScheduleProblem(t, coll, plan, m, seed=7)
+        for queue in ("fifo", "scf"):
+            yield ScheduleProblem(t, coll, plan, m, seed=7, queue=queue, latency_mode=mode)
 
 
 class SchedulerConformance:

@@ -1,0 +1,355 @@
+"""Lower bounds on a collective's time and the optimality gap (DESIGN.md §7).
+
+Four bounds, each valid (no schedule beats it) and each at least the one before:
+
+- ``ideal``: the bytes one NPU must send over Σ_d B_d: 100 % bandwidth utilisation.
+- ``lp`` (fluid): fractions of the chunks per dimension order, minimise the busiest dimension's
+  load. Loads count exactly what the simulator counts as busy (the bandwidth term, plus the latency
+  where the latency mode serialises it).
+- ``ilp``: the same with whole chunks per order (PuLP; HiGHS in process, CBC as fallback). On a
+  time limit it is the solver's proven dual bound, never the incumbent.
+- ``pipeline``: the ILP tightened by what every schedule must also pay (proof in `_pipeline`):
+  a dimension cannot work before the first chunk can reach it (fill) nor after the last chunk that
+  leaves it can finish (drain), and every order used must run end to end at least once.
+
+gap = T_schedule / T_bound − 1, against ``bound_ns`` (the pipeline bound, the tightest).
+
+Chunk types: every dimension order (for all-to-all only the ascending one: order does not matter
+there), per chunk size the cost model produces; for models whose baseline runs a single AR phase on
+the last dimension (ASTRA-sim), that composition is one more type, so the bounds cover it too.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .collectives import ALL_REDUCE, ALL_TO_ALL, nominal_bytes_sent
+from .costs import ChunkPlan, CostModel
+from .errors import InputError
+from .spec import CollectiveSpec
+from .topology import Topology
+
+SOLVERS = ("highs", "cbc")
+
+
+@dataclass(frozen=True)
+class ChunkType:
+    """One way a chunk can run: its order, whether it is ASTRA-sim's baseline composition, its size,
+    how many chunks of that size exist, and what one such chunk costs."""
+
+    order: tuple[int, ...]
+    ar_phase: bool
+    size: float
+    count: int
+    load: tuple[float, ...]  # busy ns per dimension
+    head: tuple[float, ...]  # ns before the chunk can first reach each dimension
+    tail: tuple[float, ...]  # ns the chunk still needs after its last transfer on each dimension
+    path: float  # ns of the whole chunk, end to end
+
+    @property
+    def label(self) -> str:
+        s = "".join(map(str, self.order)) if len(self.order) <= 10 else ",".join(map(str, self.order))
+        return s + ("/AR" if self.ar_phase else "")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Lower bounds on one collective's time (ns), the optimal order mix and how it was solved."""
+
+    topology: str
+    collective: str
+    size_bytes: int
+    chunks: int
+    cost_model: str
+    latency_mode: str
+    active_chunks: int
+    ideal_ns: float
+    lp_ns: float
+    ilp_ns: float
+    pipeline_ns: float
+    mix: dict[str, int]
+    solver: str
+    status: str
+    solve_time_s: float
+    order_matters: bool
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def bound_ns(self) -> float:
+        """The tightest valid bound: what gaps are measured against."""
+        return self.pipeline_ns
+
+    def gap(self, time_ns: float) -> float:
+        """How far a schedule of `time_ns` is above the bound (0.05 = 5 %)."""
+        return time_ns / self.bound_ns - 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["bound_ns"] = self.bound_ns
+        d["notes"] = list(self.notes)
+        return d
+
+
+def chunk_types(spec: CollectiveSpec) -> list[ChunkType]:
+    """Every chunk type of a collective (see the module docstring)."""
+    plan = spec.cost_model.chunking(spec.collective, spec.size, spec.chunks, spec.topology, baseline=False)
+    return types_for_plan(spec.cost_model, spec.topology, spec.collective, plan, spec.latency_mode)
+
+
+def types_for_plan(
+    model: CostModel, topo: Topology, coll: str, plan: ChunkPlan, latency_mode: str, *, ar_phase: bool = True
+) -> list[ChunkType]:
+    """The chunk types of a chunk plan; `ar_phase=False` leaves out ASTRA-sim's baseline composition."""
+    sizes = Counter(plan.sizes)
+    nd = topo.ndims
+    if coll == ALL_TO_ALL:
+        orders: list[tuple[int, ...]] = [tuple(range(nd))]
+    else:
+        orders = list(itertools.permutations(range(nd)))
+    variants = [(o, False) for o in orders]
+    if coll == ALL_REDUCE and model.baseline_ar_phase and ar_phase:
+        variants.append((tuple(range(nd)), True))
+    memo: dict = {}
+    out = []
+    for size, count in sorted(sizes.items()):
+        for order, ar in variants:
+            phases = model.phases(topo, coll, order, size, latency_mode=latency_mode, baseline=ar, memo=memo)
+            load = [0.0] * nd
+            head = [math.inf] * nd
+            tail = [0.0] * nd
+            t = 0.0
+            for ph in phases:
+                load[ph.dim] += ph.busy
+                if head[ph.dim] == math.inf:
+                    head[ph.dim] = t
+                t += ph.busy + ph.delay
+            path = t
+            for d in range(nd):
+                last = max(i for i, ph in enumerate(phases) if ph.dim == d)
+                tail[d] = phases[last].delay + sum(ph.busy + ph.delay for ph in phases[last + 1 :])
+            out.append(ChunkType(order, ar, size, count, tuple(load), tuple(head), tuple(tail), path))
+    return out
+
+
+def ideal_ns(spec: CollectiveSpec) -> float:
+    """The bytes one NPU must send over the sum of its bandwidths (100 % utilisation)."""
+    model = spec.cost_model
+    need = nominal_bytes_sent(spec.collective, spec.size, spec.topology.shape, ag_input_shard=model.ag_input_shard)
+    return need / sum(model.bytes_per_ns(d) for d in spec.topology.dims)
+
+
+def lower_bounds(
+    topology: "Topology | str",
+    *,
+    collective: str = "all_reduce",
+    size: "int | float | str",
+    chunks: int = 64,
+    cost_model: "str | CostModel" = "paper",
+    latency_mode: str | None = None,
+    active_chunks: int = 1,
+    time_limit_s: float = 10.0,
+    solver: str = "highs",
+    pipeline: bool = True,
+) -> Bounds:
+    """Ideal, fluid-LP, ILP and pipeline bounds of one collective (see the module docstring).
+
+    `solver`: ``highs`` (in process, the default) or ``cbc`` (PuLP's bundled binary; used
+    automatically when HiGHS is missing). `time_limit_s` bounds each solve; a solve cut short
+    reports the solver's proven dual bound and says so in `status`. `pipeline=False` skips the
+    tightened ILP (then `pipeline_ns` equals `ilp_ns`).
+    """
+    spec = CollectiveSpec.parse(
+        topology, collective=collective, size=size, chunks=chunks, cost_model=cost_model,
+        latency_mode=latency_mode, active_chunks=active_chunks,
+    )  # fmt: skip
+    if solver not in SOLVERS:
+        raise InputError("solver", f"unknown solver {solver!r}", ", ".join(SOLVERS))
+    if not (isinstance(time_limit_s, (int, float)) and time_limit_s > 0):
+        raise InputError("time_limit_s", f"{time_limit_s!r} is not a positive number of seconds")
+    return bounds_for(spec, time_limit_s=float(time_limit_s), solver=solver, pipeline=pipeline)
+
+
+def bounds_for(spec: CollectiveSpec, *, time_limit_s: float = 10.0, solver: str = "highs", pipeline: bool = True) -> Bounds:
+    """`lower_bounds` on an already validated `CollectiveSpec`."""
+    types = chunk_types(spec)
+    slots = spec.active_chunks if not spec.cost_model.shares_bandwidth else 1
+    ideal = ideal_ns(spec)
+    t0 = time.perf_counter()
+    notes: list[str] = []
+    solver_used = solver
+    if solver == "highs" and not _highs_available():
+        solver_used = "cbc"
+        notes.append("HiGHS is not installed: solved with CBC")
+    lp = max(ideal, _solve(types, slots, relax=True, solver=solver_used, time_limit_s=time_limit_s).bound)
+    res = _solve(types, slots, relax=False, solver=solver_used, time_limit_s=time_limit_s)
+    ilp = max(lp, res.bound)
+    status = res.status
+    mix = res.mix
+    if res.status != "optimal":
+        notes.append(f"ILP stopped ({res.status}): its bound is the solver's proven dual bound")
+    tight = ilp
+    if pipeline:
+        pres = _solve(types, slots, relax=False, solver=solver_used, time_limit_s=time_limit_s, pipeline=True)
+        tight = max(ilp, pres.bound)
+        if pres.status != "optimal":
+            notes.append(f"pipeline ILP stopped ({pres.status}): its bound is the solver's proven dual bound")
+            status = pres.status if status == "optimal" else status
+    if spec.collective == ALL_TO_ALL:
+        notes.append("all-to-all runs every chunk in ascending order: the order does not matter")
+    return Bounds(
+        topology=spec.topology.label(),
+        collective=spec.collective,
+        size_bytes=spec.size,
+        chunks=spec.chunks,
+        cost_model=spec.cost_model.name,
+        latency_mode=spec.latency_mode,
+        active_chunks=spec.active_chunks,
+        ideal_ns=ideal,
+        lp_ns=lp,
+        ilp_ns=ilp,
+        pipeline_ns=tight,
+        mix=mix,
+        solver=solver_used,
+        status=status,
+        solve_time_s=time.perf_counter() - t0,
+        order_matters=spec.collective != ALL_TO_ALL,
+        notes=tuple(notes),
+    )
+
+
+@dataclass(frozen=True)
+class _Solution:
+    bound: float  # a proven lower bound on the optimum (ns)
+    status: str  # "optimal", "time_limit", ...
+    mix: dict[str, int]  # order label -> chunks (the incumbent's)
+    counts: tuple[float, ...]  # per chunk type
+
+
+def _highs_available() -> bool:
+    try:
+        import highspy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _cbc(**options: Any) -> Any:
+    """CBC: a `cbc` on the PATH through COIN_CMD (PuLP 4's way), else PuLP 3's bundled binary."""
+    import warnings
+
+    import pulp
+
+    coin = pulp.COIN_CMD(**options)
+    if coin.available():
+        return coin
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return pulp.PULP_CBC_CMD(**options)
+
+
+def _objective(types: list[ChunkType], counts: list[float], slots: int, pipeline: bool) -> float:
+    """The (pipeline) bound's objective for given whole or fractional counts: used to check a solution."""
+    nd = len(types[0].load)
+    loads = [sum(k * t.load[d] for k, t in zip(counts, types)) / slots for d in range(nd)]
+    if not pipeline:
+        return max(loads)
+    used = [t for k, t in zip(counts, types) if k > 0.5]
+    best = max(t.path for t in used)
+    for d in range(nd):
+        best = max(best, loads[d] + min(t.head[d] for t in used) + min(t.tail[d] for t in used))
+    return best
+
+
+def _solve(
+    types: list[ChunkType], slots: int, *, relax: bool, solver: str, time_limit_s: float, pipeline: bool = False
+) -> _Solution:
+    """Minimise the busiest dimension (plus, with `pipeline`, fill, drain and paths) over chunk counts."""
+    import pulp
+
+    nd = len(types[0].load)
+    scale = 1e-3  # solve in microseconds: keeps the coefficients near 1
+    prob = pulp.LpProblem("dse_bound", pulp.LpMinimize)
+    T = prob.add_variable("T", lowBound=0)
+    cat = "Continuous" if relax else "Integer"
+    k = [prob.add_variable(f"k{i}", lowBound=0, upBound=t.count, cat=cat) for i, t in enumerate(types)]
+    prob.setObjective(pulp.LpAffineExpression([(T, 1.0)]))
+    for size in sorted({t.size for t in types}):
+        members = [(k[i], 1.0) for i, t in enumerate(types) if t.size == size]
+        count = next(t.count for t in types if t.size == size)
+        prob += pulp.LpConstraint(pulp.LpAffineExpression(members), pulp.LpConstraintEQ, rhs=count)
+    fill_drain: list[tuple[pulp.LpAffineExpression, pulp.LpAffineExpression]] = []
+    if pipeline:
+        y = [prob.add_variable(f"y{i}", lowBound=0, upBound=1, cat="Binary") for i in range(len(types))]
+        for i, t in enumerate(types):
+            prob += pulp.LpAffineExpression([(k[i], 1.0), (y[i], -float(t.count))]) <= 0  # k > 0 only if used
+            prob += pulp.LpAffineExpression([(y[i], 1.0), (k[i], -1.0)]) <= 0  # used only if k > 0
+            prob += pulp.LpAffineExpression([(T, 1.0), (y[i], -t.path * scale)]) >= 0  # a used path runs
+        for d in range(nd):
+            exprs = []
+            for what in ("head", "tail"):
+                # min over the used types of their head (tail) on d, as a lower bound: with the types
+                # sorted by that value v_1 <= v_2 <= ..., min >= v_1 + Σ_j (v_{j+1} - v_j)·z_j where
+                # z_j >= 1 - Σ_{first j types} y (z_j = 1 when none of the j smallest is used).
+                vals = sorted((getattr(t, what)[d], i) for i, t in enumerate(types))
+                terms = []
+                for j in range(len(vals) - 1):
+                    step = vals[j + 1][0] - vals[j][0]
+                    if step <= 0:
+                        continue
+                    z = prob.add_variable(f"z{what}{d}_{j}", lowBound=0, upBound=1)
+                    prob += pulp.LpAffineExpression([(z, 1.0)] + [(y[i], 1.0) for _, i in vals[: j + 1]]) >= 1
+                    terms.append((z, step * scale))
+                exprs.append(pulp.LpAffineExpression(terms, constant=vals[0][0] * scale))
+            fill_drain.append((exprs[0], exprs[1]))
+    for d in range(nd):
+        terms = [(k[i], t.load[d] * scale / slots) for i, t in enumerate(types) if t.load[d]]
+        expr = pulp.LpAffineExpression(terms + [(T, -1.0)])
+        if pipeline:
+            expr = expr + fill_drain[d][0] + fill_drain[d][1]
+        prob += expr <= 0
+    if solver == "highs":
+        cmd = pulp.HiGHS(
+            mip=not relax, msg=False, timeLimit=time_limit_s, gapRel=0.0, gapAbs=0.0,
+            mip_heuristic_run_feasibility_jump=False,
+        )  # fmt: skip
+    else:
+        cmd = _cbc(mip=not relax, msg=False, timeLimit=time_limit_s, gapRel=0.0)
+    prob.solve(cmd)
+    counts = [v.value() or 0.0 for v in k]
+    mix: dict[str, int] = {}
+    if not relax:
+        for t, c in zip(types, counts):
+            if round(c) > 0:
+                mix[t.label] = mix.get(t.label, 0) + int(round(c))
+    return _read_solution(prob, types, counts, slots, relax, pipeline, solver, scale, mix)
+
+
+def _read_solution(prob, types, counts, slots, relax, pipeline, solver, scale, mix) -> _Solution:  # type: ignore[no-untyped-def]
+    """A proven lower bound from the solve: exact when optimal, the dual bound when cut short."""
+    import pulp
+
+    if solver == "highs":
+        import highspy
+
+        h = prob.solverModel
+        ms = h.getModelStatus()
+        info = h.getInfo()
+        if ms == highspy.HighsModelStatus.kOptimal:
+            if relax:
+                return _Solution(info.objective_function_value / scale, "optimal", mix, tuple(counts))
+            exact = _objective(types, [round(c) for c in counts], slots, pipeline)
+            dual = info.mip_dual_bound / scale
+            return _Solution(min(exact, max(dual, 0.0)), "optimal", mix, tuple(counts))
+        status = "time_limit" if ms == highspy.HighsModelStatus.kTimeLimit else str(ms).split("k")[-1].lower()
+        dual = info.mip_dual_bound / scale if not relax else 0.0
+        return _Solution(dual if math.isfinite(dual) else 0.0, status, mix, tuple(counts))
+    # CBC through PuLP: no dual bound is exposed; a proven optimum, else nothing beyond the LP
+    if prob.sol_status == pulp.LpSolutionOptimal:
+        value = _objective(types, counts if relax else [round(c) for c in counts], slots, pipeline)
+        return _Solution(value, "optimal", mix, tuple(counts))
+    return _Solution(0.0, pulp.LpSolution.get(prob.sol_status, "unknown").lower().replace(" ", "_"), mix, tuple(counts))

@@ -1,0 +1,126 @@
+"""Bounds (DESIGN.md §7): valid on random topologies, exact on tiny ones, tight where they should be."""
+
+import itertools
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dse import InputError, evaluate, lower_bounds
+from dse.bounds import _objective, chunk_types
+from dse.spec import CollectiveSpec
+from dse.topology import PAPER_PRESETS, Dim, Topology
+
+from .test_invariants import topologies
+
+REL = 1e-9
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    topo=topologies(max_dims=3, pow2=True),
+    coll=st.sampled_from(["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]),
+    model=st.sampled_from(["paper", "astra-sim"]),
+    mode=st.sampled_from(["overlapped", "serialized"]),
+    chunks=st.integers(1, 6),
+    size=st.sampled_from([2**20, 10**7 + 3, 2**28]),
+)
+def test_no_schedule_beats_a_bound(topo, coll, model, mode, chunks, size):
+    if model == "astra-sim":
+        mode = "serialized"
+    b = lower_bounds(topo, collective=coll, size=size, chunks=chunks, cost_model=model, latency_mode=mode, time_limit_s=5)
+    assert b.ideal_ns <= b.lp_ns * (1 + REL) and b.lp_ns <= b.ilp_ns * (1 + REL)
+    assert b.ilp_ns <= b.pipeline_ns * (1 + REL) and b.bound_ns == b.pipeline_ns
+    for sched in ("baseline", "themis", "round_robin", "random", "lp_guided"):
+        for queue in ("fifo", "scf"):
+            r = evaluate(topo, collective=coll, size=size, chunks=chunks, scheduler=sched, queue=queue,
+                         cost_model=model, latency_mode=mode)  # fmt: skip
+            assert b.pipeline_ns <= r.time_ns * (1 + REL), (sched, queue, b, r.time_ns)
+
+
+def _brute_force(spec, pipeline):
+    types = chunk_types(spec)
+    n = spec.chunks
+    best = math.inf
+    for combo in itertools.combinations_with_replacement(range(len(types)), n):
+        counts = [combo.count(i) for i in range(len(types))]
+        best = min(best, _objective(types, counts, 1, pipeline))
+    return best
+
+
+@pytest.mark.parametrize(
+    "topo",
+    ["Ring(4,200,10)_SW(4,50,100)", "FC(4,100,5)_Ring(4,300,50)_SW(2,40,500)", "SW(8,50,1)_SW(4,400,1)"],
+)
+@pytest.mark.parametrize("coll", ["all_reduce", "reduce_scatter", "all_gather"])
+@pytest.mark.parametrize("chunks", [1, 2, 3, 4])
+@pytest.mark.parametrize("mode", ["overlapped", "serialized"])
+def test_ilp_equals_brute_force(topo, coll, chunks, mode):
+    spec = CollectiveSpec.parse(topo, collective=coll, size="64MiB", chunks=chunks, latency_mode=mode)
+    b = lower_bounds(topo, collective=coll, size="64MiB", chunks=chunks, latency_mode=mode)
+    assert b.status == "optimal"
+    assert b.ilp_ns == pytest.approx(max(b.lp_ns, _brute_force(spec, False)), rel=1e-9)
+    assert b.pipeline_ns == pytest.approx(max(b.ilp_ns, _brute_force(spec, True)), rel=1e-9)
+
+
+@pytest.mark.parametrize("name", PAPER_PRESETS)
+def test_lp_equals_ideal_on_the_paper_topologies(name):
+    b = lower_bounds(name, size="1GB", chunks=64, pipeline=False, time_limit_s=0.5)
+    assert b.lp_ns == pytest.approx(b.ideal_ns, rel=1e-9)
+
+
+def test_lp_is_above_ideal_when_under_provisioned():
+    b = lower_bounds("Ring(4,400,0)_Ring(4,50,0)", size="1GB", chunks=64)
+    assert b.lp_ns > b.ideal_ns * 1.5
+    # dim 1 can receive at most a quarter of the data: 2 * S/4 * 3/4 / 50 B/ns
+    assert b.lp_ns == pytest.approx(2 * 1e9 / 4 * 3 / 4 / 50)
+
+
+def test_one_chunk_pipeline_bound_is_the_chunks_own_path():
+    b = lower_bounds("4D-Ring_FC_Ring_SW", size="1GB", chunks=1)
+    r = evaluate("4D-Ring_FC_Ring_SW", size="1GB", chunks=1, scheduler="lp_guided")
+    assert b.pipeline_ns == pytest.approx(r.time_ns, rel=1e-9)  # exact: one chunk, best order
+    assert b.ilp_ns < b.pipeline_ns
+
+
+def test_time_limited_solve_is_still_a_valid_bound():
+    topo = "Ring(4,375,20)_FC(8,175,700)_Ring(4,150,700)_SW(8,100,1700)_SW(2,25,2000)"
+    b = lower_bounds(topo, size="1GB", chunks=1024, time_limit_s=0.01)
+    assert b.status != "optimal" and any("dual bound" in n for n in b.notes)
+    assert b.ideal_ns <= b.lp_ns <= b.ilp_ns <= b.pipeline_ns
+    for sched in ("themis", "baseline"):
+        assert b.pipeline_ns <= evaluate(topo, size="1GB", chunks=1024, scheduler=sched).time_ns
+
+
+def test_all_to_all_says_order_does_not_matter():
+    b = lower_bounds("Ring(4,100,1)_SW(8,50,1)", collective="all_to_all", size="1MB", chunks=4)
+    assert not b.order_matters and any("does not matter" in n for n in b.notes)
+    assert b.mix == {"01": 4}
+
+
+def test_cbc_gives_the_same_bound():
+    a = lower_bounds("Ring(4,200,10)_SW(4,50,100)", size="64MiB", chunks=4, solver="highs")
+    c = lower_bounds("Ring(4,200,10)_SW(4,50,100)", size="64MiB", chunks=4, solver="cbc")
+    assert c.solver == "cbc" and c.ilp_ns == pytest.approx(a.ilp_ns, rel=1e-6)
+    assert c.pipeline_ns == pytest.approx(a.pipeline_ns, rel=1e-6)
+
+
+def test_bad_solver_input():
+    with pytest.raises(InputError):
+        lower_bounds("2D-SW_SW", size="1GB", solver="gurobi")
+    with pytest.raises(InputError):
+        lower_bounds("2D-SW_SW", size="1GB", time_limit_s=0)
+
+
+def test_bound_cli(run_cli):
+    import json
+
+    code, out, _ = run_cli("bound", "Ring(4,200,10)_SW(4,50,100)", "--size", "64MiB", "--chunks", "4", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["ideal_ns"] <= d["lp_ns"] <= d["ilp_ns"] <= d["pipeline_ns"] == d["bound_ns"]
+    assert sum(d["mix"].values()) == 4 and d["solver"] == "highs"
+    code, out, _ = run_cli("bound", "Ring(4,200,10)_SW(4,50,100)", "--size", "64MiB", "--chunks", "4")
+    assert code == 0 and "pipeline" in out and "mix" in out
+    code, _, err = run_cli("bound", "Ring(4,200,10)", "--size", "1MB", "--solver", "nope")
+    assert code == 2 and err.startswith("dse: error: solver")

@@ -17,7 +17,7 @@ from .test_invariants import topologies
 REL = 1e-9
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     topo=topologies(max_dims=3, pow2=True),
     coll=st.sampled_from(["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]),

@@ -113,6 +113,7 @@ def phase_timing(dim: Dim, kind: str, c: int) -> tuple[int, tuple[int, int, int]
     block = nz + 1  # one refill: a zero-latency packet and nz non-zero packets
     n = len(sends)
     t = last_send = last_recv = pr = 0
+    times: dict[tuple[int, int], int] = {}  # message time by (bytes, distance): rings repeat one
     for i in range(n + 1):  # release i; release n closes the phase
         m, distance = sends[i] if i < n else sends[-1]
         refill, slot = divmod(i, block)
@@ -123,7 +124,10 @@ def phase_timing(dim: Dim, kind: str, c: int) -> tuple[int, tuple[int, int, int]
         t += 1 + pr
         if i < n:
             last_send = t
-            t += msg(m, distance)
+            cm = times.get((m, distance))
+            if cm is None:
+                cm = times[(m, distance)] = msg(m, distance)
+            t += cm
             last_recv = t
     return t, (last_recv + (1 if pr else 0), last_recv, last_send)
 

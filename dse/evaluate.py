@@ -33,7 +33,8 @@ def evaluate(
     `topology`: a `Topology`, a preset name or a notation string. `size`: bytes per NPU (an int or
     a string such as ``"1GiB"``); the per-NPU input for RS and AR, the per-NPU output for AG in the
     `paper` model and the input shard in `astra-sim`. `scheduler`: a name (`baseline`, `themis`,
-    `round_robin`, `random`, `fixed`) or a `Scheduler`; `orders` feeds `fixed` (e.g. ``"0123;3210"``).
+    `lp_guided`, `round_robin`, `random`, `fixed`) or a `Scheduler`; `orders` feeds `fixed` (e.g.
+    ``"0123;3210"``).
     `queue`: `fifo` or `scf`. `latency_mode`: `overlapped` or `serialized`, None for the model's
     default. `timeline=True` records every phase in `Result.timeline`.
     """

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 from .collectives import COLLECTIVES
 from .costs import COST_MODELS, get_cost_model
+from .cli_reproduce import add_reproduce_parser
+from .cli_study import add_study_parser
 from .errors import InputError
 from .evaluate import compare, evaluate
 from .bounds import lower_bounds
@@ -77,6 +79,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--solver", default="highs", help="highs (in process, default) or cbc")
     p.add_argument("--no-pipeline", action="store_true", help="skip the pipeline-tightened ILP")
     p.set_defaults(func=cmd_bound)
+
+    p = sub.add_parser("sweep", help="evaluate every point of a TOML sweep file in parallel, into a resumable CSV")
+    p.add_argument("file", metavar="FILE.toml", help="a sweep file: a [sweep] table of evaluate() parameters")
+    p.add_argument("--out", required=True, help="the CSV to write; re-running resumes it")
+    p.add_argument("--jobs", default="1", help="worker processes (default 1; -1 for every core)")
+    p.add_argument("--backend", default="loky", choices=("loky", "dask"), help="joblib backend (default loky)")
+    p.add_argument("--scheduler-address", default=None, help="dask.distributed scheduler, e.g. tcp://host:8786")
+    p.add_argument("--batch", default=None, help="points per task (default: automatic, at most 200)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a progress bar on stderr (default: when stderr is a terminal)")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("plot", help="plot results: dse plot sweep results.csv --x chunks --y bw_utilization ...")
+    psub = p.add_subparsers(dest="plot_kind", metavar="KIND", parser_class=_Parser, required=True)
+    q = psub.add_parser("sweep", help="a sweep CSV: y against x, one line per hue, one panel per facet")
+    q.add_argument("csv", metavar="RESULTS.csv")
+    q.add_argument("--x", required=True, help="a column, e.g. chunks or size_bytes")
+    q.add_argument("--y", required=True, help="a numeric column, e.g. bw_utilization or time_ns")
+    q.add_argument("--hue", default=None, help="column(s) naming the lines, e.g. scheduler or scheduler,queue")
+    q.add_argument("--facet", default=None, help="column(s) naming the panels, e.g. topology")
+    q.add_argument("--logx", action="store_true", help="logarithmic x axis")
+    q.add_argument("--out", required=True, help="the figure: .png or .svg")
+    q.set_defaults(func=cmd_plot_sweep)
+
+    add_study_parser(sub)
+    add_reproduce_parser(sub)
 
     p = sub.add_parser("topologies", help="list the preset topologies")
     p.add_argument("--json", action="store_true")
@@ -156,6 +184,30 @@ def cmd_topologies(args: argparse.Namespace) -> int:
         return 0
     rows = [(n, t.npus, "x".join(map(str, t.shape)), f"{t.total_bandwidth:g}", t.notation()) for n, t in PRESETS.items()]
     print(format_table(("name", "NPUs", "shape", "GB/s/NPU", "notation"), rows, align="lrrrl"))
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep import load_sweep, run_sweep
+    from .units import parse_int
+
+    sweep = load_sweep(args.file)
+    jobs = parse_int(args.jobs, "jobs", minimum=-1)
+    batch = parse_int(args.batch, "batch", minimum=1) if args.batch is not None else None
+    counts = run_sweep(
+        sweep, args.out, jobs=jobs, backend=args.backend, scheduler_address=args.scheduler_address,
+        batch=batch, progress=args.progress,
+    )  # fmt: skip
+    print(f"{args.out}: {counts['points']} points, {counts['done_before']} already there, "
+          f"{counts['evaluated']} evaluated")  # fmt: skip
+    return 0
+
+
+def cmd_plot_sweep(args: argparse.Namespace) -> int:
+    from .plots import plot_sweep_file
+
+    plot_sweep_file(args.csv, args.out, x=args.x, y=args.y, hue=args.hue, facet=args.facet, logx=args.logx)
+    print(args.out)
     return 0
 
 

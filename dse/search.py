@@ -1,0 +1,739 @@
+"""Design-space search with Optuna: search spaces, studies, workers on shared storage, reports.
+
+A *search space* (``search_spaces/*.toml``, table ``[space]``) describes the networks to consider:
+the NPU count; the allowed numbers of dimensions; shapes as ordered factorisations of the NPU count
+into allowed dimension sizes (powers of two by default) or an explicit list; the kinds allowed in
+each dimension tier; the per-NPU bandwidth, either split under a total budget (each dimension at
+least a minimum) or drawn from per-tier ranges; latencies per tier; chunk counts; schedulers and
+queues. Tier i is the i-th dimension from the innermost; a topology with fewer dimensions than
+tiers gives its outermost dimension the last tier (the scale-out network).
+
+A *study* (``studies/*.toml``) names a space, a workload (collective, size, cost model),
+objectives (``time``, ``bw_utilization``, ``cost``, ``gap``; each with the scheduler and queue it
+is measured with), constraints (``max`` on any metric, given to Optuna 5 as
+``trial.set_constraint``), a sampler (TPE by default, NSGA-II for several objectives, ``random``,
+``brute_force`` for small discrete spaces), a seed and hardware prices (`dse.hwcost`). A study file
+may hold several ``[[variants]]`` (for example the same space optimised for Themis and for the
+baseline); each runs as its own Optuna study named ``name.variant``.
+
+Every trial stores, besides its objective values, the topology's notation, the Themis+SCF and
+baseline+FIFO times, Themis's bandwidth utilisation, the fluid (LP) bound and Themis's gap to it,
+and the hardware cost.
+
+`run_study` ends with exactly N complete trials in total, however many workers share the storage
+and however often it is interrupted: a worker creates a trial only while holding a lock (a file
+lock next to a journal or SQLite file, a PostgreSQL advisory lock otherwise) and only while
+complete + running trials are fewer than N; a trial whose worker died is marked failed and replaced
+by the next worker started on the same host (each running trial records its worker's host and
+process id). A worker that died on another machine leaves its trial running until a worker runs
+again on that machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import math
+import os
+import socket
+import subprocess
+import sys
+import tomllib
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .bounds import _solve, ideal_ns, types_for_plan
+from .errors import InputError
+from .evaluate import evaluate
+from .hwcost import HardwareCost
+from .schedulers import SCHEDULERS, parse_queue
+from .spec import CollectiveSpec
+from .topology import Dim, Topology, parse_kind
+from .units import parse_int, parse_positive, parse_size
+
+SPACE_KEYS = {"npus", "dims", "sizes", "shapes", "kinds", "chunks", "schedulers", "queues", "bandwidth", "latency"}
+BANDWIDTH_KEYS = {"budget", "minimum", "step", "ranges"}
+LATENCY_KEYS = {"tiers"}
+METRICS = {"time": "minimize", "bw_utilization": "maximize", "cost": "minimize", "gap": "minimize"}
+SAMPLERS = ("tpe", "nsga2", "random", "brute_force")
+STUDY_KEYS = {"study", "workload", "objectives", "constraints", "variants", "cost"}
+WORKER_ATTR = "dse_worker"
+
+
+# ----------------------------------------------------------------------------- loading TOML
+def _load_toml(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise InputError(str(path), "no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(str(path), f"not valid TOML: {e}") from None
+
+
+def _as_list(value: Any, field: str) -> list:
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise InputError(field, "empty list", "at least one value")
+    return values
+
+
+def _check_keys(table: dict[str, Any], allowed: set[str], where: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise InputError(f"{where}.{key}", "unknown key", ", ".join(sorted(allowed)))
+
+
+# ----------------------------------------------------------------------------- search spaces
+@dataclass(frozen=True)
+class SearchSpace:
+    """A validated search space (see the module docstring)."""
+
+    npus: int
+    shapes: dict[int, tuple[tuple[int, ...], ...]]  # dims -> allowed shapes
+    kinds: tuple[tuple[str, ...], ...]  # allowed kinds per tier
+    chunks: tuple[int, ...]
+    schedulers: tuple[str, ...]
+    queues: tuple[str, ...]
+    latency_tiers: tuple[float, ...]
+    budget: float | None = None
+    minimum: float = 0.0
+    step: float | None = None
+    ranges: tuple[tuple[float, float], ...] | None = None
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> "SearchSpace":
+        data = _load_toml(path)
+        if set(data) != {"space"}:
+            extra = sorted(set(data) - {"space"})
+            raise InputError(f"{extra[0] if extra else 'space'}", "a search space file holds one [space] table", "[space]")
+        return cls.from_table(data["space"])
+
+    @classmethod
+    def from_table(cls, t: dict[str, Any]) -> "SearchSpace":
+        _check_keys(t, SPACE_KEYS, "space")
+        if "npus" not in t:
+            raise InputError("space.npus", "missing", "the total NPU count, e.g. 1024")
+        npus = parse_int(t["npus"], "space.npus", minimum=2)
+        if "shapes" in t:
+            shapes_l = [_parse_shape(s, "space.shapes") for s in _as_list(t["shapes"], "space.shapes")]
+            for s in shapes_l:
+                if math.prod(s) != npus:
+                    raise InputError("space.shapes", f"{'x'.join(map(str, s))} has {math.prod(s)} NPUs, not {npus}")
+            dims_allowed = sorted({len(s) for s in shapes_l})
+            shapes = {d: tuple(s for s in shapes_l if len(s) == d) for d in dims_allowed}
+        else:
+            dims_allowed = [parse_int(d, "space.dims", minimum=1) for d in _as_list(t.get("dims", [2, 3, 4]), "space.dims")]
+            default_sizes = [2**k for k in range(1, int(math.log2(npus)) + 1)]
+            sizes = sorted({parse_int(s, "space.sizes", minimum=2) for s in _as_list(t.get("sizes", default_sizes), "space.sizes")})
+            shapes = {}
+            for d in sorted(set(dims_allowed)):
+                found = tuple(s for s in itertools.product(sizes, repeat=d) if math.prod(s) == npus)
+                if found:
+                    shapes[d] = found
+            if not shapes:
+                raise InputError("space", f"no shape of {dims_allowed} dimensions multiplies to {npus} NPUs from sizes {sizes}", "other dims or sizes")
+        max_dims = max(shapes)
+        kinds_raw = t.get("kinds", ["ring", "fc", "switch"])
+        kinds_l = _as_list(kinds_raw, "space.kinds")
+        if all(isinstance(k, list) for k in kinds_l):
+            kinds = tuple(tuple(parse_kind(k, "space.kinds") for k in _as_list(tier, "space.kinds")) for tier in kinds_l)
+        else:
+            kinds = (tuple(parse_kind(k, "space.kinds") for k in kinds_l),)
+        chunks = tuple(parse_int(c, "space.chunks", minimum=1) for c in _as_list(t.get("chunks", [64]), "space.chunks"))
+        schedulers = tuple(_parse_scheduler(s) for s in _as_list(t.get("schedulers", ["themis"]), "space.schedulers"))
+        queues = tuple(parse_queue(q) for q in _as_list(t.get("queues", ["scf"]), "space.queues"))
+        lat = t.get("latency", {})
+        if not isinstance(lat, dict):
+            raise InputError("space.latency", "must be a table", "[space.latency] tiers = [...]")
+        _check_keys(lat, LATENCY_KEYS, "space.latency")
+        tiers = tuple(parse_positive(x, "space.latency.tiers", allow_zero=True) for x in _as_list(lat.get("tiers", [0]), "space.latency.tiers"))
+        bw = t.get("bandwidth")
+        if not isinstance(bw, dict):
+            raise InputError("space.bandwidth", "missing", "[space.bandwidth] with budget (and minimum) or ranges")
+        _check_keys(bw, BANDWIDTH_KEYS, "space.bandwidth")
+        if ("budget" in bw) == ("ranges" in bw):
+            raise InputError("space.bandwidth", "give either budget or ranges", "budget = 800, minimum = 25; or ranges = [[lo, hi], ...]")
+        step = parse_positive(bw["step"], "space.bandwidth.step") if "step" in bw else None
+        if step is not None and step > 1:
+            raise InputError("space.bandwidth.step", f"{step} is more than 1", "a weight step in (0, 1]")
+        budget = minimum = None
+        ranges = None
+        if "budget" in bw:
+            budget = parse_positive(bw["budget"], "space.bandwidth.budget")
+            minimum = parse_positive(bw.get("minimum", 0), "space.bandwidth.minimum", allow_zero=True)
+            need = min(shapes) * minimum
+            if need > budget or (need == budget and minimum == 0):
+                raise InputError(
+                    "space.bandwidth",
+                    f"impossible budget: {min(shapes)} dims x minimum {minimum:g} GB/s exceeds {budget:g} GB/s",
+                    "a larger budget or a smaller minimum",
+                )
+        else:
+            ranges = []
+            for r in _as_list(bw["ranges"], "space.bandwidth.ranges"):
+                if not (isinstance(r, list) and len(r) == 2):
+                    raise InputError("space.bandwidth.ranges", f"{r!r} is not [low, high]", "[[lo, hi], ...] one per tier")
+                lo = parse_positive(r[0], "space.bandwidth.ranges")
+                hi = parse_positive(r[1], "space.bandwidth.ranges")
+                if hi < lo:
+                    raise InputError("space.bandwidth.ranges", f"[{lo:g}, {hi:g}] is empty", "low <= high")
+                ranges.append((lo, hi))
+            ranges = tuple(ranges)
+        return cls(npus, shapes, kinds, chunks, schedulers, queues, tiers, budget, minimum or 0.0, step, ranges)
+
+    def _tier(self, values: Sequence[Any], i: int, ndims: int) -> Any:
+        if i == ndims - 1:
+            return values[-1]
+        return values[min(i, len(values) - 1)]
+
+    def suggest(self, trial: Any) -> tuple[Topology, int, str, str]:
+        """Draw one design from `trial` (Optuna define-by-run): topology, chunks, scheduler, queue."""
+        nd = trial.suggest_categorical("dims", sorted(self.shapes))
+        shape_names = ["x".join(map(str, s)) for s in self.shapes[nd]]
+        shape = self.shapes[nd][shape_names.index(trial.suggest_categorical(f"shape_{nd}d", shape_names))]
+        kinds = [trial.suggest_categorical(f"kind_{nd}d_{i}", list(self._tier(self.kinds, i, nd))) for i in range(nd)]
+        if self.budget is not None:
+            kw = {"step": self.step} if self.step else {}
+            w = [trial.suggest_float(f"bw_{nd}d_{i}", 0.0, 1.0, **kw) for i in range(nd)]
+            total = sum(w)
+            share = [x / total for x in w] if total > 0 else [1.0 / nd] * nd
+            spare = self.budget - nd * self.minimum
+            bws = [self.minimum + spare * s for s in share]
+        else:
+            assert self.ranges is not None
+            bws = []
+            for i in range(nd):
+                lo, hi = self._tier(self.ranges, i, nd)
+                bws.append(trial.suggest_float(f"bw_{nd}d_{i}", lo, hi) if hi > lo else lo)
+        lats = [self._tier(self.latency_tiers, i, nd) for i in range(nd)]
+        topo = Topology(tuple(Dim(k, p, max(b, 1e-9), lat) for k, p, b, lat in zip(kinds, shape, bws, lats)))
+        chunks = trial.suggest_categorical("chunks", list(self.chunks))
+        sched = trial.suggest_categorical("scheduler", list(self.schedulers))
+        queue = trial.suggest_categorical("queue", list(self.queues))
+        return topo, chunks, sched, queue
+
+    def check_discrete(self) -> None:
+        """Brute force needs every parameter discrete: a budget split with a weight `step`."""
+        if self.budget is not None and self.step is None:
+            raise InputError("space.bandwidth.step", "brute force needs a discrete space", "a step, e.g. step = 0.1")
+        if self.ranges is not None:
+            raise InputError("space.bandwidth.ranges", "brute force needs a discrete space", "budget with a step")
+
+
+def _parse_shape(s: Any, field: str) -> tuple[int, ...]:
+    parts = str(s).lower().replace("*", "x").split("x")
+    return tuple(parse_int(p.strip(), field, minimum=2) for p in parts)
+
+
+def _parse_scheduler(name: Any) -> str:
+    key = str(name).strip().lower().replace("-", "_")
+    if key not in SCHEDULERS or key == "fixed":
+        raise InputError("scheduler", f"unknown scheduler {name!r}", ", ".join(s for s in SCHEDULERS if s != "fixed"))
+    return key
+
+
+# ----------------------------------------------------------------------------- studies
+@dataclass(frozen=True)
+class Objective:
+    metric: str
+    direction: str
+    scheduler: str
+    queue: str
+
+    @property
+    def label(self) -> str:
+        return self.metric if self.metric == "cost" else f"{self.metric}[{self.scheduler}+{self.queue}]"
+
+
+@dataclass(frozen=True)
+class Constraint:
+    metric: str
+    maximum: float
+    scheduler: str = "themis"
+    queue: str = "scf"
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """One Optuna study: a space, a workload, objectives, constraints, a sampler and a seed."""
+
+    name: str
+    space: SearchSpace
+    collective: str
+    size: int
+    cost_model: str
+    objectives: tuple[Objective, ...]
+    constraints: tuple[Constraint, ...]
+    sampler: str
+    seed: int
+    trials: int
+    prices: HardwareCost
+    source: str = ""
+    out_dir: str = "studies/out"
+
+    @property
+    def directions(self) -> list[str]:
+        return [o.direction for o in self.objectives]
+
+
+def load_studies(path: str | Path) -> list[StudySpec]:
+    """The studies a study file defines: one, or one per ``[[variants]]`` entry."""
+    data = _load_toml(path)
+    _check_keys(data, STUDY_KEYS, "study file")
+    st = data.get("study")
+    if not isinstance(st, dict):
+        raise InputError("study", "missing", "a [study] table with name and space")
+    _check_keys(st, {"name", "space", "sampler", "seed", "trials"}, "study")
+    for key in ("name", "space"):
+        if key not in st:
+            raise InputError(f"study.{key}", "missing")
+    name = str(st["name"]).strip()
+    if not name or any(c in name for c in "/\\ "):
+        raise InputError("study.name", f"{name!r} is not a usable name", "letters, digits, _ - .")
+    space_path = Path(path).parent / str(st["space"])
+    space = SearchSpace.from_toml(space_path)
+    wl = data.get("workload", {})
+    _check_keys(wl, {"collective", "size", "cost_model"}, "workload")
+    probe = CollectiveSpec.parse(
+        "Ring(2,1,0)", collective=wl.get("collective", "all_reduce"), size=wl.get("size", "1GB"), chunks=1,
+        cost_model=wl.get("cost_model", "paper"),
+    )  # fmt: skip
+    seed = parse_int(st.get("seed", 0), "study.seed", minimum=0)
+    trials = parse_int(st.get("trials", 100), "study.trials", minimum=1)
+    prices = HardwareCost.from_table(data.get("cost"))
+    variants = data.get("variants")
+    if variants is None:
+        variants = [{"name": None, "objectives": data.get("objectives"), "constraints": data.get("constraints", [])}]
+    elif not isinstance(variants, list) or not variants:
+        raise InputError("variants", "empty", "[[variants]] tables with name and objectives")
+    out = []
+    for v in variants:
+        _check_keys(v, {"name", "objectives", "constraints", "sampler"}, "variants")
+        objs = _parse_objectives(v.get("objectives") if v.get("objectives") is not None else data.get("objectives"))
+        cons = _parse_constraints(v.get("constraints", data.get("constraints", [])))
+        sampler = str(v.get("sampler", st.get("sampler", "tpe" if len(objs) == 1 else "nsga2"))).lower()
+        if sampler not in SAMPLERS:
+            raise InputError("study.sampler", f"unknown sampler {sampler!r}", ", ".join(SAMPLERS))
+        if sampler == "brute_force":
+            space.check_discrete()
+        vname = name if v.get("name") is None else f"{name}.{v['name']}"
+        out.append(
+            StudySpec(vname, space, probe.collective, probe.size, probe.cost_model.name, objs, cons, sampler, seed,
+                      trials, prices, str(path), str(Path(path).parent / "out"))  # fmt: skip
+        )
+    return out
+
+
+def _parse_objectives(raw: Any) -> tuple[Objective, ...]:
+    if not raw:
+        raise InputError("objectives", "missing or empty", "[[objectives]] with metric = time, bw_utilization, cost or gap")
+    out = []
+    for o in _as_list(raw, "objectives"):
+        if not isinstance(o, dict):
+            raise InputError("objectives", f"{o!r} is not a table", "[[objectives]] metric = ...")
+        _check_keys(o, {"metric", "direction", "scheduler", "queue"}, "objectives")
+        metric = str(o.get("metric", "")).lower()
+        if metric not in METRICS:
+            raise InputError("objectives.metric", f"unknown metric {metric!r}", ", ".join(METRICS))
+        direction = str(o.get("direction", METRICS[metric])).lower()
+        if direction not in ("minimize", "maximize"):
+            raise InputError("objectives.direction", f"unknown direction {direction!r}", "minimize, maximize")
+        out.append(Objective(metric, direction, _parse_scheduler(o.get("scheduler", "themis")), parse_queue(o.get("queue", "scf"))))
+    return tuple(out)
+
+
+def _parse_constraints(raw: Any) -> tuple[Constraint, ...]:
+    out = []
+    for c in raw or []:
+        if not isinstance(c, dict):
+            raise InputError("constraints", f"{c!r} is not a table", "[[constraints]] metric = ..., max = ...")
+        _check_keys(c, {"metric", "max", "scheduler", "queue"}, "constraints")
+        metric = str(c.get("metric", "")).lower()
+        if metric not in METRICS:
+            raise InputError("constraints.metric", f"unknown metric {metric!r}", ", ".join(METRICS))
+        if "max" not in c:
+            raise InputError("constraints.max", "missing", "the largest allowed value")
+        out.append(Constraint(metric, float(parse_positive(c["max"], "constraints.max", allow_zero=True)),
+                              _parse_scheduler(c.get("scheduler", "themis")), parse_queue(c.get("queue", "scf"))))  # fmt: skip
+    return tuple(out)
+
+
+# ----------------------------------------------------------------------------- one trial
+def measure(spec: StudySpec, topo: Topology, chunks: int) -> dict[str, Any]:
+    """Everything a trial records about one design (see the module docstring)."""
+    common = dict(collective=spec.collective, size=spec.size, chunks=chunks, cost_model=spec.cost_model)
+    themis = evaluate(topo, scheduler="themis", queue="scf", **common)
+    base = evaluate(topo, scheduler="baseline", queue="fifo", **common)
+    cspec = CollectiveSpec.parse(topo, **common)
+    plan = cspec.cost_model.chunking(cspec.collective, cspec.size, cspec.chunks, topo, baseline=False)
+    types = types_for_plan(cspec.cost_model, topo, cspec.collective, plan, cspec.latency_mode)
+    lp = max(ideal_ns(cspec), _solve(types, 1, relax=True, solver="highs", time_limit_s=5.0).bound)
+    return {
+        "topology": topo.notation(),
+        "time_themis_ns": themis.time_ns,
+        "time_baseline_ns": base.time_ns,
+        "bw_utilization": themis.bw_utilization,
+        "bound_ns": lp,
+        "gap": themis.time_ns / lp - 1.0,
+        "cost_usd": spec.prices.dollars(topo),
+    }
+
+
+def metric_value(spec: StudySpec, topo: Topology, chunks: int, metric: str, scheduler: str, queue: str,
+                 record: dict[str, Any]) -> float:  # fmt: skip
+    """One objective or constraint value, reusing what `measure` already computed."""
+    if metric == "cost":
+        return record["cost_usd"]
+    if scheduler == "themis" and queue == "scf":
+        t, u = record["time_themis_ns"], record["bw_utilization"]
+    elif scheduler == "baseline" and queue == "fifo" and metric == "time":
+        t, u = record["time_baseline_ns"], None
+    else:
+        r = evaluate(topo, collective=spec.collective, size=spec.size, chunks=chunks, cost_model=spec.cost_model,
+                     scheduler=scheduler, queue=queue)  # fmt: skip
+        t, u = r.time_ns, r.bw_utilization
+    if metric == "time":
+        return t
+    if metric == "gap":
+        return t / record["bound_ns"] - 1.0
+    if u is None:
+        u = evaluate(topo, collective=spec.collective, size=spec.size, chunks=chunks, cost_model=spec.cost_model,
+                     scheduler=scheduler, queue=queue).bw_utilization  # fmt: skip
+    return u
+
+
+def objective(spec: StudySpec, trial: Any) -> list[float]:
+    """The Optuna objective: draw a design, measure it, record it, return the objective values."""
+    topo, chunks, sched, queue = spec.space.suggest(trial)
+    record = measure(spec, topo, chunks)
+    for key, value in record.items():
+        trial.set_user_attr(key, value)
+    for c in spec.constraints:
+        trial.set_constraint(c.metric, metric_value(spec, topo, chunks, c.metric, c.scheduler, c.queue, record) - c.maximum)
+    values = []
+    for o in spec.objectives:
+        # the space's own scheduler choice applies to objectives that name the default
+        s, q = (sched, queue) if (o.scheduler, o.queue) == ("themis", "scf") else (o.scheduler, o.queue)
+        values.append(metric_value(spec, topo, chunks, o.metric, s, q, record))
+    return values
+
+
+# ----------------------------------------------------------------------------- storage and workers
+def default_storage(spec: StudySpec) -> str:
+    return str(Path(spec.out_dir) / f"{spec.name.split('.')[0]}.journal")
+
+
+def open_storage(url: str, *, must_exist: bool = False) -> Any:
+    """An Optuna storage from a journal file path, ``sqlite:///...`` or ``postgresql+psycopg://...``.
+
+    `must_exist`: a file storage must already exist (for reports and lists, which only read)."""
+    import optuna
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    if must_exist and url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
+        raise InputError("storage", f"no such SQLite file {url!r}", "the --storage a study ran on")
+    if url.startswith(("sqlite:", "postgresql")):
+        try:
+            return optuna.storages.RDBStorage(url)
+        except ImportError as e:
+            raise InputError("storage", f"{url.split(':')[0]} storage needs a driver that is not installed ({e.name})",
+                             "pip install 'dse[postgres]'") from None  # fmt: skip
+        except Exception as e:  # connection refused, bad URL, ...
+            raise InputError("storage", f"cannot open {url!r}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
+    if "://" in url:
+        raise InputError("storage", f"unsupported storage {url!r}", "a journal file path, sqlite:///file.db, postgresql+psycopg://...")
+    path = Path(url)
+    if must_exist and not path.exists():
+        raise InputError("storage", f"no such journal file {url!r}", "the --storage a study ran on")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return JournalStorage(JournalFileBackend(str(path), lock_obj=_FlockLock(str(path))))
+
+
+def _flock_lock_class() -> type:
+    from optuna.storages.journal._file import BaseJournalFileLock
+
+    class FlockLock(BaseJournalFileLock):
+        """The journal's lock as an flock(2) on a side file: the kernel releases it when its process
+        dies, so a killed worker never leaves a stale lock behind (Optuna's own locks wait 30 s)."""
+
+        def __init__(self, path: str) -> None:
+            self._path = f"{path}.flock"
+            self._file: Any = None
+
+        def acquire(self) -> bool:
+            self._file = open(self._path, "a")
+            fcntl.flock(self._file, fcntl.LOCK_EX)
+            return True
+
+        def release(self) -> None:
+            if self._file is not None:
+                fcntl.flock(self._file, fcntl.LOCK_UN)
+                self._file.close()
+                self._file = None
+
+    return FlockLock
+
+
+def _FlockLock(path: str) -> Any:  # noqa: N802 - a factory standing in for the class
+    global _FLOCK
+    if _FLOCK is None:
+        _FLOCK = _flock_lock_class()
+    return _FLOCK(path)
+
+
+_FLOCK: Any = None
+
+
+@contextlib.contextmanager
+def _gate(url: str, study_name: str) -> Iterator[None]:
+    """The lock under which trials are counted and created (see the module docstring)."""
+    if url.startswith("postgresql"):
+        import psycopg
+
+        dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
+        key = zlib.crc32(f"dse:{study_name}".encode()) - 2**31
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        return
+    path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else url
+    with open(f"{path}.dse-lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _me() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _fail_dead(study: Any) -> int:
+    """Mark failed the running trials whose worker process on this host is gone."""
+    from optuna.trial import TrialState
+
+    host = socket.gethostname()
+    n = 0
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        owner = t.user_attrs.get(WORKER_ATTR, "")
+        h, _, pid = owner.rpartition(":")
+        if h != host or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            alive = True
+        except ProcessLookupError:
+            alive = False
+        except PermissionError:
+            alive = True
+        if not alive:
+            study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
+            n += 1
+    return n
+
+
+def create_study(spec: StudySpec, url: str) -> Any:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = open_storage(url)
+    study = optuna.create_study(
+        study_name=spec.name, storage=storage, directions=spec.directions, sampler=make_sampler(spec), load_if_exists=True
+    )
+    labels = [o.label for o in spec.objectives]
+    if study.user_attrs.get("objectives") != labels:
+        study.set_user_attr("objectives", labels)
+    return study
+
+
+def make_sampler(spec: StudySpec) -> Any:
+    import optuna
+
+    if spec.sampler == "tpe":
+        return optuna.samplers.TPESampler(seed=spec.seed)
+    if spec.sampler == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=spec.seed)
+    if spec.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=spec.seed)
+    return optuna.samplers.BruteForceSampler(seed=spec.seed)
+
+
+def work(spec: StudySpec, url: str, trials: int) -> int:
+    """One worker: run trials until the study has `trials` complete ones; returns how many it ran."""
+    from optuna.trial import TrialState
+
+    study = create_study(spec, url)
+    done = 0
+    while True:
+        with _gate(url, spec.name):
+            _fail_dead(study)
+            states = [t.state for t in study.get_trials(deepcopy=False)]
+            complete = states.count(TrialState.COMPLETE)
+            running = states.count(TrialState.RUNNING)
+            if complete + running >= trials:
+                return done
+            trial = study.ask()
+            trial.set_user_attr(WORKER_ATTR, _me())
+        try:
+            values = objective(spec, trial)
+        except InputError:
+            study.tell(trial, state=TrialState.FAIL)
+            continue
+        study.tell(trial, values)
+        done += 1
+
+
+def run_study(spec: StudySpec, *, trials: int | None = None, workers: int = 1, storage: str | None = None) -> dict[str, Any]:
+    """Run `spec` until it has `trials` complete trials, with `workers` processes on one storage."""
+    url = storage or default_storage(spec)
+    n = trials if trials is not None else spec.trials
+    create_study(spec, url)  # created once, before the workers race for it
+    if workers <= 1:
+        ran = work(spec, url, n)
+    else:
+        procs = [
+            subprocess.Popen([sys.executable, "-m", "dse", "study", "run", spec.source, "--trials", str(n),
+                              "--storage", url, "--only", spec.name, "--workers", "1", "--quiet"])  # fmt: skip
+            for _ in range(workers)
+        ]
+        codes = [p.wait() for p in procs]
+        if any(codes):
+            raise RuntimeError(f"a worker failed (exit codes {codes})")
+        ran = -1
+    return summary(spec.name, url) | {"ran_here": ran, "storage": url}
+
+
+def summary(name: str, url: str) -> dict[str, Any]:
+    import optuna
+    from optuna.trial import TrialState
+
+    study = _load(name, url)
+    trials = study.get_trials(deepcopy=False)
+    out: dict[str, Any] = {
+        "study": name,
+        "complete": sum(t.state == TrialState.COMPLETE for t in trials),
+        "failed": sum(t.state == TrialState.FAIL for t in trials),
+        "running": sum(t.state == TrialState.RUNNING for t in trials),
+    }
+    if out["complete"]:
+        if len(study.directions) == 1:
+            best = study.best_trial
+            out["best_value"] = best.value
+            out["best_topology"] = best.user_attrs.get("topology")
+            out["best_trial"] = best.number
+        else:
+            out["pareto_size"] = len(study.best_trials)
+    return out
+
+
+def _load(name: str, url: str) -> Any:
+    import optuna
+
+    try:
+        return optuna.load_study(study_name=name, storage=open_storage(url, must_exist=True))
+    except KeyError:
+        raise InputError("study", f"no study {name!r} on {url}", "dse study list --storage ...") from None
+
+
+def list_studies(url: str) -> list[dict[str, Any]]:
+    import optuna
+
+    storage = open_storage(url, must_exist=True)
+    return [summary(s.study_name, url) for s in optuna.get_all_study_summaries(storage)]
+
+
+@dataclass(frozen=True)
+class Report:
+    rows: list[dict[str, Any]]
+    best: list[dict[str, Any]]
+    multi: bool
+    files: list[str] = field(default_factory=list)
+
+
+def report_data(name: str, url: str) -> tuple[Any, Report]:
+    """The study and the rows of its report: every complete trial, then the best or the Pareto front."""
+    import optuna
+    from optuna.trial import TrialState
+
+    study = _load(name, url)
+    complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
+    if not complete:
+        raise InputError("study", f"{name!r} has no complete trial yet")
+
+    def row(t: Any) -> dict[str, Any]:
+        r: dict[str, Any] = {"trial": t.number}
+        for i, v in enumerate(t.values):
+            r[f"objective_{i}"] = v
+        r.update({k: v for k, v in t.user_attrs.items() if k != WORKER_ATTR})
+        r.update({f"param_{k}": v for k, v in t.params.items()})
+        r["feasible"] = all(v <= 0 for v in t.constraints.values())
+        return r
+
+    multi = len(study.directions) > 1
+    if multi:
+        best = sorted(study.best_trials, key=lambda t: t.values[0])
+    else:
+        sign = 1 if study.direction == optuna.study.StudyDirection.MINIMIZE else -1
+        feasible = [t for t in complete if all(v <= 0 for v in t.constraints.values())] or complete
+        best = sorted(feasible, key=lambda t: sign * t.value)[:20]
+    return study, Report([row(t) for t in complete], [row(t) for t in best], multi)
+
+
+def write_report(name: str, url: str, out_dir: str | Path) -> Report:
+    """CSV files and PNG figures (history, Pareto front, importances) for one study."""
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import optuna.visualization.matplotlib as ovm
+
+    study, rep = report_data(name, url)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for fname, rows in (("trials.csv", rep.rows), ("pareto.csv" if rep.multi else "best.csv", rep.best)):
+        keys: list[str] = []
+        for r in rows:
+            keys += [k for k in r if k not in keys]
+        with open(out / fname, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=keys)
+            w.writeheader()
+            w.writerows(rows)
+        files.append(str(out / fname))
+    figs = []
+    names = study.user_attrs.get("objectives") or [f"objective {i}" for i in range(len(study.directions))]
+    if rep.multi:
+        figs.append(("pareto_front.png", lambda: ovm.plot_pareto_front(study, target_names=names)))
+        figs.append(("history.png", lambda: ovm.plot_optimization_history(study, target=lambda t: t.values[0], target_name="objective 0")))
+        figs.append(("importances.png", lambda: ovm.plot_param_importances(study, target=lambda t: t.values[0])))
+    else:
+        figs.append(("history.png", lambda: ovm.plot_optimization_history(study)))
+        figs.append(("importances.png", lambda: ovm.plot_param_importances(study)))
+    import warnings
+
+    for fname, draw in figs:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                ax = draw()
+            except (ValueError, RuntimeError, ZeroDivisionError):  # e.g. importances of one parameter
+                continue
+        fig = ax.figure if hasattr(ax, "figure") else plt.gcf()
+        fig.set_size_inches(8, 5)
+        fig.tight_layout()
+        fig.savefig(out / fname, dpi=100)
+        plt.close("all")
+        files.append(str(out / fname))
+    return Report(rep.rows, rep.best, rep.multi, files)

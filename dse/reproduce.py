@@ -8,7 +8,8 @@ Two experiments, both run through the sweep machinery (so they run in parallel a
 - chunk sensitivity: 0.1 GiB on 3D-SW_SW_SW_hetero and 4D-Ring_FC_Ring_SW, 4 to 512 chunks.
 
 Under `astra-sim-1` the topologies get the artifact's 1 ns link latency (the presets already carry
-its links), as in the paper's own runs. `summary.md` reports what the paper reports: per topology the
+its links), as in the paper's own runs; under `astra-sim` each fully-connected dimension's bandwidth
+is divided by P−1 (ASTRA-sim 2.x reads it per link), so that every model sees the same hardware. `summary.md` reports what the paper reports: per topology the
 mean bandwidth utilisation of each schedule and its speed-up over the baseline (arithmetic and
 geometric means over sizes), and overall the geometric-mean speed-ups and average utilisations.
 Figures: utilisation against size per topology, the chunk-sensitivity curves, and a per-dimension
@@ -21,7 +22,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -43,9 +44,19 @@ GANTT_CASE = ("3D-SW_SW_SW_hetero", "0.25GiB", 16)
 
 
 def topology_for(name: str, cost_model: str) -> Topology:
-    """A paper preset as the experiment uses it (the artifact's 1 ns latency under astra-sim-1)."""
+    """A paper preset as the experiment uses it, the same hardware in every model.
+
+    Under `astra-sim-1`: the artifact's 1 ns link latency (the presets carry its links). Under
+    `astra-sim`: each fully-connected dimension's bandwidth divided by P−1, because ASTRA-sim 2.x
+    reads an FC bandwidth as per link (its P−1 direct messages each run at it).
+    """
     t = PRESETS[name]
-    return t.with_latency(1) if cost_model == "astra-sim-1" else t
+    if cost_model == "astra-sim-1":
+        return t.with_latency(1)
+    if cost_model == "astra-sim":
+        dims = tuple(replace(d, bandwidth=d.bandwidth / (d.npus - 1)) if d.kind == "fc" else d for d in t.dims)
+        return Topology(dims, name=f"{name}@FC-per-link")
+    return t
 
 
 def sweeps(cost_model: str, quick: bool = False) -> dict[str, dict[str, Any]]:

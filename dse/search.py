@@ -565,7 +565,20 @@ def make_sampler(spec: StudySpec) -> Any:
         return optuna.samplers.NSGAIISampler(seed=spec.seed)
     if spec.sampler == "random":
         return optuna.samplers.RandomSampler(seed=spec.seed)
-    return optuna.samplers.BruteForceSampler(seed=spec.seed)
+
+    class BruteForce(optuna.samplers.BruteForceSampler):
+        """Optuna's brute force, which calls `study.stop()` once the grid is exhausted; that only
+        works inside `optimize`, and dse's workers ask and tell, so they stop on `exhausted`."""
+
+        exhausted = False
+
+        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+            try:
+                super().after_trial(study, trial, state, values)
+            except RuntimeError:
+                self.exhausted = True
+
+    return BruteForce(seed=spec.seed)
 
 
 def work(spec: StudySpec, url: str, trials: int) -> int:
@@ -580,7 +593,7 @@ def work(spec: StudySpec, url: str, trials: int) -> int:
             states = [t.state for t in study.get_trials(deepcopy=False)]
             complete = states.count(TrialState.COMPLETE)
             running = states.count(TrialState.RUNNING)
-            if complete + running >= trials:
+            if complete + running >= trials or getattr(study.sampler, "exhausted", False):
                 return done
             trial = study.ask()
             trial.set_user_attr(WORKER_ATTR, _me())

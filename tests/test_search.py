@@ -208,3 +208,31 @@ def test_study_cli(tmp_path, run_cli):
 def test_study_cli_bad_input(tmp_path, run_cli, args, field):
     code, out, err = run_cli(*args)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and field in err
+
+
+def test_brute_force_visits_the_whole_discrete_space(tmp_path):
+    (tmp_path / "tiny.toml").write_text(
+        "[space]\nnpus = 64\nshapes = ['4x16']\nkinds = [['ring', 'switch'], ['switch']]\nchunks = [16]\n"
+        "[space.bandwidth]\nbudget = 300\nminimum = 20\nstep = 0.5\n[space.latency]\ntiers = [20, 700]\n"
+    )
+    (tmp_path / "study.toml").write_text(
+        "[study]\nname = 'tiny'\nspace = 'tiny.toml'\nsampler = 'brute_force'\nseed = 3\n"
+        "[[objectives]]\nmetric = 'time'\n"
+    )
+    spec = load_studies(tmp_path / "study.toml")[0]
+    res = run_study(spec, trials=18, storage=str(tmp_path / "b.journal"))  # 2 kinds x 3 x 3 weights
+    from dse.search import open_storage
+
+    study = optuna.load_study(study_name="tiny", storage=open_storage(str(tmp_path / "b.journal")))
+    seen = {tuple(sorted(t.params.items())) for t in study.trials}
+    assert res["complete"] == 18 and len(seen) == 18
+    # the brute-force best is the true optimum of the grid
+    assert res["best_value"] == min(t.value for t in study.trials)
+
+
+def test_bad_space_through_the_cli(tmp_path, run_cli):
+    (tmp_path / "s.toml").write_text("[space]\nnpus = 16\ndims = [4]\n[space.bandwidth]\nbudget = 30\nminimum = 10\n")
+    (tmp_path / "st.toml").write_text("[study]\nname = 'x'\nspace = 's.toml'\n[[objectives]]\nmetric = 'time'\n")
+    code, out, err = run_cli("study", "run", str(tmp_path / "st.toml"), "--storage", str(tmp_path / "x.journal"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "impossible budget" in err
+    assert not (tmp_path / "x.journal").exists()

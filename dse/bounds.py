@@ -136,6 +136,17 @@ def types_for_plan(
     return out
 
 
+def distinct_types(types: list[ChunkType], *, pipeline: bool) -> list[ChunkType]:
+    """One type per distinct cost: orders that cost every dimension the same (dimensions of equal
+    size swapped, say) are interchangeable, and keeping one of each removes symmetric solutions the
+    ILP solver would otherwise have to rule out one by one. The first order of each class names it."""
+    seen: dict[tuple, ChunkType] = {}
+    for t in types:
+        key = (t.size, t.load) + ((t.head, t.tail, t.path) if pipeline else ())
+        seen.setdefault(key, t)
+    return list(seen.values())
+
+
 def ideal_ns(spec: CollectiveSpec) -> float:
     """The bytes one NPU must send over the sum of its bandwidths (100 % utilisation)."""
     model = spec.cost_model
@@ -186,7 +197,7 @@ def bounds_for(spec: CollectiveSpec, *, time_limit_s: float = 10.0, solver: str 
         solver_used = "cbc"
         notes.append("HiGHS is not installed: solved with CBC")
     lp = max(ideal, _solve(types, slots, relax=True, solver=solver_used, time_limit_s=time_limit_s).bound)
-    res = _solve(types, slots, relax=False, solver=solver_used, time_limit_s=time_limit_s)
+    res = _solve(distinct_types(types, pipeline=False), slots, relax=False, solver=solver_used, time_limit_s=time_limit_s)
     ilp = max(lp, res.bound)
     status = res.status
     mix = res.mix
@@ -194,7 +205,8 @@ def bounds_for(spec: CollectiveSpec, *, time_limit_s: float = 10.0, solver: str 
         notes.append(f"ILP stopped ({res.status}): its bound is the solver's proven dual bound")
     tight = ilp
     if pipeline:
-        pres = _solve(types, slots, relax=False, solver=solver_used, time_limit_s=time_limit_s, pipeline=True)
+        pres = _solve(distinct_types(types, pipeline=True), slots, relax=False, solver=solver_used,
+                      time_limit_s=time_limit_s, pipeline=True)  # fmt: skip
         tight = max(ilp, pres.bound)
         if pres.status != "optimal":
             notes.append(f"pipeline ILP stopped ({pres.status}): its bound is the solver's proven dual bound")

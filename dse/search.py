@@ -586,7 +586,7 @@ def work(spec: StudySpec, url: str, trials: int) -> int:
     from optuna.trial import TrialState
 
     study = create_study(spec, url)
-    done = 0
+    done = failures = 0
     while True:
         with _gate(url, spec.name):
             _fail_dead(study)
@@ -599,9 +599,13 @@ def work(spec: StudySpec, url: str, trials: int) -> int:
             trial.set_user_attr(WORKER_ATTR, _me())
         try:
             values = objective(spec, trial)
-        except InputError:
+        except InputError as e:  # a design the cost model rejects: failed, replaced by another
             study.tell(trial, state=TrialState.FAIL)
+            failures += 1
+            if failures >= 20:
+                raise InputError("space", f"20 designs in a row were rejected; the last: {e}") from None
             continue
+        failures = 0
         study.tell(trial, values)
         done += 1
 

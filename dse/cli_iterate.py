@@ -1,0 +1,63 @@
+"""`dse iterate WORKLOAD --topology T`: training iterations with overlapping collectives (dse.iteration)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .costs import COST_MODELS
+from .errors import InputError
+from .report import format_table
+from .schedulers import QUEUES, SCHEDULERS
+from .units import format_size, format_time
+
+
+def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the `iterate` subcommand on a subparsers object (dse.cli hooks it)."""
+    p = sub.add_parser("iterate", help="training iterations: layers' compute overlapping their collectives")
+    p.add_argument("workload", help="an ASTRA-sim 1.0 workload file, a .toml workload, or a generator: "
+                   "resnet152[:batch=32,...], transformer[:layers=24,mp=128,...]")  # fmt: skip
+    p.add_argument("-t", "--topology", required=True, help="preset name or notation")
+    p.add_argument("--scheduler", default="themis", help=f"one of {', '.join(SCHEDULERS)}, or ideal (default themis)")
+    p.add_argument("--queue", default="scf", help=f"one of {', '.join(QUEUES)} (default scf)")
+    p.add_argument("--cost-model", default="paper", help=f"one of {', '.join(COST_MODELS)} (default paper)")
+    p.add_argument("--iterations", default="1", help="back-to-back iterations; times are per iteration (default 1)")
+    p.add_argument("--chunks", default="64", help="chunks per collective, at most one per MiB (default 64)")
+    p.add_argument("--collectives", action="store_true", help="also list every collective (table) / include them (JSON)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.set_defaults(func=cmd_iterate)
+
+
+def cmd_iterate(args: argparse.Namespace) -> int:
+    """Run `dse.iterate` and print a table or one JSON object; `InputError` propagates (exit 2)."""
+    from .iteration import iterate
+
+    if not args.topology:
+        raise InputError("topology", "missing", "a preset name or a notation")
+    res = iterate(
+        args.workload, args.topology, scheduler=args.scheduler, queue=args.queue, cost_model=args.cost_model,
+        iterations=args.iterations, chunks=args.chunks,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(res.as_dict(details=args.collectives)))
+        return 0
+    rows = [
+        ("workload", res.workload),
+        ("topology", res.topology),
+        ("scheduler / queue", f"{res.scheduler} / {res.queue} ({res.cost_model} model)"),
+        ("iterations", res.iterations),
+        ("iteration time", format_time(res.time_ns)),
+        ("compute", format_time(res.compute_ns)),
+        ("communication in flight", format_time(res.comm_ns)),
+        ("exposed communication", f"{format_time(res.exposed_comm_ns)} ({res.exposed_comm_ns / res.time_ns:.1%})" if res.time_ns else "0"),
+        ("BW utilisation (while communicating)", f"{res.bw_utilization:.1%}"),
+        ("collectives", len(res.collectives)),
+    ]
+    print(format_table(("quantity", "value"), rows, align="ll"))
+    if args.collectives and res.collectives:
+        body = [(c.iteration, c.layer, c.slot, c.collective, format_size(c.size_bytes), ",".join(map(str, c.dims)), c.chunks,
+                 format_time(c.issue_ns), format_time(c.end_ns)) for c in res.collectives]  # fmt: skip
+        print()
+        print(format_table(("it", "layer", "slot", "collective", "size", "dims", "chunks", "issued", "done"), body,
+                           align="rllllrrrr"))  # fmt: skip
+    return 0

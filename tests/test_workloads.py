@@ -1,0 +1,187 @@
+"""Workload loading: the ASTRA-sim 1.0 files, the native TOML form, the generators, damaged files."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dse.errors import InputError
+from dse.workloads import ALL, DP, MP, Layer, Workload, generate, load_workload, parameter_count, resnet152, transformer
+
+SHARED_WL = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "astra-sim-1.0"
+REPO = Path(__file__).resolve().parents[1]
+needs_shared = pytest.mark.skipif(
+    not SHARED_WL.is_dir(), reason=f"shared workloads not found at {SHARED_WL} (../shared/workloads beside the repo)"
+)
+
+# file -> (parallelism, layers, model-parallel group, [(layer index, slot, collective, bytes)])
+EXPECTED = {
+    "Resnet50_DataParallel_fused.txt": ("DATA", 54, None, [(0, "wg", "all_reduce", 51005824)]),
+    "gnmt_fp16_fused.txt": ("DATA", 10, None, [(0, "wg", "all_reduce", 267788288)]),
+    "large_DLRM_fused.txt": ("HYBRID_DLRM", 20, None, [(0, "fwd", "all_to_all", 100663296), (0, "wg", "all_reduce", 1329694368)]),
+    "medium_DLRM_fused.txt": ("HYBRID_DLRM", 20, None, [(0, "ig", "all_to_all", 4194304), (0, "wg", "all_reduce", 114823168)]),
+    "transformer_1t_fused_only_t.txt": (
+        "HYBRID_TRANSFORMER_FWD_IN_BCKWD", 18, 128,
+        [(0, "ig", "all_reduce", 805306368), (0, "wg", "all_reduce", 240316416), (5, "ig", "all_gather", 6291456)],
+    ),
+    "microAllReduce.txt": ("MICRO", 1, None, [(0, "wg", "all_reduce", 1048576)]),
+}  # fmt: skip
+
+
+@needs_shared
+@pytest.mark.parametrize("fname", sorted(EXPECTED))
+def test_shared_workload_files_load(fname: str) -> None:
+    wl = load_workload(SHARED_WL / fname)
+    par, n, group, comms = EXPECTED[fname]
+    assert (wl.parallelism, len(wl.layers), wl.model_parallel_group) == (par, n, group)
+    for li, slot, coll, nbytes in comms:
+        assert wl.layers[li].comm(slot) == (coll, nbytes)
+    assert wl.compute_ns > 0
+
+
+@needs_shared
+def test_gnmt_first_layer_fields() -> None:
+    layer = load_workload(str(SHARED_WL / "gnmt_fp16_fused.txt")).layers[0]
+    assert layer == Layer("Var2", 136174, None, 0, 136174, None, 0, 50592, "all_reduce", 267788288, 33554, -1)
+
+
+@needs_shared
+def test_scopes_of_the_strategies() -> None:
+    t = load_workload(SHARED_WL / "transformer_1t_fused_only_t.txt")
+    assert (t.scope("fwd"), t.scope("ig"), t.scope("wg")) == (MP, MP, DP)
+    d = load_workload(SHARED_WL / "large_DLRM_fused.txt")
+    assert {d.scope(s) for s in ("fwd", "ig", "wg")} == {ALL}
+
+
+def _damage(tmp_path: Path, lineno: int, new: str) -> Path:
+    src = SHARED_WL / "gnmt_fp16_fused.txt"
+    lines = src.read_text().splitlines()
+    lines[lineno - 1] = new
+    dst = tmp_path / "gnmt_damaged.txt"
+    dst.write_text("\n".join(lines) + "\n")
+    return dst
+
+
+@needs_shared
+@pytest.mark.parametrize(
+    ("lineno", "new", "words"),
+    [
+        (5, "Var4\t-1\t298155\tNONE\t0\t29815x\tNONE\t0\t232953\tNONE\t0\t50331", "ig_compute"),
+        (7, "Var6\t-1\t136174\tNONE\t0\t136174", "12 fields"),
+        (4, "Var3\t-1\t136174\tBROADCAST\t0\t136174\tNONE\t0\t50592\tNONE\t0\t33554", "communication type"),
+        (1, "PIPELINE", "parallelism"),
+        (2, "ten", "layer count"),
+    ],
+)
+def test_damaged_file_names_file_and_line(tmp_path: Path, lineno: int, new: str, words: str) -> None:
+    path = _damage(tmp_path, lineno, new)
+    with pytest.raises(InputError) as e:
+        load_workload(path)
+    msg = str(e.value)
+    assert f"gnmt_damaged.txt:{lineno}:" in msg and words in msg
+    assert "\n" not in msg
+
+
+@needs_shared
+def test_wrong_layer_count(tmp_path: Path) -> None:
+    dst = tmp_path / "short.txt"
+    lines = (SHARED_WL / "gnmt_fp16_fused.txt").read_text().splitlines()
+    dst.write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(InputError, match=r"short.txt:\d+: the file says 10 layers but has 9"):
+        load_workload(dst)
+
+
+@needs_shared
+def test_damaged_file_cli_exit_2_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from dse.cli_iterate import add_iterate_parser
+
+    path = _damage(tmp_path, 6, "Var5\t-1\t136174\tNONE\t0\t136174\tNONE\t0\t50592\tNONE\t-3\t33554")
+    parser = argparse.ArgumentParser(prog="dse")
+    add_iterate_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["iterate", str(path), "--topology", "2D-SW_SW"])
+    with pytest.raises(InputError) as e:
+        args.func(args)
+    assert f"{path}:6:" in str(e.value)
+
+
+@needs_shared
+def test_damaged_file_via_dse_cli(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    import dse.cli
+
+    if "iterate" not in dse.cli.build_parser().format_help():
+        pytest.skip("dse.cli does not hook `iterate` yet (add_iterate_parser from dse.cli_iterate)")
+    path = _damage(tmp_path, 6, "Var5\t-1\t136174\tNONE\t0\t136174\tNONE\t0\t50592\tNONE\t-3\t33554")
+    code, out, err = run_cli("iterate", str(path), "--topology", "2D-SW_SW")
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and f"{path}:6:" in err
+
+
+@needs_shared
+def test_copy_of_shared_file_loads_the_same(tmp_path: Path) -> None:
+    dst = tmp_path / "copy.txt"
+    shutil.copy(SHARED_WL / "large_DLRM_fused.txt", dst)
+    assert load_workload(dst).layers == load_workload(SHARED_WL / "large_DLRM_fused.txt").layers
+
+
+def test_toml_examples_load() -> None:
+    tiny = load_workload(REPO / "workloads" / "tiny_hybrid.toml")
+    assert tiny.parallelism == "HYBRID" and tiny.model_parallel_group == 32 and len(tiny.layers) == 2
+    assert tiny.layers[1].comm("wg") == ("all_reduce", 16777216)
+    micro = load_workload(REPO / "workloads" / "micro_allreduce.toml")
+    if SHARED_WL.is_dir():
+        assert micro.layers == load_workload(SHARED_WL / "microAllReduce.txt").layers
+
+
+def test_toml_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n[[layers]]\nfwd_compute = -1\n')
+    with pytest.raises(InputError, match=r"bad.toml: layers\[0\].fwd_compute"):
+        load_workload(bad)
+    bad.write_text('name = "x"\nparallelism = "HYBRID"\n[[layers]]\nfwd_compute = 1\n')
+    with pytest.raises(InputError, match="model_parallel_group"):
+        load_workload(bad)
+    bad.write_text('name = "x"\n[[layers]\n')
+    with pytest.raises(InputError, match="bad.toml: not valid TOML"):
+        load_workload(bad)
+
+
+def test_mapping_and_workload_pass_through() -> None:
+    wl = load_workload({"name": "m", "layers": [{"fwd_compute": 3, "wg_comm": "allreduce", "wg_bytes": 10}]})
+    assert wl.layers[0].comm("wg") == ("all_reduce", 10) and load_workload(wl) is wl
+
+
+def test_resnet152_parameter_count() -> None:
+    wl = resnet152()
+    assert parameter_count(wl) == pytest.approx(60.2e6, rel=0.005)
+    assert parameter_count(resnet152(fused=0)) == parameter_count(wl)
+    assert len(resnet152(fused=0).layers) == 1 + 3 * (3 + 8 + 36 + 3) + 4 + 1
+    assert parameter_count(resnet152(bytes_per_param=4), 4) == parameter_count(wl)
+
+
+def test_resnet152_roofline_scales() -> None:
+    a, b = resnet152(batch=32), resnet152(batch=64, efficiency=0.35)
+    assert b.layers[1].fwd_compute == pytest.approx(4 * a.layers[1].fwd_compute)
+    assert a.parallelism == "DATA" and a.scope("wg") == ALL
+
+
+def test_transformer_generator() -> None:
+    wl = transformer(layers=2, hidden=1024, seq=128, batch=2, mp=32)
+    assert len(wl.layers) == 4 and wl.model_parallel_group == 32
+    act = 2 * 128 * 1024 * 2
+    assert wl.layers[0].comm("fwd") == ("all_reduce", act) and wl.layers[0].comm("ig") == ("all_reduce", act)
+    assert wl.layers[0].comm("wg") == ("all_reduce", 4 * 1024 * 1024 // 32 * 2)
+    assert wl.layers[1].comm("wg") == ("all_reduce", 8 * 1024 * 1024 // 32 * 2)
+    assert (wl.scope("fwd"), wl.scope("wg")) == (MP, DP)
+
+
+def test_generator_specs() -> None:
+    wl = load_workload("transformer:layers=3,mp=32")
+    assert len(wl.layers) == 6 and wl.model_parallel_group == 32
+    assert isinstance(generate("resnet152"), Workload)
+    with pytest.raises(InputError, match="bad option"):
+        load_workload("resnet152:depth=50")
+    with pytest.raises(InputError, match="no such file"):
+        load_workload("no_such_workload.txt")

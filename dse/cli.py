@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from .collectives import COLLECTIVES
 from .costs import COST_MODELS, get_cost_model
+from .cli_iterate import add_iterate_parser
 from .cli_reproduce import add_reproduce_parser
 from .cli_study import add_study_parser
 from .errors import InputError
@@ -105,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_study_parser(sub)
     add_reproduce_parser(sub)
+    add_iterate_parser(sub)
 
     p = sub.add_parser("topologies", help="list the preset topologies")
     p.add_argument("--json", action="store_true")

@@ -13,10 +13,14 @@ The model, precisely:
   its fwd collective are done; then per layer from the last: I_L, then W_L; I_{L-1} waits for
   W_L and for layer L's ig collective. U_L waits for W_L and layer L's wg collective: the wg
   collective blocks only that layer's update. The iteration ends when every compute task,
-  collective and update is done.
+  collective and update is done. One exception, ``HYBRID_DLRM k`` (ASTRA-sim's DLRM): the
+  embedding's (layer 0) forward all-to-all gates layer k+1's forward instead of layer 1's (it
+  overlaps the bottom MLP, layers 1..k), and its backward all-to-all is issued after layer k+1's
+  input-gradient compute and gates the embedding's own I_0 (`Workload.fwd_gate`, `ig_source`).
 - **Issue.** A collective is issued when the compute that produces its data ends (fwd after F_L,
   ig after I_L, wg after W_L). When the compute resource is free it takes the ready task that
-  became ready first (ties by creation order); it never preempts.
+  became ready first (ties in the order they became ready); it never preempts. At equal times
+  network events come first (as in `_run_servers`), then ideal collectives' ends, then compute ends.
 - **Network.** Every in-flight collective's chunks share the per-dimension queues of the chunk
   simulator (`dse.simulate._run_servers`: one server per dimension, FIFO or SCF with the cost
   model's `scf_rule`, the same event keys, completion and refill order), so collectives compete
@@ -266,6 +270,7 @@ def iterate(
     q = parse_queue(queue)
     iterations = parse_int(iterations, "iterations", minimum=1)
     chunks = parse_int(chunks, "chunks", minimum=1)
+    min_chunk_bytes = parse_int(min_chunk_bytes, "min_chunk_bytes", minimum=1)
     ideal = isinstance(scheduler, str) and scheduler.strip().lower() == "ideal"
     sched = None if ideal else get_scheduler(scheduler)
     planner = _Planner(topo, model, sched, q, chunks, min_chunk_bytes, wl.model_parallel_group)
@@ -305,45 +310,72 @@ class _Engine:
 
     # ----- the task graph ---------------------------------------------------------------------
     def _build_dag(self) -> None:
-        """Nodes: ('c', ns) compute tasks and ('n', (iteration, layer index, slot)) collectives."""
+        """Nodes: ('c', ns) compute tasks and ('n', (iteration, layer index, slot)) collectives.
+
+        Program order F_0..F_{n-1}, I_{n-1}, W_{n-1}, ..., I_0, W_0 (then the next iteration);
+        U_L after W_L. A fwd collective of L gates F_{fwd_gate(L)} (I_{n-1} past the last layer);
+        an ig collective is issued by I_{ig_source(L)} and gates I_{ig_gate(L)}; a wg collective
+        gates U_L (`Workload.fwd_gate` etc.: the layer after, or the DLRM embedding's overlap).
+        """
         wl = self.wl
         kind: list[str] = []
         info: list[Any] = []
         need: list[int] = []
         succ: list[list[int]] = []
 
-        def node(k: str, x: Any, deps: Sequence[int | None]) -> int:
-            i = len(kind)
+        def node(k: str, x: Any) -> int:
             kind.append(k)
             info.append(x)
             succ.append([])
-            real = [d for d in deps if d is not None]
-            need.append(len(real))
-            for d in real:
-                succ[d].append(i)
-            return i
+            need.append(0)
+            return len(kind) - 1
+
+        def edge(a: int | None, b: int) -> None:
+            if a is not None:
+                succ[a].append(b)
+                need[b] += 1
 
         n = len(wl.layers)
+        layers = wl.layers
         prev_tail: int | None = None
         prev_update: list[int | None] = [None] * n
         for it in range(self.iterations):
-            fwd_coll: int | None = None
-            last: int | None = prev_tail
-            for li, layer in enumerate(wl.layers):
-                f = node("c", layer.fwd_compute, (last, fwd_coll, prev_update[li]))
-                fwd_coll = node("n", (it, li, "fwd"), (f,)) if layer.comm("fwd") else None
-                last = f
-            ig_coll = fwd_coll
-            updates: list[int | None] = [None] * n
+            F = [node("c", layer.fwd_compute) for layer in layers]
+            I: list[int] = [0] * n
+            W: list[int] = [0] * n
             for li in range(n - 1, -1, -1):
-                layer = wl.layers[li]
-                ig = node("c", layer.ig_compute, (last, ig_coll))
-                ig_coll = node("n", (it, li, "ig"), (ig,)) if layer.comm("ig") else None
-                wg = node("c", layer.wg_compute, (ig,))
-                wg_coll = node("n", (it, li, "wg"), (wg,)) if layer.comm("wg") else None
-                updates[li] = node("c", layer.wg_update, (wg, wg_coll))
-                last = wg
-            prev_tail, prev_update = last, updates
+                I[li] = node("c", layers[li].ig_compute)
+                W[li] = node("c", layers[li].wg_compute)
+            U = [node("c", layer.wg_update) for layer in layers]
+            # program order on the compute resource
+            edge(prev_tail, F[0])
+            for li in range(1, n):
+                edge(F[li - 1], F[li])
+            edge(F[n - 1], I[n - 1])
+            for li in range(n):
+                edge(I[li], W[li])
+                edge(W[li], U[li])
+                if li < n - 1:
+                    edge(W[li + 1], I[li])
+                edge(prev_update[li], F[li])
+            # collectives
+            for li, layer in enumerate(layers):
+                if layer.comm("fwd"):
+                    c = node("n", (it, li, "fwd"))
+                    edge(F[li], c)
+                    g = wl.fwd_gate(li)
+                    edge(c, F[g] if g < n else I[n - 1])
+                if layer.comm("ig"):
+                    c = node("n", (it, li, "ig"))
+                    edge(I[wl.ig_source(li)], c)
+                    g = wl.ig_gate(li)
+                    if g >= 0:
+                        edge(c, I[g])
+                if layer.comm("wg"):
+                    c = node("n", (it, li, "wg"))
+                    edge(W[li], c)
+                    edge(c, U[li])
+            prev_tail, prev_update = W[0], list(U)
         self.kind, self.info, self.need, self.succ = kind, info, need, succ
 
     # ----- the loop ---------------------------------------------------------------------------

@@ -13,7 +13,10 @@ is divided by P−1 (ASTRA-sim 2.x reads it per link), so that every model sees 
 mean bandwidth utilisation of each schedule and its speed-up over the baseline (arithmetic and
 geometric means over sizes), and overall the geometric-mean speed-ups and average utilisations.
 Figures: utilisation against size per topology, the chunk-sensitivity curves, and a per-dimension
-timeline of the baseline and Themis for one case, where the baseline's idle dimensions show.
+timeline of the baseline and Themis for one case, where the baseline's idle dimensions show. And
+the end-to-end table (`end_to_end.csv`, and in `summary.md`): training iterations of ResNet-152,
+GNMT, DLRM and Transformer-1T on the six topologies, speed-ups of Themis+SCF and of the ideal
+(every collective at 100 % bandwidth) over the baseline (`dse.iteration`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 from .bounds import ideal_ns
 from .costs import get_cost_model
 from .evaluate import evaluate
+from .iteration import end_to_end_markdown, end_to_end_rows
 from .spec import CollectiveSpec
 from .sweep import read_rows, run_sweep
 from .sweepfile import parse_sweep
@@ -102,7 +106,12 @@ def run(out: str | Path, *, cost_model: str = "paper", jobs: int = 1, quick: boo
         tables[name] = finish_rows(read_rows(raw_path), names, model)
         write_csv(out / f"{name}.csv", tables[name])
     summary = summarize(tables["single_allreduce"])
-    (out / "summary.md").write_text(summary_markdown(summary, tables["chunks"], model))
+    e2e = end_to_end_rows(model, topologies=(PAPER_PRESETS[:2] if quick else PAPER_PRESETS))
+    write_csv(out / "end_to_end.csv", e2e)
+    (out / "summary.md").write_text(
+        summary_markdown(summary, tables["chunks"], model)
+        + "\n## Training iterations (speed-up over baseline+FIFO)\n\n" + end_to_end_markdown(e2e) + "\n"
+    )
     figures = [
         draw_utilization(utilization_data(tables["single_allreduce"]), out / "utilization.png"),
         draw_chunks(chunk_data(tables["chunks"]), out / "chunks.png"),
@@ -145,7 +154,10 @@ def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["topology"])
+        keys: list[str] = []
+        for r in rows:
+            keys += [k for k in r if k not in keys]
+        w = csv.DictWriter(f, fieldnames=keys or ["topology"])
         w.writeheader()
         w.writerows(rows)
     tmp.replace(path)

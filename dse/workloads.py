@@ -20,6 +20,7 @@ Three ways to get one:
       name = "tiny"
       parallelism = "DATA"            # or MODEL, HYBRID (needs model_parallel_group), HYBRID_DLRM, ...
       model_parallel_group = 128      # HYBRID only: NPUs per model-parallel group
+      dlrm_last_bottom = 7            # HYBRID_DLRM only (the number after HYBRID_DLRM in ASTRA-sim)
       [[layers]]
       name = "conv1"
       fwd_compute = 1000              # ns; every field below is optional (0 / "none")
@@ -108,12 +109,47 @@ class Workload:
     layers: tuple[Layer, ...]
     model_parallel_group: int | None = None
     source: str = field(default="", compare=False)
+    #: ``HYBRID_DLRM k``: the last bottom-MLP layer; the embedding (layer 0) collectives overlap
+    #: the bottom MLP (layers 1..k), see `fwd_gate` and `ig_source`
+    dlrm_last_bottom: int | None = None
 
     def scope(self, slot: str) -> str:
         """Where a slot's collectives run: ``all`` dims, the model-parallel or data-parallel dims."""
         if self.parallelism in _ALL_DIMS or not self.model_parallel_group:
             return ALL
         return DP if slot == "wg" else MP
+
+    def fwd_gate(self, li: int) -> int:
+        """The layer whose forward compute waits for layer `li`'s fwd collective (n: the backward).
+
+        Layer li+1 (it consumes li's output); in ``HYBRID_DLRM k`` the embedding's (layer 0)
+        all-to-all is first needed by layer k+1 (the interaction/top MLP), so it overlaps the
+        bottom MLP.
+        """
+        k = self.dlrm_last_bottom
+        if li == 0 and k is not None and 0 <= k < len(self.layers) - 1:
+            return k + 1
+        return li + 1
+
+    def ig_source(self, li: int) -> int:
+        """The layer whose input-gradient compute issues layer `li`'s ig collective.
+
+        Layer li itself; in ``HYBRID_DLRM k`` the embedding's backward all-to-all carries the
+        gradient of its output, ready once layer k+1's input gradient is computed.
+        """
+        k = self.dlrm_last_bottom
+        if li == 0 and k is not None and 0 <= k < len(self.layers) - 1:
+            return k + 1
+        return li
+
+    def ig_gate(self, li: int) -> int:
+        """The layer whose input-gradient compute waits for layer `li`'s ig collective (-1: none).
+
+        Layer li-1 (back-propagation continues through it); the DLRM embedding's own (layer 0).
+        """
+        if self.ig_source(li) != li:
+            return li
+        return li - 1
 
     @property
     def compute_ns(self) -> float:
@@ -176,6 +212,9 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
             group = _int(head[k + 1], lambda p: err(lineno, p), "model_parallel_NPU_group", minimum=1)
     if strategy not in _ALL_DIMS and group is None:
         raise err(lineno, f"{strategy} needs model_parallel_NPU_group: N")
+    dlrm = None
+    if strategy == "HYBRID_DLRM" and len(head) > 1:
+        dlrm = _int(head[1], lambda p: err(lineno, p), "HYBRID_DLRM last bottom layer", minimum=0)
     if len(numbered) < 2:
         raise err(lineno + 1, "missing the layer count")
     lineno, count_toks = numbered[1]
@@ -206,7 +245,9 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
         vals["wg_update"] = float(_int(toks[11], e, "wg_update_time", minimum=0))
         layers.append(Layer(**vals))
     name = Path(source).stem if source else "workload"
-    return Workload(name, strategy, tuple(layers), group, source)
+    if dlrm is not None and dlrm >= len(layers):
+        raise err(numbered[0][0], f"HYBRID_DLRM {dlrm}: the workload has only {len(layers)} layers")
+    return Workload(name, strategy, tuple(layers), group, source, dlrm)
 
 
 def _int(tok: str, err: Any, what: str, *, minimum: int) -> int:
@@ -226,17 +267,17 @@ def load_toml_text(text: str, source: str = "workload") -> Workload:
     except tomllib.TOMLDecodeError as e:
         raise InputError(source, f"not valid TOML: {e}") from None
     wl = _from_mapping(data, source)
-    return Workload(wl.name if "name" in data else Path(source).stem, wl.parallelism, wl.layers,
-                    wl.model_parallel_group, source)  # fmt: skip
+    return replace(wl, name=wl.name if "name" in data else Path(source).stem, source=source)
 
 
 _LAYER_KEYS = {"name", "dependency", "wg_update"} | {f"{s}_{k}" for s in SLOTS for k in ("compute", "comm", "bytes")}
 
 
 def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
-    unknown = set(data) - {"name", "parallelism", "model_parallel_group", "layers"}
+    keys = ("name", "parallelism", "model_parallel_group", "dlrm_last_bottom", "layers")
+    unknown = set(data) - set(keys)
     if unknown:
-        raise InputError(source, f"unknown key(s) {', '.join(sorted(unknown))}", "name, parallelism, model_parallel_group, layers")
+        raise InputError(source, f"unknown key(s) {', '.join(sorted(unknown))}", ", ".join(keys))
     strategy = str(data.get("parallelism", "DATA")).strip().upper()
     if strategy not in _STRATEGIES:
         raise InputError(f"{source}: parallelism", f"unknown parallelism {strategy!r}", ", ".join(_STRATEGIES))
@@ -277,7 +318,10 @@ def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
             vals[f"{slot}_bytes"] = nbytes
         vals["wg_update"] = _nonneg(entry.get("wg_update", 0), f"{where}.wg_update")
         layers.append(Layer(**vals))
-    return Workload(str(data.get("name", "workload")), strategy, tuple(layers), group, source)
+    dlrm = data.get("dlrm_last_bottom")
+    if dlrm is not None and (strategy != "HYBRID_DLRM" or not isinstance(dlrm, int) or not 0 <= dlrm < len(layers)):
+        raise InputError(f"{source}: dlrm_last_bottom", f"{dlrm!r} needs parallelism HYBRID_DLRM and a layer index")
+    return Workload(str(data.get("name", "workload")), strategy, tuple(layers), group, source, dlrm)
 
 
 def _nonneg(v: Any, where: str) -> float:
@@ -410,4 +454,4 @@ def generate(spec: str) -> Workload:
         except ValueError:
             raise InputError(f"workload {name}", f"{k}={v!r} is not a number") from None
     wl = fn(**kwargs)
-    return Workload(spec.strip() if opts else wl.name, wl.parallelism, wl.layers, wl.model_parallel_group, wl.source)
+    return replace(wl, name=spec.strip() if opts else wl.name)

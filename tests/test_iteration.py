@@ -234,3 +234,22 @@ def test_cli_table_and_json(capsys: pytest.CaptureFixture) -> None:
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "iteration time" in out and "all_reduce" in out
+
+
+def test_dlrm_embedding_all_to_all_overlaps_the_bottom_mlp() -> None:
+    size = 64 * 2**20
+    e = evaluate(T4, collective="all_to_all", size=size, scheduler="baseline", queue="fifo").time_ns
+    layers = (Layer("emb", 10, "all_to_all", size, 10, "all_to_all", size, 0, None, 0, 0),
+              Layer("bottom", 2 * e, None, 0, 2 * e, None, 0, 0, None, 0, 0),
+              Layer("top", 10, None, 0, 10, None, 0, 0, None, 0, 0))  # fmt: skip
+    plain = iterate(Workload("d", "HYBRID_DLRM", layers), T4, scheduler="baseline", queue="fifo")
+    dlrm = iterate(Workload("d", "HYBRID_DLRM", layers, dlrm_last_bottom=1), T4, scheduler="baseline", queue="fifo")
+    assert plain.exposed_comm_ns == pytest.approx(2 * e, rel=1e-9)  # both all-to-alls on the critical path
+    assert dlrm.exposed_comm_ns == 0 and dlrm.time_ns == pytest.approx(dlrm.compute_ns)
+    runs = {c.slot: c for c in dlrm.collectives}
+    assert runs["ig"].issue_ns == pytest.approx(10 + 2 * e + 10 + 10)  # after I_top, not after I_emb
+
+
+@needs_shared
+def test_dlrm_file_reads_last_bottom_layer() -> None:
+    assert load_workload(SHARED_WL / "large_DLRM_fused.txt").dlrm_last_bottom == 7

@@ -14,7 +14,8 @@ def test_quick_reproduction_writes_everything_and_resumes(tmp_path, run_cli):
     out = tmp_path / "rep"
     code, text, err = run_cli("reproduce", "themis", "--quick", "--out", str(out))
     assert code == 0, err
-    for name in ("single_allreduce.csv", "chunks.csv", "summary.md", "utilization.png", "chunks.png", "timeline.png"):
+    for name in ("single_allreduce.csv", "chunks.csv", "end_to_end.csv", "summary.md", "utilization.png", "chunks.png",
+                 "timeline.png"):
         assert (out / name).exists(), name
     for name in ("utilization.png", "chunks.png", "timeline.png"):
         data = (out / name).read_bytes()
@@ -30,6 +31,7 @@ def test_quick_reproduction_writes_everything_and_resumes(tmp_path, run_cli):
         assert float(r["bound_ns"]) <= float(r["time_ns"]) * (1 + 1e-9)
     summary = (out / "summary.md").read_text()
     assert "56.31" in summary and "themis+scf" in summary and "Chunk sensitivity" in summary
+    assert "Training iterations" in summary and "ResNet-152" in summary
     # a re-run resumes: nothing is evaluated again
     code, text, _ = run_cli("reproduce", "themis", "--quick", "--out", str(out))
     assert code == 0 and "0 evaluated now" in text and "24 already done" in text

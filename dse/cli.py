@@ -9,7 +9,7 @@ import warnings
 from collections.abc import Sequence
 
 from .collectives import COLLECTIVES
-from .costs import COST_MODELS, get_cost_model
+from .costs import COST_MODELS
 from .cli_iterate import add_iterate_parser
 from .cli_reproduce import add_reproduce_parser
 from .cli_study import add_study_parser

@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import insort
 from dataclasses import dataclass
 from itertools import groupby
 from operator import add
@@ -65,10 +64,10 @@ from .collectives import A2A, ALL_GATHER, ALL_TO_ALL, RS, nominal_bytes_sent
 from .costs import CostModel, Phase, get_cost_model
 from .errors import InputError
 from .schedulers import ScheduleProblem, Scheduler, ThemisScheduler, baseline_order, get_scheduler, parse_queue
-from .simulate import FIFO, SCF_PRIORITY, policy_code
+from .simulate import FIFO, policy_code, push_phase, queue_insert
 from .topology import Topology, parse_topology
 from .units import parse_int
-from .workloads import ALL, DP, MP, SLOTS, Workload, load_workload
+from .workloads import ALL, MP, SLOTS, Workload, load_workload
 
 MIB = 2**20
 _COMPLETE, _RELEASE, _ARRIVE, _IDEAL_DONE, _COMPUTE_DONE = 0, 1, 2, 3, 4
@@ -405,47 +404,16 @@ class _Engine:
             nonlocal counter, sent_total
             ph = plans[c][pos[c]]
             running[d] += 1
-            b = ph[2]
             sent_total += ph[5]
             started[c] = t
-            end = t + b
-            delay = ph[3]
-            tie = ph[7]
-            if tie or dim_tiebreak:
-                o = tie or (0.0, 0.0, 0.0)
-                tie = (t + o[0], t + o[1], t + o[2], t, d if dim_tiebreak else 0)
-            if delay:
-                push(heap, (end, 1, tie, counter, _RELEASE, c, d))
-                push(heap, (end + delay, 0, tie, counter + 1, _ARRIVE, c, d))
-                counter += 2
-            else:
-                push(heap, (end, 0, tie, counter, _COMPLETE, c, d))
-                counter += 1
+            counter = push_phase(heap, ph, c, d, t, counter, dim_tiebreak)
 
         def enqueue(c: int) -> int:
             nonlocal counter
             plan = plans[c]
-            i = pos[c]
-            ph = plan[i]
-            d = ph[0]
-            q = wait[d]
-            if policy == FIFO:
-                q.append(c)
-            elif policy == SCF_PRIORITY:
-                insort(q, (ph[4], counter, c))
-                counter += 1
-            else:
-                key = ph[4]
-                if ph[6] or len(plan) - i - 1 == 1:
-                    q.append((key, c))
-                else:
-                    j = 0
-                    for k, _ in q:
-                        if k >= key:
-                            break
-                        j += 1
-                    q.insert(j, (key, c))
-            return d
+            ph = plan[pos[c]]
+            counter = queue_insert(wait[ph[0]], policy, c, ph, len(plan) - pos[c] - 1, counter)
+            return ph[0]
 
         def refill(d: int, t: float) -> None:
             q = wait[d]

@@ -53,7 +53,7 @@ from .hwcost import HardwareCost
 from .schedulers import SCHEDULERS, parse_queue
 from .spec import CollectiveSpec
 from .topology import Dim, Topology, parse_kind
-from .units import parse_int, parse_positive, parse_size
+from .units import parse_int, parse_positive
 
 SPACE_KEYS = {"npus", "dims", "sizes", "shapes", "kinds", "chunks", "schedulers", "queues", "bandwidth", "latency"}
 BANDWIDTH_KEYS = {"budget", "minimum", "step", "ranges"}
@@ -138,7 +138,6 @@ class SearchSpace:
                     shapes[d] = found
             if not shapes:
                 raise InputError("space", f"no shape of {dims_allowed} dimensions multiplies to {npus} NPUs from sizes {sizes}", "other dims or sizes")
-        max_dims = max(shapes)
         kinds_raw = t.get("kinds", ["ring", "fc", "switch"])
         kinds_l = _as_list(kinds_raw, "space.kinds")
         if all(isinstance(k, list) for k in kinds_l):
@@ -631,7 +630,6 @@ def run_study(spec: StudySpec, *, trials: int | None = None, workers: int = 1, s
 
 
 def summary(name: str, url: str) -> dict[str, Any]:
-    import optuna
     from optuna.trial import TrialState
 
     study = _load(name, url)

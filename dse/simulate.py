@@ -124,6 +124,49 @@ def _run_c(
     return SimOutput(finish, busy, sent, ends, entries)
 
 
+def push_phase(heap: list, ph: Phase, c: int, d: int, t: float, counter: int, dim_tiebreak: bool) -> int:
+    """Schedule the events of chunk `c`'s phase `ph` started on dim `d` at `t`; returns the counter.
+
+    One completion event, or, with an overlapped latency, a release of the dimension when the
+    transfer ends and the chunk's arrival `delay` later (arrivals first at equal times)."""
+    end = t + ph[2]
+    delay = ph[3]
+    tie = ph[7]
+    if tie or dim_tiebreak:
+        o = tie or (0.0, 0.0, 0.0)
+        tie = (t + o[0], t + o[1], t + o[2], t, d if dim_tiebreak else 0)
+    if delay:
+        heapq.heappush(heap, (end, 1, tie, counter, _RELEASE, c, d))
+        heapq.heappush(heap, (end + delay, 0, tie, counter + 1, _ARRIVE, c, d))
+        return counter + 2
+    heapq.heappush(heap, (end, 0, tie, counter, _COMPLETE, c, d))
+    return counter + 1
+
+
+def queue_insert(q: list, policy: int, c: int, ph: Phase, remaining_after: int, counter: int) -> int:
+    """Put chunk `c`, entering phase `ph`, into a dimension's waiting list; returns the counter.
+
+    FIFO: append. dse's SCF: by (key, arrival). ASTRA-sim's SCF: a phase with one phase after it,
+    or flagged FIFO-only, goes to the back; otherwise before the first waiting key >= its own."""
+    if policy == FIFO:
+        q.append(c)
+    elif policy == SCF_PRIORITY:
+        insort(q, (ph[4], counter, c))
+        counter += 1
+    else:
+        key = ph[4]
+        if ph[6] or remaining_after == 1:
+            q.append((key, c))
+        else:
+            j = 0
+            for k, _ in q:
+                if k >= key:
+                    break
+                j += 1
+            q.insert(j, (key, c))
+    return counter
+
+
 def _run_servers(
     plans: Sequence[Sequence[Phase]], nd: int, policy: int, slots: int, record: bool, dim_tiebreak: bool = False
 ) -> SimOutput:
@@ -137,7 +180,7 @@ def _run_servers(
     started = [0.0] * n
     ends = [0.0] * n
     heap: list = []
-    push, pop = heapq.heappush, heapq.heappop
+    pop = heapq.heappop
     counter = 0
     log: list[TimelineEntry] | None = [] if record else None
 
@@ -145,48 +188,17 @@ def _run_servers(
         nonlocal counter
         ph = plans[c][pos[c]]
         running[d] += 1
-        b = ph[2]
-        busy[d] += b
+        busy[d] += ph[2]
         sent[d] += ph[5]
         started[c] = t
-        end = t + b
-        delay = ph[3]
-        tie = ph[7]
-        if tie or dim_tiebreak:
-            o = tie or (0.0, 0.0, 0.0)
-            tie = (t + o[0], t + o[1], t + o[2], t, d if dim_tiebreak else 0)
-        if delay:
-            push(heap, (end, 1, tie, counter, _RELEASE, c, d))
-            push(heap, (end + delay, 0, tie, counter + 1, _ARRIVE, c, d))
-            counter += 2
-        else:
-            push(heap, (end, 0, tie, counter, _COMPLETE, c, d))
-            counter += 1
+        counter = push_phase(heap, ph, c, d, t, counter, dim_tiebreak)
 
     def enqueue(c: int) -> int:
         nonlocal counter
         plan = plans[c]
-        i = pos[c]
-        ph = plan[i]
-        d = ph[0]
-        q = wait[d]
-        if policy == FIFO:
-            q.append(c)
-        elif policy == SCF_PRIORITY:
-            insort(q, (ph[4], counter, c))
-            counter += 1
-        else:
-            key = ph[4]
-            if ph[6] or len(plan) - i - 1 == 1:
-                q.append((key, c))
-            else:
-                j = 0
-                for k, _ in q:
-                    if k >= key:
-                        break
-                    j += 1
-                q.insert(j, (key, c))
-        return d
+        ph = plan[pos[c]]
+        counter = queue_insert(wait[ph[0]], policy, c, ph, len(plan) - pos[c] - 1, counter)
+        return ph[0]
 
     def refill(d: int, t: float) -> None:
         q = wait[d]

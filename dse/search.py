@@ -577,7 +577,11 @@ def make_sampler(spec: StudySpec) -> Any:
             except RuntimeError:
                 self.exhausted = True
 
-    return BruteForce(seed=spec.seed)
+    import warnings
+
+    with warnings.catch_warnings():  # experimental in Optuna, and documented as such here
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return BruteForce(seed=spec.seed)
 
 
 def work(spec: StudySpec, url: str, trials: int) -> int:

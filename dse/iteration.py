@@ -56,11 +56,9 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
-from itertools import groupby
-from operator import add
 from typing import Any, Sequence
 
-from .collectives import A2A, ALL_GATHER, ALL_TO_ALL, RS, nominal_bytes_sent
+from .collectives import A2A, ALL_TO_ALL, nominal_bytes_sent
 from .costs import CostModel, Phase, get_cost_model
 from .errors import InputError
 from .schedulers import ScheduleProblem, Scheduler, ThemisScheduler, baseline_order, get_scheduler, parse_queue
@@ -159,25 +157,7 @@ class _CarryingThemis:
                 for g, dim in zip(dims, sub):
                     self.loads[g] += model.bandwidth_time(dim, A2A, c)
             return [base] * problem.nchunks
-        loads = [self.loads[g] for g in dims]
-        highest_first = coll == ALL_GATHER
-        out: list[tuple[int, ...]] = []
-        rng = range(nd)
-        frac = self.sched.threshold_fraction
-        for size, run in groupby(problem.chunks.charges):
-            thr = [model.bandwidth_time(d, RS, size * frac) for d in sub]
-            cache: dict[tuple[int, ...], list[float]] = {}
-            for _ in run:
-                lo = min(loads)
-                if max(loads) - lo < thr[loads.index(lo)]:
-                    order = base
-                else:
-                    order = tuple(sorted(rng, key=loads.__getitem__, reverse=highest_first))
-                inc = cache.get(order)
-                if inc is None:
-                    inc = cache[order] = ThemisScheduler._charges(problem, order, size)
-                loads = list(map(add, loads, inc))
-                out.append(order)
+        out, loads = self.sched.track(problem, [self.loads[g] for g in dims])
         for g, v in zip(dims, loads):
             self.loads[g] = v
         return out

@@ -43,11 +43,18 @@ class ThemisScheduler(Scheduler):
         return self._load_tracker_orders(problem)
 
     def _load_tracker_orders(self, problem: ScheduleProblem) -> list[Order]:
-        topo, model, coll = problem.topology, problem.cost_model, problem.collective
-        dims = topo.dims
+        loads = [d.steps * d.latency if self.seed_latency else 0.0 for d in problem.topology.dims]
+        return self.track(problem, loads)[0]
+
+    def track(self, problem: ScheduleProblem, loads: list[float]) -> tuple[list[Order], list[float]]:
+        """Algorithm 1 from given per-dimension loads: the orders, and the loads afterwards.
+
+        Several collectives in flight (training iterations) share one tracker by passing the
+        loads of one call to the next."""
+        dims = problem.topology.dims
         nd = len(dims)
+        model, coll = problem.cost_model, problem.collective
         base = baseline_order(coll, nd)
-        loads = [d.steps * d.latency if self.seed_latency else 0.0 for d in dims]
         highest_first = coll == ALL_GATHER
         out: list[Order] = []
         dims_range = range(nd)
@@ -67,7 +74,7 @@ class ThemisScheduler(Scheduler):
                     inc = cache[order] = self._charges(problem, order, size)
                 loads = list(map(add, loads, inc))
                 out.append(order)
-        return out
+        return out, loads
 
     @staticmethod
     def _charges(problem: ScheduleProblem, order: Order, size: float) -> list[float]:

@@ -166,13 +166,16 @@ def lower_bounds(
     time_limit_s: float = 10.0,
     solver: str = "highs",
     pipeline: bool = True,
+    node_limit: int | None = None,
 ) -> Bounds:
     """Ideal, fluid-LP, ILP and pipeline bounds of one collective (see the module docstring).
 
     `solver`: ``highs`` (in process, the default) or ``cbc`` (PuLP's bundled binary; used
     automatically when HiGHS is missing). `time_limit_s` bounds each solve; a solve cut short
     reports the solver's proven dual bound and says so in `status`. `pipeline=False` skips the
-    tightened ILP (then `pipeline_ns` equals `ilp_ns`).
+    tightened ILP (then `pipeline_ns` equals `ilp_ns`). `node_limit` caps each HiGHS solve's
+    branch-and-bound nodes: a limit of work rather than of time, so a cut-short bound is the same on
+    every run and every machine (sweeps, reproductions and `dse compare` use one).
     """
     spec = CollectiveSpec.parse(
         topology, collective=collective, size=size, chunks=chunks, cost_model=cost_model,
@@ -182,10 +185,19 @@ def lower_bounds(
         raise InputError("solver", f"unknown solver {solver!r}", ", ".join(SOLVERS))
     if not (isinstance(time_limit_s, (int, float)) and time_limit_s > 0):
         raise InputError("time_limit_s", f"{time_limit_s!r} is not a positive number of seconds")
-    return bounds_for(spec, time_limit_s=float(time_limit_s), solver=solver, pipeline=pipeline)
+    if node_limit is not None and (isinstance(node_limit, bool) or not isinstance(node_limit, int) or node_limit < 1):
+        raise InputError("node_limit", f"{node_limit!r} is not a positive integer")
+    return bounds_for(spec, time_limit_s=float(time_limit_s), solver=solver, pipeline=pipeline, node_limit=node_limit)
 
 
-def bounds_for(spec: CollectiveSpec, *, time_limit_s: float = 10.0, solver: str = "highs", pipeline: bool = True) -> Bounds:
+def bounds_for(
+    spec: CollectiveSpec,
+    *,
+    time_limit_s: float = 10.0,
+    solver: str = "highs",
+    pipeline: bool = True,
+    node_limit: int | None = None,
+) -> Bounds:
     """`lower_bounds` on an already validated `CollectiveSpec`."""
     types = chunk_types(spec)
     slots = spec.active_chunks if not spec.cost_model.shares_bandwidth else 1
@@ -197,7 +209,8 @@ def bounds_for(spec: CollectiveSpec, *, time_limit_s: float = 10.0, solver: str 
         solver_used = "cbc"
         notes.append("HiGHS is not installed: solved with CBC")
     lp = max(ideal, _solve(types, slots, relax=True, solver=solver_used, time_limit_s=time_limit_s).bound)
-    res = _solve(distinct_types(types, pipeline=False), slots, relax=False, solver=solver_used, time_limit_s=time_limit_s)
+    res = _solve(distinct_types(types, pipeline=False), slots, relax=False, solver=solver_used, time_limit_s=time_limit_s,
+                 node_limit=node_limit)  # fmt: skip
     ilp = max(lp, res.bound)
     status = res.status
     mix = res.mix
@@ -206,7 +219,7 @@ def bounds_for(spec: CollectiveSpec, *, time_limit_s: float = 10.0, solver: str 
     tight = ilp
     if pipeline:
         pres = _solve(distinct_types(types, pipeline=True), slots, relax=False, solver=solver_used,
-                      time_limit_s=time_limit_s, pipeline=True)  # fmt: skip
+                      time_limit_s=time_limit_s, pipeline=True, node_limit=node_limit)  # fmt: skip
         tight = max(ilp, pres.bound)
         if pres.status != "optimal":
             notes.append(f"pipeline ILP stopped ({pres.status}): its bound is the solver's proven dual bound")
@@ -278,7 +291,14 @@ def _objective(types: list[ChunkType], counts: list[float], slots: int, pipeline
 
 
 def _solve(
-    types: list[ChunkType], slots: int, *, relax: bool, solver: str, time_limit_s: float, pipeline: bool = False
+    types: list[ChunkType],
+    slots: int,
+    *,
+    relax: bool,
+    solver: str,
+    time_limit_s: float,
+    pipeline: bool = False,
+    node_limit: int | None = None,
 ) -> _Solution:
     """Minimise the busiest dimension (plus, with `pipeline`, fill, drain and paths) over chunk counts."""
     import pulp
@@ -325,14 +345,19 @@ def _solve(
             expr = expr + fill_drain[d][0] + fill_drain[d][1]
         prob += expr <= 0
     if solver == "highs":
+        extra = {"mip_max_nodes": int(node_limit)} if node_limit and not relax else {}
         cmd = pulp.HiGHS(
             mip=not relax, msg=False, timeLimit=time_limit_s, gapRel=0.0, gapAbs=0.0,
-            mip_heuristic_run_feasibility_jump=False,
+            mip_heuristic_run_feasibility_jump=False, **extra,
         )  # fmt: skip
     else:
         cmd = _cbc(mip=not relax, msg=False, timeLimit=time_limit_s, gapRel=0.0)
-    prob.solve(cmd)
-    counts = [v.value() or 0.0 for v in k]
+    try:
+        prob.solve(cmd)
+        counts = [v.value() or 0.0 for v in k]
+    except KeyError:  # PuLP 3 has no name for HiGHS's node-limit status: read the solver directly
+        values = prob.solverModel.getSolution().col_value
+        counts = [values[v.index] if len(values) > v.index else 0.0 for v in k]
     mix: dict[str, int] = {}
     if not relax:
         for t, c in zip(types, counts):
@@ -357,7 +382,10 @@ def _read_solution(prob, types, counts, slots, relax, pipeline, solver, scale, m
             exact = _objective(types, [round(c) for c in counts], slots, pipeline)
             dual = info.mip_dual_bound / scale
             return _Solution(min(exact, max(dual, 0.0)), "optimal", mix, tuple(counts))
-        status = "time_limit" if ms == highspy.HighsModelStatus.kTimeLimit else str(ms).split("k")[-1].lower()
+        status = {
+            highspy.HighsModelStatus.kTimeLimit: "time_limit",
+            highspy.HighsModelStatus.kSolutionLimit: "node_limit",
+        }.get(ms, str(ms).rsplit(".", 1)[-1].lstrip("k").lower())
         dual = info.mip_dual_bound / scale if not relax else 0.0
         return _Solution(dual if math.isfinite(dual) else 0.0, status, mix, tuple(counts))
     # CBC through PuLP: no dual bound is exposed; a proven optimum, else nothing beyond the LP

@@ -19,7 +19,7 @@ from .bounds import lower_bounds
 from .report import bounds_text, comparison_rows, comparison_text, format_table, result_text
 from .schedulers import QUEUES, SCHEDULERS
 from .topology import PRESETS, parse_topology
-from .units import format_size, format_time, parse_positive
+from .units import format_size, format_time, parse_int, parse_positive
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="every scheduler x queue on one topology, with the bound and gaps")
     _add_topology(p)
     _add_common(p)
-    p.add_argument("--time-limit", default="1", help="seconds for each bound solve (default 1)")
+    p.add_argument("--time-limit", default="60", help="seconds for each bound solve, a safety net (default 60)")
+    p.add_argument("--node-limit", default="100", help="branch-and-bound nodes per bound solve (default 100; "
+                   "a work limit, so the bound is the same on every run)")  # fmt: skip
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("bound", help="lower bounds: ideal, fluid LP, ILP, pipeline; the optimal order mix")
@@ -79,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-limit", default="10", help="seconds per solve (default 10); a cut-short solve reports its dual bound")
     p.add_argument("--solver", default="highs", help="highs (in process, default) or cbc")
     p.add_argument("--no-pipeline", action="store_true", help="skip the pipeline-tightened ILP")
+    p.add_argument("--node-limit", default=None, help="branch-and-bound nodes per solve (default: none)")
     p.set_defaults(func=cmd_bound)
 
     p = sub.add_parser("sweep", help="evaluate every point of a TOML sweep file in parallel, into a resumable CSV")
@@ -138,6 +141,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
         latency_mode=args.latency_mode, active_chunks=args.active_chunks,
         time_limit_s=parse_positive(args.time_limit, "time_limit"),
+        node_limit=parse_int(args.node_limit, "node_limit", minimum=1),
     )  # fmt: skip
     rows = comparison_rows(results, bounds)
     first = results[0]
@@ -172,6 +176,7 @@ def cmd_bound(args: argparse.Namespace) -> int:
         latency_mode=args.latency_mode, active_chunks=args.active_chunks,
         time_limit_s=parse_positive(args.time_limit, "time_limit"), solver=args.solver,
         pipeline=not args.no_pipeline,
+        node_limit=None if args.node_limit is None else parse_int(args.node_limit, "node_limit", minimum=1),
     )  # fmt: skip
     if args.json:
         print(json.dumps(b.to_dict()))

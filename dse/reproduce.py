@@ -77,7 +77,8 @@ def sweeps(cost_model: str, quick: bool = False) -> dict[str, dict[str, Any]]:
             "schedules": list(SCHEDULES),
             "cost_model": cost_model,
             "bounds": True,
-            "bounds_time_limit": 0.5,
+            "bounds_time_limit": 60.0,
+            "bounds_node_limit": 100,
         },
         "chunks": {
             "topology": [topology_for(n, cost_model).notation() for n in chunk_topos],
@@ -86,7 +87,8 @@ def sweeps(cost_model: str, quick: bool = False) -> dict[str, dict[str, Any]]:
             "schedules": list(SCHEDULES),
             "cost_model": cost_model,
             "bounds": True,
-            "bounds_time_limit": 0.5,
+            "bounds_time_limit": 60.0,
+            "bounds_node_limit": 100,
         },
     }
 

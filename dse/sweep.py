@@ -49,10 +49,11 @@ def _topology(spec: str) -> Topology:
 
 
 @lru_cache(maxsize=4096)
-def _bound_ns(key: tuple, time_limit_s: float) -> float:
+def _bound_ns(key: tuple, time_limit_s: float, node_limit: int | None = None) -> float:
     topo, coll, size, chunks, model, mode, active = key
     b = lower_bounds(_topology(topo), collective=coll, size=size, chunks=chunks, cost_model=model,
-                     latency_mode=mode, active_chunks=active, time_limit_s=time_limit_s)  # fmt: skip
+                     latency_mode=mode, active_chunks=active, time_limit_s=time_limit_s,
+                     node_limit=node_limit)  # fmt: skip
     return b.bound_ns
 
 
@@ -66,7 +67,9 @@ def evaluate_point(p: Point) -> list:
     return [r.time_ns, r.bw_utilization, r.algbw_GBps, r.busbw_GBps]
 
 
-def run_batch(batch: Sequence[tuple[int, Point]], bounds: bool = False, time_limit_s: float = 0.5) -> list[list]:
+def run_batch(
+    batch: Sequence[tuple[int, Point]], bounds: bool = False, time_limit_s: float = 60.0, node_limit: int | None = 100
+) -> list[list]:
     """Full CSV rows for a batch of (index, point); bounds are cached per bound key in the worker."""
     rows = []
     for i, p in batch:
@@ -74,7 +77,7 @@ def run_batch(batch: Sequence[tuple[int, Point]], bounds: bool = False, time_lim
         row = [i, *p, *res]
         if bounds:
             try:
-                b = _bound_ns(p.bound_key(), time_limit_s)
+                b = _bound_ns(p.bound_key(), time_limit_s, node_limit)
                 row += [b, res[0] / b - 1.0]
             except InputError:  # no bound for this configuration: leave the cells empty
                 row += ["", ""]
@@ -245,7 +248,7 @@ def run_sweep(
         raise InputError("batch", f"{size} points per task", "an integer >= 1")
     batches = make_batches(todo, size, sweep.bounds)
     run = runner or joblib_runner(jobs, backend, scheduler_address)
-    func = _BatchFunc(sweep.bounds, sweep.bounds_time_limit)
+    func = _BatchFunc(sweep.bounds, sweep.bounds_time_limit, sweep.bounds_node_limit)
     bar = _progress(len(points), len(done)) if (progress if progress is not None else sys.stderr.isatty()) else None
     try:
         with open(out, "a", newline="") as f:
@@ -264,11 +267,11 @@ def run_sweep(
 class _BatchFunc:
     """`run_batch` with the sweep's bound options bound, picklable for any backend."""
 
-    def __init__(self, bounds: bool, time_limit_s: float) -> None:
-        self.bounds, self.time_limit_s = bounds, time_limit_s
+    def __init__(self, bounds: bool, time_limit_s: float, node_limit: int | None = None) -> None:
+        self.bounds, self.time_limit_s, self.node_limit = bounds, time_limit_s, node_limit
 
     def __call__(self, batch: Sequence[tuple[int, Point]]) -> list[list]:
-        return run_batch(batch, self.bounds, self.time_limit_s)
+        return run_batch(batch, self.bounds, self.time_limit_s, self.node_limit)
 
 
 def _progress(total: int, initial: int) -> Any:

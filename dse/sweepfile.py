@@ -40,7 +40,7 @@ PARAMS: tuple[str, ...] = (
     "cost_model", "latency_mode", "active_chunks", "seed",
 )  # fmt: skip
 #: Keys of `[sweep]` that are options, not parameters.
-OPTIONS: tuple[str, ...] = ("schedules", "bounds", "bounds_time_limit")
+OPTIONS: tuple[str, ...] = ("schedules", "bounds", "bounds_time_limit", "bounds_node_limit")
 DEFAULTS: dict[str, Any] = {
     "collective": "all_reduce", "chunks": 64, "scheduler": "themis", "queue": "scf",
     "cost_model": "paper", "latency_mode": None, "active_chunks": 1, "seed": 0,
@@ -73,8 +73,9 @@ class Sweep:
 
     points: tuple[Point, ...]
     bounds: bool = False
-    bounds_time_limit: float = 0.5
+    bounds_time_limit: float = 60.0
     source: str = "<sweep>"
+    bounds_node_limit: int = 100
 
 
 def _values(key: str, raw: object) -> list:
@@ -169,8 +170,9 @@ def parse_sweep(table: dict[str, Any], source: str = "<sweep>") -> Sweep:
     bounds = table.get("bounds", False)
     if not isinstance(bounds, bool):
         raise InputError("sweep.bounds", f"{bounds!r} is not a boolean", "true or false")
-    limit = parse_positive(table.get("bounds_time_limit", 0.5), "sweep.bounds_time_limit")
-    return Sweep(tuple(_expand(lists, pairs, topos)), bounds, limit, source)
+    limit = parse_positive(table.get("bounds_time_limit", 60.0), "sweep.bounds_time_limit")
+    nodes = parse_int(table.get("bounds_node_limit", 100), "sweep.bounds_node_limit", minimum=1)
+    return Sweep(tuple(_expand(lists, pairs, topos)), bounds, limit, source, nodes)
 
 
 def _expand(lists: dict[str, list], pairs: list[tuple[str, str]], topos: dict[str, Topology]) -> Iterator[Point]:

@@ -12,6 +12,6 @@ for n in dse.PRESETS:
     for ch in (4, 16, 64):
         th = dse.evaluate(n, size="1GB", chunks=ch)
         lg = dse.evaluate(n, size="1GB", chunks=ch, scheduler="lp_guided")
-        b = dse.lower_bounds(n, size="1GB", chunks=ch, time_limit_s=2)
+        b = dse.lower_bounds(n, size="1GB", chunks=ch, node_limit=100, time_limit_s=60)
         st = "" if b.status == "optimal" else f" ({b.status})"
         print(f"| {n} | {ch} | {format_time(th.time_ns)} | {format_time(lg.time_ns)} | {format_time(b.bound_ns)}{st} | {100*b.gap(th.time_ns):.2f} % | {100*b.gap(lg.time_ns):.2f} % |")

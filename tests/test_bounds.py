@@ -124,3 +124,26 @@ def test_bound_cli(run_cli):
     assert code == 0 and "pipeline" in out and "mix" in out
     code, _, err = run_cli("bound", "Ring(4,200,10)", "--size", "1MB", "--solver", "nope")
     assert code == 2 and err.startswith("dse: error: solver")
+
+
+def test_node_limited_bound_is_valid_and_the_same_every_run():
+    topo = "Ring(4,375,20)_FC(8,175,700)_Ring(4,150,700)_SW(8,100,1700)"
+    a = lower_bounds(topo, size="1GB", chunks=64, node_limit=20, time_limit_s=60)
+    b = lower_bounds(topo, size="1GB", chunks=64, node_limit=20, time_limit_s=60)
+    assert (a.lp_ns, a.ilp_ns, a.pipeline_ns, a.status) == (b.lp_ns, b.ilp_ns, b.pipeline_ns, b.status)
+    assert a.status in ("optimal", "node_limit")
+    assert a.ideal_ns <= a.lp_ns <= a.ilp_ns <= a.pipeline_ns
+    for sched in ("themis", "lp_guided"):
+        assert a.pipeline_ns <= evaluate(topo, size="1GB", chunks=64, scheduler=sched).time_ns
+    with pytest.raises(InputError):
+        lower_bounds(topo, size="1GB", node_limit=0)
+
+
+def test_compare_is_deterministic(run_cli):
+    import json
+
+    args = ("compare", "4D-Ring_FC_Ring_SW", "--size", "1GB", "--json")
+    runs = [json.loads(run_cli(*args)[1]) for _ in range(2)]
+    for r in runs:  # everything but the solver's wall-clock time
+        r["bound"].pop("solve_time_s")
+    assert runs[0] == runs[1]

@@ -44,7 +44,7 @@ def test_evaluate_table(run_cli):
 
 
 def test_compare_lists_every_scheduler_and_queue(run_cli):
-    code, out, _ = run_cli("compare", "4D-Ring_FC_Ring_SW", "--size", "1GB", "--json", "--time-limit", "0.2")
+    code, out, _ = run_cli("compare", "4D-Ring_FC_Ring_SW", "--size", "1GB", "--json", "--node-limit", "20")
     d = json.loads(out)
     pairs = {(r["scheduler"], r["queue"]) for r in d["rows"]}
     assert code == 0 and len(pairs) == 10 and ("themis", "scf") in pairs and ("lp_guided", "scf") in pairs
@@ -55,7 +55,7 @@ def test_compare_lists_every_scheduler_and_queue(run_cli):
     assert base["speedup_vs_baseline_fifo"] == 1.0
     themis = next(r for r in d["rows"] if r["scheduler"] == "themis" and r["queue"] == "scf")
     assert themis["speedup_vs_baseline_fifo"] == pytest.approx(base["time_ns"] / themis["time_ns"])
-    code, out, _ = run_cli("compare", "4D-Ring_FC_Ring_SW", "--size", "1GB", "--time-limit", "0.2")
+    code, out, _ = run_cli("compare", "4D-Ring_FC_Ring_SW", "--size", "1GB", "--node-limit", "20")
     assert code == 0 and "speed-up" in out and "themis" in out and "gap" in out
 
 

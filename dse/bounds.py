@@ -21,11 +21,13 @@ the last dimension (ASTRA-sim), that composition is one more type, so the bounds
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from .collectives import ALL_REDUCE, ALL_TO_ALL, nominal_bytes_sent
@@ -208,10 +210,12 @@ def bounds_for(
     if solver == "highs" and not _highs_available():
         solver_used = "cbc"
         notes.append("HiGHS is not installed: solved with CBC")
-    lp = max(ideal, _solve(types, slots, relax=True, solver=solver_used, time_limit_s=time_limit_s).bound)
-    res = _solve(distinct_types(types, pipeline=False), slots, relax=False, solver=solver_used, time_limit_s=time_limit_s,
-                 node_limit=node_limit)  # fmt: skip
-    ilp = max(lp, res.bound)
+    bw = [spec.cost_model.bytes_per_ns(d) for d in spec.topology.dims]
+    lp, floor, res = ilp_bound(types, slots, bw, start=ideal, solver=solver_used, time_limit_s=time_limit_s,
+                               node_limit=node_limit)  # fmt: skip
+    ilp = max(floor, res.bound)
+    if floor > lp * (1 + 1e-9):
+        notes.append(f"whole grid steps put the ILP at or above {floor:.6g} ns before the solver ran")
     status = res.status
     mix = res.mix
     if res.status != "optimal":
@@ -219,7 +223,7 @@ def bounds_for(
     tight = ilp
     if pipeline:
         pres = _solve(distinct_types(types, pipeline=True), slots, relax=False, solver=solver_used,
-                      time_limit_s=time_limit_s, pipeline=True, node_limit=node_limit)  # fmt: skip
+                      time_limit_s=time_limit_s, pipeline=True, node_limit=node_limit, lower=ilp)  # fmt: skip
         tight = max(ilp, pres.bound)
         if pres.status != "optimal":
             notes.append(f"pipeline ILP stopped ({pres.status}): its bound is the solver's proven dual bound")
@@ -299,14 +303,24 @@ def _solve(
     time_limit_s: float,
     pipeline: bool = False,
     node_limit: int | None = None,
+    lower: float = 0.0,
+    flow: bool = True,
 ) -> _Solution:
-    """Minimise the busiest dimension (plus, with `pipeline`, fill, drain and paths) over chunk counts."""
+    """Minimise the busiest dimension (plus, with `pipeline`, fill, drain and paths) over chunk counts.
+
+    `lower`: a proven lower bound on the optimum (ns), given to the solver as T's lower bound. The
+    load-only ILP runs as a flow over dimension sets where `_flow_edges` allows it (and `flow`)."""
     import pulp
 
+    if flow and not relax and not pipeline:
+        edges = _flow_edges(types)
+        if edges is not None:
+            return _solve_flow(types, edges, slots, solver=solver, time_limit_s=time_limit_s,
+                               node_limit=node_limit, lower=lower)  # fmt: skip
     nd = len(types[0].load)
     scale = 1e-3  # solve in microseconds: keeps the coefficients near 1
     prob = pulp.LpProblem("dse_bound", pulp.LpMinimize)
-    T = prob.add_variable("T", lowBound=0)
+    T = prob.add_variable("T", lowBound=max(0.0, lower) * scale)
     cat = "Continuous" if relax else "Integer"
     k = [prob.add_variable(f"k{i}", lowBound=0, upBound=t.count, cat=cat) for i, t in enumerate(types)]
     prob.setObjective(pulp.LpAffineExpression([(T, 1.0)]))
@@ -344,26 +358,96 @@ def _solve(
         if pipeline:
             expr = expr + fill_drain[d][0] + fill_drain[d][1]
         prob += expr <= 0
-    if solver == "highs":
-        extra = {"mip_max_nodes": int(node_limit)} if node_limit and not relax else {}
-        cmd = pulp.HiGHS(
-            mip=not relax, msg=False, timeLimit=time_limit_s, gapRel=0.0, gapAbs=0.0,
-            mip_heuristic_run_feasibility_jump=False, **extra,
-        )  # fmt: skip
-    else:
-        cmd = _cbc(mip=not relax, msg=False, timeLimit=time_limit_s, gapRel=0.0)
-    try:
-        prob.solve(cmd)
-        counts = [v.value() or 0.0 for v in k]
-    except KeyError:  # PuLP 3 has no name for HiGHS's node-limit status: read the solver directly
-        values = prob.solverModel.getSolution().col_value
-        counts = [values[v.index] if len(values) > v.index else 0.0 for v in k]
+    counts = _run(prob, k, relax=relax, solver=solver, time_limit_s=time_limit_s, node_limit=node_limit, gap=0.0)
     mix: dict[str, int] = {}
     if not relax:
         for t, c in zip(types, counts):
             if round(c) > 0:
                 mix[t.label] = mix.get(t.label, 0) + int(round(c))
     return _read_solution(prob, types, counts, slots, relax, pipeline, solver, scale, mix)
+
+
+def _run(prob: Any, variables: list, *, relax: bool, solver: str, time_limit_s: float, node_limit: int | None,
+         gap: float) -> list[float]:  # fmt: skip
+    """Solve `prob` and return the values of `variables` (0 where the solver left none)."""
+    import pulp
+
+    if solver == "highs":
+        extra = {"mip_max_nodes": int(node_limit)} if node_limit and not relax else {}
+        cmd = pulp.HiGHS(
+            mip=not relax, msg=False, timeLimit=time_limit_s, gapRel=gap, gapAbs=0.0,
+            mip_heuristic_run_feasibility_jump=False, **extra,
+        )  # fmt: skip
+    else:
+        cmd = _cbc(mip=not relax, msg=False, timeLimit=time_limit_s, gapRel=gap)
+    try:
+        prob.solve(cmd)
+        return [v.value() or 0.0 for v in variables]
+    except KeyError:  # PuLP 3 has no name for HiGHS's node-limit status: read the solver directly
+        values = prob.solverModel.getSolution().col_value
+        return [values[v.index] if len(values) > v.index else 0.0 for v in variables]
+
+
+def _solve_flow(
+    types: list[ChunkType],
+    edges: dict[tuple[int, int], float],
+    slots: int,
+    *,
+    solver: str,
+    time_limit_s: float,
+    node_limit: int | None,
+    lower: float,
+) -> _Solution:
+    """The load-only ILP as an integer flow over dimension sets (see `_flow_edges`)."""
+    import pulp
+
+    nd = len(types[0].order)
+    n = types[0].count
+    full = (1 << nd) - 1
+    scale = 1e-3
+    prob = pulp.LpProblem("dse_bound_flow", pulp.LpMinimize)
+    T = prob.add_variable("T", lowBound=max(0.0, lower) * scale)
+    keys = sorted(edges)
+    f = {e: prob.add_variable(f"f{e[0]}_{e[1]}", lowBound=0, upBound=n, cat="Integer") for e in keys}
+    prob.setObjective(pulp.LpAffineExpression([(T, 1.0)]))
+    for node in range(full):
+        out = [(f[(node, d)], 1.0) for d in range(nd) if not node >> d & 1]
+        into = [(f[(node ^ (1 << d), d)], -1.0) for d in range(nd) if node >> d & 1]
+        prob += pulp.LpConstraint(pulp.LpAffineExpression(out + into), pulp.LpConstraintEQ, rhs=n if node == 0 else 0)
+    for d in range(nd):
+        terms = [(f[e], edges[e] * scale / slots) for e in keys if e[1] == d and edges[e]]
+        prob += pulp.LpAffineExpression(terms + [(T, -1.0)]) <= 0
+    values = _run(prob, [f[e] for e in keys], relax=False, solver=solver, time_limit_s=time_limit_s,
+                  node_limit=node_limit, gap=1e-9)  # fmt: skip
+    flow = {e: int(round(v)) for e, v in zip(keys, values)}
+    index = {t.order: i for i, t in enumerate(types)}
+    counts = [0.0] * len(types)
+    mix: dict[str, int] = {}
+    if sum(flow[(0, d)] for d in range(nd)) == n:
+        for order, amount in _paths(flow, nd):
+            counts[index[order]] += amount
+            label = types[index[order]].label
+            mix[label] = mix.get(label, 0) + amount
+    return _read_solution(prob, types, counts, slots, False, False, solver, scale, mix)
+
+
+def ilp_bound(
+    types: list[ChunkType],
+    slots: int,
+    bytes_per_ns: list[float],
+    *,
+    start: float = 0.0,
+    solver: str = "highs",
+    time_limit_s: float = 10.0,
+    node_limit: int | None = None,
+) -> tuple[float, float, _Solution]:
+    """The load-only ILP as `lower_bounds` solves it: the fluid LP (at least `start`), the whole-step
+    floor above it, then the ILP given that floor. Returns (LP bound, floor, ILP solution)."""
+    lp = max(start, _solve(types, slots, relax=True, solver=solver, time_limit_s=time_limit_s).bound)
+    floor = _grid_floor(types, slots, bytes_per_ns, lp)
+    pool = types if _flow_edges(types) is not None else distinct_types(types, pipeline=False)
+    res = _solve(pool, slots, relax=False, solver=solver, time_limit_s=time_limit_s, node_limit=node_limit, lower=floor)
+    return lp, floor, res
 
 
 def _read_solution(prob, types, counts, slots, relax, pipeline, solver, scale, mix) -> _Solution:  # type: ignore[no-untyped-def]
@@ -393,3 +477,170 @@ def _read_solution(prob, types, counts, slots, relax, pipeline, solver, scale, m
         value = _objective(types, counts if relax else [round(c) for c in counts], slots, pipeline)
         return _Solution(value, "optimal", mix, tuple(counts))
     return _Solution(0.0, pulp.LpSolution.get(prob.sol_status, "unknown").lower().replace(" ", "_"), mix, tuple(counts))
+
+
+# --- The load-only ILP: a flow over dimension sets, with a whole-number floor ---------------------
+#
+# A chunk's order is a path through the subsets of dimensions (the dimensions it has still to visit
+# after each step), and in every cost model here the load a chunk puts on dimension d depends only
+# on the set of dimensions that come after d in its order. So the ILP can choose integer flows on
+# the D·2^(D-1) edges of that lattice instead of counts of D! orders: the same optimum (an integer
+# flow splits into whole paths), far fewer variables and none of the orders' symmetry. The flow is
+# used whenever `_flow_edges` can check that property on the chunk types; otherwise the ILP counts
+# orders.
+#
+# `_grid_floor` adds a valid lower bound the solver cannot see on its own. Each dimension's load is
+# its floor plus a whole number of grid steps (in the paper model a step is one chunk's
+# smallest transfer there), and the bytes a chunk sends do not depend on its order, so a weighted
+# sum of the step counts is the same for every schedule. The smallest T for which whole step counts
+# under T can meet that sum is a lower bound; with it, HiGHS stops as soon as it finds a schedule
+# that reaches it, instead of branching for thousands of nodes to prove what arithmetic proves.
+
+
+def _float_gcd(values: list[float], rel: float = 1e-9) -> float:
+    """The largest step of which every value is a whole multiple (within `rel`)."""
+    g = values[0]
+    for v in values[1:]:
+        a, b = max(g, v), min(g, v)
+        while b > a * rel:
+            a, b = b, math.fmod(a, b)
+            if a - b <= a * rel:
+                b = 0.0
+        g = a
+    return g
+
+
+def _grid_floor(types: list[ChunkType], slots: int, bytes_per_ns: list[float], start: float, *,
+                max_steps: int = 100_000) -> float:  # fmt: skip
+    """A lower bound >= `start` on the load-only ILP from whole grid steps (see above).
+
+    Every candidate T below the returned value is proven infeasible by exact integer arithmetic; a
+    check that cannot decide quickly answers "maybe", which only makes the bound weaker, never
+    invalid. Applies to one chunk size without ASTRA-sim's AR composition; otherwise returns `start`.
+    """
+    if len({t.size for t in types}) != 1 or any(t.ar_phase for t in types) or not types:
+        return start
+    n = types[0].count
+    nd = len(types[0].load)
+    loads = [[x / slots for x in t.load] for t in types]
+    base, unit, grid = [], [], []
+    for d in range(nd):
+        col = [row[d] for row in loads]
+        lo = min(col)
+        diffs = sorted({v - lo for v in col if v - lo > 1e-12 * max(col)})
+        base.append(lo)
+        if not diffs:
+            unit.append(0.0)
+            grid.append([0] * len(col))
+            continue
+        u = _float_gcd(diffs)
+        w = [round((v - lo) / u) for v in col]
+        if u <= 0 or max(w) > 10**9 or any(abs(lo + k * u - v) > 1e-9 * max(col) for k, v in zip(w, col)):
+            return start
+        unit.append(u)
+        grid.append(w)
+    floor_t = max(start, max(n * b for b in base))
+    live = [d for d in range(nd) if unit[d] > 0]
+    if not live:
+        return floor_t
+    # integer weights: bytes per grid step, as small whole numbers; the weighted sum must be exact
+    raw = [bytes_per_ns[d] * unit[d] for d in live]
+    fr = [Fraction(r / min(raw)).limit_denominator(10**6) for r in raw]
+    if any(abs(float(f) - r / min(raw)) > 1e-9 * (r / min(raw)) for f, r in zip(fr, raw)):
+        return floor_t
+    den = math.lcm(*(f.denominator for f in fr))
+    wt = [int(f * den) for f in fr]
+    per_chunk = {sum(w * grid[d][i] for w, d in zip(wt, live)) for i in range(len(types))}
+    if len(per_chunk) != 1:
+        return floor_t
+    need = n * per_chunk.pop()
+    hi = [n * max(grid[d]) for d in live]
+
+    def steps(t: float, j: int) -> int:
+        d = live[j]
+        return min(hi[j], math.floor((t - n * base[d]) / unit[live[j]] * (1 + 1e-12) + 1e-9))
+
+    heap = []
+    for j, d in enumerate(live):
+        k = max(0, math.ceil((floor_t - n * base[d]) / unit[d] * (1 - 1e-12) - 1e-9))
+        heap.append((n * base[d] + k * unit[d], j, k))
+    heapq.heapify(heap)
+    last = -math.inf
+    for _ in range(max_steps):
+        t, j, k = heapq.heappop(heap)
+        if k + 1 <= hi[j]:
+            heapq.heappush(heap, (n * base[live[j]] + (k + 1) * unit[live[j]], j, k + 1))
+        if t <= last:
+            continue
+        last = t
+        if t < floor_t * (1 - 1e-12):
+            continue
+        top = [steps(t, i) for i in range(len(live))]
+        if min(top) < 0:
+            continue
+        slack = sum(w * m for w, m in zip(wt, top)) - need
+        if slack < 0:
+            continue
+        if _sum_reachable(slack, wt, top):
+            return max(start, t)
+        if not heap:
+            break
+    return max(floor_t, last)
+
+
+def _sum_reachable(target: int, weights: list[int], caps: list[int], *, limit: int = 1 << 18) -> bool:
+    """Whether target = Σ w_i·x_i with whole 0 <= x_i <= caps_i; True when too large to check."""
+    if target > limit:
+        return True
+    reach = 1  # bit s set: sum s reachable
+    mask = (1 << (target + 1)) - 1
+    for w, cap in zip(weights, caps):
+        cap = min(cap, target // w)
+        k = 1
+        while cap > 0:  # binary split of the bounded multiplicity
+            take = min(k, cap)
+            reach = (reach | (reach << (take * w))) & mask
+            cap -= take
+            k <<= 1
+    return bool(reach >> target & 1)
+
+
+def _flow_edges(types: list[ChunkType]) -> "dict[tuple[int, int], float] | None":
+    """Edge loads (set of dimensions after d as a bit mask, d) -> busy ns on d, when every type's
+    load on d depends only on that set and every order is present; else None (see above)."""
+    if len({t.size for t in types}) != 1 or any(t.ar_phase for t in types):
+        return None
+    nd = len(types[0].order)
+    if len({t.order for t in types}) != math.factorial(nd) or nd < 2:
+        return None
+    edges: dict[tuple[int, int], float] = {}
+    for t in types:
+        after = 0
+        for d in reversed(t.order):
+            v = t.load[d]
+            old = edges.setdefault((after, d), v)
+            if abs(old - v) > 1e-12 * max(abs(old), abs(v), 1.0):
+                return None
+            after |= 1 << d
+    return edges
+
+
+def _paths(flow: dict[tuple[int, int], int], nd: int) -> list[tuple[tuple[int, ...], int]]:
+    """Split an integer flow into whole paths: (order, chunks), lowest dimensions first."""
+    flow = dict(flow)
+    full = (1 << nd) - 1
+    out: list[tuple[tuple[int, ...], int]] = []
+    while True:
+        after, rev, amount = 0, [], math.inf
+        while after != full:
+            d = next((d for d in range(nd) if not after >> d & 1 and flow.get((after, d), 0) > 0), None)
+            if d is None:
+                break
+            rev.append((after, d))
+            amount = min(amount, flow[(after, d)])
+            after |= 1 << d
+        if after != full or not rev:
+            return out
+        for e in rev:
+            flow[e] -= amount
+        out.append((tuple(d for _, d in reversed(rev)), int(amount)))

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dse import InputError, evaluate, lower_bounds
-from dse.bounds import _objective, chunk_types
+from dse.bounds import _flow_edges, _grid_floor, _objective, _paths, _solve, _sum_reachable, chunk_types
 from dse.spec import CollectiveSpec
 from dse.topology import PAPER_PRESETS, Dim, Topology
 
@@ -147,3 +147,82 @@ def test_compare_is_deterministic(run_cli):
     for r in runs:  # everything but the solver's wall-clock time
         r["bound"].pop("solve_time_s")
     assert runs[0] == runs[1]
+
+
+# --- the flow model and the whole-step floor (dse.bounds._grid_floor, _solve_flow) ---------------
+
+
+def _spec_types(topo, coll, chunks, mode, model="paper"):
+    spec = CollectiveSpec.parse(topo, collective=coll, size="64MiB", chunks=chunks, latency_mode=mode, cost_model=model)
+    types = chunk_types(spec)
+    bw = [spec.cost_model.bytes_per_ns(d) for d in spec.topology.dims]
+    return spec, types, bw
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    topo=topologies(max_dims=4, pow2=False),
+    coll=st.sampled_from(["all_reduce", "reduce_scatter", "all_gather"]),
+    model=st.sampled_from(["paper", "astra-sim"]),
+    mode=st.sampled_from(["overlapped", "serialized"]),
+    chunks=st.integers(1, 9),
+)
+def test_flow_model_and_floor_agree_with_the_order_model(topo, coll, model, mode, chunks):
+    """The flow over dimension sets has the same optimum as counting orders, and the whole-step floor
+    never exceeds that optimum (it is a lower bound), whatever the kinds, sizes and latencies."""
+    if model == "astra-sim":
+        mode = "serialized"
+    _, types, bw = _spec_types(topo, coll, chunks, mode, model)
+    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=20, flow=False)
+    by_flow = _solve(types, 1, relax=False, solver="highs", time_limit_s=20)
+    assert by_orders.status == by_flow.status == "optimal"
+    # both are proven bounds; HiGHS's tolerances (1e-6 in microseconds) separate them by at most a ps
+    assert by_flow.bound == pytest.approx(by_orders.bound, rel=1e-9, abs=0.01)
+    if _flow_edges(types) is not None:  # the flow's mix is whole orders adding up to the chunks
+        assert sum(by_flow.mix.values()) == chunks
+        assert _objective(types, list(by_flow.counts), 1, False) == pytest.approx(by_flow.bound, rel=1e-9, abs=0.01)
+    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=20).bound
+    floor = _grid_floor(types, 1, bw, lp)
+    assert lp * (1 - REL) <= floor <= by_orders.bound * (1 + REL) + 0.01
+
+
+def test_floor_of_one_chunk_is_its_larger_phase():
+    """Ring(2)xRing(2), one 1 MiB chunk, equal bandwidths: the LP splits the chunk across both orders
+    (3/4 of its busy time per dimension), but a whole chunk sends half its data on its first
+    dimension and a quarter on its second (twice, for all-reduce): the floor proves the whole-chunk
+    optimum, 2 x 2^19 B / 12.5 B/ns."""
+    spec, types, bw = _spec_types("Ring(2,12.5,0)_Ring(2,12.5,0)", "all_reduce", 1, "overlapped")
+    types = chunk_types(CollectiveSpec.parse("Ring(2,12.5,0)_Ring(2,12.5,0)", size=2**20, chunks=1))
+    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=5).bound
+    assert lp == pytest.approx(0.75 * 2 * 2**19 / 12.5)
+    assert _grid_floor(types, 1, bw, lp) == pytest.approx(2 * 2**19 / 12.5)
+
+
+def test_floor_is_the_ilp_on_a_paper_topology():
+    """4D-Ring_FC_Ring_SW at 64 chunks: the LP is the ideal, the floor is one grid step above it, and
+    the ILP reaches the floor (so the solver had nothing left to prove)."""
+    b = lower_bounds("4D-Ring_FC_Ring_SW", size="1GB", chunks=64, pipeline=False)
+    spec, types, bw = _spec_types("4D-Ring_FC_Ring_SW", "all_reduce", 64, "overlapped")
+    types = chunk_types(CollectiveSpec.parse("4D-Ring_FC_Ring_SW", size="1GB", chunks=64))
+    floor = _grid_floor(types, 1, bw, b.lp_ns)
+    assert b.lp_ns == pytest.approx(b.ideal_ns, rel=1e-12)
+    assert floor > b.lp_ns * (1 + 1e-6)
+    assert b.status == "optimal" and b.ilp_ns == pytest.approx(floor, rel=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    target=st.integers(0, 60),
+    items=st.lists(st.tuples(st.integers(1, 9), st.integers(0, 5)), min_size=1, max_size=4),
+)
+def test_sum_reachable_matches_enumeration(target, items):
+    weights = [w for w, _ in items]
+    caps = [c for _, c in items]
+    sums = {sum(w * x for w, x in zip(weights, xs)) for xs in itertools.product(*(range(c + 1) for c in caps))}
+    assert _sum_reachable(target, weights, caps) == (target in sums)
+
+
+def test_paths_split_a_flow_into_whole_orders():
+    # 3 chunks over dims {0,1,2}: 2 x order (0,1,2), 1 x order (2,0,1); edges are (set after d, d)
+    flow = {(0, 2): 2, (4, 1): 2, (6, 0): 2, (0, 1): 1, (2, 0): 1, (3, 2): 1}
+    assert sorted(_paths(flow, 3)) == [((0, 1, 2), 2), ((2, 0, 1), 1)]

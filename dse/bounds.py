@@ -215,7 +215,7 @@ def bounds_for(
                                node_limit=node_limit)  # fmt: skip
     ilp = max(floor, res.bound)
     if floor > lp * (1 + 1e-9):
-        notes.append(f"whole grid steps put the ILP at or above {floor:.6g} ns before the solver ran")
+        notes.append(f"whole grid steps put the ILP at or above {floor / 1e6:.4f} ms before the solver ran")
     status = res.status
     mix = res.mix
     if res.status != "optimal":

@@ -390,7 +390,7 @@ def _run(prob: Any, variables: list, *, relax: bool, solver: str, time_limit_s: 
 
 def _solve_flow(
     types: list[ChunkType],
-    edges: dict[tuple[int, int], float],
+    edges: dict[float, dict[tuple[int, int], float]],
     slots: int,
     *,
     solver: str,
@@ -398,36 +398,54 @@ def _solve_flow(
     node_limit: int | None,
     lower: float,
 ) -> _Solution:
-    """The load-only ILP as an integer flow over dimension sets (see `_flow_edges`)."""
+    """The load-only ILP as integer flows over dimension sets, one per chunk size (see `_flow_edges`)."""
     import pulp
 
     nd = len(types[0].order)
-    n = types[0].count
     full = (1 << nd) - 1
     scale = 1e-3
     prob = pulp.LpProblem("dse_bound_flow", pulp.LpMinimize)
     T = prob.add_variable("T", lowBound=max(0.0, lower) * scale)
-    keys = sorted(edges)
-    f = {e: prob.add_variable(f"f{e[0]}_{e[1]}", lowBound=0, upBound=n, cat="Integer") for e in keys}
     prob.setObjective(pulp.LpAffineExpression([(T, 1.0)]))
-    for node in range(full):
-        out = [(f[(node, d)], 1.0) for d in range(nd) if not node >> d & 1]
-        into = [(f[(node ^ (1 << d), d)], -1.0) for d in range(nd) if node >> d & 1]
-        prob += pulp.LpConstraint(pulp.LpAffineExpression(out + into), pulp.LpConstraintEQ, rhs=n if node == 0 else 0)
+    load_terms: list[list[tuple[Any, float]]] = [[] for _ in range(nd)]
+    flows, variables = [], []
+    for c, (size, sized) in enumerate(sorted(edges.items())):
+        n = next(t.count for t in types if t.size == size)
+        keys = sorted(sized)
+        f = {e: prob.add_variable(f"f{c}_{e[0]}_{e[1]}", lowBound=0, upBound=n, cat="Integer") for e in keys}
+        extra = [i for i, t in enumerate(types) if t.ar_phase and t.size == size]
+        x = {i: prob.add_variable(f"x{i}", lowBound=0, upBound=n, cat="Integer") for i in extra}
+        for node in range(full):
+            out = [(f[(node, d)], 1.0) for d in range(nd) if not node >> d & 1]
+            into = [(f[(node ^ (1 << d), d)], -1.0) for d in range(nd) if node >> d & 1]
+            if node == 0:  # every chunk runs an order (a path) or is an extra type
+                out += [(v, 1.0) for v in x.values()]
+            prob += pulp.LpConstraint(pulp.LpAffineExpression(out + into), pulp.LpConstraintEQ, rhs=n if node == 0 else 0)
+        for d in range(nd):
+            load_terms[d] += [(f[e], sized[e] * scale / slots) for e in keys if e[1] == d and sized[e]]
+            load_terms[d] += [(v, types[i].load[d] * scale / slots) for i, v in x.items() if types[i].load[d]]
+        flows.append((size, n, keys, x))
+        variables += [f[e] for e in keys] + list(x.values())
     for d in range(nd):
-        terms = [(f[e], edges[e] * scale / slots) for e in keys if e[1] == d and edges[e]]
-        prob += pulp.LpAffineExpression(terms + [(T, -1.0)]) <= 0
-    values = _run(prob, [f[e] for e in keys], relax=False, solver=solver, time_limit_s=time_limit_s,
-                  node_limit=node_limit, gap=1e-9)  # fmt: skip
-    flow = {e: int(round(v)) for e, v in zip(keys, values)}
-    index = {t.order: i for i, t in enumerate(types)}
+        prob += pulp.LpAffineExpression(load_terms[d] + [(T, -1.0)]) <= 0
+    values = iter(_run(prob, variables, relax=False, solver=solver, time_limit_s=time_limit_s,
+                       node_limit=node_limit, gap=1e-9))  # fmt: skip
     counts = [0.0] * len(types)
     mix: dict[str, int] = {}
-    if sum(flow[(0, d)] for d in range(nd)) == n:
+    for size, n, keys, x in flows:
+        flow = {e: int(round(next(values))) for e in keys}
+        placed = 0
+        for i in x:
+            counts[i] = float(round(next(values)))
+            placed += int(counts[i])
+        if placed + sum(flow[(0, d)] for d in range(nd)) != n:
+            continue  # no solution to read (a limit hit before any was found)
+        index = {t.order: i for i, t in enumerate(types) if t.size == size and not t.ar_phase}
         for order, amount in _paths(flow, nd):
             counts[index[order]] += amount
-            label = types[index[order]].label
-            mix[label] = mix.get(label, 0) + amount
+        for i in list(x) + list(index.values()):
+            if counts[i] > 0:
+                mix[types[i].label] = mix.get(types[i].label, 0) + int(counts[i])
     return _read_solution(prob, types, counts, slots, False, False, solver, scale, mix)
 
 
@@ -516,9 +534,10 @@ def _grid_floor(types: list[ChunkType], slots: int, bytes_per_ns: list[float], s
 
     Every candidate T below the returned value is proven infeasible by exact integer arithmetic; a
     check that cannot decide quickly answers "maybe", which only makes the bound weaker, never
-    invalid. Applies to one chunk size without ASTRA-sim's AR composition; otherwise returns `start`.
+    invalid. Applies to one chunk size (otherwise returns `start`); ASTRA-sim's AR composition is
+    one more row, kept when it passes the same checks.
     """
-    if len({t.size for t in types}) != 1 or any(t.ar_phase for t in types) or not types:
+    if not types or len({t.size for t in types}) != 1:
         return start
     n = types[0].count
     nd = len(types[0].load)
@@ -605,24 +624,28 @@ def _sum_reachable(target: int, weights: list[int], caps: list[int], *, limit: i
     return bool(reach >> target & 1)
 
 
-def _flow_edges(types: list[ChunkType]) -> "dict[tuple[int, int], float] | None":
-    """Edge loads (set of dimensions after d as a bit mask, d) -> busy ns on d, when every type's
-    load on d depends only on that set and every order is present; else None (see above)."""
-    if len({t.size for t in types}) != 1 or any(t.ar_phase for t in types):
-        return None
+def _flow_edges(types: list[ChunkType]) -> "dict[float, dict[tuple[int, int], float]] | None":
+    """Per chunk size, edge loads (set of dimensions after d as a bit mask, d) -> busy ns on d, when
+    every order's load on d depends only on that set and every order is present; else None (see
+    above). Types that are not orders (ASTRA-sim's AR composition) become variables of their own."""
     nd = len(types[0].order)
-    if len({t.order for t in types}) != math.factorial(nd) or nd < 2:
+    if nd < 2:
         return None
-    edges: dict[tuple[int, int], float] = {}
-    for t in types:
-        after = 0
-        for d in reversed(t.order):
-            v = t.load[d]
-            old = edges.setdefault((after, d), v)
-            if abs(old - v) > 1e-12 * max(abs(old), abs(v), 1.0):
-                return None
-            after |= 1 << d
-    return edges
+    out: dict[float, dict[tuple[int, int], float]] = {}
+    for size in sorted({t.size for t in types}):
+        paths = [t for t in types if t.size == size and not t.ar_phase]
+        if len({t.order for t in paths}) != math.factorial(nd):
+            return None
+        edges = out.setdefault(size, {})
+        for t in paths:
+            after = 0
+            for d in reversed(t.order):
+                v = t.load[d]
+                old = edges.setdefault((after, d), v)
+                if abs(old - v) > 1e-12 * max(abs(old), abs(v), 1.0):
+                    return None
+                after |= 1 << d
+    return out
 
 
 def _paths(flow: dict[tuple[int, int], int], nd: int) -> list[tuple[tuple[int, ...], int]]:

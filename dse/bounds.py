@@ -462,8 +462,10 @@ def ilp_bound(
     """The load-only ILP as `lower_bounds` solves it: the fluid LP (at least `start`), the whole-step
     floor above it, then the ILP given that floor. Returns (LP bound, floor, ILP solution)."""
     lp = max(start, _solve(types, slots, relax=True, solver=solver, time_limit_s=time_limit_s).bound)
-    floor = _grid_floor(types, slots, bytes_per_ns, lp)
-    pool = types if _flow_edges(types) is not None else distinct_types(types, pipeline=False)
+    grid = _Grid.of(types, slots, bytes_per_ns)
+    edges = _flow_edges(types)
+    floor = lp if grid is None else grid.floor(lp)
+    pool = types if edges is not None else distinct_types(types, pipeline=False)
     res = _solve(pool, slots, relax=False, solver=solver, time_limit_s=time_limit_s, node_limit=node_limit, lower=floor)
     return lp, floor, res
 
@@ -528,8 +530,96 @@ def _float_gcd(values: list[float], rel: float = 1e-9) -> float:
     return g
 
 
-def _grid_floor(types: list[ChunkType], slots: int, bytes_per_ns: list[float], start: float, *,
-                max_steps: int = 100_000) -> float:  # fmt: skip
+@dataclass(frozen=True)
+class _Grid:
+    """Whole grid steps of one chunk size (see above): dimension d's load is n·base_d + unit_d·m_d
+    with a whole m_d, and Σ wt_d·m_d = need in every schedule."""
+
+    n: int
+    base: tuple[float, ...]
+    unit: tuple[float, ...]  # 0 where every order loads the dimension alike
+    live: tuple[int, ...]  # the dimensions with steps
+    wt: tuple[int, ...]  # per live dimension
+    need: int
+    top: tuple[int, ...]  # most steps per live dimension (every chunk at its most)
+
+    @classmethod
+    def of(cls, types: list[ChunkType], slots: int, bytes_per_ns: list[float]) -> "_Grid | None":
+        """The grid of `types`, or None when their loads are not whole steps with a fixed weighted sum."""
+        if not types or len({t.size for t in types}) != 1:
+            return None
+        n = types[0].count
+        nd = len(types[0].load)
+        loads = [[x / slots for x in t.load] for t in types]
+        base, unit, grid = [], [], []
+        for d in range(nd):
+            col = [row[d] for row in loads]
+            lo = min(col)
+            diffs = sorted({v - lo for v in col if v - lo > 1e-12 * max(col)})
+            base.append(lo)
+            if not diffs:
+                unit.append(0.0)
+                grid.append([0] * len(col))
+                continue
+            u = _float_gcd(diffs)
+            w = [round((v - lo) / u) for v in col]
+            if u <= 0 or max(w) > 10**9 or any(abs(lo + k * u - v) > 1e-9 * max(col) for k, v in zip(w, col)):
+                return None
+            unit.append(u)
+            grid.append(w)
+        live = [d for d in range(nd) if unit[d] > 0]
+        if not live:
+            return cls(n, tuple(base), tuple(unit), (), (), 0, ())
+        # integer weights: bytes per grid step, as small whole numbers; the weighted sum must be exact
+        raw = [bytes_per_ns[d] * unit[d] for d in live]
+        fr = [Fraction(r / min(raw)).limit_denominator(10**6) for r in raw]
+        if any(abs(float(f) - r / min(raw)) > 1e-9 * (r / min(raw)) for f, r in zip(fr, raw)):
+            return None
+        den = math.lcm(*(f.denominator for f in fr))
+        wt = [int(f * den) for f in fr]
+        per_chunk = {sum(w * grid[d][i] for w, d in zip(wt, live)) for i in range(len(types))}
+        if len(per_chunk) != 1:
+            return None
+        top = tuple(n * max(grid[d]) for d in live)
+        return cls(n, tuple(base), tuple(unit), tuple(live), tuple(wt), n * per_chunk.pop(), top)
+
+    def floor(self, start: float, *, max_steps: int = 100_000) -> float:
+        """The first candidate time T >= `start` (a load some schedule could have) at which whole
+        steps under T can make the weighted sum: every T below it is proven infeasible by
+        arithmetic. When the walk gives up it returns the last T it reached (valid, weaker)."""
+        n, base, unit, live = self.n, self.base, self.unit, self.live
+        floor_t = max(start, max(n * b for b in base))
+        if not live:
+            return floor_t
+        heap = []
+        for j, d in enumerate(live):
+            k = max(0, math.ceil((floor_t - n * base[d]) / unit[d] * (1 - 1e-12) - 1e-9))
+            heap.append((n * base[d] + k * unit[d], j, k))
+        heapq.heapify(heap)
+        last = -math.inf
+        for _ in range(max_steps):
+            if not heap:
+                break
+            t, j, k = heapq.heappop(heap)
+            if k + 1 <= self.top[j]:
+                heapq.heappush(heap, (n * base[live[j]] + (k + 1) * unit[live[j]], j, k + 1))
+            if t <= last:
+                continue
+            last = t
+            if t < floor_t * (1 - 1e-12):
+                continue
+            steps = [min(self.top[i], math.floor((t - n * base[d]) / unit[d] * (1 + 1e-12) + 1e-9))
+                     for i, d in enumerate(live)]  # fmt: skip
+            if min(steps) < 0:
+                continue
+            slack = sum(w * m for w, m in zip(self.wt, steps)) - self.need
+            if slack < 0 or not _sum_reachable(slack, list(self.wt), steps):
+                continue
+            return max(start, t)
+        return max(floor_t, last)
+
+
+def _grid_floor(types: list[ChunkType], slots: int, bytes_per_ns: list[float], start: float) -> float:
     """A lower bound >= `start` on the load-only ILP from whole grid steps (see above).
 
     Every candidate T below the returned value is proven infeasible by exact integer arithmetic; a
@@ -537,74 +627,10 @@ def _grid_floor(types: list[ChunkType], slots: int, bytes_per_ns: list[float], s
     invalid. Applies to one chunk size (otherwise returns `start`); ASTRA-sim's AR composition is
     one more row, kept when it passes the same checks.
     """
-    if not types or len({t.size for t in types}) != 1:
+    grid = _Grid.of(types, slots, bytes_per_ns)
+    if grid is None:
         return start
-    n = types[0].count
-    nd = len(types[0].load)
-    loads = [[x / slots for x in t.load] for t in types]
-    base, unit, grid = [], [], []
-    for d in range(nd):
-        col = [row[d] for row in loads]
-        lo = min(col)
-        diffs = sorted({v - lo for v in col if v - lo > 1e-12 * max(col)})
-        base.append(lo)
-        if not diffs:
-            unit.append(0.0)
-            grid.append([0] * len(col))
-            continue
-        u = _float_gcd(diffs)
-        w = [round((v - lo) / u) for v in col]
-        if u <= 0 or max(w) > 10**9 or any(abs(lo + k * u - v) > 1e-9 * max(col) for k, v in zip(w, col)):
-            return start
-        unit.append(u)
-        grid.append(w)
-    floor_t = max(start, max(n * b for b in base))
-    live = [d for d in range(nd) if unit[d] > 0]
-    if not live:
-        return floor_t
-    # integer weights: bytes per grid step, as small whole numbers; the weighted sum must be exact
-    raw = [bytes_per_ns[d] * unit[d] for d in live]
-    fr = [Fraction(r / min(raw)).limit_denominator(10**6) for r in raw]
-    if any(abs(float(f) - r / min(raw)) > 1e-9 * (r / min(raw)) for f, r in zip(fr, raw)):
-        return floor_t
-    den = math.lcm(*(f.denominator for f in fr))
-    wt = [int(f * den) for f in fr]
-    per_chunk = {sum(w * grid[d][i] for w, d in zip(wt, live)) for i in range(len(types))}
-    if len(per_chunk) != 1:
-        return floor_t
-    need = n * per_chunk.pop()
-    hi = [n * max(grid[d]) for d in live]
-
-    def steps(t: float, j: int) -> int:
-        d = live[j]
-        return min(hi[j], math.floor((t - n * base[d]) / unit[live[j]] * (1 + 1e-12) + 1e-9))
-
-    heap = []
-    for j, d in enumerate(live):
-        k = max(0, math.ceil((floor_t - n * base[d]) / unit[d] * (1 - 1e-12) - 1e-9))
-        heap.append((n * base[d] + k * unit[d], j, k))
-    heapq.heapify(heap)
-    last = -math.inf
-    for _ in range(max_steps):
-        t, j, k = heapq.heappop(heap)
-        if k + 1 <= hi[j]:
-            heapq.heappush(heap, (n * base[live[j]] + (k + 1) * unit[live[j]], j, k + 1))
-        if t <= last:
-            continue
-        last = t
-        if t < floor_t * (1 - 1e-12):
-            continue
-        top = [steps(t, i) for i in range(len(live))]
-        if min(top) < 0:
-            continue
-        slack = sum(w * m for w, m in zip(wt, top)) - need
-        if slack < 0:
-            continue
-        if _sum_reachable(slack, wt, top):
-            return max(start, t)
-        if not heap:
-            break
-    return max(floor_t, last)
+    return grid.floor(start)
 
 
 def _sum_reachable(target: int, weights: list[int], caps: list[int], *, limit: int = 1 << 18) -> bool:

@@ -6,8 +6,10 @@ Four bounds, each valid (no schedule beats it) and each at least the one before:
 - ``lp`` (fluid): fractions of the chunks per dimension order, minimise the busiest dimension's
   load. Loads count exactly what the simulator counts as busy (the bandwidth term, plus the latency
   where the latency mode serialises it).
-- ``ilp``: the same with whole chunks per order (PuLP; HiGHS in process, CBC as fallback). On a
-  time limit it is the solver's proven dual bound, never the incumbent.
+- ``ilp``: the same with whole chunks per order (PuLP; HiGHS in process, CBC as fallback), solved as
+  an integer flow over dimension sets above a whole-step floor (both explained further down). On a
+  time limit it is the floor or the solver's proven dual bound, whichever is higher, never the
+  incumbent.
 - ``pipeline``: the ILP tightened by what every schedule must also pay (proof in `_pipeline`):
   a dimension cannot work before the first chunk can reach it (fill) nor after the last chunk that
   leaves it can finish (drain), and every order used must run end to end at least once.

@@ -464,11 +464,14 @@ def ilp_bound(
     """The load-only ILP as `lower_bounds` solves it: the fluid LP (at least `start`), the whole-step
     floor above it, then the ILP given that floor. Returns (LP bound, floor, ILP solution)."""
     lp = max(start, _solve(types, slots, relax=True, solver=solver, time_limit_s=time_limit_s).bound)
-    grid = _Grid.of(types, slots, bytes_per_ns)
+    floor = _grid_floor(types, slots, bytes_per_ns, lp)
     edges = _flow_edges(types)
-    floor = lp if grid is None else grid.floor(lp)
-    pool = types if edges is not None else distinct_types(types, pipeline=False)
-    res = _solve(pool, slots, relax=False, solver=solver, time_limit_s=time_limit_s, node_limit=node_limit, lower=floor)
+    if edges is not None:
+        res = _solve_flow(types, edges, slots, solver=solver, time_limit_s=time_limit_s, node_limit=node_limit,
+                          lower=floor)  # fmt: skip
+    else:
+        res = _solve(distinct_types(types, pipeline=False), slots, relax=False, solver=solver,
+                     time_limit_s=time_limit_s, node_limit=node_limit, lower=floor)  # fmt: skip
     return lp, floor, res
 
 

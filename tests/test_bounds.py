@@ -161,8 +161,8 @@ def test_compare_is_deterministic(run_cli):
 # --- the flow model and the whole-step floor (dse.bounds._grid_floor, _solve_flow) ---------------
 
 
-def _spec_types(topo, coll, chunks, mode, model="paper"):
-    spec = CollectiveSpec.parse(topo, collective=coll, size="64MiB", chunks=chunks, latency_mode=mode, cost_model=model)
+def _spec_types(topo, coll, chunks, mode, model="paper", size="64MiB"):
+    spec = CollectiveSpec.parse(topo, collective=coll, size=size, chunks=chunks, latency_mode=mode, cost_model=model)
     types = chunk_types(spec)
     bw = [spec.cost_model.bytes_per_ns(d) for d in spec.topology.dims]
     return spec, types, bw
@@ -208,8 +208,7 @@ def test_floor_of_one_chunk_is_its_larger_phase():
     (3/4 of its busy time per dimension), but a whole chunk sends half its data on its first
     dimension and a quarter on its second (twice, for all-reduce): the floor proves the whole-chunk
     optimum, 2 x 2^19 B / 12.5 B/ns."""
-    spec, types, bw = _spec_types("Ring(2,12.5,0)_Ring(2,12.5,0)", "all_reduce", 1, "overlapped")
-    types = chunk_types(CollectiveSpec.parse("Ring(2,12.5,0)_Ring(2,12.5,0)", size=2**20, chunks=1))
+    _, types, bw = _spec_types("Ring(2,12.5,0)_Ring(2,12.5,0)", "all_reduce", 1, "overlapped", size=2**20)
     lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=5).bound
     assert lp == pytest.approx(0.75 * 2 * 2**19 / 12.5)
     assert _grid_floor(types, 1, bw, lp) == pytest.approx(2 * 2**19 / 12.5)
@@ -219,8 +218,7 @@ def test_floor_is_the_ilp_on_a_paper_topology():
     """4D-Ring_FC_Ring_SW at 64 chunks: the LP is the ideal, the floor is one grid step above it, and
     the ILP reaches the floor (so the solver had nothing left to prove)."""
     b = lower_bounds("4D-Ring_FC_Ring_SW", size="1GB", chunks=64, pipeline=False)
-    spec, types, bw = _spec_types("4D-Ring_FC_Ring_SW", "all_reduce", 64, "overlapped")
-    types = chunk_types(CollectiveSpec.parse("4D-Ring_FC_Ring_SW", size="1GB", chunks=64))
+    _, types, bw = _spec_types("4D-Ring_FC_Ring_SW", "all_reduce", 64, "overlapped", size="1GB")
     floor = _grid_floor(types, 1, bw, b.lp_ns)
     assert b.lp_ns == pytest.approx(b.ideal_ns, rel=1e-12)
     assert floor > b.lp_ns * (1 + 1e-6)

@@ -30,7 +30,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Iterator
 
 from .collectives import ALL_REDUCE, ALL_TO_ALL, nominal_bytes_sent
 from .costs import ChunkPlan, CostModel
@@ -216,7 +216,9 @@ def bounds_for(
     lp, floor, res = ilp_bound(types, slots, bw, start=ideal, solver=solver_used, time_limit_s=time_limit_s,
                                node_limit=node_limit)  # fmt: skip
     ilp = max(floor, res.bound)
-    if floor > lp * (1 + 1e-9):
+    if res.searched:
+        notes.append("a schedule meets the whole-step floor: the ILP is solved without branch and bound")
+    elif floor > lp * (1 + 1e-9):
         notes.append(f"whole grid steps put the ILP at or above {floor / 1e6:.4f} ms before the solver ran")
     status = res.status
     mix = res.mix
@@ -259,6 +261,7 @@ class _Solution:
     status: str  # "optimal", "time_limit", ...
     mix: dict[str, int]  # order label -> chunks (the incumbent's)
     counts: tuple[float, ...]  # per chunk type
+    searched: bool = False  # found by `_floor_search` (a schedule at the floor), not by the MIP solver
 
 
 def _highs_available() -> bool:
@@ -462,17 +465,186 @@ def ilp_bound(
     node_limit: int | None = None,
 ) -> tuple[float, float, _Solution]:
     """The load-only ILP as `lower_bounds` solves it: the fluid LP (at least `start`), the whole-step
-    floor above it, then the ILP given that floor. Returns (LP bound, floor, ILP solution)."""
-    lp = max(start, _solve(types, slots, relax=True, solver=solver, time_limit_s=time_limit_s).bound)
-    floor = _grid_floor(types, slots, bytes_per_ns, lp)
+    floor above it, a search for a schedule that meets the floor (from four dimensions up, see
+    `_floor_search`), then, if that finds none, the MIP given the floor. Returns (LP bound, floor,
+    ILP solution); the floor is a proven lower bound (arithmetic, or an exhaustive search)."""
+    fluid = _fluid_highs(types, slots) if solver == "highs" and _highs_available() else None
+    if fluid is None:
+        fluid = _solve(types, slots, relax=True, solver=solver, time_limit_s=time_limit_s).bound
+    lp = max(start, fluid)
+    grid = _Grid.of(types, slots, bytes_per_ns)
     edges = _flow_edges(types)
+    floor = proven = grid.floor(lp) if grid is not None else lp
+    # at two or three dimensions the MIP has at most 12 edge variables and HiGHS solves it in a few
+    # milliseconds, faster than the search; from four up the search usually saves it all
+    if grid is not None and edges is not None and len(types[0].order) >= 4:
+        proven, found = _floor_search(types, edges, grid, slots, lp)
+        if found is not None:
+            return lp, proven, found
     if edges is not None:
         res = _solve_flow(types, edges, slots, solver=solver, time_limit_s=time_limit_s, node_limit=node_limit,
                           lower=floor)  # fmt: skip
     else:
         res = _solve(distinct_types(types, pipeline=False), slots, relax=False, solver=solver,
                      time_limit_s=time_limit_s, node_limit=node_limit, lower=floor)  # fmt: skip
-    return lp, floor, res
+    # the solver is given the arithmetic floor, not the searched one: a higher lower bound changes
+    # HiGHS's path, not always for the better (seen 0.3 s -> 0.9 s); the caller takes the larger
+    return lp, proven, res
+
+
+def _fluid_highs(types: list[ChunkType], slots: int) -> "float | None":
+    """The fluid LP's value straight through highspy (the PuLP model of `_solve` costs ~1 ms more
+    to build than HiGHS takes to solve it); None if HiGHS does not call it optimal."""
+    import highspy
+    import numpy as np
+
+    types = distinct_types(types, pipeline=False)
+    nd, P = len(types[0].load), len(types)
+    sizes = sorted({t.size for t in types})
+    scale = 1e-3  # microseconds, as `_solve`
+    # columns: one count per type, then T; rows: the chunks of each size, then each dimension's load
+    A = np.zeros((len(sizes) + nd, P + 1))
+    for i, t in enumerate(types):
+        A[sizes.index(t.size), i] = 1.0
+        A[len(sizes):, i] = np.asarray(t.load) * scale / slots
+    A[len(sizes):, P] = -1.0
+    counts = [next(t.count for t in types if t.size == z) for z in sizes]
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = P + 1, A.shape[0]
+    lp.col_cost_ = np.r_[np.zeros(P), 1.0]
+    lp.col_lower_ = np.zeros(P + 1)
+    lp.col_upper_ = np.r_[[float(t.count) for t in types], highspy.kHighsInf]
+    lp.row_lower_ = np.r_[counts, np.full(nd, -highspy.kHighsInf)].astype(float)
+    lp.row_upper_ = np.r_[counts, np.zeros(nd)].astype(float)
+    nz = (A != 0).T
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.r_[0, np.cumsum(nz.sum(axis=1))].astype(np.int32)
+    lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
+    lp.a_matrix_.value_ = A.T[nz]
+    h.passModel(lp)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    return h.getInfo().objective_function_value / scale
+
+
+def _edge_steps(edges: dict[float, dict[tuple[int, int], float]], grid: "_Grid",
+                slots: int) -> "dict[tuple[int, int], int] | None":  # fmt: skip
+    """Each flow edge's load in whole grid steps above its dimension's base (0 where a dimension has
+    no steps), or None when there is more than one chunk size, no dimension with steps, or a load
+    off the grid."""
+    if not grid.live or len(edges) != 1:
+        return None
+    steps: dict[tuple[int, int], int] = {}
+    for (after, d), load in next(iter(edges.values())).items():
+        if grid.unit[d] <= 0:
+            steps[(after, d)] = 0
+            continue
+        k = round((load / slots - grid.base[d]) / grid.unit[d])
+        if abs(grid.base[d] + k * grid.unit[d] - load / slots) > 1e-9 * max(abs(load / slots), 1.0):
+            return None
+        steps[(after, d)] = k
+    return steps
+
+
+def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int], float]], grid: "_Grid",
+                  slots: int, start: float, *, max_levels: int = 1, max_targets: int = 64,
+                  proof_budget: int = 20_000) -> "tuple[float, _Solution | None]":  # fmt: skip
+    """The load-only ILP without a MIP solver, when it can be had cheaply (`dse.floorfit`).
+
+    Walks the whole-step floor upward from `start`. At each candidate T: a quick guided search for
+    a schedule whose steps meet T exactly; if it finds none, an exhaustive search over every step
+    vector T allows, which either finds one or proves that T (and every time below the next
+    candidate) is impossible. Returns (T, solution): T is a proven lower bound; the solution,
+    when there is one, is an optimal schedule with its busiest dimension at T. The solution is None
+    when a search gave up (too many step vectors, a node budget spent, `max_levels` reached); the
+    caller's MIP then starts from T.
+    """
+    from .floorfit import Lattice, OutOfBudget, exhaustive, targets
+
+    nd = len(types[0].order)
+    walk = grid.walk(start)
+    first, caps, slack = next(walk)
+    steps = _edge_steps(edges, grid, slots)
+    if steps is None:
+        return first, None
+    index = {t.order: i for i, t in enumerate(types) if not t.ar_phase}
+    lattice = Lattice(steps, nd, list(grid.live))
+    live = list(grid.live)
+
+    def solution(flow: dict[tuple[int, int], int], at: float) -> "_Solution | None":
+        counts = [0.0] * len(types)
+        for order, amount in _paths(flow, nd):
+            counts[index[order]] += amount
+        value = _objective(types, counts, slots, False)
+        if sum(counts) != grid.n or value > at * (1 + 1e-9):
+            return None  # cannot happen for a correct search; the MIP decides instead
+        mix: dict[str, int] = {}
+        for t, c in zip(types, counts):
+            if c:
+                mix[t.label] = mix.get(t.label, 0) + int(c)
+        return _Solution(value, "optimal", mix, tuple(counts), searched=True)
+
+    def exhaust(aims: list[list[int]], how: "str | None", budget: int) -> "tuple[_Solution | None, bool]":
+        """An exhaustive search over every step vector in `aims`: (solution, proven none)."""
+        left = [budget]  # shared by every step vector
+        try:
+            for target in aims:
+                guide = None if how is None else lattice.guide(grid.n, target, how)
+                if how is not None and guide is None:
+                    continue  # no real counts meet this target: no whole ones either
+                full = [0] * nd
+                for j, d in enumerate(live):
+                    full[d] = target[j]
+                flow = exhaustive(steps, nd, grid.n, full, budget=left, guide=guide)
+                if flow is not None:
+                    return solution(flow, at), False
+        except OutOfBudget:
+            return None, False
+        return None, True
+
+    def guided(aims: list[list[int]], hows: list, budget: int) -> "_Solution | None":
+        for target, how in itertools.product(aims[:2], hows):
+            flow = lattice.find(grid.n, target, how, budget=budget)
+            if flow is not None:
+                return solution(flow, at)
+        return None
+
+    def search(aims: list[list[int]]) -> "tuple[_Solution | None, bool]":
+        """Cheapest first: two guided searches (they find most schedules that meet the floor), a
+        small exhaustive one (it proves most floors that no schedule meets), guided searches from
+        sixteen perturbed guides, then larger exhaustive ones."""
+        found = guided(aims, ["projection", "central"], 150)
+        if found is not None:
+            return found, False
+        found, proven = exhaust(aims, None, 2_000)
+        if found is not None or proven:
+            return found, proven
+        found = guided(aims, list(range(16)), 300)
+        if found is not None:
+            return found, False
+        for how in (["projection", "central"] if len(aims) <= 4 else []) + [None]:
+            found, proven = exhaust(aims, how, proof_budget)
+            if found is not None or proven:
+                return found, proven
+        return None, False
+
+    at = first
+    for _ in range(max_levels):
+        if caps is None:
+            return at, None  # the walk gave up: `at` is still proven
+        aims = targets(list(grid.wt), caps, slack, limit=max_targets + 1)
+        if len(aims) > max_targets:
+            return at, None
+        found, proven = search(aims)
+        if found is not None:
+            return at, found
+        if not proven:
+            return at, None
+        at, caps, slack = next(walk)  # every time below the next candidate is now impossible
+    return at, None
 
 
 def _read_solution(prob, types, counts, slots, relax, pipeline, solver, scale, mix) -> _Solution:  # type: ignore[no-untyped-def]
@@ -588,14 +760,22 @@ class _Grid:
         top = tuple(n * max(grid[d]) for d in live)
         return cls(n, tuple(base), tuple(unit), tuple(live), tuple(wt), n * per_chunk.pop(), top)
 
-    def floor(self, start: float, *, max_steps: int = 100_000) -> float:
-        """The first candidate time T >= `start` (a load some schedule could have) at which whole
-        steps under T can make the weighted sum: every T below it is proven infeasible by
-        arithmetic. When the walk gives up it returns the last T it reached (valid, weaker)."""
+    def caps(self, t: float) -> list[int]:
+        """The most whole steps per live dimension whose load stays at or under `t`."""
+        n = self.n
+        return [min(self.top[i], math.floor((t - n * self.base[d]) / self.unit[d] * (1 + 1e-12) + 1e-9))
+                for i, d in enumerate(self.live)]  # fmt: skip
+
+    def walk(self, start: float, *, max_steps: int = 100_000) -> "Iterator[tuple[float, list[int] | None, int]]":
+        """Candidate times T >= `start` in increasing order (loads some schedule could have), each
+        with the most steps per live dimension under T and the slack of the weighted sum; every T
+        skipped is proven infeasible by arithmetic (the coin check). When the walk gives up it
+        yields a last (T, None, 0): T is still a valid, weaker, bound."""
         n, base, unit, live = self.n, self.base, self.unit, self.live
         floor_t = max(start, max(n * b for b in base))
         if not live:
-            return floor_t
+            yield floor_t, [], 0
+            return
         heap = []
         for j, d in enumerate(live):
             k = max(0, math.ceil((floor_t - n * base[d]) / unit[d] * (1 - 1e-12) - 1e-9))
@@ -613,15 +793,18 @@ class _Grid:
             last = t
             if t < floor_t * (1 - 1e-12):
                 continue
-            steps = [min(self.top[i], math.floor((t - n * base[d]) / unit[d] * (1 + 1e-12) + 1e-9))
-                     for i, d in enumerate(live)]  # fmt: skip
+            steps = self.caps(t)
             if min(steps) < 0:
                 continue
             slack = sum(w * m for w, m in zip(self.wt, steps)) - self.need
             if slack < 0 or not _sum_reachable(slack, list(self.wt), steps):
                 continue
-            return max(start, t)
-        return max(floor_t, last)
+            yield max(start, t), steps, slack
+        yield max(floor_t, last), None, 0
+
+    def floor(self, start: float) -> float:
+        """The first candidate of `walk`: every T below it is proven infeasible by arithmetic."""
+        return next(self.walk(start))[0]
 
 
 def _grid_floor(types: list[ChunkType], slots: int, bytes_per_ns: list[float], start: float) -> float:

@@ -23,6 +23,7 @@ the last dimension (ASTRA-sim), that composition is one more type, so the bounds
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import math
@@ -226,9 +227,23 @@ def bounds_for(
         notes.append(f"ILP stopped ({res.status}): its bound is the solver's proven dual bound")
     tight = ilp
     if pipeline:
-        pres = _solve(distinct_types(types, pipeline=True), slots, relax=False, solver=solver_used,
-                      time_limit_s=time_limit_s, pipeline=True, node_limit=node_limit, lower=ilp)  # fmt: skip
-        tight = max(ilp, pres.bound)
+        # every schedule's fill and drain on d are at least the least head and tail of any type: the
+        # fluid LP with those added is a lower bound of its own, handed to the solver
+        nd = len(types[0].load)
+        fill = [min(t.head[d] for t in types) + min(t.tail[d] for t in types) for d in range(nd)]
+        fluid = _fluid_highs(types, slots, fill) if solver_used == "highs" else None
+        lower = max(ilp, fluid or 0.0, min(t.path for t in types))
+        # from four dimensions up, as for the ILP: a schedule at the (fill-shifted) floor settles it.
+        # The walk must start from a bound on its own relaxation (loads plus fills), the fluid one:
+        # the ILP and the shortest path bound the pipeline, not that relaxation.
+        grid, edges = _Grid.of(types, slots, bw), _flow_edges(types)
+        found = None
+        if grid is not None and edges is not None and nd >= 4 and fluid is not None:
+            proven, found = _floor_search(types, edges, grid, slots, fluid, fill=fill, at_least=lower)
+            lower = max(lower, proven)
+        pres = found or _solve(distinct_types(types, pipeline=True), slots, relax=False, solver=solver_used,
+                               time_limit_s=time_limit_s, pipeline=True, node_limit=node_limit, lower=lower)  # fmt: skip
+        tight = max(lower, pres.bound)
         if pres.status != "optimal":
             notes.append(f"pipeline ILP stopped ({pres.status}): its bound is the solver's proven dual bound")
             status = pres.status if status == "optimal" else status
@@ -492,9 +507,10 @@ def ilp_bound(
     return lp, proven, res
 
 
-def _fluid_highs(types: list[ChunkType], slots: int) -> "float | None":
+def _fluid_highs(types: list[ChunkType], slots: int, extra: "list[float] | None" = None) -> "float | None":
     """The fluid LP's value straight through highspy (the PuLP model of `_solve` costs ~1 ms more
-    to build than HiGHS takes to solve it); None if HiGHS does not call it optimal."""
+    to build than HiGHS takes to solve it); None if HiGHS does not call it optimal. `extra`: ns
+    added to each dimension's load (fill and drain, for the pipeline bound)."""
     import highspy
     import numpy as np
 
@@ -517,7 +533,7 @@ def _fluid_highs(types: list[ChunkType], slots: int) -> "float | None":
     lp.col_lower_ = np.zeros(P + 1)
     lp.col_upper_ = np.r_[[float(t.count) for t in types], highspy.kHighsInf]
     lp.row_lower_ = np.r_[counts, np.full(nd, -highspy.kHighsInf)].astype(float)
-    lp.row_upper_ = np.r_[counts, np.zeros(nd)].astype(float)
+    lp.row_upper_ = np.r_[counts, -np.asarray(extra or [0.0] * nd) * scale].astype(float)
     nz = (A != 0).T
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_ = np.r_[0, np.cumsum(nz.sum(axis=1))].astype(np.int32)
@@ -550,7 +566,8 @@ def _edge_steps(edges: dict[float, dict[tuple[int, int], float]], grid: "_Grid",
 
 
 def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int], float]], grid: "_Grid",
-                  slots: int, start: float, *, max_levels: int = 1, max_targets: int = 64,
+                  slots: int, start: float, *, fill: "list[float] | None" = None, at_least: float = 0.0,
+                  max_levels: int = 1, max_targets: int = 64,
                   proof_budget: int = 20_000) -> "tuple[float, _Solution | None]":  # fmt: skip
     """The load-only ILP without a MIP solver, when it can be had cheaply (`dse.floorfit`).
 
@@ -561,13 +578,25 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
     when there is one, is an optimal schedule with its busiest dimension at T. The solution is None
     when a search gave up (too many step vectors, a node budget spent, `max_levels` reached); the
     caller's MIP then starts from T.
+
+    `fill` (ns per dimension): the pipeline bound's version. Each dimension's load plus its fill
+    (the least head plus the least tail of any type) must fit under T, which makes T a lower bound
+    on the pipeline objective; a schedule counts as found only if its whole pipeline objective
+    (`_objective`, the fill and drain of the types it uses and their paths) is at T too.
+
+    `start` must be a lower bound on the problem walked (the loads, plus `fill` if given): the walk
+    only checks candidate times from there. `at_least`: another proven lower bound on the
+    objective (for the pipeline, the ILP and the shortest path); a schedule whose objective is at
+    or below max(T, at_least) is optimal.
     """
     from .floorfit import Lattice, OutOfBudget, exhaustive, targets
 
     nd = len(types[0].order)
+    steps = _edge_steps(edges, grid, slots)
+    if fill is not None:  # the walk's loads include the fill: shift each dimension's base by it
+        grid = dataclasses.replace(grid, base=tuple(b + f / grid.n for b, f in zip(grid.base, fill)))
     walk = grid.walk(start)
     first, caps, slack = next(walk)
-    steps = _edge_steps(edges, grid, slots)
     if steps is None:
         return first, None
     index = {t.order: i for i, t in enumerate(types) if not t.ar_phase}
@@ -578,9 +607,9 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
         counts = [0.0] * len(types)
         for order, amount in _paths(flow, nd):
             counts[index[order]] += amount
-        value = _objective(types, counts, slots, False)
-        if sum(counts) != grid.n or value > at * (1 + 1e-9):
-            return None  # cannot happen for a correct search; the MIP decides instead
+        value = _objective(types, counts, slots, fill is not None)
+        if sum(counts) != grid.n or value > max(at, at_least) * (1 + 1e-9):
+            return None  # a pipeline whose fill, drain or paths exceed T (load-only: cannot happen)
         mix: dict[str, int] = {}
         for t, c in zip(types, counts):
             if c:
@@ -592,15 +621,15 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
         left = [budget]  # shared by every step vector
         try:
             for target in aims:
+                # (a guide that cannot be built leaves the middle-first order: the proof never
+                # rests on an LP's "infeasible")
                 guide = None if how is None else lattice.guide(grid.n, target, how)
-                if how is not None and guide is None:
-                    continue  # no real counts meet this target: no whole ones either
                 full = [0] * nd
                 for j, d in enumerate(live):
                     full[d] = target[j]
                 flow = exhaustive(steps, nd, grid.n, full, budget=left, guide=guide)
                 if flow is not None:
-                    return solution(flow, at), False
+                    return solution(flow, at), False  # (None, False) when its pipeline exceeds T
         except OutOfBudget:
             return None, False
         return None, True
@@ -608,8 +637,9 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
     def guided(aims: list[list[int]], hows: list, budget: int) -> "_Solution | None":
         for target, how in itertools.product(aims[:2], hows):
             flow = lattice.find(grid.n, target, how, budget=budget)
-            if flow is not None:
-                return solution(flow, at)
+            found = None if flow is None else solution(flow, at)
+            if found is not None:
+                return found
         return None
 
     def search(aims: list[list[int]]) -> "tuple[_Solution | None, bool]":

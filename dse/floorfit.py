@@ -1,35 +1,38 @@
 """A schedule that meets the load-only ILP's whole-step floor exactly, found without a MIP solver.
 
-The floor (`dse.bounds._Grid`) is a proven lower bound on the load-only ILP. A schedule whose
-busiest dimension is at the floor is therefore optimal, and nothing is left to prove: this is
-what lets `lower_bounds` skip HiGHS's branch and bound (tens of milliseconds to seconds at 4-5
-dimensions) in the common case where the floor is reached.
+The floor (`dse.bounds._Grid`) is a proven lower bound on the load-only ILP, so a schedule whose
+busiest dimension is at the floor is optimal and nothing is left to prove. Finding one is an
+exact-fit problem (every dimension's load at its cap, to the grid step) that LP-based branch and
+bound is slow at (tens of milliseconds to seconds at 4-5 dimensions) and that this module's
+searches usually settle in a few hundred nodes. `dse.bounds._floor_search` runs them.
 
-The search works on the ILP's flow over dimension sets (`bounds._flow_edges`), in whole grid
-steps: a chunk's order is a path from the empty set (the dimensions after the last one) up to
-the full set, and edge (S, d) adds `steps[(S, d)]` to dimension d. It asks for every live
-dimension's steps to equal a target exactly (the floor's capacity less a share of its slack).
+They work on the ILP's flow over dimension sets (`bounds._flow_edges`) in whole grid steps: a
+chunk's order is a path from the empty set (no dimension after it) up to the full set, and edge
+(S, d) adds `steps[(S, d)]` to dimension d. A target gives each live dimension's steps exactly.
 
-1. Guidance: real chunk counts per order that meet the targets (a least-squares projection of
-   the uniform mix, clipped at zero), turned into real flows.
-2. Top down, over the sets of three or more dimensions (largest first): a set's whole chunks are
-   split over the dimension that comes just before it, the split nearest the guidance first,
-   candidates ranked by how close they keep the expected final steps to the targets (error
-   diffusion: a coarse rounding is corrected by the finer splits below it). Each dimension's
-   steps must stay reachable (between what the chunks not yet placed can add at least and at
-   most), which prunes a branch early.
-3. At each leaf the two-dimension sets are split exactly: a small integer system (one unknown
-   per pair of dimensions, one equation per dimension), solved by an exhaustive search with
-   interval pruning.
+`Lattice.find`, a guided search (not exhaustive: its None proves nothing):
 
-The search is bounded by a node budget, so it is deterministic and cheap when it fails; a failure
-proves nothing and the caller falls back to the MIP solver.
+1. A guide: real chunk counts per order that meet the target (`Lattice.guide`: a projection of
+   the uniform mix, the most central counts by LP, or those moved towards a seeded random vertex).
+2. Top down over the sets of three or more dimensions (largest first): a set's whole chunks are
+   split over the dimension that comes just before it; candidate splits near the guide (rounded,
+   then one or two chunks moved), ranked by how close they keep the expected final steps to the
+   target (error diffusion: a coarse rounding is corrected by the finer splits below it). Each
+   dimension's steps must stay within what the chunks not yet placed can still add, at least and
+   at most, or the branch is cut.
+3. At each leaf the two-dimension sets are split exactly: one unknown per pair of dimensions, one
+   equation per dimension, solved by an exhaustive search with interval pruning.
+
+`exhaustive` tries every split instead (values nearest a guide, or the middle, first): a schedule,
+or a proof that none meets the target. Both are bounded by node budgets, so they are deterministic
+and cheap when they give up; the caller then falls back to the MIP solver.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -192,7 +195,7 @@ class Lattice:
             if spent[0] > budget:
                 return True  # out of budget: stop the search (found stays None)
             if i == len(nodes):
-                out = self._leaves(flow, count, [t - c for t, c in zip(target, committed)], spent)
+                out = self._leaves(flow, count, [t - c for t, c in zip(target, committed)], spent, budget)
                 if out is not None:
                     found[0] = out
                     return True
@@ -239,10 +242,11 @@ class Lattice:
         self.spent = spent[0]
         return found[0]
 
-    def _leaves(self, flow: dict[Edge, int], count: list[int], need: list[int], spent: list[int]) -> "dict[Edge, int] | None":
+    def _leaves(self, flow: dict[Edge, int], count: list[int], need: list[int], spent: list[int],
+                budget: int) -> "dict[Edge, int] | None":  # fmt: skip
         """Split the chunks of every two-dimension set so that the live dimensions' remaining steps
         are exactly `need` (an exhaustive search with interval pruning); None if there is none.
-        Each node visited counts in `spent` (the caller's budget)."""
+        Each node visited counts in `spent`; past `budget` the search stops (None, proving nothing)."""
         L = len(need)
         need = list(need)
         pairs = []
@@ -265,6 +269,8 @@ class Lattice:
 
         def rec(i: int) -> bool:
             spent[0] += 1
+            if spent[0] > budget:
+                return False
             if i == P:
                 return not any(need)
             c, slope = pairs[i]
@@ -280,8 +286,7 @@ class Lattice:
                     hi_m = min(hi_m, (need[j] - nhi[j]) // sl)
             if lo_m > hi_m:
                 return False
-            mid = (lo_m + hi_m) // 2
-            for v in sorted(range(lo_m, hi_m + 1), key=lambda v: abs(v - mid)):
+            for v in _outward((lo_m + hi_m) // 2, lo_m, hi_m):
                 for j in range(L):
                     need[j] -= v * slope[j]
                 if rec(i + 1):
@@ -305,6 +310,16 @@ class Lattice:
                 out[(1 << b, a)] += c - v
                 out[(0, b)] += c - v
         return out
+
+
+def _outward(mid: int, lo: int, hi: int) -> "Iterator[int]":
+    """lo..hi, starting at `mid` and moving outwards (mid, mid+1, mid-1, mid+2, ...)."""
+    yield mid
+    for k in range(1, max(mid - lo, hi - mid) + 1):
+        if mid + k <= hi:
+            yield mid + k
+        if mid - k >= lo:
+            yield mid - k
 
 
 def _has_highs() -> bool:

@@ -94,12 +94,13 @@ def test_one_chunk_pipeline_bound_is_the_chunks_own_path():
 
 
 def test_time_limited_solve_is_still_a_valid_bound():
-    topo = "Ring(4,375,20)_FC(8,175,700)_Ring(4,150,700)_SW(8,100,1700)_SW(2,25,2000)"
-    b = lower_bounds(topo, size="1GB", chunks=1024, time_limit_s=0.01)
+    # no schedule meets this one's whole-step floor, and HiGHS needs over a minute to prove the ILP
+    topo = "Ring(8,50,500)_FC(16,25,500)_FC(2,200,700)_SW(4,400,20)_Ring(8,50,0)"
+    b = lower_bounds(topo, size="1GB", chunks=64, time_limit_s=0.01)
     assert b.status != "optimal" and any("dual bound" in n for n in b.notes)
     assert b.ideal_ns <= b.lp_ns <= b.ilp_ns <= b.pipeline_ns
     for sched in ("themis", "baseline"):
-        assert b.pipeline_ns <= evaluate(topo, size="1GB", chunks=1024, scheduler=sched).time_ns
+        assert b.pipeline_ns <= evaluate(topo, size="1GB", chunks=64, scheduler=sched).time_ns
 
 
 def test_all_to_all_says_order_does_not_matter():

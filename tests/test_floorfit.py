@@ -8,8 +8,18 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from dse import lower_bounds
-from dse.bounds import _edge_steps, _flow_edges, _floor_search, _Grid, _solve, chunk_types, ilp_bound
+from dse import evaluate, lower_bounds
+from dse.bounds import (
+    _edge_steps,
+    _flow_edges,
+    _floor_search,
+    _Grid,
+    _objective,
+    _solve,
+    chunk_types,
+    distinct_types,
+    ilp_bound,
+)
 from dse.floorfit import Lattice, OutOfBudget, exhaustive, targets
 from dse.spec import CollectiveSpec
 
@@ -144,3 +154,57 @@ def test_the_mix_found_at_the_floor_is_the_same_every_run():
                           chunks=64, pipeline=False).mix for _ in range(2)]  # fmt: skip
     assert mixes[0] == mixes[1] and sum(mixes[0].values()) == 64
     assert Counter(mixes[0]) == Counter(mixes[1])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    topo=topologies(4, 4),
+    coll=st.sampled_from(["all_reduce", "reduce_scatter", "all_gather"]),
+    model=st.sampled_from(["paper", "astra-sim"]),
+    mode=st.sampled_from(["overlapped", "serialized"]),
+    chunks=st.integers(1, 8),
+)
+def test_four_dimension_bounds_match_the_solver_and_no_schedule_beats_them(topo, coll, model, mode, chunks):
+    """From four dimensions up the searches answer instead of the MIP: the ILP and the pipeline
+    bound equal what HiGHS proves on the order model, and no scheduler beats them."""
+    if model == "astra-sim":
+        mode = "serialized"
+    b = lower_bounds(topo, collective=coll, size="64MiB", chunks=chunks, cost_model=model, latency_mode=mode,
+                     time_limit_s=60)  # fmt: skip
+    spec = CollectiveSpec.parse(topo, collective=coll, size="64MiB", chunks=chunks, cost_model=model, latency_mode=mode)
+    types = chunk_types(spec)
+    ilp = _solve(types, 1, relax=False, solver="highs", time_limit_s=60, flow=False)
+    pipe = _solve(distinct_types(types, pipeline=True), 1, relax=False, solver="highs", time_limit_s=60, pipeline=True)
+    assert b.status == ilp.status == pipe.status == "optimal"
+    assert b.ilp_ns == pytest.approx(ilp.bound, rel=1e-6)
+    assert b.pipeline_ns == pytest.approx(max(ilp.bound, pipe.bound), rel=1e-6)
+    for sched in ("baseline", "themis", "lp_guided"):
+        r = evaluate(topo, collective=coll, size="64MiB", chunks=chunks, scheduler=sched, queue="scf",
+                     cost_model=model, latency_mode=mode)  # fmt: skip
+        assert b.pipeline_ns <= r.time_ns * (1 + 1e-9), (sched, b, r.time_ns)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    topo=topologies(4, 4),
+    coll=st.sampled_from(["all_reduce", "reduce_scatter", "all_gather"]),
+    model=st.sampled_from(["paper", "astra-sim"]),
+    chunks=st.sampled_from([16, 32, 64]),
+)
+def test_bounds_the_searches_settle_are_never_above_a_schedule_the_solver_finds(topo, coll, model, chunks):
+    """With more chunks the searches usually settle both bounds. Whatever the MIP solver finds in a
+    short run on the order model is a real mix, so neither bound may exceed its objective; where the
+    solver proves its optimum, the bounds equal it."""
+    mode = "serialized" if model == "astra-sim" else "overlapped"
+    b = lower_bounds(topo, collective=coll, size="1GB", chunks=chunks, cost_model=model, latency_mode=mode,
+                     time_limit_s=2)  # fmt: skip
+    spec = CollectiveSpec.parse(topo, collective=coll, size="1GB", chunks=chunks, cost_model=model, latency_mode=mode)
+    types = chunk_types(spec)
+    for pipeline, bound in ((False, b.ilp_ns), (True, b.pipeline_ns)):
+        kinds = distinct_types(types, pipeline=pipeline)
+        ref = _solve(kinds, 1, relax=False, solver="highs", time_limit_s=2, pipeline=pipeline, flow=False)
+        counts = [round(c) for c in ref.counts]
+        if sum(counts) == chunks:  # the solver has a mix (its incumbent)
+            assert bound <= _objective(kinds, counts, 1, pipeline) * (1 + 1e-9)
+        if ref.status == "optimal":
+            assert bound == pytest.approx(max(b.ilp_ns, ref.bound), rel=1e-6)

@@ -7,12 +7,15 @@ Four bounds, each valid (no schedule beats it) and each at least the one before:
   load. Loads count exactly what the simulator counts as busy (the bandwidth term, plus the latency
   where the latency mode serialises it).
 - ``ilp``: the same with whole chunks per order (PuLP; HiGHS in process, CBC as fallback), solved as
-  an integer flow over dimension sets above a whole-step floor (both explained further down). On a
-  time limit it is the floor or the solver's proven dual bound, whichever is higher, never the
-  incumbent.
-- ``pipeline``: the ILP tightened by what every schedule must also pay (proof in `_pipeline`):
-  a dimension cannot work before the first chunk can reach it (fill) nor after the last chunk that
-  leaves it can finish (drain), and every order used must run end to end at least once.
+  an integer flow over dimension sets above a whole-step floor (both explained further down). From
+  four dimensions up, `_floor_search` first looks for a schedule that meets the floor (then it is
+  optimal and no MIP runs) or proves the floor unreachable (`dse.floorfit`). On a time limit it is
+  the proven floor or the solver's proven dual bound, whichever is higher, never the incumbent.
+- ``pipeline``: the ILP tightened by what every schedule must also pay (see `_solve`): a dimension
+  cannot work before the first chunk can reach it (fill) nor after the last chunk that leaves it
+  can finish (drain), and every order used must run end to end at least once. Its relaxation with
+  the least fill and drain of any type is bounded first (fluid LP, then `_floor_search` with the
+  fill), and the binary MIP runs only if that finds no schedule at the bound.
 
 gap = T_schedule / T_bound − 1, against ``bound_ns`` (the pipeline bound, the tightest).
 
@@ -216,7 +219,8 @@ def bounds_for(
     bw = [spec.cost_model.bytes_per_ns(d) for d in spec.topology.dims]
     lp, floor, res = ilp_bound(types, slots, bw, start=ideal, solver=solver_used, time_limit_s=time_limit_s,
                                node_limit=node_limit)  # fmt: skip
-    ilp = max(floor, res.bound)
+    # a schedule found at the floor has its objective within 1e-9 of the proven floor: report the floor
+    ilp = floor if res.searched else max(floor, res.bound)
     if res.searched:
         notes.append("a schedule meets the whole-step floor: the ILP is solved without branch and bound")
     elif floor > lp * (1 + 1e-9):
@@ -243,7 +247,7 @@ def bounds_for(
             lower = max(lower, proven)
         pres = found or _solve(distinct_types(types, pipeline=True), slots, relax=False, solver=solver_used,
                                time_limit_s=time_limit_s, pipeline=True, node_limit=node_limit, lower=lower)  # fmt: skip
-        tight = max(lower, pres.bound)
+        tight = lower if found is not None else max(lower, pres.bound)
         if pres.status != "optimal":
             notes.append(f"pipeline ILP stopped ({pres.status}): its bound is the solver's proven dual bound")
             status = pres.status if status == "optimal" else status
@@ -655,8 +659,11 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
         found = guided(aims, list(range(16)), 300)
         if found is not None:
             return found, False
-        for how in (["projection", "central"] if len(aims) <= 4 else []) + [None]:
-            found, proven = exhaust(aims, how, proof_budget)
+        # the central guide gets five times the budget: it is the one that finds schedules for
+        # the hardest cases seen (several dimensions of 16 at five dimensions)
+        stages = [("central", 5 * proof_budget), ("projection", proof_budget)] if len(aims) <= 4 else []
+        for how, budget in stages + [(None, proof_budget)]:
+            found, proven = exhaust(aims, how, budget)
             if found is not None or proven:
                 return found, proven
         return None, False

@@ -603,6 +603,14 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
     first, caps, slack = next(walk)
     if steps is None:
         return first, None
+    # the searches fix large steps first and let small ones below correct them: they want a chunk's
+    # steps on d to grow with the set after d. Where they shrink (all-gather: the first dimension
+    # of an order moves the least data) the orders are searched reversed: the set after d becomes
+    # the set before it, which the loads depend on just as well
+    full_set = (1 << nd) - 1
+    flip = sum(steps[(full_set ^ (1 << d), d)] - steps[(0, d)] for d in range(nd)) < 0
+    if flip:
+        steps = {(full_set ^ after ^ (1 << d), d): v for (after, d), v in steps.items()}
     index = {t.order: i for i, t in enumerate(types) if not t.ar_phase}
     lattice = Lattice(steps, nd, list(grid.live))
     live = list(grid.live)
@@ -610,7 +618,7 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
     def solution(flow: dict[tuple[int, int], int], at: float) -> "_Solution | None":
         counts = [0.0] * len(types)
         for order, amount in _paths(flow, nd):
-            counts[index[order]] += amount
+            counts[index[order[::-1] if flip else order]] += amount
         value = _objective(types, counts, slots, fill is not None)
         if sum(counts) != grid.n or value > max(at, at_least) * (1 + 1e-9):
             return None  # a pipeline whose fill, drain or paths exceed T (load-only: cannot happen)

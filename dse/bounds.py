@@ -404,6 +404,23 @@ def _run(prob: Any, variables: list, *, relax: bool, solver: str, time_limit_s: 
         )  # fmt: skip
     else:
         cmd = _cbc(mip=not relax, msg=False, timeLimit=time_limit_s, gapRel=gap)
+    values = _solve_with(prob, cmd, variables)
+    if solver == "highs" and not relax:
+        import highspy
+
+        if prob.solverModel.getModelStatus() == highspy.HighsModelStatus.kSolveError:
+            # HiGHS 1.15 can find the optimum, then reject it for a 1e-6 row violation (seen on a
+            # seven-chunk 3D order model): solve once more with a tighter feasibility tolerance
+            cmd = pulp.HiGHS(
+                mip=True, msg=False, timeLimit=time_limit_s, gapRel=gap, gapAbs=0.0,
+                mip_heuristic_run_feasibility_jump=False, mip_feasibility_tolerance=1e-9,
+                primal_feasibility_tolerance=1e-9, **extra,
+            )  # fmt: skip
+            values = _solve_with(prob, cmd, variables)
+    return values
+
+
+def _solve_with(prob: Any, cmd: Any, variables: list) -> list[float]:
     try:
         prob.solve(cmd)
         return [v.value() or 0.0 for v in variables]
@@ -515,8 +532,9 @@ def _fluid_highs(types: list[ChunkType], slots: int, extra: "list[float] | None"
     """The fluid LP's value straight through highspy (the PuLP model of `_solve` costs ~1 ms more
     to build than HiGHS takes to solve it); None if HiGHS does not call it optimal. `extra`: ns
     added to each dimension's load (fill and drain, for the pipeline bound)."""
-    import highspy
     import numpy as np
+
+    from .floorfit import highs_lp
 
     types = distinct_types(types, pipeline=False)
     nd, P = len(types[0].load), len(types)
@@ -529,23 +547,9 @@ def _fluid_highs(types: list[ChunkType], slots: int, extra: "list[float] | None"
         A[len(sizes):, i] = np.asarray(t.load) * scale / slots
     A[len(sizes):, P] = -1.0
     counts = [next(t.count for t in types if t.size == z) for z in sizes]
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = P + 1, A.shape[0]
-    lp.col_cost_ = np.r_[np.zeros(P), 1.0]
-    lp.col_lower_ = np.zeros(P + 1)
-    lp.col_upper_ = np.r_[[float(t.count) for t in types], highspy.kHighsInf]
-    lp.row_lower_ = np.r_[counts, np.full(nd, -highspy.kHighsInf)].astype(float)
-    lp.row_upper_ = np.r_[counts, -np.asarray(extra or [0.0] * nd) * scale].astype(float)
-    nz = (A != 0).T
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.r_[0, np.cumsum(nz.sum(axis=1))].astype(np.int32)
-    lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
-    lp.a_matrix_.value_ = A.T[nz]
-    h.passModel(lp)
-    h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+    h = highs_lp(A, np.r_[np.zeros(P), 1.0], np.zeros(P + 1), np.r_[[float(t.count) for t in types], np.inf],
+                 np.r_[counts, np.full(nd, -np.inf)], np.r_[counts, -np.asarray(extra or [0.0] * nd) * scale])  # fmt: skip
+    if h is None:
         return None
     return h.getInfo().objective_function_value / scale
 

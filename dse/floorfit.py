@@ -33,6 +33,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -340,11 +341,34 @@ def _projection(V: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x
 
 
+def highs_lp(A: np.ndarray, cost: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray, row_lower: np.ndarray,
+             row_upper: np.ndarray) -> "Any":  # fmt: skip
+    """Minimise cost·x subject to row_lower <= A x <= row_upper and the column bounds, in process
+    through highspy (a small dense LP: building it this way costs far less than a PuLP model).
+    Returns the solved `highspy.Highs`, or None unless HiGHS calls it optimal. np.inf is no bound."""
+    import highspy
+
+    inf = highspy.kHighsInf
+    nz = (A != 0).T
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    lp = highspy.HighsLp()
+    lp.num_row_, lp.num_col_ = A.shape
+    lp.col_cost_ = np.asarray(cost, dtype=float)
+    lp.col_lower_, lp.col_upper_ = (np.clip(np.asarray(v, dtype=float), -inf, inf) for v in (col_lower, col_upper))
+    lp.row_lower_, lp.row_upper_ = (np.clip(np.asarray(v, dtype=float), -inf, inf) for v in (row_lower, row_upper))
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.r_[0, np.cumsum(nz.sum(axis=1))].astype(np.int32)
+    lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
+    lp.a_matrix_.value_ = A.T[nz]
+    h.passModel(lp)
+    h.run()
+    return h if h.getModelStatus() == highspy.HighsModelStatus.kOptimal else None
+
+
 def _lp(V: np.ndarray, b: np.ndarray, c: "np.ndarray | None") -> "np.ndarray | None":
     """x >= 0 with V x = b (HiGHS, in process): maximising c·x, or with c None the least entry of
     x (as x = y + mu with y >= 0, maximising mu). None when there is no such x."""
-    import highspy
-
     m, P = V.shape
     if c is None:
         A = np.hstack([V, V.sum(axis=1, keepdims=True)])
@@ -352,22 +376,8 @@ def _lp(V: np.ndarray, b: np.ndarray, c: "np.ndarray | None") -> "np.ndarray | N
     else:
         A, cost = V, -np.asarray(c, dtype=float)
     cols = A.shape[1]
-    nz = (A != 0).T
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = cols, m
-    lp.col_cost_ = cost
-    lp.col_lower_ = np.zeros(cols)
-    lp.col_upper_ = np.full(cols, highspy.kHighsInf)
-    lp.row_lower_ = lp.row_upper_ = b
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.r_[0, np.cumsum(nz.sum(axis=1))].astype(np.int32)
-    lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
-    lp.a_matrix_.value_ = A.T[nz]
-    h.passModel(lp)
-    h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+    h = highs_lp(A, cost, np.zeros(cols), np.full(cols, np.inf), b, b)
+    if h is None:
         return None
     x = np.array(h.getSolution().col_value)
     return np.maximum(x[:P] + x[P], 0.0) if c is None else np.maximum(x, 0.0)

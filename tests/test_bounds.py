@@ -243,3 +243,13 @@ def test_paths_split_a_flow_into_whole_orders():
     flow = {(0, 2): 2, (4, 1): 2, (6, 0): 2, (0, 1): 1, (2, 0): 1, (3, 2): 1}
     assert sorted(_paths(flow, 3)) == [((0, 1, 2), 2), ((2, 0, 1), 1)]
 
+
+
+def test_a_solve_highs_rejects_for_a_tiny_violation_is_solved_again():
+    """HiGHS 1.15 finds this order model's optimum, then calls it a solve error for a 1e-6 row
+    violation; `_run` solves it once more with tighter tolerances (the flow model agrees)."""
+    _, types, _ = _spec_types("Ring(7,200,0)_Ring(2,200,0)_Ring(2,200,0)", "reduce_scatter", 7, "overlapped")
+    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=20, flow=False)
+    by_flow = _solve(types, 1, relax=False, solver="highs", time_limit_s=20)
+    assert by_orders.status == by_flow.status == "optimal"
+    assert by_orders.bound == pytest.approx(by_flow.bound, rel=1e-6)

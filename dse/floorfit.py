@@ -211,22 +211,24 @@ class Lattice:
             # what each chunk sent to child k adds at least / at most (its edge, then the child's range)
             lo_k = [[a + b for a, b in zip(lo[s ^ (1 << d)], own[(s ^ (1 << d), d)])] for d in ds]
             hi_k = [[a + b for a, b in zip(hi[s ^ (1 << d)], own[(s ^ (1 << d), d)])] for d in ds]
-            low0 = [low[j] - c * lo[s][j] for j in range(L)]
-            high0 = [high[j] - c * hi[s][j] for j in range(L)]
-            for split, dE in _candidates(share, c, vs, expect, target):
+            base, moves = _candidates(share, c, vs, expect, target)
+            # the least and most final steps with the rounded split; a move shifts them linearly
+            low_b = [low[j] - c * lo[s][j] + sum(m * v[j] for m, v in zip(base, lo_k)) for j in range(L)]
+            high_b = [high[j] - c * hi[s][j] + sum(m * v[j] for m, v in zip(base, hi_k)) for j in range(L)]
+            for a, b, m, dE in moves:
                 spent[0] += 1
-                ok = True
-                for j in range(L):
-                    a = low0[j] + sum(m * v[j] for m, v in zip(split, lo_k))
-                    if a > target[j]:
-                        ok = False
-                        break
-                    b = high0[j] + sum(m * v[j] for m, v in zip(split, hi_k))
-                    if b < target[j]:
-                        ok = False
-                        break
-                if not ok:
+                if a < 0:
+                    fits = all(low_b[j] <= target[j] <= high_b[j] for j in range(L))
+                else:
+                    la, lb, ha, hb = lo_k[a], lo_k[b], hi_k[a], hi_k[b]
+                    fits = all(low_b[j] + m * (la[j] - lb[j]) <= target[j] <= high_b[j] + m * (ha[j] - hb[j])
+                               for j in range(L))  # fmt: skip
+                if not fits:
                     continue
+                split = list(base)
+                if a >= 0:
+                    split[a] += m
+                    split[b] -= m
                 apply(s, split, 1)
                 for j in range(L):
                     expect[j] += dE[j]
@@ -384,10 +386,11 @@ def _lp(V: np.ndarray, b: np.ndarray, c: "np.ndarray | None") -> "np.ndarray | N
 
 
 def _candidates(share: list[float], c: int, vecs: list[list[float]], expect: list[float],
-                target: list[int]) -> list[tuple[list[int], list[float]]]:  # fmt: skip
-    """Whole splits of `c` chunks near the real `share`, best first, each with the change it makes
-    to the expected steps: largest-remainder rounding and every move of one or two chunks between
-    two children, ranked by the squared distance of the expected steps from the targets."""
+                target: list[int]) -> "tuple[list[int], list[tuple[int, int, int, list[float]]]]":  # fmt: skip
+    """Whole splits of `c` chunks near the real `share`: the largest-remainder rounding, and every
+    move of one or two chunks from one child to another, best first by the squared distance of the
+    expected steps from the targets. Returns (rounding, [(to, from, chunks, change of the expected
+    steps)]); the rounding itself is the move (-1, -1, 0, ...)."""
     k, L = len(share), len(expect)
     base = [math.floor(v) for v in share]
     for i in sorted(range(k), key=lambda i: base[i] - share[i])[: c - sum(base)]:
@@ -400,18 +403,15 @@ def _candidates(share: list[float], c: int, vecs: list[list[float]], expect: lis
             for j in range(L):
                 d0[j] += delta * v[j]
     e0 = [expect[j] + d0[j] - target[j] for j in range(L)]
-    out = [(sum(x * x for x in e0), base, d0)]
+    out = [(sum(x * x for x in e0), -1, -1, 0, d0)]
     for i, j in itertools.permutations(range(k), 2):
         diff = [a - b for a, b in zip(vecs[i], vecs[j])]
         for m in (1, 2):
             if base[j] >= m:
-                split = list(base)
-                split[i] += m
-                split[j] -= m
-                dE = [a + m * b for a, b in zip(d0, diff)]
-                out.append((sum((x + m * y) ** 2 for x, y in zip(e0, diff)), split, dE))
+                err = sum((x + m * y) ** 2 for x, y in zip(e0, diff))
+                out.append((err, i, j, m, [a + m * b for a, b in zip(d0, diff)]))
     out.sort(key=lambda z: z[0])
-    return [(split, dE) for _, split, dE in out]
+    return base, [(i, j, m, dE) for _, i, j, m, dE in out]
 
 
 class OutOfBudget(Exception):

@@ -685,8 +685,8 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
         if caps is None:
             return at, None  # the walk gave up: `at` is still proven
         aims = targets(list(grid.wt), caps, slack, limit=max_targets + 1)
-        if len(aims) > max_targets:
-            return at, None
+        if aims is None or len(aims) > max_targets:
+            return at, None  # too many step vectors to search each one
         found, proven = search(aims)
         if found is not None:
             return at, found

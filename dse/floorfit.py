@@ -41,12 +41,17 @@ import numpy as np
 Edge = tuple[int, int]  # (bit mask of the dimensions after d, d)
 
 
-def targets(wt: list[int], caps: list[int], slack: int, *, limit: int) -> list[list[int]]:
-    """Step vectors m <= caps with Σ wt·(caps - m) = slack (at most `limit`, fewest moved first)."""
+def targets(wt: list[int], caps: list[int], slack: int, *, limit: int,
+            max_visits: int = 100_000) -> "list[list[int]] | None":  # fmt: skip
+    """Step vectors m <= caps with Σ wt·(caps - m) = slack: all of them, or the first `limit` (in
+    lexicographic order of caps - m). None when the enumeration gives up after `max_visits` partial
+    vectors: the list would then be neither complete nor `limit` long."""
     out: list[list[int]] = []
+    visits = [0]
 
     def rec(j: int, rem: int, acc: list[int]) -> None:
-        if len(out) >= limit:
+        visits[0] += 1
+        if len(out) >= limit or visits[0] > max_visits:
             return
         if j == len(wt) - 1:
             if rem % wt[j] == 0 and rem // wt[j] <= caps[j]:
@@ -56,7 +61,7 @@ def targets(wt: list[int], caps: list[int], slack: int, *, limit: int) -> list[l
             rec(j + 1, rem - s * wt[j], acc + [s])
 
     rec(0, slack, [])
-    return out
+    return None if visits[0] > max_visits and len(out) < limit else out
 
 
 class Lattice:
@@ -108,6 +113,7 @@ class Lattice:
                 slope[li[b]] += steps[(1 << a, b)] - steps[(0, b)]
             self.pairs.append(((1 << a) | (1 << b), a, b, base, slope))
         self._central: dict = {}  # (target, n) -> central counts, shared by the guides built on them
+        self.spent = 0  # nodes the last `find` visited (for tuning and benchmarks)
 
     def guide(self, n: int, target: list[int], how: "str | int") -> "dict[Edge, float] | None":
         """Real flows of `n` chunks meeting `target`, or None when no real counts do. `how`:

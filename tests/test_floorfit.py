@@ -92,7 +92,7 @@ def test_guided_search_is_exact_when_it_finds(topo, chunks):
     lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=10).bound
     t, caps, slack = next(grid.walk(lp))
     lattice = Lattice(steps, topo.ndims, list(grid.live))
-    for target in targets(list(grid.wt), caps, slack, limit=2):
+    for target in targets(list(grid.wt), caps, slack, limit=2) or []:
         for how in ("projection", "central", 0, 1):
             flow = lattice.find(chunks, target, how, budget=300)
             if flow is not None:
@@ -107,6 +107,9 @@ def test_targets_are_every_step_vector_with_the_slack():
     want = [[c - s for c, s in zip(caps, ss)] for ss in itertools.product(range(5), range(3), range(4))
             if sum(w * x for w, x in zip(wt, ss)) == 4 and all(x <= c for x, c in zip(ss, caps))]  # fmt: skip
     assert sorted(got) == sorted(want) and len(got) == len(set(map(tuple, got)))
+    assert targets(wt, caps, 4, limit=2) == sorted(want, reverse=True)[:2]  # the first ones, in order
+    # an enumeration that gives up says so rather than return a list that looks complete
+    assert targets([7, 9], [10**6, 10**6], 10**6 + 1, limit=5, max_visits=3) is None
 
 
 def test_exhaustive_search_stops_at_its_budget():

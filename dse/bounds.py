@@ -245,9 +245,12 @@ def bounds_for(
         if grid is not None and edges is not None and nd >= 4 and fluid is not None:
             proven, found = _floor_search(types, edges, grid, slots, fluid, fill=fill, at_least=lower)
             lower = max(lower, proven)
-        pres = found or _solve(distinct_types(types, pipeline=True), slots, relax=False, solver=solver_used,
-                               time_limit_s=time_limit_s, pipeline=True, node_limit=node_limit, lower=lower)  # fmt: skip
-        tight = lower if found is not None else max(lower, pres.bound)
+        if found is not None:
+            pres, tight = found, lower
+        else:
+            pres = _solve(distinct_types(types, pipeline=True), slots, relax=False, solver=solver_used,
+                          time_limit_s=time_limit_s, pipeline=True, node_limit=node_limit, lower=lower)  # fmt: skip
+            tight = max(lower, pres.bound)
         if pres.status != "optimal":
             notes.append(f"pipeline ILP stopped ({pres.status}): its bound is the solver's proven dual bound")
             status = pres.status if status == "optimal" else status
@@ -547,8 +550,9 @@ def _fluid_highs(types: list[ChunkType], slots: int, extra: "list[float] | None"
         A[len(sizes):, i] = np.asarray(t.load) * scale / slots
     A[len(sizes):, P] = -1.0
     counts = [next(t.count for t in types if t.size == z) for z in sizes]
+    fill = -np.asarray(extra or [0.0] * nd) * scale
     h = highs_lp(A, np.r_[np.zeros(P), 1.0], np.zeros(P + 1), np.r_[[float(t.count) for t in types], np.inf],
-                 np.r_[counts, np.full(nd, -np.inf)], np.r_[counts, -np.asarray(extra or [0.0] * nd) * scale])  # fmt: skip
+                 np.r_[counts, np.full(nd, -np.inf)], np.r_[counts, fill])  # fmt: skip
     if h is None:
         return None
     return h.getInfo().objective_function_value / scale
@@ -575,17 +579,17 @@ def _edge_steps(edges: dict[float, dict[tuple[int, int], float]], grid: "_Grid",
 
 def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int], float]], grid: "_Grid",
                   slots: int, start: float, *, fill: "list[float] | None" = None, at_least: float = 0.0,
-                  max_levels: int = 1, max_targets: int = 64,
+                  max_targets: int = 64,
                   proof_budget: int = 20_000) -> "tuple[float, _Solution | None]":  # fmt: skip
     """The load-only ILP without a MIP solver, when it can be had cheaply (`dse.floorfit`).
 
-    Walks the whole-step floor upward from `start`. At each candidate T: a quick guided search for
-    a schedule whose steps meet T exactly; if it finds none, an exhaustive search over every step
-    vector T allows, which either finds one or proves that T (and every time below the next
-    candidate) is impossible. Returns (T, solution): T is a proven lower bound; the solution,
-    when there is one, is an optimal schedule with its busiest dimension at T. The solution is None
-    when a search gave up (too many step vectors, a node budget spent, `max_levels` reached); the
-    caller's MIP then starts from T.
+    At the first candidate T of the whole-step walk from `start` (the floor): quick guided searches
+    for a schedule whose steps meet T exactly; if they find none, exhaustive searches over every
+    step vector T allows, which either find one or prove that T (and every time below the next
+    candidate) is impossible. Returns (T, solution): T is a proven lower bound (the floor, or the
+    next candidate after a proof); the solution, when there is one, is an optimal schedule at T.
+    It is None when a search gave up (too many step vectors, a node budget spent) or after a proof;
+    the caller's MIP then starts from T.
 
     `fill` (ns per dimension): the pipeline bound's version. Each dimension's load plus its fill
     (the least head plus the least tail of any type) must fit under T, which makes T a lower bound
@@ -597,7 +601,7 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
     objective (for the pipeline, the ILP and the shortest path); a schedule whose objective is at
     or below max(T, at_least) is optimal.
     """
-    from .floorfit import Lattice, OutOfBudget, exhaustive, targets
+    from .floorfit import Lattice, OutOfBudget, targets
 
     nd = len(types[0].order)
     steps = _edge_steps(edges, grid, slots)
@@ -619,12 +623,12 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
     lattice = Lattice(steps, nd, list(grid.live))
     live = list(grid.live)
 
-    def solution(flow: dict[tuple[int, int], int], at: float) -> "_Solution | None":
+    def solution(flow: dict[tuple[int, int], int]) -> "_Solution | None":
         counts = [0.0] * len(types)
         for order, amount in _paths(flow, nd):
             counts[index[order[::-1] if flip else order]] += amount
         value = _objective(types, counts, slots, fill is not None)
-        if sum(counts) != grid.n or value > max(at, at_least) * (1 + 1e-9):
+        if sum(counts) != grid.n or value > max(first, at_least) * (1 + 1e-9):
             return None  # a pipeline whose fill, drain or paths exceed T (load-only: cannot happen)
         mix: dict[str, int] = {}
         for t, c in zip(types, counts):
@@ -643,9 +647,9 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
                 full = [0] * nd
                 for j, d in enumerate(live):
                     full[d] = target[j]
-                flow = exhaustive(steps, nd, grid.n, full, budget=left, guide=guide)
+                flow = lattice.exhaustive(grid.n, full, budget=left, guide=guide)
                 if flow is not None:
-                    return solution(flow, at), False  # (None, False) when its pipeline exceeds T
+                    return solution(flow), False  # (None, False) when its pipeline exceeds T
         except OutOfBudget:
             return None, False
         return None, True
@@ -653,7 +657,7 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
     def guided(aims: list[list[int]], hows: list, budget: int) -> "_Solution | None":
         for target, how in itertools.product(aims[:2], hows):
             flow = lattice.find(grid.n, target, how, budget=budget)
-            found = None if flow is None else solution(flow, at)
+            found = None if flow is None else solution(flow)
             if found is not None:
                 return found
         return None
@@ -680,20 +684,17 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
                 return found, proven
         return None, False
 
-    at = first
-    for _ in range(max_levels):
-        if caps is None:
-            return at, None  # the walk gave up: `at` is still proven
-        aims = targets(list(grid.wt), caps, slack, limit=max_targets + 1)
-        if aims is None or len(aims) > max_targets:
-            return at, None  # too many step vectors to search each one
-        found, proven = search(aims)
-        if found is not None:
-            return at, found
-        if not proven:
-            return at, None
-        at, caps, slack = next(walk)  # every time below the next candidate is now impossible
-    return at, None
+    if caps is None:
+        return first, None  # the walk gave up: `first` is still proven
+    aims = targets(list(grid.wt), caps, slack, limit=max_targets + 1)
+    if aims is None or len(aims) > max_targets:
+        return first, None  # too many step vectors to search each one
+    found, proven = search(aims)
+    if found is not None or not proven:
+        return first, found
+    # no schedule meets the floor: every time below the walk's next candidate is impossible (higher
+    # candidates are not searched: the optimum is usually many steps up, where HiGHS is faster)
+    return next(walk)[0], None
 
 
 def _read_solution(prob, types, counts, slots, relax, pipeline, solver, scale, mix) -> _Solution:  # type: ignore[no-untyped-def]

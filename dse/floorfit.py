@@ -23,7 +23,7 @@ chunk's order is a path from the empty set (no dimension after it) up to the ful
 3. At each leaf the two-dimension sets are split exactly: one unknown per pair of dimensions, one
    equation per dimension, solved by an exhaustive search with interval pruning.
 
-`exhaustive` tries every split instead (values nearest a guide, or the middle, first): a schedule,
+`Lattice.exhaustive` tries every split instead (values nearest a guide, or the middle, first): a schedule,
 or a proof that none meets the target. Both are bounded by node budgets, so they are deterministic
 and cheap when they give up; the caller then falls back to the MIP solver.
 """
@@ -64,6 +64,10 @@ def targets(wt: list[int], caps: list[int], slack: int, *, limit: int,
     return None if visits[0] > max_visits and len(out) < limit else out
 
 
+class OutOfBudget(Exception):
+    """An exhaustive search ran out of its node budget: it proved nothing."""
+
+
 class Lattice:
     """The flow over dimension sets of one topology in whole grid steps, with what every search
     on it shares: the orders as paths, per-set step ranges, the order sets are split in, and the
@@ -84,17 +88,20 @@ class Lattice:
             self.paths.append(es)
         self.V = np.array([[sum(steps[e] for e in es if e[1] == d) for d in live] + [1] for es in self.paths],
                           dtype=float).T  # fmt: skip
-        # least and most steps one chunk at set s still adds to each live dimension
-        self.lo = [[0] * L for _ in range(full + 1)]
-        self.hi = [[0] * L for _ in range(full + 1)]
+        # least and most steps one chunk at set s still adds to each dimension in s (0 elsewhere), by
+        # dimension (`exhaustive`) and by live dimension (`find`)
+        self.lo_all = [[0] * nd for _ in range(full + 1)]
+        self.hi_all = [[0] * nd for _ in range(full + 1)]
         for s in range(1, full + 1):
             for d in members[s]:
-                if d in li:
-                    rest = s & ~(1 << d)
-                    vals = [steps[(a, d)] for a in range(full + 1) if a & rest == a]
-                    self.lo[s][li[d]], self.hi[s][li[d]] = min(vals), max(vals)
+                rest = s & ~(1 << d)
+                vals = [steps[(a, d)] for a in range(full + 1) if a & rest == a]
+                self.lo_all[s][d], self.hi_all[s][d] = min(vals), max(vals)
+        self.lo = [[row[d] for d in live] for row in self.lo_all]
+        self.hi = [[row[d] for d in live] for row in self.hi_all]
         self.by_size = sorted(range(1, full + 1), key=lambda s: len(members[s]))
-        self.nodes = [s for s in sorted(range(1, full + 1), key=lambda s: (-len(members[s]), -s)) if len(members[s]) >= 3]
+        self.top_down = sorted(range(1, full + 1), key=lambda s: (-len(members[s]), -s))
+        self.nodes = [s for s in self.top_down if len(members[s]) >= 3]
         # an edge's own steps as a vector over live dimensions
         self.own = {e: [0] * L for e in steps}
         for (a, d), v in steps.items():
@@ -123,9 +130,9 @@ class Lattice:
         objective (seeded with k) picks, a different guess each k and the same on every run."""
         b = np.array(list(target) + [n], dtype=float)
         key = (tuple(target), n)
-        if how == "projection" or not _has_highs():
-            x = _projection(self.V, b)
-        else:
+        try:
+            if how == "projection":
+                raise ImportError  # (the same path as without HiGHS)
             if key not in self._central:
                 self._central[key] = _lp(self.V, b, None)
             x = self._central[key]
@@ -133,6 +140,8 @@ class Lattice:
                 c = np.random.default_rng(int(how)).random(self.V.shape[1])
                 v = _lp(self.V, b, c)
                 x = None if v is None else 0.8 * x + 0.2 * v
+        except ImportError:  # projection, or no HiGHS for the LPs
+            x = _projection(self.V, b)
         if x is None:
             return None
         real = dict.fromkeys(self.steps, 0.0)
@@ -251,6 +260,125 @@ class Lattice:
         self.spent = spent[0]
         return found[0]
 
+    def exhaustive(self, n: int, target: list[int], *, budget: list[int],
+                   guide: "dict[Edge, float] | None" = None) -> "dict[Edge, int] | None":  # fmt: skip
+        """An integer flow of `n` chunks whose steps equal `target` on every dimension (give 0 where a
+        dimension has no steps), or None when there is none: this search is exhaustive, so None is a
+        proof. `budget` is a one-item list of nodes left, spent in place (a budget several searches
+        share); raises `OutOfBudget` when it runs out. `guide`: real flows (`Lattice.guide`) whose
+        shares are tried first; without it, the middle of each range is.
+
+        Top down over the sets, as `Lattice.find`, but every split is tried: the chunks at a set are
+        given its dimensions one by one, each the whole range of counts that keeps every dimension's
+        steps within what the chunks not yet placed can still add at least and at most.
+        """
+        steps, nd, full, members = self.steps, self.nd, self.full, self.members
+        lo, hi, order = self.lo_all, self.hi_all, self.top_down
+        share = {}  # the guide's share of a set's chunks per edge into it
+        if guide is not None:
+            through = [0.0] * (full + 1)
+            for (a, d), v in guide.items():
+                through[a | 1 << d] += v
+            share = {(a, d): v / through[a | 1 << d] for (a, d), v in guide.items() if through[a | 1 << d] > 1e-12}
+        cnt = [0] * (full + 1)
+        cnt[full] = n
+        f_lo = [n * lo[full][d] for d in range(nd)]
+        f_hi = [n * hi[full][d] for d in range(nd)]
+        t = list(target)
+        flow: dict[Edge, int] = {}
+        cnt_s = [0]  # chunks at the set being split
+
+        def tick() -> None:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise OutOfBudget
+
+        def node(pos: int) -> bool:
+            tick()
+            while pos < len(order) and cnt[order[pos]] == 0:
+                pos += 1
+            if pos == len(order):
+                return not any(t)
+            s = order[pos]
+            c = cnt[s]
+            ds = members[s]
+            cnt[s] = 0
+            for d in ds:
+                f_lo[d] -= c * lo[s][d]
+                f_hi[d] -= c * hi[s][d]
+            saved = cnt_s[0]
+            cnt_s[0] = c
+            ok = split(s, ds, 0, c, pos)
+            cnt_s[0] = saved
+            for d in ds:
+                f_lo[d] += c * lo[s][d]
+                f_hi[d] += c * hi[s][d]
+            cnt[s] = c
+            return ok
+
+        def bounds_left(ds: list[int], i: int, s: int, d: int) -> tuple[int, int]:
+            others = [s & ~(1 << g) for g in ds[i + 1 :]]
+            return min(lo[o][d] for o in others), max(hi[o][d] for o in others)
+
+        def split(s: int, ds: list[int], i: int, left: int, pos: int) -> bool:
+            """Give x of the `left` chunks at s the dimension ds[i] next, then the rest."""
+            tick()
+            if i == len(ds):
+                return all(f_lo[d] <= t[d] <= f_hi[d] for d in range(nd)) and node(pos + 1)
+            d = ds[i]
+            child = s & ~(1 << d)
+            coef = steps[(child, d)]
+            if i + 1 < len(ds):  # the chunks not given d go to later siblings: bound what they add to d
+                c_lo, c_hi = bounds_left(ds, i, s, d)
+                lo_x, hi_x = 0, left
+                # f_lo + left·c_lo + x·(coef - c_lo) <= t_d <= f_hi + left·c_hi + x·(coef - c_hi)
+                for gap, slope, upper in ((t[d] - f_lo[d] - left * c_lo, coef - c_lo, True),
+                                          (t[d] - f_hi[d] - left * c_hi, coef - c_hi, False)):  # fmt: skip
+                    if slope == 0:
+                        if (gap < 0) if upper else (gap > 0):
+                            return False
+                    elif (slope > 0) == upper:
+                        hi_x = min(hi_x, gap // slope)
+                    else:
+                        lo_x = max(lo_x, -(-gap // slope))
+                if lo_x > hi_x:
+                    return False
+                # the guide's share of the set's chunks, of which `left` are still to place
+                mid = cnt_s[0] * share[(child, d)] if (child, d) in share else (lo_x + hi_x) / 2
+                xs = sorted(range(lo_x, hi_x + 1), key=lambda x: abs(x - mid))
+            else:
+                xs = [left]
+            for x in xs:
+                if x:
+                    t[d] -= x * coef
+                    cnt[child] += x
+                    for e in members[child]:
+                        f_lo[e] += x * lo[child][e]
+                        f_hi[e] += x * hi[child][e]
+                if i + 1 < len(ds):
+                    c_lo, c_hi = bounds_left(ds, i, s, d)
+                    fits = f_lo[d] + (left - x) * c_lo <= t[d] <= f_hi[d] + (left - x) * c_hi
+                else:
+                    fits = f_lo[d] <= t[d] <= f_hi[d]
+                ok = fits and split(s, ds, i + 1, left - x, pos)
+                if ok and x:
+                    flow[(child, d)] = flow.get((child, d), 0) + x
+                if x:
+                    t[d] += x * coef
+                    cnt[child] -= x
+                    for e in members[child]:
+                        f_lo[e] -= x * lo[child][e]
+                        f_hi[e] -= x * hi[child][e]
+                if ok:
+                    return True
+            return False
+
+        if not node(0):
+            return None
+        out = dict.fromkeys(steps, 0)
+        out.update(flow)
+        return out
+
     def _leaves(self, flow: dict[Edge, int], count: list[int], need: list[int], spent: list[int],
                 budget: int) -> "dict[Edge, int] | None":  # fmt: skip
         """Split the chunks of every two-dimension set so that the live dimensions' remaining steps
@@ -329,14 +457,6 @@ def _outward(mid: int, lo: int, hi: int) -> "Iterator[int]":
             yield mid + k
         if mid - k >= lo:
             yield mid - k
-
-
-def _has_highs() -> bool:
-    try:
-        import highspy  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _projection(V: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -418,135 +538,3 @@ def _candidates(share: list[float], c: int, vecs: list[list[float]], expect: lis
                 out.append((err, i, j, m, [a + m * b for a, b in zip(d0, diff)]))
     out.sort(key=lambda z: z[0])
     return base, [(i, j, m, dE) for _, i, j, m, dE in out]
-
-
-class OutOfBudget(Exception):
-    """An exhaustive search ran out of its node budget: it proved nothing."""
-
-
-def exhaustive(steps: dict[Edge, int], nd: int, n: int, target: list[int], *, budget: list[int],
-               guide: "dict[Edge, float] | None" = None) -> "dict[Edge, int] | None":  # fmt: skip
-    """An integer flow of `n` chunks whose steps equal `target` on every dimension (give 0 where a
-    dimension has no steps), or None when there is none: this search is exhaustive, so None is a
-    proof. `budget` is a one-item list of nodes left, spent in place (a budget several searches
-    share); raises `OutOfBudget` when it runs out. `guide`: real flows (`Lattice.guide`) whose
-    shares are tried first; without it, the middle of each range is.
-
-    Top down over the sets, as `Lattice.find`, but every split is tried: the chunks at a set are
-    given its dimensions one by one, each the whole range of counts that keeps every dimension's
-    steps within what the chunks not yet placed can still add at least and at most.
-    """
-    full = (1 << nd) - 1
-    members = [[d for d in range(nd) if s >> d & 1] for s in range(full + 1)]
-    lo = [[0] * nd for _ in range(full + 1)]  # least steps one chunk at s still adds to d in s
-    hi = [[0] * nd for _ in range(full + 1)]
-    for s in range(1, full + 1):
-        for d in members[s]:
-            rest = s & ~(1 << d)
-            vals = [steps[(a, d)] for a in range(full + 1) if a & rest == a]
-            lo[s][d], hi[s][d] = min(vals), max(vals)
-    order = sorted(range(1, full + 1), key=lambda s: (-len(members[s]), -s))
-    share = {}  # the guide's share of a set's chunks per edge into it
-    if guide is not None:
-        through = [0.0] * (full + 1)
-        for (a, d), v in guide.items():
-            through[a | 1 << d] += v
-        share = {(a, d): v / through[a | 1 << d] for (a, d), v in guide.items() if through[a | 1 << d] > 1e-12}
-    cnt = [0] * (full + 1)
-    cnt[full] = n
-    f_lo = [n * lo[full][d] for d in range(nd)]
-    f_hi = [n * hi[full][d] for d in range(nd)]
-    t = list(target)
-    flow: dict[Edge, int] = {}
-    cnt_s = [0]  # chunks at the set being split
-
-    def tick() -> None:
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise OutOfBudget
-
-    def node(pos: int) -> bool:
-        tick()
-        while pos < len(order) and cnt[order[pos]] == 0:
-            pos += 1
-        if pos == len(order):
-            return not any(t)
-        s = order[pos]
-        c = cnt[s]
-        ds = members[s]
-        cnt[s] = 0
-        for d in ds:
-            f_lo[d] -= c * lo[s][d]
-            f_hi[d] -= c * hi[s][d]
-        saved = cnt_s[0]
-        cnt_s[0] = c
-        ok = split(s, ds, 0, c, pos)
-        cnt_s[0] = saved
-        for d in ds:
-            f_lo[d] += c * lo[s][d]
-            f_hi[d] += c * hi[s][d]
-        cnt[s] = c
-        return ok
-
-    def bounds_left(ds: list[int], i: int, s: int, d: int) -> tuple[int, int]:
-        others = [s & ~(1 << g) for g in ds[i + 1 :]]
-        return min(lo[o][d] for o in others), max(hi[o][d] for o in others)
-
-    def split(s: int, ds: list[int], i: int, left: int, pos: int) -> bool:
-        """Give x of the `left` chunks at s the dimension ds[i] next, then the rest."""
-        tick()
-        if i == len(ds):
-            return all(f_lo[d] <= t[d] <= f_hi[d] for d in range(nd)) and node(pos + 1)
-        d = ds[i]
-        child = s & ~(1 << d)
-        coef = steps[(child, d)]
-        if i + 1 < len(ds):  # the chunks not given d go to later siblings: bound what they add to d
-            c_lo, c_hi = bounds_left(ds, i, s, d)
-            lo_x, hi_x = 0, left
-            # f_lo + left·c_lo + x·(coef - c_lo) <= t_d <= f_hi + left·c_hi + x·(coef - c_hi)
-            for gap, slope, upper in ((t[d] - f_lo[d] - left * c_lo, coef - c_lo, True),
-                                      (t[d] - f_hi[d] - left * c_hi, coef - c_hi, False)):  # fmt: skip
-                if slope == 0:
-                    if (gap < 0) if upper else (gap > 0):
-                        return False
-                elif (slope > 0) == upper:
-                    hi_x = min(hi_x, gap // slope)
-                else:
-                    lo_x = max(lo_x, -(-gap // slope))
-            if lo_x > hi_x:
-                return False
-            # the guide's share of the set's chunks, of which `left` are still to place
-            mid = cnt_s[0] * share[(child, d)] if (child, d) in share else (lo_x + hi_x) / 2
-            xs = sorted(range(lo_x, hi_x + 1), key=lambda x: abs(x - mid))
-        else:
-            xs = [left]
-        for x in xs:
-            if x:
-                t[d] -= x * coef
-                cnt[child] += x
-                for e in members[child]:
-                    f_lo[e] += x * lo[child][e]
-                    f_hi[e] += x * hi[child][e]
-            if i + 1 < len(ds):
-                c_lo, c_hi = bounds_left(ds, i, s, d)
-                fits = f_lo[d] + (left - x) * c_lo <= t[d] <= f_hi[d] + (left - x) * c_hi
-            else:
-                fits = f_lo[d] <= t[d] <= f_hi[d]
-            ok = fits and split(s, ds, i + 1, left - x, pos)
-            if ok and x:
-                flow[(child, d)] = flow.get((child, d), 0) + x
-            if x:
-                t[d] += x * coef
-                cnt[child] -= x
-                for e in members[child]:
-                    f_lo[e] -= x * lo[child][e]
-                    f_hi[e] -= x * hi[child][e]
-            if ok:
-                return True
-        return False
-
-    if not node(0):
-        return None
-    out = dict.fromkeys(steps, 0)
-    out.update(flow)
-    return out

@@ -20,7 +20,7 @@ from dse.bounds import (
     distinct_types,
     ilp_bound,
 )
-from dse.floorfit import Lattice, OutOfBudget, exhaustive, targets
+from dse.floorfit import Lattice, OutOfBudget, targets
 from dse.spec import CollectiveSpec
 
 from dse.topology import Dim, Topology
@@ -76,7 +76,7 @@ def test_exhaustive_search_agrees_with_enumerating_every_mix(data, topo, chunks)
     some = sorted(made)[data.draw(st.integers(0, len(made) - 1))]
     shift = data.draw(st.lists(st.integers(-2, 2), min_size=nd, max_size=nd))
     for target in (list(some), [max(0, a + b) for a, b in zip(some, shift)]):
-        flow = exhaustive(steps, nd, chunks, target, budget=[10**6])
+        flow = lattice.exhaustive(chunks, target, budget=[10**6])
         assert (flow is not None) == (tuple(target) in made)
         if flow is not None:
             assert _steps_of(flow, steps, nd) == (target, chunks)
@@ -120,9 +120,10 @@ def test_exhaustive_search_stops_at_its_budget():
     full = [0] * 4
     for j, d in enumerate(grid.live):
         full[d] = target[j]
+    lattice = Lattice(steps, 4, list(grid.live))
     with pytest.raises(OutOfBudget):
-        exhaustive(steps, 4, 64, full, budget=[3])
-    assert exhaustive(steps, 4, 64, full, budget=[10**6]) is not None
+        lattice.exhaustive(64, full, budget=[3])
+    assert lattice.exhaustive(64, full, budget=[10**6]) is not None
 
 
 def test_a_paper_topology_is_solved_at_the_floor_without_branch_and_bound():

@@ -197,8 +197,8 @@ def test_four_dimension_bounds_match_the_solver_and_no_schedule_beats_them(topo,
 )
 def test_bounds_the_searches_settle_are_never_above_a_schedule_the_solver_finds(topo, coll, model, chunks):
     """With more chunks the searches usually settle both bounds. Whatever the MIP solver finds in a
-    short run on the order model is a real mix, so neither bound may exceed its objective; where the
-    solver proves its optimum, the bounds equal it."""
+    short run on the order model is a real mix, so neither bound may exceed its objective; where both
+    solves are proven optimal, the bounds equal the solver's."""
     mode = "serialized" if model == "astra-sim" else "overlapped"
     b = lower_bounds(topo, collective=coll, size="1GB", chunks=chunks, cost_model=model, latency_mode=mode,
                      time_limit_s=2)  # fmt: skip
@@ -210,5 +210,5 @@ def test_bounds_the_searches_settle_are_never_above_a_schedule_the_solver_finds(
         counts = [round(c) for c in ref.counts]
         if sum(counts) == chunks:  # the solver has a mix (its incumbent)
             assert bound <= _objective(kinds, counts, 1, pipeline) * (1 + 1e-9)
-        if ref.status == "optimal":
+        if ref.status == "optimal" and b.status == "optimal":  # (both solvers may stop at the 2 s limit)
             assert bound == pytest.approx(max(b.ilp_ns, ref.bound), rel=1e-6)

@@ -29,6 +29,48 @@ typedef struct {
 
 typedef struct { double key; long long seq; int c; } Wt;
 
+/* A dimension's waiting phases: a growable deque (live items at buf[head .. head+len)), so that
+ * serving the front is O(1) and an insertion shifts the shorter side. */
+typedef struct { Wt *buf; int head, len, cap; } Queue;
+
+static inline Wt *q_at(Queue *q, int j) { return &q->buf[q->head + j]; }
+
+/* Room for one more item at the back: re-centre the items, or double the buffer. */
+static int q_room_back(Queue *q) {
+    if (q->head + q->len < q->cap) return 0;
+    if (q->len >= q->cap / 2) {
+        int nc = q->cap ? 2 * q->cap : 16;
+        Wt *nb = realloc(q->buf, (size_t)nc * sizeof(Wt));
+        if (!nb) return -1;
+        q->buf = nb; q->cap = nc;
+    }
+    int nh = (q->cap - q->len) / 4;
+    memmove(&q->buf[nh], &q->buf[q->head], (size_t)q->len * sizeof(Wt));
+    q->head = nh;
+    return 0;
+}
+
+/* Insert `w` before the item at position j (0 <= j <= len). */
+static int q_insert(Queue *q, int j, Wt w) {
+    if (j < q->len - j && q->head > 0) {  /* shift the front part one place left */
+        memmove(&q->buf[q->head - 1], &q->buf[q->head], (size_t)j * sizeof(Wt));
+        q->head -= 1;
+    } else {
+        if (q_room_back(q)) return -1;
+        memmove(q_at(q, j + 1), q_at(q, j), (size_t)(q->len - j) * sizeof(Wt));
+    }
+    *q_at(q, j) = w;
+    q->len += 1;
+    return 0;
+}
+
+static inline Wt q_pop_front(Queue *q) {
+    Wt w = q->buf[q->head];
+    q->head += 1;
+    q->len -= 1;
+    return w;
+}
+
 static inline int ev_less(const Ev *x, const Ev *y) {
     if (x->end != y->end) return x->end < y->end;
     if (x->prio != y->prio) return x->prio < y->prio;
@@ -84,7 +126,7 @@ typedef struct {
     const int *poff, *cplan;
     int n;
     int *pos; int *running; double *started; double *ends;
-    Wt **wait; int *wlen;
+    Queue *wait;
     Heap heap; long long counter;
     PyObject *log;
 } Sim;
@@ -115,11 +157,12 @@ static int start(Sim *s, int c, int d, double t) {
     return 0;
 }
 
+/* Queue chunk c's next phase at its dimension; returns the dimension, or -1 out of memory. */
 static int enqueue(Sim *s, int c) {
     int i = phase_index(s, c);
     int d = s->pdim[i];
-    Wt *q = s->wait[d];
-    int len = s->wlen[d];
+    Queue *q = &s->wait[d];
+    int len = q->len;
     Wt w; w.key = s->pkey[i]; w.c = c; w.seq = 0;
     int j = len;
     if (s->policy == SCF_PRIORITY) {
@@ -127,26 +170,24 @@ static int enqueue(Sim *s, int c) {
         int lo = 0, hi = len;  /* insort_right on (key, seq) */
         while (lo < hi) {
             int mid = (lo + hi) / 2;
-            if (w.key < q[mid].key || (w.key == q[mid].key && w.seq < q[mid].seq)) hi = mid; else lo = mid + 1;
+            const Wt *m = q_at(q, mid);
+            if (w.key < m->key || (w.key == m->key && w.seq < m->seq)) hi = mid; else lo = mid + 1;
         }
         j = lo;
     } else if (s->policy == SCF_ASTRA) {
         int remaining_after = plan_len(s, c) - s->pos[c] - 1;
         if (!(s->pfifo[i] || remaining_after == 1)) {
-            for (j = 0; j < len; j++) if (q[j].key >= w.key) break;
+            for (j = 0; j < len; j++) if (q_at(q, j)->key >= w.key) break;
         }
     }
-    if (j < len) memmove(&q[j + 1], &q[j], (size_t)(len - j) * sizeof(Wt));
-    q[j] = w;
-    s->wlen[d] = len + 1;
+    if (q_insert(q, j, w)) return -1;
     return d;
 }
 
 static int refill(Sim *s, int d, double t) {
-    while (s->wlen[d] > 0 && s->running[d] < s->slots) {
-        int c = s->wait[d][0].c;
-        s->wlen[d] -= 1;
-        if (s->wlen[d] > 0) memmove(&s->wait[d][0], &s->wait[d][1], (size_t)s->wlen[d] * sizeof(Wt));
+    Queue *q = &s->wait[d];
+    while (q->len > 0 && s->running[d] < s->slots) {
+        int c = q_pop_front(q).c;
         if (start(s, c, d, t)) return -1;
     }
     return 0;
@@ -243,10 +284,9 @@ static PyObject *run(PyObject *self, PyObject *args) {
     s.started = calloc(n + 1, sizeof(double));
     s.ends = calloc(n + 1, sizeof(double));
     s.running = calloc(nd, sizeof(int));
-    s.wlen = calloc(nd, sizeof(int));
-    s.wait = calloc(nd, sizeof(Wt *));
+    s.wait = calloc(nd, sizeof(Queue));
     if (!busy || !sent || !tkey || !tval || !poff || !cplan || !s.pos || !s.started || !s.ends || !s.running ||
-        !s.wlen || !s.wait) { PyErr_NoMemory(); goto done; }
+        !s.wait) { PyErr_NoMemory(); goto done; }
     poff[0] = 0;
     for (int c = 0; c < n; c++) {
         PyObject *plan = PyList_GET_ITEM(plans, c);
@@ -265,15 +305,11 @@ static PyObject *run(PyObject *self, PyObject *args) {
     }
     s.pdim = f.pdim; s.pbusy = f.pbusy; s.pdelay = f.pdelay; s.pkey = f.pkey; s.pfifo = f.pfifo;
     s.pt1 = f.pt1; s.pt2 = f.pt2; s.pt3 = f.pt3; s.poff = poff; s.cplan = cplan;
-    for (int d = 0; d < nd; d++) {
-        s.wait[d] = malloc((size_t)(n + 1) * sizeof(Wt));
-        if (!s.wait[d]) { PyErr_NoMemory(); goto done; }
-    }
     if (record) { s.log = PyList_New(0); if (!s.log) goto done; }
 
     for (int c = 0; c < n; c++) {
         int d = enqueue(&s, c);
-        if (refill(&s, d, 0.0)) { PyErr_NoMemory(); goto done; }
+        if (d < 0 || refill(&s, d, 0.0)) { PyErr_NoMemory(); goto done; }
     }
     double finish = 0.0;
     Ev e;
@@ -295,6 +331,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         int d2 = -1;
         if (s.pos[c] < plan_len(&s, c)) {
             d2 = enqueue(&s, c);
+            if (d2 < 0) { PyErr_NoMemory(); goto done; }
         } else {
             s.ends[c] = t;
             if (t > finish) finish = t;
@@ -318,8 +355,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
     }
 done:
     Py_XDECREF(s.log);
-    if (s.wait) for (int d = 0; d < nd; d++) free(s.wait[d]);
-    free(s.wait); free(s.wlen); free(s.running); free(s.pos); free(s.started); free(s.ends); free(s.heap.h);
+    if (s.wait) for (int d = 0; d < nd; d++) free(s.wait[d].buf);
+    free(s.wait); free(s.running); free(s.pos); free(s.started); free(s.ends); free(s.heap.h);
     free(busy); free(sent); free(tkey); free(tval); free(poff); free(cplan);
     flat_free(&f);
     return result;

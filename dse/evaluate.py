@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, nominal_bytes_sent
 from .costs import CostModel, Phase
 from .errors import InputError
@@ -50,6 +52,7 @@ def evaluate(
 
     plan = model.chunking(coll, nbytes, nchunks, topo, baseline=sched.is_baseline)
     problem = ScheduleProblem(topo, coll, plan, model, seed, q, mode, active)
+    spec.check_work(queue=q, simulations=1 + sched.simulations(problem))
     chunk_orders = sched.orders(problem)
     phase_plans = build_plans(model, topo, coll, chunk_orders, plan.sizes, mode, sched.is_baseline)
     out = simulate(
@@ -101,6 +104,8 @@ def make_result(topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed
     factor = {ALL_REDUCE: 2 * (n - 1) / n, REDUCE_SCATTER: (n - 1) / n, ALL_GATHER: (n - 1) / n, ALL_TO_ALL: (n - 1) / n}[coll]
     if t <= 0:
         raise InputError("size", "the collective takes no time", "a size of at least one byte per chunk")
+    if not math.isfinite(t):  # the input ranges (dse.limits) keep every time finite: a last guard
+        raise InputError("topology", f"the collective's time is not finite ({t})", "sizes, bandwidths and latencies within dse.limits")
     return Result(
         topology=topo.label(),
         collective=coll,

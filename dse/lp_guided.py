@@ -44,6 +44,9 @@ class LPGuidedScheduler(Scheduler):
     def __repr__(self) -> str:
         return f"LPGuidedScheduler(budget={self.budget})"
 
+    def simulations(self, problem: ScheduleProblem) -> int:
+        return self.budget + 3
+
     def _orders(self, problem: ScheduleProblem) -> list[Order]:
         model, topo, coll = problem.cost_model, problem.topology, problem.collective
         n = problem.nchunks

@@ -1,17 +1,23 @@
 """`CollectiveSpec`: one collective on one topology under one cost model, validated in one place.
 
 `evaluate`, `lower_bounds` and everything above them parse their user-facing arguments here, so a
-bad value gets the same one-line message wherever it enters.
+bad value gets the same one-line message wherever it enters. Parsing also refuses a collective
+whose simulation would exceed the work limit (`dse.limits`), before anything is allocated for it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .collectives import parse_collective
+from .collectives import ALL_REDUCE, parse_collective
 from .costs import CostModel, get_cost_model
+from .errors import InputError
+from .limits import check_work
 from .topology import Topology, parse_topology
 from .units import parse_int, parse_size
+
+#: ASTRA-sim's smallest-first rule scans a queue for its place: about chunks^2 x phases / this.
+_SCAN_DIVISOR = 1e4
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,40 @@ class CollectiveSpec:
         coll = parse_collective(collective)
         nbytes = parse_size(size)
         nchunks = parse_int(chunks, "chunks", minimum=1)
+        if nchunks > nbytes:
+            raise InputError("chunks", f"{nchunks} chunks of a {nbytes}-byte collective", f"at most one chunk per byte, <= {nbytes}")
         model = get_cost_model(cost_model)
-        active = parse_int(active_chunks, "active_chunks", minimum=1)
+        active = parse_int(active_chunks, "active_chunks", minimum=1, maximum=2**31 - 1)
         mode = model.check(topo, coll, latency_mode, active)
-        return cls(topo, coll, nbytes, nchunks, model, mode, active)
+        spec = cls(topo, coll, nbytes, nchunks, model, mode, active)
+        spec.check_work()
+        return spec
+
+    def check_work(self, *, queue: str | None = None, simulations: int = 1) -> None:
+        """Refuse the run if `simulation_steps` x `simulations` exceeds the work limit."""
+        steps, what = simulation_steps(self.topology, self.collective, self.chunks, self.cost_model, queue)
+        if simulations > 1:
+            steps, what = steps * simulations, f"{simulations} simulations of {what}"
+        check_work(steps, what)
+
+
+def simulation_steps(topology: Topology, collective: str, chunks: int, model: CostModel,
+                     queue: str | None = None) -> tuple[float, str]:  # fmt: skip
+    """Estimated steps of one simulation, and where they come from (see `dse.limits`).
+
+    Chunk-phases, plus the packets the cost model replays, plus (with ASTRA-sim's smallest-first
+    rule, `queue` "scf") the queue scans that grow with the square of the chunks."""
+    phases = 2 * topology.ndims if collective == ALL_REDUCE else topology.ndims
+    steps = float(chunks) * phases
+    what = [f"{chunks:,} chunks x {phases} phases"]
+    if queue == "scf" and model.scf_rule == "astra-sim":
+        scan = float(chunks) ** 2 * phases / _SCAN_DIVISOR
+        steps += scan
+        if scan >= 0.1 * steps:
+            what.append("the smallest-first queue scans of ASTRA-sim's rule")
+    replay = model.replay_steps(topology, collective, chunks)
+    if replay:
+        steps += replay
+        if replay >= 0.1 * steps:
+            what.append(f"{model.name}'s packet replays")
+    return steps, ", ".join(what)

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from .errors import InputError
+from .limits import MAX_BANDWIDTH, MAX_NPUS, MAX_NS, MIN_BANDWIDTH
 from .units import parse_int, parse_positive
 
 KINDS = ("ring", "fc", "switch")
@@ -76,9 +77,12 @@ class Dim:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", parse_kind(self.kind))
-        object.__setattr__(self, "npus", parse_int(self.npus, "npus", minimum=1))
-        object.__setattr__(self, "bandwidth", parse_positive(self.bandwidth, "bandwidth"))
-        object.__setattr__(self, "latency", parse_positive(self.latency, "latency", allow_zero=True))
+        object.__setattr__(self, "npus", parse_int(self.npus, "npus", minimum=1, maximum=MAX_NPUS))
+        bw = parse_positive(self.bandwidth, "bandwidth", maximum=MAX_BANDWIDTH)
+        if bw < MIN_BANDWIDTH:
+            raise InputError("bandwidth", f"{self.bandwidth!r} GB/s is too small", f"{MIN_BANDWIDTH:g} to {MAX_BANDWIDTH:g} GB/s")
+        object.__setattr__(self, "bandwidth", bw)
+        object.__setattr__(self, "latency", parse_positive(self.latency, "latency", allow_zero=True, maximum=MAX_NS))
         algo = self.algorithm if self.algorithm is not None else DEFAULT_ALGORITHM[self.kind]
         canon = _ALGO_ALIASES.get(str(algo).strip().lower())
         if canon is None:
@@ -86,9 +90,9 @@ class Dim:
         object.__setattr__(self, "algorithm", canon)
         if self.links is not None:
             object.__setattr__(self, "links", parse_int(self.links, "links", minimum=1))
-        object.__setattr__(self, "nic_latency", parse_positive(self.nic_latency, "nic", allow_zero=True))
+        object.__setattr__(self, "nic_latency", parse_positive(self.nic_latency, "nic", allow_zero=True, maximum=MAX_NS))
         object.__setattr__(
-            self, "router_latency", parse_positive(self.router_latency, "router", allow_zero=True)
+            self, "router_latency", parse_positive(self.router_latency, "router", allow_zero=True, maximum=MAX_NS)
         )
 
     @property
@@ -118,7 +122,8 @@ class Dim:
 class Topology:
     """An ordered tuple of dimensions, innermost first; `name` is a preset's name if any.
 
-    Dimensions of one NPU are dropped with a warning; at least one dimension must remain.
+    Dimensions of one NPU are dropped with a warning; at least one dimension must remain, and the
+    NPUs multiply to at most 2^40 (`dse.limits.MAX_NPUS`).
     """
 
     dims: tuple[Dim, ...]
@@ -130,10 +135,15 @@ class Topology:
             if not isinstance(d, Dim):
                 raise InputError("topology", f"{d!r} is not a Dim")
         kept = tuple(d for d in dims if d.npus > 1)
-        if len(kept) < len(dims):
-            warnings.warn("dropping dimension(s) with 1 NPU", stacklevel=3)
         if not kept:
             raise InputError("topology", "no dimension with 2 or more NPUs", "at least one dim with npus >= 2")
+        npus = 1
+        for d in kept:
+            npus *= d.npus
+            if npus > MAX_NPUS:
+                raise InputError("topology", f"more than 2^40 NPUs ({len(kept)} dimensions)", "at most 2^40 NPUs in all")
+        if len(kept) < len(dims):
+            warnings.warn("dropping dimension(s) with 1 NPU", stacklevel=3)
         object.__setattr__(self, "dims", kept)
 
     @property
@@ -257,6 +267,9 @@ def _parse_dim(token: str) -> Dim:
             key = key.strip().lower()
             if key not in _KEYWORDS:
                 raise InputError("topology", f"unknown keyword {key!r} in {token.strip()!r}", ", ".join(sorted(_KEYWORDS)))
+            if _KEYWORDS[key] in kw:
+                same = [k for k, v in _KEYWORDS.items() if v == _KEYWORDS[key]]
+                raise InputError("topology", f"{' or '.join(same)} given twice in {token.strip()!r}", "each keyword once")
             kw[_KEYWORDS[key]] = val.strip()
         elif kw:
             raise InputError("topology", f"positional value after a keyword in {token.strip()!r}", NOTATION_HELP)

@@ -11,6 +11,7 @@ import re
 from decimal import ROUND_FLOOR, Decimal
 
 from .errors import InputError
+from .limits import MAX_BYTES
 
 _SIZE_UNITS = {
     "": 1,
@@ -32,58 +33,82 @@ NS_PER_S = 1e9
 def parse_size(value: int | float | str, field: str = "size") -> int:
     """Bytes from an int, a float or a string such as ``"1GiB"``, ``"64MB"``, ``"1e9"``.
 
-    Fractional byte counts (``"0.1GiB"``) are rounded down to whole bytes, as ASTRA-sim does;
-    the arithmetic is decimal, so ``"0.7GB"`` is exactly 700,000,000 bytes.
+    A count of bytes (no unit, or ``B``) must be whole: ``"1.5B"`` is refused. With a larger unit,
+    fractional byte counts (``"0.1GiB"``) are rounded down to whole bytes, as ASTRA-sim does; the
+    arithmetic is decimal, so ``"0.7GB"`` is exactly 700,000,000 bytes. At most 2^53 bytes
+    (`dse.limits.MAX_BYTES`), so that every byte count stays exact in floating point.
     """
-    allowed = "a positive number of bytes, optionally with a unit B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"
+    allowed = "1 byte to 2^53 bytes: a whole number of bytes, or a number with a unit KB, MB, GB, TB, KiB, MiB, GiB, TiB"
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise InputError(field, f"{value!r} is not a size", allowed)
+    unit = ""
     if isinstance(value, str):
         m = _SIZE_RE.match(value)
         if not m or m.group(2).lower() not in _SIZE_UNITS:
             raise InputError(field, f"cannot read {value!r} as a size", allowed)
-        number, mult = Decimal(m.group(1)), _SIZE_UNITS[m.group(2).lower()]
-    else:
+        number, unit = Decimal(m.group(1)), m.group(2).lower()
+    elif isinstance(value, float):
         if not math.isfinite(value):
             raise InputError(field, f"{value!r} is not a size", allowed)
-        number, mult = Decimal(repr(value)), 1
-    nbytes = int((number * mult).to_integral_value(rounding=ROUND_FLOOR))
+        number = Decimal(repr(value))
+    else:
+        number = Decimal(value)
     if number <= 0:
         raise InputError(field, f"{value!r} is not positive", allowed)
+    if number > MAX_BYTES:  # compared before multiplying: '1e999999999' stays cheap
+        raise InputError(field, f"{value!r} is more than 2^53 bytes", allowed)
+    if unit in ("", "b") and number != number.to_integral_value():
+        raise InputError(field, f"{value!r} is not a whole number of bytes", allowed)
+    nbytes = int((number * _SIZE_UNITS[unit]).to_integral_value(rounding=ROUND_FLOOR))
     if nbytes <= 0:
         raise InputError(field, f"{value!r} is less than one byte", allowed)
+    if nbytes > MAX_BYTES:
+        raise InputError(field, f"{value!r} is more than 2^53 bytes", allowed)
     return nbytes
 
 
-def parse_positive(value: object, field: str, *, allow_zero: bool = False) -> float:
-    """A finite number > 0 (or >= 0 with `allow_zero`), from a number or a numeric string."""
-    allowed = "a number >= 0" if allow_zero else "a number > 0"
+_NUMBER_RE = re.compile(r"\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*", re.ASCII)
+_INT_RE = re.compile(r"\s*[+-]?[0-9]+\s*", re.ASCII)
+
+
+def parse_positive(value: object, field: str, *, allow_zero: bool = False, maximum: float | None = None) -> float:
+    """A finite number > 0 (or >= 0 with `allow_zero`, and <= `maximum` if given).
+
+    From a number or a plain decimal string (ASCII digits, optional sign, point and exponent)."""
+    low = "a number >= 0" if allow_zero else "a number > 0"
+    allowed = low if maximum is None else f"{low} and <= {maximum:g}"
     if isinstance(value, bool):
         raise InputError(field, f"{value!r} is not a number", allowed)
+    if isinstance(value, str) and not _NUMBER_RE.fullmatch(value):
+        raise InputError(field, f"cannot read {value!r} as a number", allowed)
     try:
         x = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(field, f"cannot read {value!r} as a number", allowed) from None
-    if not math.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
+    if not math.isfinite(x) or x < 0 or (x == 0 and not allow_zero) or (maximum is not None and x > maximum):
         raise InputError(field, f"{value!r} is out of range", allowed)
     return x
 
 
-def parse_int(value: object, field: str, *, minimum: int = 1) -> int:
-    """An integer >= `minimum`, from an int or an integral string."""
-    allowed = f"an integer >= {minimum}"
+def parse_int(value: object, field: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """An integer >= `minimum` (and <= `maximum` if given), from an int or a string of ASCII digits."""
+    allowed = f"an integer >= {minimum}" if maximum is None else f"an integer from {minimum} to {maximum}"
     if isinstance(value, bool):
         raise InputError(field, f"{value!r} is not an integer", allowed)
     if isinstance(value, int):
         x = value
     elif isinstance(value, float) and value.is_integer():
         x = int(value)
-    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+    elif isinstance(value, str) and _INT_RE.fullmatch(value):
+        if len(value.strip().lstrip("+-")) > 30:
+            raise InputError(field, f"{value.strip()[:20]}... ({len(value.strip())} digits) is too large", allowed)
         x = int(value)
     else:
         raise InputError(field, f"{value!r} is not an integer", allowed)
     if x < minimum:
         raise InputError(field, f"{x} is too small", allowed)
+    if maximum is not None and x > maximum:
+        raise InputError(field, f"{x} is too large", allowed)
     return x
 
 

@@ -197,7 +197,8 @@ def test_flow_model_and_floor_agree_with_the_order_model(topo, coll, model, mode
     # the whole method: LP, floor, then the flow MIP given the floor
     _, used_floor, res = ilp_bound(types, 1, bw, time_limit_s=20)
     assert res.status == "optimal"
-    assert floor * (1 - REL) <= used_floor <= res.bound * (1 + 1e-6)
+    # the method's LP (straight through highspy) and PuLP's agree to ~1e-9 relative, so may its floor
+    assert floor * (1 - 1e-8) <= used_floor <= res.bound * (1 + 1e-6)
     # HiGHS may call a solve optimal with its dual bound a few ns (1e-7) under the optimum, its
     # tolerances; the bound stays valid (test_no_schedule_beats_a_bound), so compare to 1e-6 here
     assert res.bound == pytest.approx(by_orders.bound, rel=1e-6)

@@ -29,6 +29,8 @@ Only the serialized latency mode and one active chunk per dim exist, as in ASTRA
 
 from __future__ import annotations
 
+import math
+
 from functools import lru_cache
 
 from ..collectives import AG, AR, RS
@@ -181,6 +183,21 @@ class AstraSim1Model(CostModel):
                     f"halving-doubling on {d.npus} NPUs is not modelled by astra-sim-1",
                     "a power-of-two size, or algorithm=ring/direct",
                 )
+
+    def replay_steps(self, topology: Topology, collective: str, chunks: int) -> float:
+        """`phase_timing` replays each distinct phase packet by packet (about 3 steps a packet): a
+        ring of P sends 2(P-1) for an all-reduce phase, a direct phase on a ring scans P/2 peers. A
+        dimension sees at most min(chunks, 2^(D-1)) distinct chunk sizes, times two sizes and kinds."""
+        sizes = 4 * min(chunks, 2 ** (topology.ndims - 1))
+        packets = 0
+        for d in topology.dims:
+            if d.algorithm == "ring":
+                packets += 2 * (d.npus - 1)
+            elif d.algorithm == "direct":
+                packets += d.npus // 2 if d.kind == "ring" else 1
+            else:
+                packets += 2 * max(1, math.ceil(math.log2(d.npus)))
+        return 3.0 * packets * sizes
 
     def _chunk_sizes(self, collective: str, size: int, chunks: int, topology: Topology, baseline: bool) -> ChunkPlan:
         r = int(size) // chunks

@@ -95,6 +95,10 @@ class CostModel(ABC):
     def _check(self, topology: Topology, collective: str) -> None:
         """Model-specific validation of the topology (raise `InputError`)."""
 
+    def replay_steps(self, topology: Topology, collective: str, chunks: int) -> float:
+        """Work steps this model spends costing phases, beyond the simulation (`dse.limits`); none here."""
+        return 0.0
+
     # ----- chunking ---------------------------------------------------------------------
     def chunking(self, collective: str, size: int, chunks: int, topology: Topology, *, baseline: bool) -> ChunkPlan:
         """How `size` bytes per NPU are cut into chunks (`baseline`: the ascending scheduler runs)."""

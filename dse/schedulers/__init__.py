@@ -22,14 +22,18 @@ def register_scheduler(cls: type[Scheduler]) -> type[Scheduler]:
 
 
 def get_scheduler(scheduler: "str | Scheduler", *, orders: object = None) -> Scheduler:
-    """A scheduler instance from its name or an instance; `orders` feeds `fixed`."""
+    """A scheduler instance from its name or an instance; `orders` feeds `fixed` (and only it)."""
     if isinstance(scheduler, Scheduler):
+        if orders is not None:
+            raise InputError("orders", "given with a scheduler instance", "orders only with the name fixed")
         return scheduler
     key = str(scheduler).strip().lower().replace("-", "_")
     if key == "roundrobin":
         key = "round_robin"
     if key not in SCHEDULERS:
         raise InputError("scheduler", f"unknown scheduler {scheduler!r}", ", ".join(SCHEDULERS))
+    if orders is not None and key != "fixed":
+        raise InputError("orders", f"given with the {key} scheduler, which chooses its own orders", "orders only with scheduler fixed")
     if key == "fixed":
         return FixedScheduler(orders or ())  # type: ignore[arg-type]
     return SCHEDULERS[key]()

@@ -67,6 +67,10 @@ class Scheduler(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
+    def simulations(self, problem: ScheduleProblem) -> int:
+        """Simulations this scheduler runs to choose its orders (the work estimate counts them)."""
+        return 0
+
     def orders(self, problem: ScheduleProblem) -> list[Order]:
         """One dimension order per chunk, validated."""
         n, ndims = problem.nchunks, problem.ndims

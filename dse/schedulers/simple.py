@@ -80,7 +80,7 @@ def parse_orders(text: str) -> tuple[Order, ...]:
         if not part:
             continue
         items = part.split(",") if "," in part else list(part)
-        if not all(i.isdigit() for i in items):
+        if not all(i.isascii() and i.isdigit() and len(i) < 10 for i in items):
             raise InputError("orders", f"cannot read {part!r} as an order", "e.g. 0123 or 0,1,2,3; ';' between orders")
         out.append(tuple(int(i) for i in items))
     if not out:

@@ -118,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    if args.timeline and not args.json:
+        raise InputError("--timeline", "given without --json", "--json --timeline (the phases are listed in the JSON)")
     topo = parse_topology(_topology_arg(args))
     res = evaluate(
         topo, collective=args.collective, size=args.size, chunks=args.chunks, scheduler=args.scheduler,
@@ -218,14 +220,26 @@ def cmd_plot_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
 def _warn_one_line(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
-    print(f"dse: warning: {message}", file=sys.stderr)
+    print(f"dse: warning: {_one_line(message)}", file=sys.stderr)
+
+
+#: Commands whose work survives an interruption: the same command resumes it.
+_RESUMABLE = {"sweep", "study", "reproduce"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `dse` console script; returns the exit code."""
+    """Entry point of the `dse` console script; returns the exit code.
+
+    Bad input: one line on stderr, exit 2. Ctrl-C: one line (how to resume, where that applies),
+    exit 130. A file-system failure no check foresaw (a full disk, say): one line, exit 1."""
     warnings.showwarning = _warn_one_line
     parser = build_parser()
+    args: argparse.Namespace | None = None
     try:
         args = parser.parse_args(argv)
         if not getattr(args, "command", None):
@@ -233,10 +247,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return int(args.func(args))
     except InputError as e:
-        print(f"dse: error: {e}", file=sys.stderr)
+        print(f"dse: error: {_one_line(e)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        if not getattr(args, "quiet", False):
+            resumable = getattr(args, "command", None) in _RESUMABLE
+            hint = "; nothing finished is lost: run the same command again to resume" if resumable else ""
+            print(f"dse: interrupted{hint}", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # e.g. `dse ... | head`
         return 0
+    except OSError as e:
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"dse: error: {where}{_one_line(e.strerror or e)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .files import atomic_output, check_output_file
 
 
 @dataclass
@@ -96,7 +97,7 @@ def sweep_plot_data(
 
 def draw_sweep(data: SweepPlotData, out: "str | Path", *, logx: bool = False) -> Path:
     """Draw `data` to `out` (.png or .svg, by the extension) with matplotlib's Agg backend."""
-    out = Path(out)
+    out = check_output_file(out, "out")
     fmt = out.suffix.lower().lstrip(".")
     if fmt not in ("png", "svg"):
         raise InputError("out", f"cannot tell the format of {out.name!r}", "a file name ending in .png or .svg")
@@ -124,8 +125,8 @@ def draw_sweep(data: SweepPlotData, out: "str | Path", *, logx: bool = False) ->
             ax.set_ylabel(data.y)
         axes.flat[0].legend(fontsize=8, title=data.hue)
         fig.tight_layout()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, format=fmt, dpi=120)
+        with atomic_output(out) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=120)
     finally:
         plt.close(fig)
     return out

@@ -33,6 +33,7 @@ from typing import Any
 from .bounds import ideal_ns
 from .costs import get_cost_model
 from .evaluate import evaluate
+from .files import atomic_output, check_output_dir, make_dirs, write_atomic
 from .iteration import end_to_end_markdown, end_to_end_rows
 from .spec import CollectiveSpec
 from .sweep import read_rows, run_sweep
@@ -96,8 +97,8 @@ def sweeps(cost_model: str, quick: bool = False) -> dict[str, dict[str, Any]]:
 def run(out: str | Path, *, cost_model: str = "paper", jobs: int = 1, quick: bool = False) -> dict[str, Any]:
     """Run (or resume) both experiments into `out` and write the summary and the figures."""
     model = get_cost_model(cost_model).name
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_dir(out, "out")
+    make_dirs(out, "out")
     names = {topology_for(n, model).notation(): n for n in PAPER_PRESETS}
     counts = {}
     tables: dict[str, list[dict[str, Any]]] = {}
@@ -110,9 +111,10 @@ def run(out: str | Path, *, cost_model: str = "paper", jobs: int = 1, quick: boo
     summary = summarize(tables["single_allreduce"])
     e2e = end_to_end_rows(model, topologies=(PAPER_PRESETS[:2] if quick else PAPER_PRESETS))
     write_csv(out / "end_to_end.csv", e2e)
-    (out / "summary.md").write_text(
+    write_atomic(
+        out / "summary.md",
         summary_markdown(summary, tables["chunks"], model)
-        + "\n## Training iterations (speed-up over baseline+FIFO)\n\n" + end_to_end_markdown(e2e) + "\n"
+        + "\n## Training iterations (speed-up over baseline+FIFO)\n\n" + end_to_end_markdown(e2e) + "\n",
     )
     figures = [
         draw_utilization(utilization_data(tables["single_allreduce"]), out / "utilization.png"),
@@ -154,15 +156,13 @@ def finish_rows(rows: list[dict[str, str]], names: dict[str, str], model: str) -
 def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     import csv
 
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as f:
+    with atomic_output(path) as tmp, open(tmp, "w", newline="") as f:
         keys: list[str] = []
         for r in rows:
             keys += [k for k in r if k not in keys]
         w = csv.DictWriter(f, fieldnames=keys or ["topology"])
         w.writeheader()
         w.writerows(rows)
-    tmp.replace(path)
 
 
 @dataclass(frozen=True)
@@ -291,7 +291,8 @@ def draw_utilization(data: dict[str, dict[str, list[tuple[float, float]]]], path
         ax.axis("off")
     axes.flat[0].legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with atomic_output(path) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)
     return path
 
@@ -310,7 +311,8 @@ def draw_chunks(data: dict[str, dict[str, list[tuple[int, float]]]], path: Path)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with atomic_output(path) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)
     return path
 
@@ -329,6 +331,7 @@ def draw_timeline(data: dict[str, Any], path: Path) -> Path:
         ax.set_title(f"{label}: {run['time_ns'] / 1e3:.0f} us (blue: reduce-scatter, orange: all-gather, green: all-reduce)", fontsize=9)
     axes[-1, 0].set_xlabel(f"time (us) - {data['case']}")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with atomic_output(path) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)
     return path

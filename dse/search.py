@@ -39,7 +39,6 @@ import os
 import socket
 import subprocess
 import sys
-import tomllib
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ from typing import Any
 
 from .bounds import _solve, ideal_ns, types_for_plan
 from .errors import InputError
+from .files import atomic_output, check_output_dir, make_dirs, read_toml
 from .evaluate import evaluate
 from .hwcost import HardwareCost
 from .schedulers import SCHEDULERS, parse_queue
@@ -65,17 +65,6 @@ WORKER_ATTR = "dse_worker"
 
 
 # ----------------------------------------------------------------------------- loading TOML
-def _load_toml(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    try:
-        with open(p, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise InputError(str(path), "no such file") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(str(path), f"not valid TOML: {e}") from None
-
-
 def _as_list(value: Any, field: str) -> list:
     values = value if isinstance(value, list) else [value]
     if not values:
@@ -108,7 +97,7 @@ class SearchSpace:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> "SearchSpace":
-        data = _load_toml(path)
+        data = read_toml(path, "space file")
         if set(data) != {"space"}:
             extra = sorted(set(data) - {"space"})
             raise InputError(f"{extra[0] if extra else 'space'}", "a search space file holds one [space] table", "[space]")
@@ -283,7 +272,7 @@ class StudySpec:
 
 def load_studies(path: str | Path) -> list[StudySpec]:
     """The studies a study file defines: one, or one per ``[[variants]]`` entry."""
-    data = _load_toml(path)
+    data = read_toml(path, "study file")
     _check_keys(data, STUDY_KEYS, "study file")
     st = data.get("study")
     if not isinstance(st, dict):
@@ -718,15 +707,15 @@ def write_report(name: str, url: str, out_dir: str | Path) -> Report:
     import matplotlib.pyplot as plt
     import optuna.visualization.matplotlib as ovm
 
+    out = check_output_dir(out_dir, "out")
     study, rep = report_data(name, url)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    make_dirs(out, "out")
     files = []
     for fname, rows in (("trials.csv", rep.rows), ("pareto.csv" if rep.multi else "best.csv", rep.best)):
         keys: list[str] = []
         for r in rows:
             keys += [k for k in r if k not in keys]
-        with open(out / fname, "w", newline="") as f:
+        with atomic_output(out / fname) as tmp, open(tmp, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=keys)
             w.writeheader()
             w.writerows(rows)
@@ -752,7 +741,8 @@ def write_report(name: str, url: str, out_dir: str | Path) -> Report:
         fig = ax.figure if hasattr(ax, "figure") else plt.gcf()
         fig.set_size_inches(8, 5)
         fig.tight_layout()
-        fig.savefig(out / fname, dpi=100)
+        with atomic_output(out / fname) as tmp:
+            fig.savefig(tmp, dpi=100, format="png")
         plt.close("all")
         files.append(str(out / fname))
     return Report(rep.rows, rep.best, rep.multi, files)

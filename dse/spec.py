@@ -57,11 +57,14 @@ class CollectiveSpec:
         spec.check_work()
         return spec
 
-    def check_work(self, *, queue: str | None = None, simulations: int = 1) -> None:
-        """Refuse the run if `simulation_steps` x `simulations` exceeds the work limit."""
+    def check_work(self, *, queue: str | None = None, extra_simulations: int = 0) -> None:
+        """Refuse the run if its `simulation_steps` exceed the work limit.
+
+        `extra_simulations`: event loops a scheduler runs to choose its orders (lp_guided); each costs
+        about a quarter of a whole evaluation, the C loop without the per-chunk Python around it."""
         steps, what = simulation_steps(self.topology, self.collective, self.chunks, self.cost_model, queue)
-        if simulations > 1:
-            steps, what = steps * simulations, f"{simulations} simulations of {what}"
+        if extra_simulations:
+            steps, what = steps * (1 + 0.25 * extra_simulations), f"{what}, and {extra_simulations} trial simulations"
         check_work(steps, what)
 
 

@@ -21,7 +21,6 @@ pairs (``"themis+scf"`` or ``{scheduler = "themis", queue = "scf"}``) and exclud
 from __future__ import annotations
 
 import itertools
-import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any, NamedTuple
 from .collectives import parse_collective
 from .costs import get_cost_model
 from .errors import InputError
+from .files import read_toml
 from .schedulers import get_scheduler, parse_queue
 from .topology import Topology, parse_topology
 from .units import parse_int, parse_positive, parse_size
@@ -193,14 +193,8 @@ def _expand(lists: dict[str, list], pairs: list[tuple[str, str]], topos: dict[st
 
 def load_sweep(path: "str | Path") -> Sweep:
     """Read and validate a sweep file; any problem is one `InputError` line naming the key."""
+    doc = read_toml(path, "sweep file")
     path = Path(path)
-    try:
-        with open(path, "rb") as f:
-            doc = tomllib.load(f)
-    except OSError as e:
-        raise InputError("sweep file", f"cannot read {str(path)!r}: {e.strerror or e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError("sweep file", f"{path.name} is not valid TOML: {e}") from None
     extra = [k for k in doc if k != "sweep"]
     if extra:
         raise InputError(extra[0], "unknown table or key at the top level of the sweep file", "[sweep]")

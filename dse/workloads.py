@@ -55,6 +55,7 @@ from typing import Any, Mapping
 
 from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, parse_collective
 from .errors import InputError
+from .files import read_text
 
 #: The three collective slots of a layer, in the order the fields appear.
 SLOTS = ("fwd", "ig", "wg")
@@ -170,16 +171,15 @@ def load_workload(spec: "str | Path | Workload | Mapping[str, Any]") -> Workload
         return _from_mapping(spec, "workload")
     if not isinstance(spec, (str, Path)):
         raise InputError("workload", f"{spec!r} is not a workload", "a file path, a generator spec or a Workload")
+    if not str(spec).strip():
+        raise InputError("workload", "an empty path", f"a workload file or a generator: {', '.join(GENERATORS)}")
     path = Path(spec)
-    if not path.is_file():
+    if not path.exists():
         gen = str(spec).strip().split(":", 1)[0].lower().replace("-", "").replace("_", "")
         if gen in GENERATORS:
             return generate(str(spec))
         raise InputError("workload", f"no such file {str(spec)!r}", f"a workload file or a generator: {', '.join(GENERATORS)}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(str(path), f"cannot read the workload file ({e})") from None
+    text = read_text(path, "workload")
     if path.suffix.lower() == ".toml" or _looks_like_toml(text):
         return load_toml_text(text, str(path))
     return parse_astra_text(text, str(path))

@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE.toml", help="a sweep file: a [sweep] table of evaluate() parameters")
     p.add_argument("--out", required=True, help="the CSV to write; re-running resumes it")
     p.add_argument("--jobs", default="1", help="worker processes (default 1; -1 for every core)")
-    p.add_argument("--backend", default="loky", choices=("loky", "dask"), help="joblib backend (default loky)")
+    p.add_argument("--backend", default="processes", help="processes (forked workers, default) or dask")
     p.add_argument("--scheduler-address", default=None, help="dask.distributed scheduler, e.g. tcp://host:8786")
     p.add_argument("--batch", default=None, help="points per task (default: automatic, at most 200)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

@@ -18,3 +18,8 @@ class InputError(ValueError):
         if allowed:
             msg += f" (allowed: {allowed})"
         super().__init__(msg)
+
+
+class RunError(RuntimeError):
+    """A run that failed for a reason outside the input (a worker process killed, say): one line,
+    exit code 1, and what was finished is kept for the next run."""

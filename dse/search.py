@@ -26,20 +26,21 @@ lock next to a journal or SQLite file, a PostgreSQL advisory lock otherwise) and
 complete + running trials are fewer than N; a trial whose worker died is marked failed and replaced
 by the next worker started on the same host (each running trial records its worker's host and
 process id). A worker that died on another machine leaves its trial running until a worker runs
-again on that machine.
+again on that machine. Storages, locks and damaged journals: `dse.storage`. Every trial's sampler is
+seeded from the study's seed and the trials complete before it (`dse.study_samplers`), so a
+one-worker study interrupted and resumed ends with the same trials as one never interrupted.
+
+A study file is checked whole before any storage is opened: its space must produce at least one
+design the workload's cost model accepts within the work limit (`dse.limits`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import itertools
 import math
-import os
-import socket
+import signal
 import subprocess
 import sys
-import zlib
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,16 +53,17 @@ from .evaluate import evaluate
 from .hwcost import HardwareCost
 from .schedulers import SCHEDULERS, parse_queue
 from .spec import CollectiveSpec
+from .storage import WORKER_ATTR, default_storage, fail_dead, gate, me, open_storage, reading
+from .study_samplers import SAMPLERS, ResumableSampler
 from .topology import Dim, Topology, parse_kind
+from .limits import MAX_NPUS, MAX_SPACE_SHAPES
 from .units import parse_int, parse_positive
 
 SPACE_KEYS = {"npus", "dims", "sizes", "shapes", "kinds", "chunks", "schedulers", "queues", "bandwidth", "latency"}
 BANDWIDTH_KEYS = {"budget", "minimum", "step", "ranges"}
 LATENCY_KEYS = {"tiers"}
 METRICS = {"time": "minimize", "bw_utilization": "maximize", "cost": "minimize", "gap": "minimize"}
-SAMPLERS = ("tpe", "nsga2", "random", "brute_force")
 STUDY_KEYS = {"study", "workload", "objectives", "constraints", "variants", "cost"}
-WORKER_ATTR = "dse_worker"
 
 
 # ----------------------------------------------------------------------------- loading TOML
@@ -108,7 +110,7 @@ class SearchSpace:
         _check_keys(t, SPACE_KEYS, "space")
         if "npus" not in t:
             raise InputError("space.npus", "missing", "the total NPU count, e.g. 1024")
-        npus = parse_int(t["npus"], "space.npus", minimum=2)
+        npus = parse_int(t["npus"], "space.npus", minimum=2, maximum=MAX_NPUS)
         if "shapes" in t:
             shapes_l = [_parse_shape(s, "space.shapes") for s in _as_list(t["shapes"], "space.shapes")]
             for s in shapes_l:
@@ -117,12 +119,13 @@ class SearchSpace:
             dims_allowed = sorted({len(s) for s in shapes_l})
             shapes = {d: tuple(s for s in shapes_l if len(s) == d) for d in dims_allowed}
         else:
-            dims_allowed = [parse_int(d, "space.dims", minimum=1) for d in _as_list(t.get("dims", [2, 3, 4]), "space.dims")]
+            dims_allowed = [parse_int(d, "space.dims", minimum=1, maximum=40) for d in _as_list(t.get("dims", [2, 3, 4]), "space.dims")]
             default_sizes = [2**k for k in range(1, int(math.log2(npus)) + 1)]
-            sizes = sorted({parse_int(s, "space.sizes", minimum=2) for s in _as_list(t.get("sizes", default_sizes), "space.sizes")})
+            sizes = sorted({parse_int(s, "space.sizes", minimum=2, maximum=npus) for s in _as_list(t.get("sizes", default_sizes), "space.sizes")})
             shapes = {}
+            budget = [MAX_SPACE_SHAPES]
             for d in sorted(set(dims_allowed)):
-                found = tuple(s for s in itertools.product(sizes, repeat=d) if math.prod(s) == npus)
+                found = tuple(_factorisations(npus, sizes, d, budget))
                 if found:
                     shapes[d] = found
             if not shapes:
@@ -206,12 +209,45 @@ class SearchSpace:
         queue = trial.suggest_categorical("queue", list(self.queues))
         return topo, chunks, sched, queue
 
+    def first_design(self) -> tuple[Topology, int]:
+        """The space's first design (first shape and kinds, the budget split evenly or each range's
+        low end, the most chunks): what a study checks its workload against before it runs."""
+        nd = min(self.shapes)
+        shape = self.shapes[nd][0]
+        if self.budget is not None:
+            bws = [self.budget / nd] * nd
+        else:
+            assert self.ranges is not None
+            bws = [self._tier(self.ranges, i, nd)[0] for i in range(nd)]
+        dims = tuple(Dim(self._tier(self.kinds, i, nd)[0], p, b, self._tier(self.latency_tiers, i, nd))
+                     for i, (p, b) in enumerate(zip(shape, bws)))  # fmt: skip
+        return Topology(dims), max(self.chunks)
+
     def check_discrete(self) -> None:
         """Brute force needs every parameter discrete: a budget split with a weight `step`."""
         if self.budget is not None and self.step is None:
             raise InputError("space.bandwidth.step", "brute force needs a discrete space", "a step, e.g. step = 0.1")
         if self.ranges is not None:
             raise InputError("space.bandwidth.ranges", "brute force needs a discrete space", "budget with a step")
+
+
+def _factorisations(n: int, sizes: list[int], d: int, budget: list[int]) -> Iterator[tuple[int, ...]]:
+    """Ordered factorisations of `n` into `d` factors from `sizes`, in lexicographic order.
+
+    `budget` ([shapes left]) caps how many a space may hold (`dse.limits.MAX_SPACE_SHAPES`)."""
+    if d and not sizes[0] ** d <= n <= sizes[-1] ** d:  # no d factors from sizes can make n
+        return
+    if d == 0:
+        if n == 1:
+            if budget[0] <= 0:
+                raise InputError("space", f"more than {MAX_SPACE_SHAPES:,} shapes", "fewer dims or sizes, or shapes = [...]")
+            budget[0] -= 1
+            yield ()
+        return
+    for s in sizes:
+        if n % s == 0:
+            for rest in _factorisations(n // s, sizes, d - 1, budget):
+                yield (s, *rest)
 
 
 def _parse_shape(s: Any, field: str) -> tuple[int, ...]:
@@ -287,11 +323,18 @@ def load_studies(path: str | Path) -> list[StudySpec]:
     space_path = Path(path).parent / str(st["space"])
     space = SearchSpace.from_toml(space_path)
     wl = data.get("workload", {})
+    if not isinstance(wl, dict):
+        raise InputError("workload", f"{wl!r} is not a table", "[workload] collective, size, cost_model")
     _check_keys(wl, {"collective", "size", "cost_model"}, "workload")
     probe = CollectiveSpec.parse(
         "Ring(2,1,0)", collective=wl.get("collective", "all_reduce"), size=wl.get("size", "1GB"), chunks=1,
         cost_model=wl.get("cost_model", "paper"),
     )  # fmt: skip
+    design, most = space.first_design()
+    try:  # before any storage exists: a workload no design of the space can run is refused here
+        CollectiveSpec.parse(design, collective=probe.collective, size=probe.size, chunks=most, cost_model=probe.cost_model)
+    except InputError as e:
+        raise InputError("workload", f"the space's first design {design.notation()} cannot run it: {e}") from None
     seed = parse_int(st.get("seed", 0), "study.seed", minimum=0)
     trials = parse_int(st.get("trials", 100), "study.trials", minimum=1)
     prices = HardwareCost.from_table(data.get("cost"))
@@ -412,183 +455,42 @@ def objective(spec: StudySpec, trial: Any) -> list[float]:
     return values
 
 
-# ----------------------------------------------------------------------------- storage and workers
-def default_storage(spec: StudySpec) -> str:
-    return str(Path(spec.out_dir) / f"{spec.name.split('.')[0]}.journal")
-
-
-def open_storage(url: str, *, must_exist: bool = False) -> Any:
-    """An Optuna storage from a journal file path, ``sqlite:///...`` or ``postgresql+psycopg://...``.
-
-    `must_exist`: a file storage must already exist (for reports and lists, which only read)."""
-    import optuna
-    from optuna.storages.journal import JournalFileBackend, JournalStorage
-
-    if must_exist and url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
-        raise InputError("storage", f"no such SQLite file {url!r}", "the --storage a study ran on")
-    if url.startswith(("sqlite:", "postgresql")):
-        try:
-            return optuna.storages.RDBStorage(url)
-        except ImportError as e:
-            raise InputError("storage", f"{url.split(':')[0]} storage needs a driver that is not installed ({e.name})",
-                             "pip install 'dse[postgres]'") from None  # fmt: skip
-        except Exception as e:  # connection refused, bad URL, ...
-            raise InputError("storage", f"cannot open {url!r}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
-    if "://" in url:
-        raise InputError("storage", f"unsupported storage {url!r}", "a journal file path, sqlite:///file.db, postgresql+psycopg://...")
-    path = Path(url)
-    if must_exist and not path.exists():
-        raise InputError("storage", f"no such journal file {url!r}", "the --storage a study ran on")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return JournalStorage(JournalFileBackend(str(path), lock_obj=_FlockLock(str(path))))
-
-
-def _flock_lock_class() -> type:
-    from optuna.storages.journal._file import BaseJournalFileLock
-
-    class FlockLock(BaseJournalFileLock):
-        """The journal's lock as an flock(2) on a side file: the kernel releases it when its process
-        dies, so a killed worker never leaves a stale lock behind (Optuna's own locks wait 30 s)."""
-
-        def __init__(self, path: str) -> None:
-            self._path = f"{path}.flock"
-            self._file: Any = None
-
-        def acquire(self) -> bool:
-            self._file = open(self._path, "a")
-            fcntl.flock(self._file, fcntl.LOCK_EX)
-            return True
-
-        def release(self) -> None:
-            if self._file is not None:
-                fcntl.flock(self._file, fcntl.LOCK_UN)
-                self._file.close()
-                self._file = None
-
-    return FlockLock
-
-
-def _FlockLock(path: str) -> Any:  # noqa: N802 - a factory standing in for the class
-    global _FLOCK
-    if _FLOCK is None:
-        _FLOCK = _flock_lock_class()
-    return _FLOCK(path)
-
-
-_FLOCK: Any = None
-
-
-@contextlib.contextmanager
-def _gate(url: str, study_name: str) -> Iterator[None]:
-    """The lock under which trials are counted and created (see the module docstring)."""
-    if url.startswith("postgresql"):
-        import psycopg
-
-        dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
-        key = zlib.crc32(f"dse:{study_name}".encode()) - 2**31
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
-            try:
-                yield
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-        return
-    path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else url
-    with open(f"{path}.dse-lock", "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def _me() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _fail_dead(study: Any) -> int:
-    """Mark failed the running trials whose worker process on this host is gone."""
-    from optuna.trial import TrialState
-
-    host = socket.gethostname()
-    n = 0
-    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        owner = t.user_attrs.get(WORKER_ATTR, "")
-        h, _, pid = owner.rpartition(":")
-        if h != host or not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-            alive = True
-        except ProcessLookupError:
-            alive = False
-        except PermissionError:
-            alive = True
-        if not alive:
-            study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
-            n += 1
-    return n
-
-
-def create_study(spec: StudySpec, url: str) -> Any:
+# ----------------------------------------------------------------------------- workers
+def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
+    """Create the study on `url`, or load it if it exists (under the storage's gate)."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = open_storage(url)
-    study = optuna.create_study(
-        study_name=spec.name, storage=storage, directions=spec.directions, sampler=make_sampler(spec), load_if_exists=True
-    )
-    labels = [o.label for o in spec.objectives]
-    if study.user_attrs.get("objectives") != labels:
-        study.set_user_attr("objectives", labels)
+    storage = open_storage(url, repair=repair)
+    with gate(url, spec.name), reading(url):
+        study = optuna.create_study(study_name=spec.name, storage=storage, directions=spec.directions,
+                                    sampler=ResumableSampler(spec.sampler, spec.seed), load_if_exists=True)  # fmt: skip
+        labels = [o.label for o in spec.objectives]
+        if study.user_attrs.get("objectives") != labels:
+            study.set_user_attr("objectives", labels)
     return study
 
 
-def make_sampler(spec: StudySpec) -> Any:
-    import optuna
-
-    if spec.sampler == "tpe":
-        return optuna.samplers.TPESampler(seed=spec.seed)
-    if spec.sampler == "nsga2":
-        return optuna.samplers.NSGAIISampler(seed=spec.seed)
-    if spec.sampler == "random":
-        return optuna.samplers.RandomSampler(seed=spec.seed)
-
-    class BruteForce(optuna.samplers.BruteForceSampler):
-        """Optuna's brute force, which calls `study.stop()` once the grid is exhausted; that only
-        works inside `optimize`, and dse's workers ask and tell, so they stop on `exhausted`."""
-
-        exhausted = False
-
-        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
-            try:
-                super().after_trial(study, trial, state, values)
-            except RuntimeError:
-                self.exhausted = True
-
-    import warnings
-
-    with warnings.catch_warnings():  # experimental in Optuna, and documented as such here
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return BruteForce(seed=spec.seed)
-
-
 def work(spec: StudySpec, url: str, trials: int) -> int:
-    """One worker: run trials until the study has `trials` complete ones; returns how many it ran."""
+    """One worker: run trials until the study has `trials` complete ones; returns how many it ran.
+
+    Ctrl-C marks the trial in hand failed (the next run replaces it) before it stops the worker."""
     from optuna.trial import TrialState
 
-    study = create_study(spec, url)
+    study = create_study(spec, url, repair=True)
+    sampler = study.sampler
     done = failures = 0
     while True:
-        with _gate(url, spec.name):
-            _fail_dead(study)
+        with gate(url, spec.name), reading(url):
+            fail_dead(study)
             states = [t.state for t in study.get_trials(deepcopy=False)]
             complete = states.count(TrialState.COMPLETE)
             running = states.count(TrialState.RUNNING)
-            if complete + running >= trials or getattr(study.sampler, "exhausted", False):
+            if complete + running >= trials or sampler.exhausted:
                 return done
+            sampler.index = complete
             trial = study.ask()
-            trial.set_user_attr(WORKER_ATTR, _me())
+            trial.set_user_attr(WORKER_ATTR, me())
         try:
             values = objective(spec, trial)
         except InputError as e:  # a design the cost model rejects: failed, replaced by another
@@ -597,29 +499,55 @@ def work(spec: StudySpec, url: str, trials: int) -> int:
             if failures >= 20:
                 raise InputError("space", f"20 designs in a row were rejected; the last: {e}") from None
             continue
+        except KeyboardInterrupt:
+            study.tell(trial, state=TrialState.FAIL)
+            raise
         failures = 0
         study.tell(trial, values)
         done += 1
 
 
 def run_study(spec: StudySpec, *, trials: int | None = None, workers: int = 1, storage: str | None = None) -> dict[str, Any]:
-    """Run `spec` until it has `trials` complete trials, with `workers` processes on one storage."""
-    url = storage or default_storage(spec)
+    """Run `spec` until it has `trials` complete trials, with `workers` processes on one storage.
+
+    With several workers, this process waits for them; if one dies, it finishes the study itself
+    (the dead worker's trial is failed and replaced) and says so. Ctrl-C stops every worker."""
+    url = storage or default_storage(spec.out_dir, spec.name)
     n = trials if trials is not None else spec.trials
-    create_study(spec, url)  # created once, before the workers race for it
+    create_study(spec, url, repair=True)  # created once, before the workers race for it
     if workers <= 1:
         ran = work(spec, url, n)
     else:
-        procs = [
-            subprocess.Popen([sys.executable, "-m", "dse", "study", "run", spec.source, "--trials", str(n),
-                              "--storage", url, "--only", spec.name, "--workers", "1", "--quiet"])  # fmt: skip
-            for _ in range(workers)
-        ]
-        codes = [p.wait() for p in procs]
-        if any(codes):
-            raise RuntimeError(f"a worker failed (exit codes {codes})")
+        codes = _run_workers(spec, url, n, workers)
         ran = -1
+        if any(codes):
+            short = summary(spec.name, url)["complete"] < n
+            warnings.warn(f"{sum(1 for c in codes if c)} of {workers} workers ended early (exit codes {codes}); "
+                          + ("this process finishes the study" if short else "the others finished the study"),
+                          stacklevel=2)  # fmt: skip
+            if short:
+                ran = work(spec, url, n)
     return summary(spec.name, url) | {"ran_here": ran, "storage": url}
+
+
+def _run_workers(spec: StudySpec, url: str, n: int, workers: int) -> list[int]:
+    """Start `workers` worker processes and wait for them; on Ctrl-C, interrupt and reap them."""
+    cmd = [sys.executable, "-m", "dse", "study", "run", spec.source, "--trials", str(n), "--storage", url,
+           "--only", spec.name, "--workers", "1", "--quiet"]  # fmt: skip
+    procs = [subprocess.Popen(cmd) for _ in range(workers)]
+    try:
+        return [p.wait() for p in procs]
+    except BaseException:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        raise
 
 
 def summary(name: str, url: str) -> dict[str, Any]:
@@ -647,17 +575,22 @@ def summary(name: str, url: str) -> dict[str, Any]:
 def _load(name: str, url: str) -> Any:
     import optuna
 
-    try:
-        return optuna.load_study(study_name=name, storage=open_storage(url, must_exist=True))
-    except KeyError:
-        raise InputError("study", f"no study {name!r} on {url}", "dse study list --storage ...") from None
+    storage = open_storage(url, must_exist=True)
+    with reading(url):
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
+    if name not in names:
+        raise InputError("study", f"no study {name!r} on {url}", ", ".join(names) or "dse study list --storage ...")
+    with reading(url):
+        return optuna.load_study(study_name=name, storage=storage)
 
 
 def list_studies(url: str) -> list[dict[str, Any]]:
     import optuna
 
     storage = open_storage(url, must_exist=True)
-    return [summary(s.study_name, url) for s in optuna.get_all_study_summaries(storage)]
+    with reading(url):
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
+    return [summary(name, url) for name in names]
 
 
 @dataclass(frozen=True)
@@ -729,8 +662,6 @@ def write_report(name: str, url: str, out_dir: str | Path) -> Report:
     else:
         figs.append(("history.png", lambda: ovm.plot_optimization_history(study)))
         figs.append(("importances.png", lambda: ovm.plot_param_importances(study)))
-    import warnings
-
     for fname, draw in figs:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -1,0 +1,254 @@
+"""Where studies live: Optuna storages, the locks workers share, dead workers, damaged journals.
+
+- `open_storage`: a journal file (the default: embedded, safe for several processes on one
+  machine), ``sqlite:///file.db`` or ``postgresql+psycopg://...`` (several machines). A SQLite or
+  PostgreSQL storage's tables are created under a lock, so two commands starting at once on a fresh
+  database do not race each other.
+- A journal is Optuna's line-based log: one JSON record per line, appended under `FlockLock`. A
+  process killed while appending leaves its last line cut short; one that later appends after it
+  would glue its record to the fragment and make the file unreadable for good. So before a study
+  runs, `repair_journal` cuts a damaged end (a fragment, or whole lines that are not records) back to
+  the last complete record, under the journal's own lock, and says so in one line. Readers (list,
+  report) leave the file as it is: Optuna skips a damaged end when reading. Damage anywhere else,
+  or a file that is not a journal at all, is refused with one line and never modified.
+- `gate`: the lock under which a worker counts trials and creates one (a file lock beside a journal
+  or SQLite file, a PostgreSQL advisory lock otherwise).
+- `fail_dead`: running trials whose worker process on this host is gone are marked failed, so the
+  next worker replaces them. Each running trial records its worker's host and process id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import warnings
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+from .files import check_output_file, make_dirs
+
+WORKER_ATTR = "dse_worker"
+SQLITE = "sqlite:///"
+_TAIL = 1 << 20  # how much of a journal's end to read when looking for damage
+_NOT_JOURNAL = "a journal file written by dse study run, or a new file name"
+
+
+def default_storage(out_dir: str, study_name: str) -> str:
+    """The journal file a study uses when no --storage is given."""
+    return str(Path(out_dir) / f"{study_name.split('.')[0]}.journal")
+
+
+def open_storage(url: str, *, must_exist: bool = False, repair: bool = False) -> Any:
+    """An Optuna storage from a journal file path, ``sqlite:///...`` or ``postgresql+psycopg://...``.
+
+    `must_exist`: the storage must already exist (reports and lists, which only read). `repair`: cut
+    a damaged journal end before appending (`repair_journal`); only `dse study run` asks for it."""
+    import optuna
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    if not isinstance(url, str) or not url.strip():
+        raise InputError("storage", "an empty storage", "a journal file path, sqlite:///file.db, postgresql+psycopg://...")
+    if url.startswith(SQLITE):
+        path = Path(url[len(SQLITE) :])
+        if must_exist and not path.is_file():
+            raise InputError("storage", f"no such SQLite file {url!r}", "the --storage a study ran on")
+        check_output_file(path, "storage")
+    if url.startswith(("sqlite:", "postgresql")):
+        try:
+            with gate(url, "storage-init"):
+                return optuna.storages.RDBStorage(url)
+        except ImportError as e:
+            raise InputError("storage", f"{url.split(':')[0]} storage needs a driver that is not installed ({e.name})",
+                             "pip install 'dse[postgres]'") from None  # fmt: skip
+        except InputError:
+            raise
+        except Exception as e:  # connection refused, bad URL, a file that is no database...
+            raise InputError("storage", f"cannot open {url!r}: {type(e).__name__}: {_first_line(e)}") from None
+    if "://" in url:
+        raise InputError("storage", f"unsupported storage {url!r}", "a journal file path, sqlite:///file.db, postgresql+psycopg://...")
+    path = check_output_file(url, "storage")
+    if must_exist and not path.exists():
+        raise InputError("storage", f"no such journal file {url!r}", "the --storage a study ran on")
+    make_dirs(path.parent, "storage")
+    check_journal(path, repair=repair)
+    with reading(url):
+        return JournalStorage(JournalFileBackend(str(path), lock_obj=FlockLock(str(path))))
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else ""
+
+
+@contextlib.contextmanager
+def reading(url: str) -> Iterator[None]:
+    """Turn Optuna's errors on a damaged journal (records that do not parse) into one line."""
+    try:
+        yield
+    except (json.JSONDecodeError, KeyError) as e:
+        raise InputError("storage", f"{url} is damaged inside ({type(e).__name__}: {_first_line(e)}); dse repairs "
+                         "only a damaged end", "the journal from a backup, or a new --storage") from None  # fmt: skip
+    except ValueError as e:
+        if "log format" not in str(e):
+            raise
+        raise InputError("storage", f"{url} is damaged inside (a record cut short); dse repairs only a damaged end",
+                         "the journal from a backup, or a new --storage") from None  # fmt: skip
+
+
+def _record(line: bytes) -> bool:
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(rec, dict) and "op_code" in rec
+
+
+def check_journal(path: Path, *, repair: bool) -> None:
+    """Refuse a file that is not a journal; repair (or, for readers, report) a damaged end."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with FlockLock(str(path)):
+        with open(path, "rb") as f:
+            first = f.readline()
+            size = os.fstat(f.fileno()).st_size
+            start = max(0, size - _TAIL)
+            f.seek(start)
+            tail = f.read()
+        if not first.endswith(b"\n"):
+            if not first.startswith(b'{"op_code":'):
+                raise InputError("storage", f"{path} is not an Optuna journal", _NOT_JOURNAL)
+            keep = 0
+        elif not _record(first):
+            raise InputError("storage", f"{path} is not an Optuna journal", _NOT_JOURNAL)
+        else:
+            keep = _intact_end(tail, start)
+        if keep is None:
+            raise InputError("storage", f"{path} has no readable record in its last {_TAIL >> 20} MiB",
+                             "the journal from a backup, or a new --storage")  # fmt: skip
+        if keep == size:
+            return
+        lost = size - keep
+        if not repair:
+            if (path, size) not in _REPORTED:  # once per command, though it opens the journal twice
+                _REPORTED.add((path, size))
+                warnings.warn(f"{path}: its last {lost} bytes are not a whole record (an interrupted write); "
+                              "reading up to them. dse study run repairs it", stacklevel=3)  # fmt: skip
+            return
+        with open(path, "r+b") as f:
+            f.truncate(keep)
+            f.flush()
+            os.fsync(f.fileno())
+        warnings.warn(f"{path}: removed a damaged end of {lost} bytes left by an interrupted write; the study "
+                      "continues from its last complete record", stacklevel=3)  # fmt: skip
+
+
+_REPORTED: set[tuple[Path, int]] = set()
+
+
+def _intact_end(tail: bytes, start: int) -> int | None:
+    """The byte offset just after the last complete, readable record in `tail` (read from `start`)."""
+    end = len(tail)
+    if not tail.endswith(b"\n"):
+        end = tail.rfind(b"\n") + 1  # drop a fragment after the last newline
+    while end > 0:
+        prev = tail.rfind(b"\n", 0, end - 1) + 1
+        if prev == 0 and start > 0:
+            return None if not _record(tail[:end]) else start + end  # the first line here may be partial
+        if _record(tail[prev:end]):
+            return start + end
+        end = prev
+    return start if start == 0 else None
+
+
+class FlockLock:
+    """The journal's lock as an flock(2) on a side file (the interface of Optuna's `BaseJournalFileLock`,
+    which its journal backend only calls `acquire` and `release` on):
+    the kernel releases it when its process dies, so a killed worker never leaves a stale lock
+    behind (Optuna's own locks wait 30 s)."""
+
+    def __init__(self, path: str) -> None:
+        self._path = f"{path}.flock"
+        self._file: Any = None
+
+    def acquire(self) -> bool:
+        self._file = open(self._path, "a")
+        fcntl.flock(self._file, fcntl.LOCK_EX)
+        return True
+
+    def release(self) -> None:
+        if self._file is not None:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> "FlockLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@contextlib.contextmanager
+def gate(url: str, name: str) -> Iterator[None]:
+    """An exclusive lock named `name` on the storage at `url`, across processes and machines."""
+    if url.startswith("postgresql"):
+        import psycopg
+
+        dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
+        key = zlib.crc32(f"dse:{name}".encode()) - 2**31
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        return
+    path = url[len(SQLITE) :] if url.startswith(SQLITE) else url
+    with open(f"{path}.dse-lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def me() -> str:
+    """This worker, as running trials record it: ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def fail_dead(study: Any) -> int:
+    """Mark failed the running trials whose worker is gone; call it under `gate`.
+
+    A trial of this host whose process no longer exists is gone; so is a running trial with no
+    worker recorded at all, since a worker records itself under the gate right after creating it."""
+    from optuna.trial import TrialState
+
+    host = socket.gethostname()
+    n = 0
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        owner = t.user_attrs.get(WORKER_ATTR)
+        if owner is not None:
+            h, _, pid = str(owner).rpartition(":")
+            if h != host or not pid.isdigit() or _alive(int(pid)):
+                continue
+        study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
+        n += 1
+    return n
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -14,7 +14,8 @@ from .cli_iterate import add_iterate_parser
 from .cli_reproduce import add_reproduce_parser
 from .cli_study import add_study_parser
 from .errors import InputError
-from .evaluate import compare, evaluate
+from .evaluate import COMPARE_SCHEDULERS, compare, evaluate
+from .lp_guided import too_many_orders
 from .bounds import lower_bounds
 from .report import bounds_text, comparison_rows, comparison_text, format_table, result_text
 from .schedulers import QUEUES, SCHEDULERS
@@ -135,9 +136,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     topo = parse_topology(_topology_arg(args))
+    skipped = {"lp_guided": why} if (why := too_many_orders(topo.ndims)) else {}
     results = compare(
         topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
         latency_mode=args.latency_mode, active_chunks=args.active_chunks, seed=args.seed,
+        schedulers=tuple(s for s in COMPARE_SCHEDULERS if s not in skipped),
     )  # fmt: skip
     bounds = lower_bounds(
         topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
@@ -158,6 +161,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "latency_mode": first.latency_mode,
             "bound": bounds.to_dict(),
             "rows": [r.to_dict() for r in rows],
+            "not_run": skipped,
         }
         print(json.dumps(out))
     else:
@@ -168,6 +172,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(comparison_text(rows, title))
         print(f"bound {format_time(bounds.bound_ns)} ({bounds.status}): ideal {format_time(bounds.ideal_ns)}, "
               f"ILP {format_time(bounds.ilp_ns)}, pipeline {format_time(bounds.pipeline_ns)}")  # fmt: skip
+        for note in bounds.notes if bounds.status in ("lp_only", "ideal_only") else ():
+            print(f"note: {note}")
+        for name, why in skipped.items():
+            print(f"{name} not run: {why}")
     return 0
 
 

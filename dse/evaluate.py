@@ -52,7 +52,7 @@ def evaluate(
 
     plan = model.chunking(coll, nbytes, nchunks, topo, baseline=sched.is_baseline)
     problem = ScheduleProblem(topo, coll, plan, model, seed, q, mode, active)
-    spec.check_work(queue=q, extra_simulations=sched.simulations(problem))
+    spec.check_work(queue=q, extra_simulations=sched.simulations())
     chunk_orders = sched.orders(problem)
     phase_plans = build_plans(model, topo, coll, chunk_orders, plan.sizes, mode, sched.is_baseline)
     out = simulate(

@@ -61,7 +61,9 @@ from typing import Any, Sequence
 from .collectives import A2A, ALL_TO_ALL, nominal_bytes_sent
 from .costs import CostModel, Phase, get_cost_model
 from .errors import InputError
+from .limits import check_work
 from .schedulers import ScheduleProblem, Scheduler, ThemisScheduler, baseline_order, get_scheduler, parse_queue
+from .spec import simulation_steps
 from .simulate import FIFO, policy_code, push_phase, queue_insert
 from .topology import Topology, parse_topology
 from .units import parse_int
@@ -256,9 +258,13 @@ def iterate(
     for slot in SLOTS:  # validate the placement up front, even if the slot is unused
         if any(layer.comm(slot) for layer in wl.layers):
             planner.scope(wl.scope(slot))
+    steps, what = iteration_steps(wl, planner, q, ideal)
+    check_work(steps * iterations, f"{iterations} iteration(s) of {what}")
     policy = policy_code(q, model.scf_rule)
     sim = _Engine(wl, topo, planner, policy, model.dim_tiebreak, ideal, iterations)
     total = sim.run()
+    if not math.isfinite(total):  # the input ranges (dse.limits) keep every time finite: a last guard
+        raise InputError("workload", f"the iteration's time is not finite ({total})", "times and sizes within dse.limits")
     compute = sim.compute_busy / iterations
     time = total / iterations
     comm = sim.comm_time / iterations
@@ -271,6 +277,25 @@ def iterate(
         bw_utilization=sent / (comm * bw) if comm > 0 else 0.0, bytes_sent=sent, total_ns=total,
         collectives=tuple(sim.runs),
     )  # fmt: skip
+
+
+def iteration_steps(wl: Workload, planner: _Planner, queue: str, ideal: bool) -> tuple[float, str]:
+    """Estimated work steps of one iteration (`dse.limits`): compute tasks, and each collective's
+    chunk-phases as `dse.spec.simulation_steps` counts them; and where they come from."""
+    steps = 4.0 * len(wl.layers)
+    ncoll = 0
+    for layer in wl.layers:
+        for slot in SLOTS:
+            comm = layer.comm(slot)
+            if comm is None:
+                continue
+            ncoll += 1
+            _, sub, _ = planner.scope(wl.scope(slot))
+            if sub is None or ideal:
+                continue
+            n = chunk_count(comm[1], planner.chunks, planner.min_chunk)
+            steps += simulation_steps(sub, comm[0], n, planner.model, queue)[0]
+    return steps, f"{len(wl.layers):,} layers and {ncoll:,} collectives"
 
 
 class _Engine:

@@ -30,6 +30,8 @@ MAX_NS = 1e15
 MIN_BANDWIDTH = 1e-9
 MAX_BANDWIDTH = 1e9
 MAX_NPUS = 2**40
+#: Layers one workload may have (memory, not time; the work limit bounds the run itself).
+MAX_LAYERS = 1_000_000
 #: Points one sweep file may expand to, and shapes one search space may hold (memory, not time).
 MAX_SWEEP_POINTS = 2_000_000
 MAX_SPACE_SHAPES = 100_000

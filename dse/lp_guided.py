@@ -22,11 +22,14 @@ itself with `dse.schedulers.register_scheduler`.
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 
 from .bounds import _solve, types_for_plan
 from .collectives import ALL_TO_ALL
+from .errors import InputError
+from .limits import LP_ORDER_TYPES
 from .schedulers import Order, ScheduleProblem, Scheduler, ThemisScheduler, register_scheduler
 from .simulate import simulate
 
@@ -44,7 +47,7 @@ class LPGuidedScheduler(Scheduler):
     def __repr__(self) -> str:
         return f"LPGuidedScheduler(budget={self.budget})"
 
-    def simulations(self, problem: ScheduleProblem) -> int:
+    def simulations(self) -> int:
         return self.budget + 3
 
     def _orders(self, problem: ScheduleProblem) -> list[Order]:
@@ -53,6 +56,9 @@ class LPGuidedScheduler(Scheduler):
         mode = problem.latency_mode or model.default_latency_mode
         if coll == ALL_TO_ALL or topo.ndims == 1:
             return [tuple(range(topo.ndims))] * n
+        reason = too_many_orders(topo.ndims, len(set(problem.chunks.sizes)))
+        if reason:
+            raise InputError("scheduler", f"lp_guided cannot run here: {reason}", "at most 8 dimensions, or another scheduler")
         types = types_for_plan(model, topo, coll, problem.chunks, mode, ar_phase=False)
         main_size = Counter(problem.chunks.sizes).most_common(1)[0][0]
         main = [t for t in types if t.size == main_size]
@@ -108,6 +114,14 @@ class LPGuidedScheduler(Scheduler):
             if t <= best_t:
                 best_t, best = t, cand
         return [orders[i] for i in best]
+
+
+def too_many_orders(ndims: int, sizes: int = 1) -> str | None:
+    """Why lp_guided's LP over every dimension order is too large (`dse.limits`), or None."""
+    orders = math.factorial(ndims)
+    if orders * sizes <= LP_ORDER_TYPES:
+        return None
+    return f"its LP over {orders:,} dimension orders ({ndims} dimensions) is larger than the {LP_ORDER_TYPES:,} allowed"
 
 
 def _pick(rng: random.Random, n: int, edge: int) -> int:

@@ -21,6 +21,7 @@ pairs (``"themis+scf"`` or ``{scheduler = "themis", queue = "scf"}``) and exclud
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,9 @@ from .collectives import parse_collective
 from .costs import get_cost_model
 from .errors import InputError
 from .files import read_toml
+from .limits import MAX_SWEEP_POINTS
+from .lp_guided import too_many_orders
+from .spec import CollectiveSpec
 from .schedulers import get_scheduler, parse_queue
 from .topology import Topology, parse_topology
 from .units import parse_int, parse_positive, parse_size
@@ -172,12 +176,17 @@ def parse_sweep(table: dict[str, Any], source: str = "<sweep>") -> Sweep:
         raise InputError("sweep.bounds", f"{bounds!r} is not a boolean", "true or false")
     limit = parse_positive(table.get("bounds_time_limit", 60.0), "sweep.bounds_time_limit")
     nodes = parse_int(table.get("bounds_node_limit", 100), "sweep.bounds_node_limit", minimum=1)
+    n = len(pairs) * math.prod(len(lists[k]) for k in PARAMS if k not in ("scheduler", "queue"))
+    if n > MAX_SWEEP_POINTS:
+        raise InputError("sweep", f"{n:,} points", f"at most {MAX_SWEEP_POINTS:,} per sweep file (split it into several)")
     return Sweep(tuple(_expand(lists, pairs, topos)), bounds, limit, source, nodes)
 
 
 def _expand(lists: dict[str, list], pairs: list[tuple[str, str]], topos: dict[str, Topology]) -> Iterator[Point]:
-    """The Cartesian product in `PARAMS` order; the model resolves and checks the latency mode."""
+    """The Cartesian product in `PARAMS` order; the model resolves and checks the latency mode, and
+    every distinct collective is checked against the work limit for its schedule (`dse.limits`)."""
     modes: dict[tuple, str] = {}
+    checked: set[tuple] = set()
     for t, coll, size, chunks, (s, q), model, mode, active, seed in itertools.product(
         lists["topology"], lists["collective"], lists["size"], lists["chunks"], pairs,
         lists["cost_model"], lists["latency_mode"], lists["active_chunks"], lists["seed"],
@@ -188,7 +197,25 @@ def _expand(lists: dict[str, list], pairs: list[tuple[str, str]], topos: dict[st
                 modes[key] = get_cost_model(model).check(topos[t], coll, mode, active)
             except InputError as e:
                 raise InputError("sweep", f"topology {t!r}, collective {coll}, cost_model {model}: {e}") from None
+        run = (t, coll, size, chunks, s, q, model, modes[key], active)
+        if run not in checked:
+            checked.add(run)
+            _check_run(topos[t], coll, size, chunks, s, q, model, modes[key], active)
         yield Point(t, coll, size, chunks, s, q, model, modes[key], active, seed)
+
+
+def _check_run(topo: Topology, coll: str, size: int, chunks: int, sched: str, queue: str, model: str, mode: str,
+               active: int) -> None:  # fmt: skip
+    """What `evaluate` would refuse at run time, refused before the sweep starts."""
+    where = f"topology {topo.notation() if topo.name is None else topo.name}, size {size}, chunks {chunks}, {sched}+{queue}"
+    try:
+        spec = CollectiveSpec.parse(topo, collective=coll, size=size, chunks=chunks, cost_model=model,
+                                    latency_mode=mode, active_chunks=active)  # fmt: skip
+        spec.check_work(queue=queue, extra_simulations=get_scheduler(sched).simulations())
+        if sched == "lp_guided" and (why := too_many_orders(topo.ndims)):
+            raise InputError("scheduler", why, "at most 8 dimensions, or another scheduler")
+    except InputError as e:
+        raise InputError("sweep", f"{where}: {e}") from None
 
 
 def load_sweep(path: "str | Path") -> Sweep:

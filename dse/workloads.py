@@ -56,6 +56,8 @@ from typing import Any, Mapping
 from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, parse_collective
 from .errors import InputError
 from .files import read_text
+from .limits import MAX_BYTES, MAX_LAYERS, MAX_NS
+from .units import parse_positive
 
 #: The three collective slots of a layer, in the order the fields appear.
 SLOTS = ("fwd", "ig", "wg")
@@ -95,6 +97,18 @@ class Layer:
         coll = getattr(self, f"{slot}_comm")
         nbytes = getattr(self, f"{slot}_bytes")
         return (coll, nbytes) if coll and nbytes > 0 else None
+
+    def __post_init__(self) -> None:
+        """Every time finite, 0 to 1e15 ns, every byte count a whole number, 0 to 2^53 (`dse.limits`),
+        whichever front-end built the layer."""
+        for f in ("fwd_compute", "ig_compute", "wg_compute", "wg_update"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_NS:
+                raise InputError(f"layer {self.name}: {f}", f"{v!r} ns is out of range", f"0 to {MAX_NS:g} ns")
+        for f in ("fwd_bytes", "ig_bytes", "wg_bytes"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_BYTES:
+                raise InputError(f"layer {self.name}: {f}", f"{v!r} is out of range", "a whole number of bytes, 0 to 2^53")
 
     @property
     def compute_ns(self) -> float:
@@ -236,13 +250,13 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
         dep = _int(toks[1], e, "dependency", minimum=-1)
         vals: dict[str, Any] = {"name": name, "dependency": dep}
         for slot, base in zip(SLOTS, (2, 5, 8)):
-            vals[f"{slot}_compute"] = float(_int(toks[base], e, f"{slot}_compute", minimum=0))
+            vals[f"{slot}_compute"] = float(_int(toks[base], e, f"{slot}_compute", minimum=0, maximum=int(MAX_NS)))
             t = toks[base + 1].upper()
             if t not in _ASTRA_TYPES:
                 raise e(f"unknown {slot} communication type {toks[base + 1]!r}", ", ".join(_ASTRA_TYPES))
             vals[f"{slot}_comm"] = _ASTRA_TYPES[t]
-            vals[f"{slot}_bytes"] = _int(toks[base + 2], e, f"{slot}_bytes", minimum=0)
-        vals["wg_update"] = float(_int(toks[11], e, "wg_update_time", minimum=0))
+            vals[f"{slot}_bytes"] = _int(toks[base + 2], e, f"{slot}_bytes", minimum=0, maximum=MAX_BYTES)
+        vals["wg_update"] = float(_int(toks[11], e, "wg_update_time", minimum=0, maximum=int(MAX_NS)))
         layers.append(Layer(**vals))
     name = Path(source).stem if source else "workload"
     if dlrm is not None and dlrm >= len(layers):
@@ -250,13 +264,14 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
     return Workload(name, strategy, tuple(layers), group, source, dlrm)
 
 
-def _int(tok: str, err: Any, what: str, *, minimum: int) -> int:
-    try:
-        v = int(tok)
-    except ValueError:
-        raise err(f"{what} {tok!r} is not an integer") from None
+def _int(tok: str, err: Any, what: str, *, minimum: int, maximum: int | None = None) -> int:
+    if not (tok.isascii() and tok.lstrip("+-").isdigit() and len(tok) <= 30):
+        raise err(f"{what} {tok[:40]!r} is not an integer")
+    v = int(tok)
     if v < minimum:
         raise err(f"{what} {v} is below {minimum}")
+    if maximum is not None and v > maximum:
+        raise err(f"{what} {v} is above {maximum:.3g}", f"at most {maximum:.3g}")
     return v
 
 
@@ -290,6 +305,8 @@ def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
     raw = data.get("layers")
     if not isinstance(raw, (list, tuple)) or not raw:
         raise InputError(f"{source}: layers", "no layers", "one or more [[layers]] tables")
+    if len(raw) > MAX_LAYERS:
+        raise InputError(f"{source}: layers", f"{len(raw):,} layers", f"at most {MAX_LAYERS:,}")
     layers = []
     for i, entry in enumerate(raw):
         where = f"{source}: layers[{i}]"
@@ -301,7 +318,10 @@ def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
         bad = set(entry) - _LAYER_KEYS
         if bad:
             raise InputError(where, f"unknown key(s) {', '.join(sorted(bad))}", ", ".join(sorted(_LAYER_KEYS)))
-        vals: dict[str, Any] = {"name": str(entry.get("name", f"layer{i}")), "dependency": int(entry.get("dependency", -1))}
+        dep = entry.get("dependency", -1)
+        if isinstance(dep, bool) or not isinstance(dep, int) or not -1 <= dep < len(raw):
+            raise InputError(f"{where}.dependency", f"{dep!r} is not a layer index", "-1 or a layer index")
+        vals: dict[str, Any] = {"name": str(entry.get("name", f"layer{i}")), "dependency": dep}
         for slot in SLOTS:
             vals[f"{slot}_compute"] = _nonneg(entry.get(f"{slot}_compute", 0), f"{where}.{slot}_compute")
             comm = entry.get(f"{slot}_comm", "none")
@@ -313,8 +333,8 @@ def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
                 except InputError as e:
                     raise InputError(f"{where}.{slot}_comm", e.problem, e.allowed) from None
             nbytes = entry.get(f"{slot}_bytes", 0)
-            if not isinstance(nbytes, int) or nbytes < 0:
-                raise InputError(f"{where}.{slot}_bytes", f"{nbytes!r} is not a non-negative integer")
+            if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 0 <= nbytes <= MAX_BYTES:
+                raise InputError(f"{where}.{slot}_bytes", f"{nbytes!r} is out of range", "a whole number of bytes, 0 to 2^53")
             vals[f"{slot}_bytes"] = nbytes
         vals["wg_update"] = _nonneg(entry.get("wg_update", 0), f"{where}.wg_update")
         layers.append(Layer(**vals))
@@ -325,8 +345,8 @@ def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
 
 
 def _nonneg(v: Any, where: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise InputError(where, f"{v!r} is not a non-negative number of ns")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= MAX_NS:
+        raise InputError(where, f"{v!r} is out of range", f"a number of ns from 0 to {MAX_NS:g}")
     return float(v)
 
 
@@ -449,9 +469,13 @@ def generate(spec: str) -> Workload:
         if not eq or k not in allowed:
             raise InputError(f"workload {name}", f"bad option {item!r}", ", ".join(f"{a}=..." for a in allowed))
         default = fn.__kwdefaults__[k]  # type: ignore[index]
-        try:
-            kwargs[k] = type(default)(float(v)) if isinstance(default, int) else float(v)
-        except ValueError:
-            raise InputError(f"workload {name}", f"{k}={v!r} is not a number") from None
+        x = parse_positive(v, f"workload {name}: {k}", allow_zero=True, maximum=MAX_BYTES)
+        if isinstance(default, int):
+            if not x.is_integer():
+                raise InputError(f"workload {name}: {k}", f"{v.strip()!r} is not a whole number")
+            x = int(x)
+        kwargs[k] = x
+    if kwargs.get("layers", 1) > MAX_LAYERS // 2:
+        raise InputError(f"workload {name}: layers", f"{kwargs['layers']:,} layers", f"at most {MAX_LAYERS // 2:,}")
     wl = fn(**kwargs)
     return replace(wl, name=spec.strip() if opts else wl.name)

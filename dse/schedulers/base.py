@@ -67,7 +67,7 @@ class Scheduler(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
-    def simulations(self, problem: ScheduleProblem) -> int:
+    def simulations(self) -> int:
         """Simulations this scheduler runs to choose its orders (the work estimate counts them)."""
         return 0
 

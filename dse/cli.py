@@ -13,7 +13,7 @@ from .costs import COST_MODELS
 from .cli_iterate import add_iterate_parser
 from .cli_reproduce import add_reproduce_parser
 from .cli_study import add_study_parser
-from .errors import InputError
+from .errors import InputError, RunError, note_swallowed_interrupt
 from .evaluate import COMPARE_SCHEDULERS, compare, evaluate
 from .lp_guided import too_many_orders
 from .bounds import lower_bounds
@@ -240,12 +240,20 @@ def _warn_one_line(message, category, filename, lineno, file=None, line=None):  
 _RESUMABLE = {"sweep", "study", "reproduce"}
 
 
+def _unraisable(args: "sys.UnraisableHookArgs") -> None:
+    if args.exc_type is not None and issubclass(args.exc_type, KeyboardInterrupt):
+        note_swallowed_interrupt()  # raised again at the next safe point, never printed as a traceback
+    else:
+        sys.__unraisablehook__(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `dse` console script; returns the exit code.
 
     Bad input: one line on stderr, exit 2. Ctrl-C: one line (how to resume, where that applies),
     exit 130. A file-system failure no check foresaw (a full disk, say): one line, exit 1."""
     warnings.showwarning = _warn_one_line
+    sys.unraisablehook = _unraisable
     parser = build_parser()
     args: argparse.Namespace | None = None
     try:
@@ -265,6 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # e.g. `dse ... | head`
         return 0
+    except RunError as e:
+        print(f"dse: error: {_one_line(e)}", file=sys.stderr)
+        return 1
     except OSError as e:
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         print(f"dse: error: {where}{_one_line(e.strerror or e)}", file=sys.stderr)

@@ -23,3 +23,21 @@ class InputError(ValueError):
 class RunError(RuntimeError):
     """A run that failed for a reason outside the input (a worker process killed, say): one line,
     exit code 1, and what was finished is kept for the next run."""
+
+
+_swallowed_interrupt = False
+
+
+def note_swallowed_interrupt() -> None:
+    """Record a Ctrl-C that Python swallowed (it landed in a finalizer or weakref callback, where a
+    KeyboardInterrupt is only reported, never raised); `raise_if_interrupted` raises it later."""
+    global _swallowed_interrupt
+    _swallowed_interrupt = True
+
+
+def raise_if_interrupted() -> None:
+    """Raise a swallowed Ctrl-C at a point where stopping is safe (between batches, between trials)."""
+    global _swallowed_interrupt
+    if _swallowed_interrupt:
+        _swallowed_interrupt = False
+        raise KeyboardInterrupt

@@ -10,6 +10,7 @@ file or none, never half of one.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import tempfile
 import tomllib
@@ -101,13 +102,37 @@ def make_dirs(path: Path, field: str) -> None:
         raise InputError(field, f"cannot create the folder {str(path)!r}: {e.strerror or e}") from None
 
 
+def temp_beside(target: Path) -> tuple[int, str]:
+    """A new temporary file ``.NAME.PID.XXXX.tmp`` beside `target` (fd, path), after removing the
+    ones a killed dse process left there (their PID no longer runs)."""
+    prefix = f".{target.name}."
+    with contextlib.suppress(OSError):
+        for old in target.parent.glob(f"{glob.escape(prefix)}*.tmp"):
+            pid = old.name[len(prefix) :].split(".", 1)[0]
+            if pid.isdigit() and not pid_alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    old.unlink()
+    return tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}.", suffix=".tmp", dir=target.parent)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` runs on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def atomic_output(path: "str | Path", field: str = "out") -> Iterator[Path]:
     """Yields a temporary path beside `path`; renamed onto `path` only when the block succeeds."""
     target = Path(path)
     make_dirs(target.parent, field)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        fd, tmp = temp_beside(target)
     except OSError as e:
         raise InputError(field, f"cannot write in {str(target.parent)!r}: {e.strerror or e}") from None
     os.close(fd)

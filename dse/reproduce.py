@@ -32,6 +32,7 @@ from typing import Any
 
 from .bounds import ideal_ns
 from .costs import get_cost_model
+from .errors import raise_if_interrupted
 from .evaluate import evaluate
 from .files import atomic_output, check_output_dir, make_dirs, write_atomic
 from .iteration import end_to_end_markdown, end_to_end_rows
@@ -109,6 +110,7 @@ def run(out: str | Path, *, cost_model: str = "paper", jobs: int = 1, quick: boo
         tables[name] = finish_rows(read_rows(raw_path), names, model)
         write_csv(out / f"{name}.csv", tables[name])
     summary = summarize(tables["single_allreduce"])
+    raise_if_interrupted()
     e2e = end_to_end_rows(model, topologies=(PAPER_PRESETS[:2] if quick else PAPER_PRESETS))
     write_csv(out / "end_to_end.csv", e2e)
     write_atomic(
@@ -116,6 +118,7 @@ def run(out: str | Path, *, cost_model: str = "paper", jobs: int = 1, quick: boo
         summary_markdown(summary, tables["chunks"], model)
         + "\n## Training iterations (speed-up over baseline+FIFO)\n\n" + end_to_end_markdown(e2e) + "\n",
     )
+    raise_if_interrupted()
     figures = [
         draw_utilization(utilization_data(tables["single_allreduce"]), out / "utilization.png"),
         draw_chunks(chunk_data(tables["chunks"]), out / "chunks.png"),

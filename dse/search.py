@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from .bounds import _solve, ideal_ns, types_for_plan
-from .errors import InputError
+from .errors import InputError, raise_if_interrupted
 from .files import atomic_output, check_output_dir, make_dirs, read_toml
 from .evaluate import evaluate
 from .hwcost import HardwareCost
@@ -481,6 +481,7 @@ def work(spec: StudySpec, url: str, trials: int) -> int:
     sampler = study.sampler
     done = failures = 0
     while True:
+        raise_if_interrupted()
         with gate(url, spec.name), reading(url):
             fail_dead(study)
             states = [t.state for t in study.get_trials(deepcopy=False)]

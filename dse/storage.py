@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .files import check_output_file, make_dirs
+from .files import check_output_file, make_dirs, pid_alive
 
 WORKER_ATTR = "dse_worker"
 SQLITE = "sqlite:///"
@@ -237,18 +237,8 @@ def fail_dead(study: Any) -> int:
         owner = t.user_attrs.get(WORKER_ATTR)
         if owner is not None:
             h, _, pid = str(owner).rpartition(":")
-            if h != host or not pid.isdigit() or _alive(int(pid)):
+            if h != host or not pid.isdigit() or pid_alive(int(pid)):
                 continue
         study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
         n += 1
     return n
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .bounds import lower_bounds
-from .errors import InputError
+from .errors import InputError, raise_if_interrupted
 from .evaluate import evaluate
 from .runners import Runner, get_runner
 from .sweepcsv import SweepFile
@@ -150,6 +150,7 @@ def run_sweep(
         try:
             for rows in run(func, batches):
                 out.append(rows)
+                raise_if_interrupted()
                 counts["evaluated"] += len(rows)
                 if bar is not None:
                     bar.update(len(rows))

@@ -25,7 +25,6 @@ import fcntl
 import io
 import math
 import os
-import tempfile
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -33,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError
-from .files import check_output_file, make_dirs
+from .files import check_output_file, make_dirs, temp_beside
 
 ALLOWED = "a new file, or the sweep that wrote it"
 
@@ -224,7 +223,7 @@ class SweepFile:
                 return
 
     def _replace(self, data: bytes) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        fd, tmp = temp_beside(self.path)
         try:
             os.write(fd, data)
             os.fsync(fd)

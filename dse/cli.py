@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import warnings
 from collections.abc import Sequence
@@ -282,5 +283,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def run() -> int:
+    """The console script: `main`, then Ctrl-C is ignored while the interpreter shuts down (its
+    exit handlers join worker threads; an interrupt there would end the process by SIGINT after the
+    work is done and its exit code chosen)."""
+    code = 130
+    try:
+        code = main()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt:  # between main's return and the line above
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return code
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(run())

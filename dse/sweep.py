@@ -36,7 +36,8 @@ BOUND_COLUMNS: tuple[str, ...] = ("bound_ns", "gap")
 
 
 def columns(bounds: bool) -> tuple[str, ...]:
-    """The CSV header: `point`, the parameters, the results (and the bound columns if asked)."""
+    """The CSV's columns: `point`, the parameters, the results (and the bound columns if asked); the
+    file adds a last column, `crc` (`dse.sweepcsv`)."""
     return ("point",) + Point._fields + RESULT_COLUMNS + (BOUND_COLUMNS if bounds else ())
 
 

@@ -13,6 +13,8 @@ What dse does with the file it is given as a sweep's output:
 - anything else (another sweep's rows, other columns, a line that is no row of this sweep, two
   different results for one point): refused with one line naming the line; the file is not touched.
 
+Every row ends with a ``crc`` column, the CRC-32 of the rest of its line, so a row damaged anywhere
+(a number cut short, a digit changed) is recognised as damaged rather than read as a result.
 `SweepFile` also holds an exclusive lock on the file while a sweep writes it, so two sweeps never
 write one file at once.
 """
@@ -26,6 +28,7 @@ import io
 import math
 import os
 import warnings
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -37,11 +40,26 @@ from .files import check_output_file, make_dirs, temp_beside
 ALLOWED = "a new file, or the sweep that wrote it"
 
 
+CRC = "crc"
+
+
 def csv_text(rows: Iterable[Sequence[object]]) -> str:
-    """Rows as CSV text, one line each, as sweeps write them."""
+    """Rows as CSV text, one line each."""
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerows(rows)
     return buf.getvalue()
+
+
+def _crc(body: str) -> str:
+    return f"{zlib.crc32(body.encode()):08x}"
+
+
+def row_lines(rows: Iterable[Sequence[object]]) -> str:
+    """Result rows as the lines a sweep writes: each with its CRC-32 appended."""
+    out = []
+    for line in csv_text(rows).splitlines():
+        out.append(f"{line},{_crc(line)}\n")
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -58,7 +76,7 @@ class _Rows:
     """Recognises this sweep's rows: the text of each point's parameters, and the results after them."""
 
     def __init__(self, header: Sequence[str], params: Sequence[Sequence[object]]) -> None:
-        self.header = csv_text([header])[:-1]
+        self.header = csv_text([[*header, CRC]])[:-1]
         self.params = params
         self.nresults = len(header) - len(params[0]) - 1 if params else 0
         self._prefix: dict[int, str] = {}
@@ -83,7 +101,10 @@ class _Rows:
         i = self.index(text)
         if i is None or not text.startswith(self.prefix(i)):
             return None
-        values = text[len(self.prefix(i)) :].split(",")
+        body, _, crc = text.rpartition(",")
+        if crc != _crc(body):
+            return None
+        values = body[len(self.prefix(i)) :].split(",")
         if len(values) != self.nresults:
             return None
         for v in values:
@@ -104,11 +125,19 @@ class _Rows:
         p = self.prefix(i)
         return p.startswith(text) or (text.startswith(p) and self.row(text) is None)
 
-    def glued(self, text: str) -> int | None:
-        """Where a whole row starts after a row cut short (a line glued to the next), else None."""
-        for k in range(1, len(text)):
-            if text[k].isdigit() and self.torn(text[:k]) and self.row(text[k:]) is not None:
-                return k
+    def pieces(self, text: str, start: int = 0) -> list[tuple[int, int]] | None:
+        """A line made of this sweep's rows, each cut short but perhaps the last, glued together
+        (writes cut off and followed by others): the (start, end) of the whole rows in it, or None."""
+        rest = text[start:]
+        if self.row(rest) is not None:
+            return [(start, len(text))]
+        if self.torn(rest):
+            return []
+        for k in range(start + 1, len(text)):
+            if text[k].isdigit() and self.torn(text[start:k]):
+                found = self.pieces(text, k)
+                if found is not None:
+                    return found
         return None
 
 
@@ -146,16 +175,15 @@ def inspect(data: bytes, header: Sequence[str], params: Sequence[Sequence[object
             add(i, raw, n)
         elif not text:
             repairs["a blank line"] += 1
-        elif rows.torn(text):
+        elif (whole := rows.pieces(text)) is not None:
             repairs["a row cut short"] += 1
-        elif (k := rows.glued(text)) is not None:
-            repairs["a row cut short"] += 1
-            add(rows.row(text[k:]), raw[k:], n)  # type: ignore[arg-type]
+            for a, b in whole:
+                add(rows.row(text[a:b]), raw[a:b], n)  # type: ignore[arg-type]
         else:
             raise InputError("out", f"{name} line {n} is not a point of this sweep", ALLOWED)
     if tail:
         text = tail.decode("ascii", "replace")
-        if not (rows.torn(text) or rows.row(text) is not None):
+        if rows.pieces(text) is None:  # the last line, cut short (its points run again)
             raise InputError("out", f"{name} line {len(lines) + 1} is not a point of this sweep", ALLOWED)
         if not repairs:
             return CsvState(frozenset(done), truncate_to=len(data) - len(tail), repairs=("a last line cut short",))
@@ -238,9 +266,9 @@ class SweepFile:
 
     def append(self, rows: list[list]) -> None:
         """Append rows (the header first into an empty file) with one write, so a kill cuts one line at most."""
-        text = csv_text(rows)
+        text = row_lines(rows)
         if os.fstat(self.fd).st_size == 0:
-            text = csv_text([self.header]) + text
+            text = csv_text([[*self.header, CRC]]) + text
         data = text.encode()
         os.lseek(self.fd, 0, os.SEEK_END)
         while data:

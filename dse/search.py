@@ -513,7 +513,7 @@ def run_study(spec: StudySpec, *, trials: int | None = None, workers: int = 1, s
 
     With several workers, this process waits for them; if one dies, it finishes the study itself
     (the dead worker's trial is failed and replaced) and says so. Ctrl-C stops every worker."""
-    url = storage or default_storage(spec.out_dir, spec.name)
+    url = default_storage(spec.out_dir, spec.name) if storage is None else storage
     n = trials if trials is not None else spec.trials
     create_study(spec, url, repair=True)  # created once, before the workers race for it
     if workers <= 1:

@@ -76,9 +76,12 @@ def open_storage(url: str, *, must_exist: bool = False, repair: bool = False) ->
     if must_exist and not path.exists():
         raise InputError("storage", f"no such journal file {url!r}", "the --storage a study ran on")
     make_dirs(path.parent, "storage")
-    check_journal(path, repair=repair)
-    with reading(url):
-        return JournalStorage(JournalFileBackend(str(path), lock_obj=FlockLock(str(path))))
+    try:
+        check_journal(path, repair=repair)
+        with reading(url):
+            return JournalStorage(JournalFileBackend(str(path), lock_obj=FlockLock(str(path))))
+    except OSError as e:
+        raise InputError("storage", f"cannot use {url!r}: {e.strerror or e}", "a journal file in a folder you may write to") from None
 
 
 def _first_line(e: BaseException) -> str:

@@ -214,7 +214,14 @@ class SweepFile:
         self.close()
 
     def open(self) -> frozenset[int]:
+        """Lock, check and repair the file (module docstring); the points that already have a row."""
         make_dirs(self.path.parent, "out")
+        try:
+            return self._open()
+        except OSError as e:
+            raise InputError("out", f"cannot write {str(self.path)!r}: {e.strerror or e}", "a file in a folder you may write to") from None
+
+    def _open(self) -> frozenset[int]:
         for _ in range(3):  # a repair replaces the file: lock and read the new one
             self._lock()
             st = os.fstat(self.fd)

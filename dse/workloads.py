@@ -265,7 +265,7 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
 
 
 def _int(tok: str, err: Any, what: str, *, minimum: int, maximum: int | None = None) -> int:
-    if not (tok.isascii() and tok.lstrip("+-").isdigit() and len(tok) <= 30):
+    if not (len(tok) <= 30 and re.fullmatch(r"[+-]?[0-9]+", tok, re.ASCII)):
         raise err(f"{what} {tok[:40]!r} is not an integer")
     v = int(tok)
     if v < minimum:

@@ -1,11 +1,16 @@
-"""Sweep throughput: points/s of a 10,000-point sweep with 1 and 2 jobs (loky), and the speed-up.
+"""Sweep throughput: points/s of a 10,000-point sweep with 1 and 2 jobs, and against joblib's loky.
 
 3D-SW_SW_SW_hetero, paper model, all-reduce: 125 sizes x 20 chunk counts x 4 scheduler+queue pairs.
-The pool is warmed first (a tiny sweep), so the figures are steady-state throughput.
-    .venv/bin/python scripts/bench_sweep.py
+Each configuration runs `--repeat` times (default 5) into a fresh CSV; min and median are printed.
+`loky` is the runner sweeps used before dse.runners (joblib's loky processes), measured in the same
+run as the reference for the forked pool (`processes`, the default).
+
+    .venv/bin/python scripts/bench_sweep.py [--repeat 5]
 """
 
+import argparse
 import os
+import statistics
 import tempfile
 import time
 
@@ -19,19 +24,37 @@ TABLE = {
 }
 
 
-def bench(jobs: int) -> float:
+def loky_runner(jobs):
+    from joblib import Parallel, delayed
+
+    def run(func, tasks):
+        yield from Parallel(n_jobs=jobs, return_as="generator_unordered")(delayed(func)(t) for t in tasks)
+
+    return run
+
+
+def bench(jobs: int, runner=None) -> float:
     sweep = parse_sweep(TABLE)
     with tempfile.TemporaryDirectory() as d:
-        run_sweep(parse_sweep(dict(TABLE, size=[1000000])), os.path.join(d, "warm.csv"), jobs=jobs)
         t = time.perf_counter()
-        run_sweep(sweep, os.path.join(d, "out.csv"), jobs=jobs)
+        run_sweep(sweep, os.path.join(d, "out.csv"), jobs=jobs, runner=runner)
         dt = time.perf_counter() - t
     return len(sweep.points) / dt
 
 
 if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
     n = len(parse_sweep(TABLE).points)
-    one, two = bench(1), bench(2)
-    print(f"{n} points on {os.cpu_count()} cores")
-    print(f"jobs=1  {one:8.0f} points/s")
-    print(f"jobs=2  {two:8.0f} points/s   speed-up {two / one:.2f}x")
+    with tempfile.TemporaryDirectory() as d:  # warm up: imports, loky's pool
+        run_sweep(parse_sweep(dict(TABLE, size=[1000000])), os.path.join(d, "w.csv"), jobs=2, runner=loky_runner(2))
+    print(f"{n} points on {os.cpu_count()} cores, {args.repeat} runs each (points/s)")
+    print(f"{'runner':<10} {'jobs':>4} {'min':>8} {'median':>8}")
+    medians = {}
+    for name, jobs, runner in (("processes", 1, None), ("processes", 2, None), ("loky", 2, loky_runner(2))):
+        rates = [bench(jobs, runner) for _ in range(args.repeat)]
+        medians[(name, jobs)] = statistics.median(rates)
+        print(f"{name:<10} {jobs:>4} {min(rates):>8.0f} {statistics.median(rates):>8.0f}")
+    print(f"speed-up of 2 jobs over 1 (medians): {medians[('processes', 2)] / medians[('processes', 1)]:.2f}x; "
+          f"processes / loky at 2 jobs: {medians[('processes', 2)] / medians[('loky', 2)]:.2f}x")

@@ -4,8 +4,9 @@
 Run: .venv/bin/python scripts/search_quality.py [--seeds 5]
 The space is search_spaces/quality_4d.toml (11^4 = 14641 bandwidth splits of 4D-Ring_FC_Ring_SW,
 1 GB all-reduce, baseline+FIFO, paper model). Every point is first evaluated (the exhaustive optimum, as
-`dse sweep` would); then each sampler runs up to the whole grid's size per seed, and the first trial
-within 1 % of the optimum is recorded. Prints the medians over the seeds as a Markdown table.
+`dse sweep` would); then each sampler, seeded per trial as `dse study run` seeds it
+(`dse.study_samplers`), runs up to the whole grid's size per seed, and the first trial within 1 % of
+the optimum is recorded. Prints the medians over the seeds as a Markdown table.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import optuna
 
 from dse import evaluate
 from dse.search import SearchSpace
+from dse.study_samplers import ResumableSampler
 
 SPACE = Path(__file__).resolve().parents[1] / "search_spaces" / "quality_4d.toml"
 
@@ -45,12 +47,14 @@ def main() -> None:
     best = min(value(optuna.trial.FixedTrial(fixed | {f"bw_{nd}d_{i}": w[i] for i in range(nd)})) for w in grid)
     print(f"grid: {len(grid)} points, optimum {best / 1e6:.4f} ms, enumerated in {time.perf_counter() - t0:.1f} s")
     rows = []
-    for name, make in (("TPE", lambda s: optuna.samplers.TPESampler(seed=s)), ("random", lambda s: optuna.samplers.RandomSampler(seed=s))):
+    for name, kind in (("TPE", "tpe"), ("random", "random")):
         needed = []
         for seed in range(args.seeds):
-            study = optuna.create_study(sampler=make(seed))
+            sampler = ResumableSampler(kind, seed)  # as `dse study run` seeds it: per trial
+            study = optuna.create_study(sampler=sampler)
             hit = None
             for n in range(1, len(grid) + 1):
+                sampler.index = n - 1  # the trials complete before this one
                 study.optimize(value, n_trials=1)
                 if study.best_value <= best * 1.01:
                     hit = n

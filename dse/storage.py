@@ -116,7 +116,9 @@ def check_journal(path: Path, *, repair: bool) -> None:
     """Refuse a file that is not a journal; repair (or, for readers, report) a damaged end."""
     if not path.exists() or path.stat().st_size == 0:
         return
-    with FlockLock(str(path)):
+    # a repair holds the journal's lock (no writer is half-way through a record then); a reader
+    # only looks, so it needs no lock, nor write access to the folder
+    with FlockLock(str(path)) if repair else contextlib.nullcontext():
         with open(path, "rb") as f:
             first = f.readline()
             size = os.fstat(f.fileno()).st_size

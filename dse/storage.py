@@ -116,15 +116,15 @@ def check_journal(path: Path, *, repair: bool) -> None:
     """Refuse a file that is not a journal; repair (or, for readers, report) a damaged end."""
     if not path.exists() or path.stat().st_size == 0:
         return
-    # a repair holds the journal's lock (no writer is half-way through a record then); a reader
-    # only looks, so it needs no lock, nor write access to the folder
-    with FlockLock(str(path)) if repair else contextlib.nullcontext():
+    # under the journal's lock no writer is half-way through a record; a reader that may not create
+    # the lock file (a read-only folder) looks without it
+    with _lock_if_possible(path, required=repair):
         with open(path, "rb") as f:
             first = f.readline()
             size = os.fstat(f.fileno()).st_size
             start = max(0, size - _TAIL)
             f.seek(start)
-            tail = f.read()
+            tail = f.read(size - start)
         if not first.endswith(b"\n"):
             if not first.startswith(b'{"op_code":'):
                 raise InputError("storage", f"{path} is not an Optuna journal", _NOT_JOURNAL)
@@ -151,6 +151,22 @@ def check_journal(path: Path, *, repair: bool) -> None:
             os.fsync(f.fileno())
         warnings.warn(f"{path}: removed a damaged end of {lost} bytes left by an interrupted write; the study "
                       "continues from its last complete record", stacklevel=3)  # fmt: skip
+
+
+@contextlib.contextmanager
+def _lock_if_possible(path: Path, *, required: bool) -> Iterator[None]:
+    lock = FlockLock(str(path))
+    try:
+        lock.acquire()
+    except OSError:
+        if required:
+            raise
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 _REPORTED: set[tuple[Path, int]] = set()

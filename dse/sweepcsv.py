@@ -91,7 +91,7 @@ class _Rows:
     def index(self, text: str) -> int | None:
         """The point a line names (its first field), if it is one of this sweep's."""
         first = text.split(",", 1)[0]
-        if not (first.isascii() and first.isdigit()) or (len(first) > 1 and first[0] == "0"):
+        if not (first.isascii() and first.isdigit()) or len(first) > 12 or (len(first) > 1 and first[0] == "0"):
             return None
         i = int(first)
         return i if i < len(self.params) else None
@@ -125,20 +125,27 @@ class _Rows:
         p = self.prefix(i)
         return p.startswith(text) or (text.startswith(p) and self.row(text) is None)
 
-    def pieces(self, text: str, start: int = 0) -> list[tuple[int, int]] | None:
+    def _starts_row(self, text: str, k: int) -> bool:
+        """Whether a row of this sweep could start at `text[k]`: a point number and its comma, or
+        the start of a point number ending the line."""
+        i = self.index(text[k : k + 14])  # a point number has at most 12 digits
+        return i is not None and (text.startswith(f"{i},", k) or text[k:].isdigit())
+
+    def pieces(self, text: str) -> list[tuple[int, int]] | None:
         """A line made of this sweep's rows, each cut short but perhaps the last, glued together
-        (writes cut off and followed by others): the (start, end) of the whole rows in it, or None."""
-        rest = text[start:]
-        if self.row(rest) is not None:
-            return [(start, len(text))]
-        if self.torn(rest):
-            return []
-        for k in range(start + 1, len(text)):
-            if text[k].isdigit() and self.torn(text[start:k]):
-                found = self.pieces(text, k)
-                if found is not None:
-                    return found
-        return None
+        (writes cut off and followed by others): the (start, end) of the whole row in it, if any,
+        as a list; None if the line is not made so."""
+        starts = [0] + [k for k in range(1, len(text)) if text[k].isdigit() and self._starts_row(text, k)]
+        made: dict[int, list[tuple[int, int]] | None] = {}  # start -> the rest's answer
+        for s in reversed(starts):
+            rest = text[s:]
+            if self.row(rest) is not None:
+                made[s] = [(s, len(text))]
+            elif self.torn(rest):
+                made[s] = []
+            else:
+                made[s] = next((made[k] for k in starts if k > s and made[k] is not None and self.torn(text[s:k])), None)
+        return made[0]
 
 
 def inspect(data: bytes, header: Sequence[str], params: Sequence[Sequence[object]], name: str) -> CsvState:

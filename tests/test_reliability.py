@@ -243,3 +243,13 @@ def test_the_work_limit_is_read_from_the_environment(monkeypatch):
     monkeypatch.setenv("DSE_MAX_WORK", "lots")
     with pytest.raises(InputError, match="DSE_MAX_WORK"):
         dse.evaluate("2D-SW_SW", size="1GB")
+
+
+def test_two_workers_print_nothing_but_the_result(tmp_path):
+    """Workers reading the journal while another appends see no damage (they read under its lock)."""
+    url = str(tmp_path / "w.journal")
+    cmd = [sys.executable, "-m", "dse", "study", "run", str(BW), "--only", "bw_split_4d.themis", "--trials", "150",
+           "--workers", "2", "--storage", url]  # fmt: skip
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert summary("bw_split_4d.themis", url)["complete"] == 150

@@ -18,6 +18,7 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -42,6 +43,7 @@ def main() -> int:
     n = lambda k: max(1, round(k * args.scale))  # noqa: E731
     work = Path(tempfile.mkdtemp(prefix="dse-faults-"))
     counts: dict[str, list[int]] = {k: [0, 0] for k in PROMISES}
+    codes = {"malformed commands": Counter(), "malformed files": Counter()}
     failures: list[str] = []
 
     def record(kind: str, case: str, problems: list[str]) -> None:
@@ -58,7 +60,7 @@ def main() -> int:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
         argv = faults.notation_argv(rng)
-        record("malformed commands", repr(argv), faults.cli_case(argv, folder))
+        record("malformed commands", repr(argv), faults.cli_case(argv, folder, codes=codes["malformed commands"]))
     for kind in ("sweep", "study", "space", "astra", "workload", "binary"):
         for i in range(n(300)):
             rng = random.Random(f"{args.seed}-{kind}-{i}")
@@ -66,7 +68,8 @@ def main() -> int:
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir()
             argv, outputs = faults.file_argv(kind, rng, folder)
-            record("malformed files", f"{kind} #{i}", faults.cli_case(argv, folder, outputs=outputs))
+            record("malformed files", f"{kind} #{i}", faults.cli_case(argv, folder, outputs=outputs,
+                                                                      codes=codes["malformed files"]))
     for i in range(n(500)):
         record("damaged sweep CSVs", f"#{i}", faults.csv_case(work, random.Random(f"{args.seed}-csv-{i}")))
     for i in range(n(150)):
@@ -86,7 +89,8 @@ def main() -> int:
     print("| fault | cases | handled as promised | the promise |")
     print("|---|---:|---:|---|")
     for kind, (tried, ok) in counts.items():
-        print(f"| {kind} | {tried:,} | {ok:,} | {PROMISES[kind]} |")
+        seen = f" ({codes[kind][0]:,} ran, {codes[kind][2]:,} refused)" if kind in codes else ""
+        print(f"| {kind} | {tried:,}{seen} | {ok:,} | {PROMISES[kind]} |")
     for f in failures:
         print("NOT HANDLED:", f)
     return 1 if failures else 0

@@ -31,6 +31,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -162,11 +163,13 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def cli_case(argv: Sequence[str], folder: Path, *, outputs: Sequence[Path] = ()) -> list[str]:
+def cli_case(argv: Sequence[str], folder: Path, *, outputs: Sequence[Path] = (), codes: Counter | None = None) -> list[str]:
     """Run one command in `folder` and check the promise: on exit 2 no file in `folder` changed and
-    none of `outputs` was created."""
+    none of `outputs` was created. `codes` counts the exit codes seen."""
     before = _snapshot(folder)
     code, _, err = run_cli(argv)
+    if codes is not None:
+        codes[code] += 1
     problems = outcome_problems(code, err)
     if code == 2:
         after = _snapshot(folder)

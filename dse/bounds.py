@@ -463,12 +463,14 @@ def _run(prob: Any, variables: list, *, relax: bool, solver: str, time_limit_s: 
 
 
 def _solve_with(prob: Any, cmd: Any, variables: list) -> list[float]:
+    """The variables' values after the solve; a value the solver leaves undefined (None, NaN) is 0."""
     try:
         prob.solve(cmd)
-        return [v.value() or 0.0 for v in variables]
+        values = [v.value() for v in variables]
     except KeyError:  # PuLP 3 has no name for HiGHS's node-limit status: read the solver directly
-        values = prob.solverModel.getSolution().col_value
-        return [values[v.index] if len(values) > v.index else 0.0 for v in variables]
+        col = prob.solverModel.getSolution().col_value
+        values = [col[v.index] if len(col) > v.index else 0.0 for v in variables]
+    return [x if x is not None and math.isfinite(x) else 0.0 for x in values]
 
 
 def _solve_flow(

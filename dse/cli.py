@@ -237,8 +237,10 @@ def _warn_one_line(message, category, filename, lineno, file=None, line=None):  
     print(f"dse: warning: {_one_line(message)}", file=sys.stderr)
 
 
-#: Commands whose work survives an interruption: the same command resumes it.
-_RESUMABLE = {"sweep", "study", "reproduce"}
+def _resumable(args: argparse.Namespace | None) -> bool:
+    """Whether the command's work survives an interruption (the same command resumes it)."""
+    command = getattr(args, "command", None)
+    return command in ("sweep", "reproduce") or (command == "study" and getattr(args, "study_command", None) == "run")
 
 
 def _unraisable(args: "sys.UnraisableHookArgs") -> None:
@@ -268,8 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         if not getattr(args, "quiet", False):
-            resumable = getattr(args, "command", None) in _RESUMABLE
-            hint = "; nothing finished is lost: run the same command again to resume" if resumable else ""
+            hint = "; nothing finished is lost: run the same command again to resume" if _resumable(args) else ""
             print(f"dse: interrupted{hint}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `dse ... | head`

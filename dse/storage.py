@@ -208,13 +208,6 @@ class FlockLock:
             self._file.close()
             self._file = None
 
-    def __enter__(self) -> "FlockLock":
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
 
 @contextlib.contextmanager
 def gate(url: str, name: str) -> Iterator[None]:

@@ -20,7 +20,6 @@ Every case returns a list of problems (empty: handled as promised):
 from __future__ import annotations
 
 import contextlib
-import csv
 import hashlib
 import io
 import os
@@ -455,8 +454,3 @@ def kill_reference(target: str, folder: Path) -> tuple[object, int]:
         for p in out.parent.glob(out.name + "*"):
             p.unlink()
     return result
-
-
-def rows(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))

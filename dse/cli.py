@@ -14,6 +14,7 @@ from .costs import COST_MODELS
 from .cli_iterate import add_iterate_parser
 from .cli_reproduce import add_reproduce_parser
 from .cli_study import add_study_parser
+from .cli_workload import add_workload_parser
 from .errors import InputError, RunError, note_swallowed_interrupt
 from .evaluate import COMPARE_SCHEDULERS, compare, evaluate
 from .lp_guided import too_many_orders
@@ -112,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_study_parser(sub)
     add_reproduce_parser(sub)
     add_iterate_parser(sub)
+    add_workload_parser(sub)
 
     p = sub.add_parser("topologies", help="list the preset topologies")
     p.add_argument("--json", action="store_true")

@@ -14,13 +14,19 @@ Three ways to get one:
            wg_compute wg_type wg_bytes wg_update_time
 
   compute times in cycles (= ns), bytes per NPU, types NONE/ALLREDUCE/ALLGATHER/REDUCESCATTER/
-  ALLTOALL. A damaged line raises `InputError` naming the file and the line number.
+  ALLTOALL. The activation-recompute lists of line 1 (``checkpoints: 2 0 9
+  checkpoint_initiates: 2 17 8``, each a count then layer indices) are kept in `Workload`. A
+  damaged line raises `InputError` naming the file and the line number.
 - the native TOML form (``*.toml``, see `workloads/*.toml` in the repository)::
 
       name = "tiny"
       parallelism = "DATA"            # or MODEL, HYBRID (needs model_parallel_group), HYBRID_DLRM, ...
       model_parallel_group = 128      # HYBRID only: NPUs per model-parallel group
       dlrm_last_bottom = 7            # HYBRID_DLRM only (the number after HYBRID_DLRM in ASTRA-sim)
+      checkpoints = [0, 9]            # activation recompute: layers whose outputs are kept ...
+      checkpoint_initiates = [17, 8]  # ... and the layers whose backward re-runs the forward from them
+      origin = "converted from ..."   # free text: where the figures come from
+      source_sha256 = "..."           # of the source's figures (`dse.workload_formats.figures_sha256`)
       [[layers]]
       name = "conv1"
       fwd_compute = 1000              # ns; every field below is optional (0 / "none")
@@ -34,6 +40,8 @@ Three ways to get one:
       wg_bytes = 1048576
       wg_update = 10                  # ns
 
+- a bundled workload by name (`BUNDLED`, ``dse workload list``): the Themis artifact's six
+  ASTRA-sim 1.0 files converted to TOML by ``dse workload convert``, e.g. ``"gnmt_fp16_fused"``;
 - the built-in generators, by spec string: ``"resnet152"`` or ``"transformer"``, with options
   after a colon: ``"resnet152:batch=64,efficiency=0.5"``, ``"transformer:layers=8,mp=32"``
   (see `resnet152` and `transformer`).
@@ -57,7 +65,6 @@ from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, par
 from .errors import InputError
 from .files import read_text
 from .limits import MAX_BYTES, MAX_LAYERS, MAX_NS
-from .units import parse_positive
 
 #: The three collective slots of a layer, in the order the fields appear.
 SLOTS = ("fwd", "ig", "wg")
@@ -127,6 +134,23 @@ class Workload:
     #: ``HYBRID_DLRM k``: the last bottom-MLP layer; the embedding (layer 0) collectives overlap
     #: the bottom MLP (layers 1..k), see `fwd_gate` and `ig_source`
     dlrm_last_bottom: int | None = None
+    #: activation recompute (ASTRA-sim 1.0's ``checkpoints:`` / ``checkpoint_initiates:``): layer
+    #: indices whose outputs are kept, and the layers whose backward first re-runs the forward
+    #: from the preceding checkpoint
+    checkpoints: tuple[int, ...] = ()
+    checkpoint_initiates: tuple[int, ...] = ()
+    #: where the figures come from (free text; a converted file's line of origin)
+    origin: str = field(default="", compare=False)
+    #: a converted file's check of its figures: `dse.workload_formats.figures_sha256` of the source
+    source_sha256: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        """Checkpoint lists name existing layers (whichever front-end built the workload)."""
+        for what in ("checkpoints", "checkpoint_initiates"):
+            for li in getattr(self, what):
+                if isinstance(li, bool) or not isinstance(li, int) or not 0 <= li < len(self.layers):
+                    raise InputError(f"{self.source or self.name}: {what}", f"{li!r} is not a layer index",
+                                     f"0 to {len(self.layers) - 1}")  # fmt: skip
 
     def scope(self, slot: str) -> str:
         """Where a slot's collectives run: ``all`` dims, the model-parallel or data-parallel dims."""
@@ -176,8 +200,8 @@ class Workload:
 def load_workload(spec: "str | Path | Workload | Mapping[str, Any]") -> Workload:
     """A `Workload` from a file (ASTRA-sim text or ``.toml``), a generator spec, a dict or itself.
 
-    A string that names no existing file but starts with a generator name (``resnet152``,
-    ``transformer``) is a generator spec.
+    A string that names no existing file is a bundled workload's name (`BUNDLED`, any case) or a
+    generator spec (it starts with ``resnet152`` or ``transformer``).
     """
     if isinstance(spec, Workload):
         return spec
@@ -186,20 +210,38 @@ def load_workload(spec: "str | Path | Workload | Mapping[str, Any]") -> Workload
     if not isinstance(spec, (str, Path)):
         raise InputError("workload", f"{spec!r} is not a workload", "a file path, a generator spec or a Workload")
     if not str(spec).strip():
-        raise InputError("workload", "an empty path", f"a workload file or a generator: {', '.join(GENERATORS)}")
+        raise InputError("workload", "an empty path", "a workload file, a bundled workload or a generator")
     path = Path(spec)
     if not path.exists():
+        bundled = bundled_workloads()
+        named = {k.lower(): v for k, v in bundled.items()}.get(str(spec).strip().lower())
+        if named is not None:
+            return load_toml_text(read_text(named, "workload"), str(named))
+        from .generators import GENERATORS, generate  # generators build on this module's classes
+
         gen = str(spec).strip().split(":", 1)[0].lower().replace("-", "").replace("_", "")
         if gen in GENERATORS:
             return generate(str(spec))
-        raise InputError("workload", f"no such file {str(spec)!r}", f"a workload file or a generator: {', '.join(GENERATORS)}")
+        raise InputError("workload", f"no such file {str(spec)!r}",
+                         f"a workload file, a bundled workload ({', '.join(bundled)}) or a generator "
+                         f"({', '.join(GENERATORS)})")  # fmt: skip
     text = read_text(path, "workload")
-    if path.suffix.lower() == ".toml" or _looks_like_toml(text):
+    if path.suffix.lower() == ".toml" or looks_like_toml(text):
         return load_toml_text(text, str(path))
     return parse_astra_text(text, str(path))
 
 
-def _looks_like_toml(text: str) -> bool:
+#: Where the bundled workloads live (package data): TOML files converted by ``dse workload convert``.
+BUNDLED_DIR = Path(__file__).resolve().parent / "data" / "workloads"
+
+
+def bundled_workloads() -> dict[str, Path]:
+    """The bundled workloads, name (file stem) -> path, sorted by name."""
+    return {p.stem: p for p in sorted(BUNDLED_DIR.glob("*.toml"), key=lambda p: p.stem.lower())}
+
+
+def looks_like_toml(text: str) -> bool:
+    """Whether a workload file's text is the TOML form (it has a ``[[layers]]`` table), whatever its suffix."""
     return bool(re.search(r"^\s*\[\[layers\]\]", text, re.M))
 
 
@@ -215,20 +257,7 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
     if not numbered:
         raise err(1, "empty workload file")
     lineno, head = numbered[0]
-    strategy = head[0].upper()
-    if strategy not in _STRATEGIES:
-        raise err(lineno, f"unknown parallelism {head[0]!r}", ", ".join(_STRATEGIES))
-    group = None
-    for k, tok in enumerate(head):
-        if tok.lower() == "model_parallel_npu_group:":
-            if k + 1 >= len(head):
-                raise err(lineno, "model_parallel_NPU_group: needs a number")
-            group = _int(head[k + 1], lambda p: err(lineno, p), "model_parallel_NPU_group", minimum=1)
-    if strategy not in _ALL_DIMS and group is None:
-        raise err(lineno, f"{strategy} needs model_parallel_NPU_group: N")
-    dlrm = None
-    if strategy == "HYBRID_DLRM" and len(head) > 1:
-        dlrm = _int(head[1], lambda p: err(lineno, p), "HYBRID_DLRM last bottom layer", minimum=0)
+    strategy, group, dlrm, lists = _parse_header(head, lambda p, a=None: err(lineno, p, a))
     if len(numbered) < 2:
         raise err(lineno + 1, "missing the layer count")
     lineno, count_toks = numbered[1]
@@ -261,7 +290,49 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
     name = Path(source).stem if source else "workload"
     if dlrm is not None and dlrm >= len(layers):
         raise err(numbered[0][0], f"HYBRID_DLRM {dlrm}: the workload has only {len(layers)} layers")
-    return Workload(name, strategy, tuple(layers), group, source, dlrm)
+    for what, idx in lists.items():
+        bad = [li for li in idx if li >= len(layers)]
+        if bad:
+            raise err(numbered[0][0], f"{what}: layer {bad[0]} does not exist (the workload has {len(layers)} layers)",
+                      f"layer indices 0 to {len(layers) - 1}")  # fmt: skip
+    return Workload(name, strategy, tuple(layers), group, source, dlrm,
+                    lists.get("checkpoints", ()), lists.get("checkpoint_initiates", ()))  # fmt: skip
+
+
+_HEADER_OPTIONS = ("model_parallel_NPU_group:", "checkpoints:", "checkpoint_initiates:")
+
+
+def _parse_header(head: list[str], err: Any) -> tuple[str, int | None, int | None, dict[str, tuple[int, ...]]]:
+    """Line 1: strategy, ``HYBRID_DLRM k``'s k, ``model_parallel_NPU_group: N`` and the
+    recompute lists (``checkpoints: COUNT i ...``); an option dse does not know is refused, not dropped."""
+    strategy = head[0].upper()
+    if strategy not in _STRATEGIES:
+        raise err(f"unknown parallelism {head[0]!r}", ", ".join(_STRATEGIES))
+    group = dlrm = None
+    lists: dict[str, tuple[int, ...]] = {}
+    k = 1
+    if strategy == "HYBRID_DLRM" and len(head) > 1:
+        dlrm = _int(head[1], err, "HYBRID_DLRM last bottom layer", minimum=0)
+        k = 2
+    while k < len(head):
+        opt = head[k].lower()
+        if opt == "model_parallel_npu_group:":
+            if k + 1 >= len(head):
+                raise err("model_parallel_NPU_group: needs a number")
+            group = _int(head[k + 1], err, "model_parallel_NPU_group", minimum=1)
+            k += 2
+        elif opt in ("checkpoints:", "checkpoint_initiates:"):
+            what = opt[:-1]
+            count = _int(head[k + 1], err, f"{what} count", minimum=0) if k + 1 < len(head) else -1
+            if count < 0 or k + 2 + count > len(head):
+                raise err(f"{what}: needs a count and that many layer indices")
+            lists[what] = tuple(_int(t, err, f"{what} layer", minimum=0) for t in head[k + 2 : k + 2 + count])
+            k += 2 + count
+        else:
+            raise err(f"unknown option {head[k][:40]!r} on the parallelism line", ", ".join(_HEADER_OPTIONS))
+    if strategy not in _ALL_DIMS and group is None:
+        raise err(f"{strategy} needs model_parallel_NPU_group: N")
+    return strategy, group, dlrm, lists
 
 
 def _int(tok: str, err: Any, what: str, *, minimum: int, maximum: int | None = None) -> int:
@@ -289,7 +360,8 @@ _LAYER_KEYS = {"name", "dependency", "wg_update"} | {f"{s}_{k}" for s in SLOTS f
 
 
 def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
-    keys = ("name", "parallelism", "model_parallel_group", "dlrm_last_bottom", "layers")
+    keys = ("name", "parallelism", "model_parallel_group", "dlrm_last_bottom", "checkpoints",
+            "checkpoint_initiates", "origin", "source_sha256", "layers")  # fmt: skip
     unknown = set(data) - set(keys)
     if unknown:
         raise InputError(source, f"unknown key(s) {', '.join(sorted(unknown))}", ", ".join(keys))
@@ -341,141 +413,22 @@ def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
     dlrm = data.get("dlrm_last_bottom")
     if dlrm is not None and (strategy != "HYBRID_DLRM" or not isinstance(dlrm, int) or not 0 <= dlrm < len(layers)):
         raise InputError(f"{source}: dlrm_last_bottom", f"{dlrm!r} needs parallelism HYBRID_DLRM and a layer index")
-    return Workload(str(data.get("name", "workload")), strategy, tuple(layers), group, source, dlrm)
+    lists = {k: _index_list(data.get(k, []), f"{source}: {k}", len(layers)) for k in ("checkpoints", "checkpoint_initiates")}
+    text = {k: data.get(k, "") for k in ("origin", "source_sha256")}
+    for k, v in text.items():
+        if not isinstance(v, str):
+            raise InputError(f"{source}: {k}", f"{v!r} is not a string")
+    return Workload(str(data.get("name", "workload")), strategy, tuple(layers), group, source, dlrm,
+                    lists["checkpoints"], lists["checkpoint_initiates"], **text)  # fmt: skip
+
+
+def _index_list(v: Any, where: str, n: int) -> tuple[int, ...]:
+    if not isinstance(v, (list, tuple)) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n for i in v):
+        raise InputError(where, f"{v!r} is not a list of layer indices", f"integers 0 to {n - 1}")
+    return tuple(v)
 
 
 def _nonneg(v: Any, where: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= MAX_NS:
         raise InputError(where, f"{v!r} is out of range", f"a number of ns from 0 to {MAX_NS:g}")
     return float(v)
-
-
-# ----- generators ------------------------------------------------------------------------------
-def resnet152(
-    *,
-    batch: int = 32,
-    bytes_per_param: int = 2,
-    peak_flops: float = 1000e12,
-    efficiency: float = 0.7,
-    image: int = 224,
-    classes: int = 1000,
-    fused: int = 1,
-) -> Workload:
-    """ResNet-152, data parallel: one layer per convolution (with its batch norm) and the fc.
-
-    Parameters come from the real layer shapes (stem 7x7/64, bottleneck stages [3, 8, 36, 3] of
-    widths 64..512 with expansion 4, a 1x1 projection in each stage's first block, stride on the
-    3x3 conv): conv weights + 2 per BN channel + the fc, 60.19 M in total (the published 60.2 M).
-    Compute is a roofline: forward FLOPs = 2 x MACs x batch; ig and wg each cost as much as the
-    forward; time = FLOPs / (peak_flops x efficiency). The update costs 2 FLOPs per parameter. The
-    defaults (batch 32, 1000 TFLOP/s at 70 %) put ResNet-50's forward at ~0.38 ms, as in the shared
-    ASTRA-sim ResNet-50 file. `fused=1` (default, like the artifact's ``*_fused`` files): one
-    all-reduce of all weight gradients, issued by the first layer (conv1), the last to finish its
-    weight gradient; ``fused=0``: every layer all-reduces its own weight gradient as soon as it is
-    computed.
-    """
-    rate = peak_flops * efficiency / 1e9  # FLOP per ns
-    if rate <= 0 or batch < 1 or bytes_per_param < 1:
-        raise InputError("resnet152", "batch, bytes_per_param, peak_flops and efficiency must be positive")
-    layers: list[Layer] = []
-
-    def add(name: str, cin: int, cout: int, k: int, hw_out: int, *, bn: bool = True) -> None:
-        params = k * k * cin * cout + (2 * cout if bn else cout)
-        flops = 2.0 * k * k * cin * cout * hw_out * hw_out * batch
-        t = flops / rate
-        layers.append(Layer(name, t, None, 0, t, None, 0, t, ALL_REDUCE, params * bytes_per_param, 2.0 * params / rate))
-
-    hw = image // 2
-    add("conv1", 3, 64, 7, hw)
-    hw //= 2  # max pool
-    cin = 64
-    for stage, (blocks, width) in enumerate(zip((3, 8, 36, 3), (64, 128, 256, 512)), start=1):
-        for b in range(blocks):
-            stride = 2 if (b == 0 and stage > 1) else 1
-            out_hw = hw // stride
-            p = f"layer{stage}.{b}"
-            add(f"{p}.conv1", cin, width, 1, hw)
-            add(f"{p}.conv2", width, width, 3, out_hw)
-            add(f"{p}.conv3", width, 4 * width, 1, out_hw)
-            if b == 0:
-                add(f"{p}.downsample", cin, 4 * width, 1, out_hw)
-            cin, hw = 4 * width, out_hw
-    params = cin * classes + classes
-    t = 2.0 * cin * classes * batch / rate
-    layers.append(Layer("fc", t, None, 0, t, None, 0, t, ALL_REDUCE, params * bytes_per_param, 2.0 * params / rate))
-    if fused:
-        total = sum(layer.wg_bytes for layer in layers)
-        layers = [replace(layer, wg_comm=ALL_REDUCE if i == 0 else None, wg_bytes=total if i == 0 else 0,
-                          wg_update=sum(x.wg_update for x in layers) if i == 0 else 0.0)
-                  for i, layer in enumerate(layers)]  # fmt: skip
-    return Workload("resnet152", "DATA", tuple(layers), None, "generator resnet152")
-
-
-def parameter_count(workload: Workload, bytes_per_param: int = 2) -> int:
-    """Parameters implied by the weight-gradient bytes (generated data-parallel workloads)."""
-    return sum(layer.wg_bytes for layer in workload.layers) // bytes_per_param
-
-
-def transformer(
-    *,
-    layers: int = 24,
-    hidden: int = 8192,
-    seq: int = 2048,
-    batch: int = 8,
-    mp: int = 128,
-    bytes_per_param: int = 2,
-    peak_flops: float = 1000e12,
-    efficiency: float = 0.7,
-) -> Workload:
-    """A Megatron-style Transformer with model-parallel groups of `mp` NPUs (hybrid parallelism).
-
-    Each transformer layer is two workload layers, attention (4h^2 weights) and MLP (8h^2
-    weights), sharded over the `mp` NPUs of a group. Each has a forward all-reduce and an
-    input-gradient all-reduce of its output activations (batch x seq x hidden x bytes) within the
-    group, and a weight-gradient all-reduce of its weight shard (weights / mp x bytes) across the
-    data-parallel dims. Compute: forward FLOPs = 2 x batch x seq x weights / mp (+ 4 x batch x
-    seq^2 x hidden / mp for attention scores), ig and wg as much each, at peak x efficiency.
-    """
-    if min(layers, hidden, seq, batch, mp, bytes_per_param) < 1 or peak_flops * efficiency <= 0:
-        raise InputError("transformer", "every size must be positive")
-    rate = peak_flops * efficiency / 1e9  # FLOP per ns
-    act = batch * seq * hidden * bytes_per_param
-    out: list[Layer] = []
-    for i in range(layers):
-        for part, weights, extra in (("attn", 4 * hidden * hidden, 4.0 * batch * seq * seq * hidden),
-                                     ("mlp", 8 * hidden * hidden, 0.0)):  # fmt: skip
-            t = (2.0 * batch * seq * weights + extra) / mp / rate
-            shard = weights // mp * bytes_per_param
-            out.append(Layer(f"{part}{i}", t, ALL_REDUCE, act, t, ALL_REDUCE, act, t, ALL_REDUCE, shard,
-                             2.0 * weights / mp / rate))  # fmt: skip
-    return Workload("transformer", "HYBRID", tuple(out), mp, "generator transformer")
-
-
-GENERATORS = {"resnet152": resnet152, "transformer": transformer}
-
-
-def generate(spec: str) -> Workload:
-    """A generated workload from ``name[:key=value,...]``, e.g. ``transformer:layers=4,mp=32``."""
-    name, _, opts = spec.strip().partition(":")
-    key = name.lower().replace("-", "").replace("_", "")
-    if key not in GENERATORS:
-        raise InputError("workload", f"unknown generator {name!r}", ", ".join(GENERATORS))
-    fn = GENERATORS[key]
-    kwargs: dict[str, Any] = {}
-    allowed = [k for k in fn.__kwdefaults__]  # type: ignore[union-attr]
-    for item in filter(None, (s.strip() for s in opts.split(","))):
-        k, eq, v = item.partition("=")
-        k = k.strip()
-        if not eq or k not in allowed:
-            raise InputError(f"workload {name}", f"bad option {item!r}", ", ".join(f"{a}=..." for a in allowed))
-        default = fn.__kwdefaults__[k]  # type: ignore[index]
-        x = parse_positive(v, f"workload {name}: {k}", allow_zero=True, maximum=MAX_BYTES)
-        if isinstance(default, int):
-            if not x.is_integer():
-                raise InputError(f"workload {name}: {k}", f"{v.strip()!r} is not a whole number")
-            x = int(x)
-        kwargs[k] = x
-    if kwargs.get("layers", 1) > MAX_LAYERS // 2:
-        raise InputError(f"workload {name}: layers", f"{kwargs['layers']:,} layers", f"at most {MAX_LAYERS // 2:,}")
-    wl = fn(**kwargs)
-    return replace(wl, name=spec.strip() if opts else wl.name)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -14,10 +13,6 @@ from dse.iteration import chunk_count, end_to_end_markdown, end_to_end_rows, ite
 from dse.topology import PRESETS
 from dse.workloads import ALL, DP, MP, Layer, Workload, load_workload
 
-SHARED_WL = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "astra-sim-1.0"
-needs_shared = pytest.mark.skipif(
-    not SHARED_WL.is_dir(), reason=f"shared workloads not found at {SHARED_WL} (../shared/workloads beside the repo)"
-)
 T4 = "4D-Ring_FC_Ring_SW"
 GIB = 2**30
 
@@ -155,14 +150,13 @@ def test_hybrid_placement() -> None:
         iterate("transformer:layers=1,mp=64", T4)
 
 
-@needs_shared
 def test_transformer_file_runs_mp_on_first_three_dims() -> None:
-    r = iterate(SHARED_WL / "transformer_1t_fused_only_t.txt", T4)
+    r = iterate("transformer_1t_fused_only_t", T4)
     dims = {(c.slot, c.dims) for c in r.collectives}
     assert dims == {("fwd", (0, 1, 2)), ("ig", (0, 1, 2)), ("wg", (3,))}
     assert r.time_ns > r.compute_ns and 0 < r.bw_utilization <= 1
     with pytest.raises(InputError):
-        iterate(SHARED_WL / "transformer_1t_fused_only_t.txt", "2D-SW_SW")
+        iterate("transformer_1t_fused_only_t", "2D-SW_SW")
 
 
 def test_sub_topology_collective_matches_evaluate_on_those_dims() -> None:
@@ -173,9 +167,8 @@ def test_sub_topology_collective_matches_evaluate_on_those_dims() -> None:
     assert r.time_ns == pytest.approx(evaluate(sub, size=GIB, scheduler="themis", queue="scf").time_ns, rel=1e-12)
 
 
-@needs_shared
 def test_dlrm_all_to_all_runs() -> None:
-    r = iterate(SHARED_WL / "large_DLRM_fused.txt", "3D-SW_SW_SW_homo", scheduler="baseline", queue="fifo")
+    r = iterate("large_DLRM_fused", "3D-SW_SW_SW_homo", scheduler="baseline", queue="fifo")
     kinds = {(c.slot, c.collective) for c in r.collectives}
     assert kinds == {("fwd", "all_to_all"), ("ig", "all_to_all"), ("wg", "all_reduce")}
 
@@ -250,6 +243,20 @@ def test_dlrm_embedding_all_to_all_overlaps_the_bottom_mlp() -> None:
     assert runs["ig"].issue_ns == pytest.approx(10 + 2 * e + 10 + 10)  # after I_top, not after I_emb
 
 
-@needs_shared
 def test_dlrm_file_reads_last_bottom_layer() -> None:
-    assert load_workload(SHARED_WL / "large_DLRM_fused.txt").dlrm_last_bottom == 7
+    assert load_workload("large_DLRM_fused").dlrm_last_bottom == 7
+
+
+def test_end_to_end_never_drops_a_workload_silently(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = end_to_end_rows(topologies=["2D-SW_SW"])
+    assert [r["workload"] for r in rows] == ["ResNet-152", "GNMT", "DLRM", "Transformer-1T"]
+    (skipped,) = [r for r in rows if "error" in r]
+    assert skipped["workload"] == "Transformer-1T" and "128" in skipped["error"]
+    md = end_to_end_markdown(rows)
+    assert "| Transformer-1T | 2D-SW_SW | not run |" in md and "- Transformer-1T on 2D-SW_SW: " in md
+    assert "| Transformer-1T | 0 of 1 |" in md
+    import dse.iteration
+
+    monkeypatch.setitem(dse.iteration.END_TO_END, "GNMT", "no_such_workload")
+    with pytest.raises(InputError, match="no_such_workload"):
+        end_to_end_rows(topologies=["2D-SW_SW"])

@@ -9,13 +9,20 @@ from pathlib import Path
 import pytest
 
 from dse.errors import InputError
-from dse.workloads import ALL, DP, MP, Layer, Workload, generate, load_workload, parameter_count, resnet152, transformer
+from dse.generators import generate, parameter_count, resnet152, transformer
+from dse.workload_formats import to_astra_text
+from dse.workloads import ALL, DP, MP, Layer, Workload, load_workload
 
-SHARED_WL = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "astra-sim-1.0"
 REPO = Path(__file__).resolve().parents[1]
-needs_shared = pytest.mark.skipif(
-    not SHARED_WL.is_dir(), reason=f"shared workloads not found at {SHARED_WL} (../shared/workloads beside the repo)"
-)
+
+
+def artifact_text(name: str, tmp_path: Path) -> Path:
+    """The Themis artifact's ASTRA-sim 1.0 file `name`, rebuilt from the bundled TOML (whose figures
+    `test_workload_formats.py` proves equal to the original's)."""
+    dst = tmp_path / name
+    dst.write_text(to_astra_text(load_workload(Path(name).stem)))
+    return dst
+
 
 # file -> (parallelism, layers, model-parallel group, [(layer index, slot, collective, bytes)])
 EXPECTED = {
@@ -31,10 +38,9 @@ EXPECTED = {
 }  # fmt: skip
 
 
-@needs_shared
 @pytest.mark.parametrize("fname", sorted(EXPECTED))
-def test_shared_workload_files_load(fname: str) -> None:
-    wl = load_workload(SHARED_WL / fname)
+def test_artifact_workload_files_load(fname: str, tmp_path: Path) -> None:
+    wl = load_workload(artifact_text(fname, tmp_path))
     par, n, group, comms = EXPECTED[fname]
     assert (wl.parallelism, len(wl.layers), wl.model_parallel_group) == (par, n, group)
     for li, slot, coll, nbytes in comms:
@@ -42,30 +48,27 @@ def test_shared_workload_files_load(fname: str) -> None:
     assert wl.compute_ns > 0
 
 
-@needs_shared
 def test_gnmt_first_layer_fields() -> None:
-    layer = load_workload(str(SHARED_WL / "gnmt_fp16_fused.txt")).layers[0]
+    layer = load_workload("gnmt_fp16_fused").layers[0]
     assert layer == Layer("Var2", 136174, None, 0, 136174, None, 0, 50592, "all_reduce", 267788288, 33554, -1)
 
 
-@needs_shared
 def test_scopes_of_the_strategies() -> None:
-    t = load_workload(SHARED_WL / "transformer_1t_fused_only_t.txt")
+    t = load_workload("transformer_1t_fused_only_t")
     assert (t.scope("fwd"), t.scope("ig"), t.scope("wg")) == (MP, MP, DP)
-    d = load_workload(SHARED_WL / "large_DLRM_fused.txt")
+    assert (t.checkpoints, t.checkpoint_initiates) == ((0, 9), (17, 8))
+    d = load_workload("large_DLRM_fused")
     assert {d.scope(s) for s in ("fwd", "ig", "wg")} == {ALL}
 
 
 def _damage(tmp_path: Path, lineno: int, new: str) -> Path:
-    src = SHARED_WL / "gnmt_fp16_fused.txt"
-    lines = src.read_text().splitlines()
+    lines = to_astra_text(load_workload("gnmt_fp16_fused")).splitlines()
     lines[lineno - 1] = new
     dst = tmp_path / "gnmt_damaged.txt"
     dst.write_text("\n".join(lines) + "\n")
     return dst
 
 
-@needs_shared
 @pytest.mark.parametrize(
     ("lineno", "new", "words"),
     [
@@ -85,16 +88,14 @@ def test_damaged_file_names_file_and_line(tmp_path: Path, lineno: int, new: str,
     assert "\n" not in msg
 
 
-@needs_shared
 def test_wrong_layer_count(tmp_path: Path) -> None:
     dst = tmp_path / "short.txt"
-    lines = (SHARED_WL / "gnmt_fp16_fused.txt").read_text().splitlines()
+    lines = to_astra_text(load_workload("gnmt_fp16_fused")).splitlines()
     dst.write_text("\n".join(lines[:-1]) + "\n")
     with pytest.raises(InputError, match=r"short.txt:\d+: the file says 10 layers but has 9"):
         load_workload(dst)
 
 
-@needs_shared
 def test_damaged_file_cli_exit_2_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     from dse.cli_iterate import add_iterate_parser
 
@@ -107,7 +108,6 @@ def test_damaged_file_cli_exit_2_one_line(tmp_path: Path, capsys: pytest.Capture
     assert f"{path}:6:" in str(e.value)
 
 
-@needs_shared
 def test_damaged_file_via_dse_cli(tmp_path: Path, run_cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Through `dse.cli.main`; until dse.cli hooks `iterate` itself, the test hooks it."""
     import dse.cli
@@ -129,11 +129,11 @@ def test_damaged_file_via_dse_cli(tmp_path: Path, run_cli, monkeypatch) -> None:
     assert len(err.strip().splitlines()) == 1 and f"{path}:6:" in err
 
 
-@needs_shared
-def test_copy_of_shared_file_loads_the_same(tmp_path: Path) -> None:
+def test_copy_of_artifact_file_loads_the_same(tmp_path: Path) -> None:
+    src = artifact_text("large_DLRM_fused.txt", tmp_path)
     dst = tmp_path / "copy.txt"
-    shutil.copy(SHARED_WL / "large_DLRM_fused.txt", dst)
-    assert load_workload(dst).layers == load_workload(SHARED_WL / "large_DLRM_fused.txt").layers
+    shutil.copy(src, dst)
+    assert load_workload(dst).layers == load_workload(src).layers == load_workload("large_DLRM_fused").layers
 
 
 def test_toml_examples_load() -> None:
@@ -141,8 +141,7 @@ def test_toml_examples_load() -> None:
     assert tiny.parallelism == "HYBRID" and tiny.model_parallel_group == 32 and len(tiny.layers) == 2
     assert tiny.layers[1].comm("wg") == ("all_reduce", 16777216)
     micro = load_workload(REPO / "workloads" / "micro_allreduce.toml")
-    if SHARED_WL.is_dir():
-        assert micro.layers == load_workload(SHARED_WL / "microAllReduce.txt").layers
+    assert micro.layers == load_workload("microAllReduce").layers
 
 
 def test_toml_errors(tmp_path: Path) -> None:

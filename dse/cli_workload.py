@@ -1,0 +1,59 @@
+"""`dse workload list|convert`: the bundled workloads, and lossless conversion between formats."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .report import format_table
+from .units import format_time
+
+
+def add_workload_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the `workload` subcommand on a subparsers object (dse.cli hooks it)."""
+    p = sub.add_parser("workload", help="the bundled workloads; convert a workload file to dse's TOML (or back)")
+    wsub = p.add_subparsers(dest="workload_command", metavar="ACTION", parser_class=type(p), required=True)
+    q = wsub.add_parser("list", help="the bundled workloads and the generators, by the names dse iterate takes")
+    q.add_argument("--json", action="store_true", help="print one JSON list instead of a table")
+    q.set_defaults(func=cmd_workload_list)
+    q = wsub.add_parser("convert", help="write a workload as dse TOML (.toml) or ASTRA-sim 1.0 text (.txt), losslessly")
+    q.add_argument("source", metavar="WORKLOAD", help="an ASTRA-sim 1.0 text file, a .toml workload, a bundled name or a generator")
+    q.add_argument("-o", "--out", required=True, help="the file to write: .toml (dse) or .txt (ASTRA-sim 1.0)")
+    q.add_argument("--origin", default="", help="the line of origin to record (default: the source file's name)")
+    q.add_argument("--force", action="store_true", help="replace --out if it exists")
+    q.set_defaults(func=cmd_workload_convert)
+
+
+def _listing() -> list[dict[str, object]]:
+    from .generators import GENERATORS
+    from .workloads import bundled_workloads, load_workload
+
+    rows: list[dict[str, object]] = []
+    for name, path in bundled_workloads().items():
+        wl = load_workload(path)
+        colls = sum(1 for layer in wl.layers for s in ("fwd", "ig", "wg") if layer.comm(s))
+        rows.append({"name": name, "kind": "bundled", "parallelism": wl.parallelism, "layers": len(wl.layers),
+                     "collectives": colls, "compute_ns": wl.compute_ns, "origin": wl.origin})  # fmt: skip
+    for name, fn in GENERATORS.items():
+        summary = (fn.__doc__ or "").strip().splitlines()[0]
+        rows.append({"name": name, "kind": "generator", "origin": summary})
+    return rows
+
+
+def cmd_workload_list(args: argparse.Namespace) -> int:
+    rows = _listing()
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    body = [(r["name"], r["kind"], r.get("parallelism", "-"), r.get("layers", "-"), r.get("collectives", "-"),
+             format_time(float(r["compute_ns"])) if "compute_ns" in r else "-") for r in rows]  # fmt: skip
+    print(format_table(("name", "kind", "parallelism", "layers", "collectives", "compute"), body, align="lllrrr"))
+    return 0
+
+
+def cmd_workload_convert(args: argparse.Namespace) -> int:
+    from .workload_formats import convert
+
+    wl = convert(args.source, args.out, origin=args.origin, force=args.force)
+    print(f"{args.out}: {wl.name}, {len(wl.layers)} layers, {wl.parallelism}")
+    return 0

@@ -3,7 +3,7 @@
 
 Run: .venv/bin/python scripts/bench_iterate.py [--workload W] [--topology T] [--scheduler S]
      [--queue Q] [--cost-model M] [--repeat N] [--iterations K]
-Default: the Transformer-1T file of ../shared/workloads (18 layers, 11 collectives, 588 chunks)
+Default: the bundled Transformer-1T workload (18 layers, 11 collectives, 588 chunks)
 on 4D-Ring_FC_Ring_SW, themis + scf, paper model. Each repeat is one `iterate` call with
 `--iterations` iterations (load and topology parsing included, workload loaded once); printed:
 iterations/s over all repeats, the median call time, and the simulated iteration time.
@@ -15,17 +15,16 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from dse.iteration import iterate
 from dse.workloads import load_workload
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "astra-sim-1.0" / "transformer_1t_fused_only_t.txt"
+DEFAULT = "transformer_1t_fused_only_t"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workload", default=str(DEFAULT))
+    ap.add_argument("--workload", default=DEFAULT)
     ap.add_argument("--topology", default="4D-Ring_FC_Ring_SW")
     ap.add_argument("--scheduler", default="themis")
     ap.add_argument("--queue", default="scf")
@@ -33,9 +32,6 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--iterations", type=int, default=1)
     a = ap.parse_args()
-    if a.workload == str(DEFAULT) and not DEFAULT.is_file():
-        print(f"missing {DEFAULT}; pass --workload", file=sys.stderr)
-        return 2
     wl = load_workload(a.workload)
     times = []
     res = None

@@ -55,5 +55,6 @@ def cmd_workload_convert(args: argparse.Namespace) -> int:
     from .workload_formats import convert
 
     wl = convert(args.source, args.out, origin=args.origin, force=args.force)
-    print(f"{args.out}: {wl.name}, {len(wl.layers)} layers, {wl.parallelism}")
+    n = len(wl.layers)
+    print(f"{args.out}: {wl.name}, {n} layer{'' if n == 1 else 's'}, {wl.parallelism}")
     return 0

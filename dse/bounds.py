@@ -2,7 +2,8 @@
 
 Four bounds, each valid (no schedule beats it) and each at least the one before:
 
-- ``ideal``: the bytes one NPU must send over Σ_d B_d: 100 % bandwidth utilisation.
+- ``ideal``: the bytes one NPU must send over Σ_d B_d: 100 % bandwidth utilisation (divided by
+  the active chunks where a model runs them each at full bandwidth, congestion-unaware: ASTRA-sim's).
 - ``lp`` (fluid): fractions of the chunks per dimension order, minimise the busiest dimension's
   load. Loads count exactly what the simulator counts as busy (the bandwidth term, plus the latency
   where the latency mode serialises it).
@@ -168,14 +169,14 @@ def count_types(spec: CollectiveSpec) -> int:
 def _cheaper_bounds(spec: CollectiveSpec, ntypes: int, t0: float) -> "Bounds":
     """Too many orders for the exact bounds (`dse.limits`): the fluid LP as all three, or beyond
     `LP_ORDER_TYPES` the ideal. Both are valid lower bounds, only weaker; the notes say which."""
-    ideal = ideal_ns(spec)
+    slots = spec.active_chunks if not spec.cost_model.shares_bandwidth else 1
+    ideal = ideal_ns(spec) / slots
     nd = spec.topology.ndims
     what = f"{ntypes:,} chunk types ({nd} dimensions: {math.factorial(nd):,} orders)"
     if ntypes > LP_ORDER_TYPES:
         bound, status, solver = ideal, "ideal_only", "none"
         note = f"{what}: more than {LP_ORDER_TYPES:,}, so no LP or ILP was solved; the bound is the ideal"
     else:
-        slots = spec.active_chunks if not spec.cost_model.shares_bandwidth else 1
         types = chunk_types(spec)
         fluid = _fluid_highs(types, slots) if _highs_available() else None
         if fluid is None:
@@ -249,7 +250,7 @@ def bounds_for(
         return _cheaper_bounds(spec, ntypes, t0)
     types = chunk_types(spec)
     slots = spec.active_chunks if not spec.cost_model.shares_bandwidth else 1
-    ideal = ideal_ns(spec)
+    ideal = ideal_ns(spec) / slots  # a dimension that runs `slots` phases at full speed at once
     notes: list[str] = []
     solver_used = solver
     if solver == "highs" and not _highs_available():

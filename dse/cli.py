@@ -19,10 +19,10 @@ from .errors import InputError, RunError, note_swallowed_interrupt
 from .evaluate import COMPARE_SCHEDULERS, compare, evaluate
 from .lp_guided import too_many_orders
 from .bounds import lower_bounds
-from .report import bounds_text, comparison_rows, comparison_text, format_table, result_text
+from .report import ALL_TO_ALL_NOTE, below_bound_note, bounds_text, comparison_rows, comparison_text, format_table, result_text
 from .schedulers import QUEUES, SCHEDULERS
-from .topology import PRESETS, parse_topology
-from .units import format_size, format_time, parse_int, parse_positive
+from .topology import parse_topology
+from .units import format_size, format_time, parse_int, parse_positive, size_family
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,15 +46,17 @@ def _topology_arg(args: argparse.Namespace) -> str:
     return spec
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
+def _add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
+    """The collective's flags; `seed=False` for commands with no randomness (`dse bound`)."""
     p.add_argument("--collective", default="all_reduce", help=f"one of {', '.join(COLLECTIVES)} (default all_reduce)")
     p.add_argument("--size", required=True, help="bytes per NPU, e.g. 1GB, 256MiB, 1e9")
     p.add_argument("--chunks", default="64", help="chunks per collective (default 64)")
     p.add_argument("--cost-model", default="paper", help=f"one of {', '.join(COST_MODELS)} (default paper)")
     p.add_argument("--latency-mode", default=None, help="overlapped or serialized (default: the cost model's)")
     p.add_argument("--active-chunks", default="1", help="phases a dimension serves at once (default 1)")
-    p.add_argument("--seed", default="0", help="seed of the random scheduler (default 0)")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    if seed:
+        p.add_argument("--seed", default="0", help="seed of the random scheduler (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table (every number unrounded)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queue", default="scf", help=f"one of {', '.join(QUEUES)} (default scf)")
     p.add_argument("--orders", default=None, help="orders for --scheduler fixed, e.g. 0123 or '0123;3210'")
     p.add_argument("--timeline", action="store_true", help="with --json: include every phase's start and end")
+    p.add_argument("--plot", default=None, metavar="FILE", help="also draw the per-dimension timeline of the phases "
+                   "to FILE (.png or .svg); the table or JSON is printed as usual")  # fmt: skip
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("compare", help="every scheduler x queue on one topology, with the bound and gaps")
@@ -80,11 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bound", help="lower bounds: ideal, fluid LP, ILP, pipeline; the optimal order mix")
     _add_topology(p)
-    _add_common(p)
+    _add_common(p, seed=False)  # the bound has no randomness: no --seed
     p.add_argument("--time-limit", default="10", help="seconds per solve (default 10); a cut-short solve reports its dual bound")
     p.add_argument("--solver", default="highs", help="highs (in process, default) or cbc")
     p.add_argument("--no-pipeline", action="store_true", help="skip the pipeline-tightened ILP")
-    p.add_argument("--node-limit", default=None, help="branch-and-bound nodes per solve (default: none)")
+    p.add_argument("--node-limit", default="100", help="branch-and-bound nodes per HiGHS solve (default 100, as "
+                   "dse compare uses, so both print the same bound on every run; 'none' for no limit)")  # fmt: skip
     p.set_defaults(func=cmd_bound)
 
     p = sub.add_parser("sweep", help="evaluate every point of a TOML sweep file in parallel, into a resumable CSV")
@@ -98,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a progress bar on stderr (default: when stderr is a terminal)")
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("plot", help="plot results: dse plot sweep results.csv --x chunks --y bw_utilization ...")
+    p = sub.add_parser("plot", help="figures: a sweep CSV (dse plot sweep) or one evaluation's phases (dse plot timeline)")
     psub = p.add_subparsers(dest="plot_kind", metavar="KIND", parser_class=_Parser, required=True)
     q = psub.add_parser("sweep", help="a sweep CSV: y against x, one line per hue, one panel per facet")
     q.add_argument("csv", metavar="RESULTS.csv")
@@ -107,31 +112,49 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--hue", default=None, help="column(s) naming the lines, e.g. scheduler or scheduler,queue")
     q.add_argument("--facet", default=None, help="column(s) naming the panels, e.g. topology")
     q.add_argument("--logx", action="store_true", help="logarithmic x axis")
+    q.add_argument("--mean", action="store_true", help="average rows that differ only in columns the plot does "
+                   "not show (without it such rows are refused, naming the columns)")  # fmt: skip
     q.add_argument("--out", required=True, help="the figure: .png or .svg")
     q.set_defaults(func=cmd_plot_sweep)
+    q = psub.add_parser("timeline", help="the per-dimension phases of one evaluation (dse evaluate --json --timeline)")
+    q.add_argument("result", metavar="RESULT.json", help="the output of dse evaluate ... --json --timeline")
+    q.add_argument("--out", required=True, help="the figure: .png or .svg")
+    q.set_defaults(func=cmd_plot_timeline)
 
     add_study_parser(sub)
     add_reproduce_parser(sub)
     add_iterate_parser(sub)
     add_workload_parser(sub)
 
-    p = sub.add_parser("topologies", help="list the preset topologies")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("topologies", help="list the preset topologies: the paper's, NAME@artifact, real systems")
+    p.add_argument("--json", action="store_true", help="print a JSON list: every field of the table, and each source")
     p.set_defaults(func=cmd_topologies)
     return parser
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.timeline and not args.json:
-        raise InputError("--timeline", "given without --json", "--json --timeline (the phases are listed in the JSON)")
+        raise InputError("--timeline", "given without --json",
+                         "--json --timeline (the phases are listed in the JSON), or --plot FILE.png to draw them")  # fmt: skip
+    if args.plot is not None:
+        from .plots import figure_path
+
+        figure_path(args.plot, "plot")  # refused before any work
     topo = parse_topology(_topology_arg(args))
     res = evaluate(
         topo, collective=args.collective, size=args.size, chunks=args.chunks, scheduler=args.scheduler,
         queue=args.queue, cost_model=args.cost_model, latency_mode=args.latency_mode,
-        active_chunks=args.active_chunks, seed=args.seed, orders=args.orders, timeline=args.timeline,
+        active_chunks=args.active_chunks, seed=args.seed, orders=args.orders,
+        timeline=args.timeline or args.plot is not None,
     )  # fmt: skip
+    if args.plot is not None:
+        from .timeline_plot import draw_timelines, result_timeline_data
+
+        draw_timelines([result_timeline_data(res, topo)], args.plot)
     if args.json:
-        print(json.dumps(res.to_dict(timeline=args.timeline)))
+        d = res.to_dict(timeline=args.timeline)
+        d = {"topology": d.pop("topology"), "notation": topo.notation(), **d}
+        print(json.dumps(d))
     else:
         print(result_text(res, topo))
     return 0
@@ -169,7 +192,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(json.dumps(out))
     else:
         title = (
-            f"{first.topology} ({topo.npus} NPUs), {first.collective} of {format_size(first.size_bytes)} per NPU, "
+            f"{first.topology} ({topo.npus} NPUs), {first.collective} of "
+            f"{format_size(first.size_bytes, first.size_unit)} per NPU, "
             f"{first.chunks} chunks, cost model {first.cost_model} ({first.latency_mode} latency)"
         )
         print(comparison_text(rows, title))
@@ -177,6 +201,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
               f"ILP {format_time(bounds.ilp_ns)}, pipeline {format_time(bounds.pipeline_ns)}")  # fmt: skip
         for note in bounds.notes if bounds.status in ("lp_only", "ideal_only") else ():
             print(f"note: {note}")
+        if first.collective == "all_to_all":
+            print(f"note: {ALL_TO_ALL_NOTE}")
+        concurrent = first.active_chunks if not COST_MODELS[first.cost_model].shares_bandwidth else 1
+        if (below := below_bound_note(rows, first.cost_model, concurrent)) is not None:
+            print(f"note: {below}")
         for name, why in skipped.items():
             print(f"{name} not run: {why}")
     return 0
@@ -184,26 +213,43 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_bound(args: argparse.Namespace) -> int:
     topo = parse_topology(_topology_arg(args))
+    no_limit = args.node_limit.strip().lower() == "none"
     b = lower_bounds(
         topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
         latency_mode=args.latency_mode, active_chunks=args.active_chunks,
         time_limit_s=parse_positive(args.time_limit, "time_limit"), solver=args.solver,
         pipeline=not args.no_pipeline,
-        node_limit=None if args.node_limit is None else parse_int(args.node_limit, "node_limit", minimum=1),
+        node_limit=None if no_limit else parse_int(args.node_limit, "node_limit", minimum=1),
     )  # fmt: skip
     if args.json:
         print(json.dumps(b.to_dict()))
         return 0
-    print(bounds_text(b, topo))
+    print(bounds_text(b, topo, size_family(args.size)))
     return 0
 
 
 def cmd_topologies(args: argparse.Namespace) -> int:
+    """The presets: name, size, bandwidth, what each is (paper Table 2, the Themis artifact's
+    configuration, a real system) and its notation; then where the figures come from."""
+    import textwrap
+
+    from .topology import preset_records
+
+    records = preset_records()
     if args.json:
-        print(json.dumps([{"name": n, "npus": t.npus, "notation": t.notation()} for n, t in PRESETS.items()]))
+        print(json.dumps(records))
         return 0
-    rows = [(n, t.npus, "x".join(map(str, t.shape)), f"{t.total_bandwidth:g}", t.notation()) for n, t in PRESETS.items()]
-    print(format_table(("name", "NPUs", "shape", "GB/s/NPU", "notation"), rows, align="lrrrl"))
+    rows = [(r["name"], r["npus"], "x".join(map(str, r["shape"])), f"{r['total_bandwidth_gbps']:g}", r["what"],
+             r["notation"]) for r in records]  # fmt: skip
+    print(format_table(("name", "NPUs", "shape", "GB/s/NPU", "what", "notation"), rows, align="lrrrll"))
+    print("\nSources (NAME@artifact is accepted wherever a topology is):")
+    sources: dict[str, list[str]] = {}
+    for r in records:
+        key = str(r["source"])
+        sources.setdefault(key, []).append(str(r["name"]) if r["family"] == "system" else str(r["family"]))
+    for source, who in sources.items():
+        label = who[0] if len(who) == 1 or who[0] not in ("paper", "artifact") else f"{who[0]} ({len(who)} presets)"
+        print(textwrap.fill(source, width=100, initial_indent=f"- {label}: ", subsequent_indent="  "))
     return 0
 
 
@@ -226,7 +272,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_plot_sweep(args: argparse.Namespace) -> int:
     from .plots import plot_sweep_file
 
-    plot_sweep_file(args.csv, args.out, x=args.x, y=args.y, hue=args.hue, facet=args.facet, logx=args.logx)
+    data = plot_sweep_file(args.csv, args.out, x=args.x, y=args.y, hue=args.hue, facet=args.facet, logx=args.logx,
+                           mean=args.mean)  # fmt: skip
+    if data.averaged:
+        most = max(n for lines in data.panels.values() for line in lines for n in line.n)
+        print(f"note: each point averages the rows that differ in {', '.join(data.averaged)} (up to {most} rows)")
+    print(args.out)
+    return 0
+
+
+def cmd_plot_timeline(args: argparse.Namespace) -> int:
+    from .timeline_plot import plot_timeline_file
+
+    plot_timeline_file(args.result, args.out)
     print(args.out)
     return 0
 
@@ -235,8 +293,14 @@ def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
+_warned: set[str] = set()  # the warnings this command printed: each once, however often it is raised
+
+
 def _warn_one_line(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
-    print(f"dse: warning: {_one_line(message)}", file=sys.stderr)
+    text = _one_line(message)
+    if text not in _warned:
+        _warned.add(text)
+        print(f"dse: warning: {text}", file=sys.stderr)
 
 
 def _resumable(args: argparse.Namespace | None) -> bool:
@@ -258,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Bad input: one line on stderr, exit 2. Ctrl-C: one line (how to resume, where that applies),
     exit 130. A file-system failure no check foresaw (a full disk, say): one line, exit 1."""
     warnings.showwarning = _warn_one_line
+    _warned.clear()
     sys.unraisablehook = _unraisable
     parser = build_parser()
     args: argparse.Namespace | None = None

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Sequence
 
 from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, nominal_bytes_sent
 from .costs import CostModel, Phase
 from .errors import InputError
 from .result import Result
 from .schedulers import ScheduleProblem, Scheduler, get_scheduler, parse_queue
-from .simulate import simulate
+from .simulate import TimelineEntry, simulate
 from .spec import CollectiveSpec
 from .topology import Topology, parse_topology
-from .units import parse_int
+from .units import parse_int, size_family
 
 
 def evaluate(
@@ -38,7 +40,9 @@ def evaluate(
     `lp_guided`, `round_robin`, `random`, `fixed`) or a `Scheduler`; `orders` feeds `fixed` (e.g.
     ``"0123;3210"``).
     `queue`: `fifo` or `scf`. `latency_mode`: `overlapped` or `serialized`, None for the model's
-    default. `timeline=True` records every phase in `Result.timeline`.
+    default. `timeline=True` records every phase in `Result.timeline`. The result remembers the
+    size's unit family (`Result.size_unit`: binary for KiB/MiB/GiB/TiB, decimal otherwise, ints
+    included) so that reports print it back the same way.
     """
     spec = CollectiveSpec.parse(
         topology, collective=collective, size=size, chunks=chunks, cost_model=cost_model,
@@ -47,6 +51,7 @@ def evaluate(
     sched = get_scheduler(scheduler, orders=orders)
     q = parse_queue(queue)
     seed = parse_int(seed, "seed", minimum=0)
+    size_unit = size_family(size)
     topo, coll, nbytes, nchunks = spec.topology, spec.collective, spec.size, spec.chunks
     model, mode, active = spec.cost_model, spec.latency_mode, spec.active_chunks
 
@@ -55,6 +60,8 @@ def evaluate(
     spec.check_work(queue=q, extra_simulations=sched.simulations())
     chunk_orders = sched.orders(problem)
     phase_plans = build_plans(model, topo, coll, chunk_orders, plan.sizes, mode, sched.is_baseline)
+    # phases that overlap on a dimension at full bandwidth each: busy time is their union (`Result`)
+    overlapping = active > 1 and not model.shares_bandwidth
     out = simulate(
         phase_plans,
         topo.ndims,
@@ -63,11 +70,12 @@ def evaluate(
         active_chunks=active,
         shares_bandwidth=model.shares_bandwidth,
         dim_tiebreak=model.dim_tiebreak,
-        timeline=timeline,
+        timeline=timeline or overlapping,
     )
     return make_result(
-        topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed, chunk_orders, out
-    )
+        topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed, chunk_orders, out,
+        size_unit=size_unit, keep_timeline=timeline,
+    )  # fmt: skip
 
 
 def build_plans(
@@ -92,8 +100,45 @@ def build_plans(
     return plans
 
 
-def make_result(topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed, chunk_orders, out) -> Result:  # type: ignore[no-untyped-def]
-    """Assemble a `Result` from a simulation's output."""
+def busy_union(timeline: Sequence[TimelineEntry], ndims: int) -> tuple[float, ...]:
+    """Per dimension, the measure of the union of its phases' server intervals [start, start + busy]."""
+    spans: list[list[tuple[float, float]]] = [[] for _ in range(ndims)]
+    for e in timeline:
+        spans[e.dim].append((e.start, e.start + e.busy))
+    total = []
+    for iv in spans:
+        iv.sort()
+        acc, lo, hi = 0.0, None, 0.0
+        for a, b in iv:
+            if lo is None or a > hi:
+                if lo is not None:
+                    acc += hi - lo
+                lo, hi = a, b
+            elif b > hi:
+                hi = b
+        total.append(acc + (hi - lo if lo is not None else 0.0))
+    return tuple(total)
+
+
+def _warn_capped(model: CostModel, active: int, raw: float) -> None:
+    """One line saying why a BW utilisation above 100 % is shown as 100 %."""
+    if not model.shares_bandwidth and active > 1:
+        why = (f"the {model.name} model runs up to {active} phases at once on a dimension, each at the full "
+               "bandwidth (congestion-unaware), so more bytes move than the dimensions' bandwidth allows")  # fmt: skip
+    else:
+        why = f"the {model.name} model moved more bytes than the dimensions' bandwidth allows"
+    warnings.warn(f"BW utilisation above 100 % shown as 100 %: {why}; the uncapped value is "
+                  "bw_utilization_uncapped in --json", stacklevel=4)  # fmt: skip
+
+
+def make_result(  # type: ignore[no-untyped-def]
+    topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed, chunk_orders, out, *,
+    size_unit: str = "decimal", keep_timeline: bool = True,
+) -> Result:  # fmt: skip
+    """Assemble a `Result` from a simulation's output (see `Result` for what each number means).
+
+    Phases that overlap on a dimension (`active` > 1 without shared bandwidth) need the timeline,
+    whose union gives the busy time; `keep_timeline=False` then leaves it out of the result."""
     t = out.time_ns
     need = nominal_bytes_sent(coll, nbytes, topo.shape, ag_input_shard=model.ag_input_shard)
     total_bw = sum(model.bytes_per_ns(d) for d in topo.dims)
@@ -106,10 +151,17 @@ def make_result(topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed
         raise InputError("size", "the collective takes no time", "a size of at least one byte per chunk")
     if not math.isfinite(t):  # the input ranges (dse.limits) keep every time finite: a last guard
         raise InputError("topology", f"the collective's time is not finite ({t})", "sizes, bandwidths and latencies within dse.limits")
+    busy = out.dim_busy_ns
+    if active > 1 and not model.shares_bandwidth and out.timeline is not None:
+        busy = busy_union(out.timeline, topo.ndims)
+    raw = need / (t * total_bw)
+    if raw > 1 + 1e-9:
+        _warn_capped(model, active, raw)
     return Result(
         topology=topo.label(),
         collective=coll,
         size_bytes=nbytes,
+        size_unit=size_unit,
         chunks=nchunks,
         scheduler=sched.name,
         queue=q,
@@ -119,15 +171,16 @@ def make_result(topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed
         seed=seed,
         time_ns=t,
         bytes_sent=need,
-        bw_utilization=need / (t * total_bw),
+        bw_utilization=min(raw, 1.0),
+        bw_utilization_uncapped=raw,
         algbw_GBps=algbw,
         busbw_GBps=algbw * factor,
-        dim_busy_ns=out.dim_busy_ns,
+        dim_busy_ns=busy,
         dim_bytes=out.dim_bytes,
-        dim_utilization=tuple(b / t for b in out.dim_busy_ns),
+        dim_utilization=tuple(b / t for b in busy),
         orders=tuple(chunk_orders),
         simulated_chunks=len(chunk_orders),
-        timeline=out.timeline,
+        timeline=out.timeline if keep_timeline else None,
     )
 
 

@@ -2,8 +2,10 @@
 
 `sweep_plot_data` turns CSV rows into panels of lines (pure, testable, no matplotlib);
 `draw_sweep` draws them with matplotlib's Agg backend (no display needed). Rows that share a
-panel, a line and an x value (a parameter the plot does not show varies) are averaged, and the
-line's `n` says how many rows each point stands for.
+panel, a line and an x value but differ in a parameter column the plot does not show (the seed, say)
+are refused, naming those columns, unless `mean=True` asks to average them: then the data's
+`averaged` names them, and each line's `n` says how many rows each point stands for. Output columns
+(`OUTPUT_COLUMNS`: time_ns, bw_utilization, ..., point, crc) never count as parameters.
 """
 
 from __future__ import annotations
@@ -15,6 +17,21 @@ from typing import Any
 
 from .errors import InputError
 from .files import atomic_output, check_output_file
+
+# Columns of a sweep CSV that are per-row outputs or bookkeeping, not parameters (dse.sweep.columns).
+OUTPUT_COLUMNS: frozenset[str] = frozenset(
+    {"point", "crc", "time_ns", "bw_utilization", "algbw_GBps", "busbw_GBps", "bound_ns", "gap"}
+)
+
+
+def figure_path(out: "str | Path", field: str = "out") -> tuple[Path, str]:
+    """A figure's path and format (``png`` or ``svg``, from the extension); anything else is one
+    `InputError`, before any work."""
+    p = check_output_file(out, field)
+    fmt = p.suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg"):
+        raise InputError(field, f"cannot tell the format of {p.name!r}", "a file name ending in .png or .svg")
+    return p, fmt
 
 
 @dataclass
@@ -37,6 +54,7 @@ class SweepPlotData:
     numeric_x: bool
     hue: str | None = None
     facet: str | None = None
+    averaged: tuple[str, ...] = ()
 
 
 def _cols(spec: str | None, header: Sequence[str], what: str) -> list[str]:
@@ -56,13 +74,31 @@ def _num(v: str) -> float | None:
         return None
 
 
+def varying_columns(rows: Sequence[dict[str, str]], point: Sequence[str], plotted: Sequence[str] = ()) -> list[str]:
+    """The parameter columns (not `point`, not `plotted`, not `OUTPUT_COLUMNS`) whose value differs
+    between rows that the `point` columns (x, hue, facet) put on the same point, in the CSV's order."""
+    if not rows:
+        return []
+    rest = [c for c in rows[0] if c not in point and c not in plotted and c not in OUTPUT_COLUMNS]
+    first: dict[tuple[str, ...], dict[str, str]] = {}
+    varying: set[str] = set()
+    for r in rows:
+        key = tuple(r[c] for c in point)
+        f = first.setdefault(key, r)
+        varying.update(c for c in rest if r[c] != f[c])
+    return [c for c in rest if c in varying]
+
+
 def sweep_plot_data(
-    rows: Sequence[dict[str, str]], x: str, y: str, hue: str | None = None, facet: str | None = None
-) -> SweepPlotData:
-    """Group sweep rows into panels (`facet`) of lines (`hue`) of mean `y` against `x`.
+    rows: Sequence[dict[str, str]], x: str, y: str, hue: str | None = None, facet: str | None = None,
+    *, mean: bool = False,
+) -> SweepPlotData:  # fmt: skip
+    """Group sweep rows into panels (`facet`) of lines (`hue`) of `y` against `x`.
 
     `hue` and `facet` may name several columns joined by commas (``scheduler,queue``). Panels and
     lines keep the order of first appearance; x is sorted numerically when every value is a number.
+    Rows on one point that differ in another parameter column are refused (one `InputError` naming
+    the columns), or with `mean` averaged, and `averaged` names those columns.
     """
     if not rows:
         raise InputError("csv", "no rows to plot")
@@ -70,6 +106,13 @@ def sweep_plot_data(
     (xcol,) = _cols(x, header, "x") or [x]
     (ycol,) = _cols(y, header, "y") or [y]
     hues, facets = _cols(hue, header, "hue"), _cols(facet, header, "facet")
+    varying = varying_columns(rows, [xcol, *hues, *facets], [ycol])
+    if varying and not mean:
+        raise InputError(
+            "plot sweep",
+            f"rows on the same point differ in {', '.join(varying)}, which the plot does not show",
+            f"add {'them' if len(varying) > 1 else 'it'} to --hue or --facet, or pass --mean to average them",
+        )  # fmt: skip
     ys = [_num(r[ycol]) for r in rows]
     if any(v is None for v in ys):
         bad = next(r[ycol] for r, v in zip(rows, ys) if v is None)
@@ -92,15 +135,12 @@ def sweep_plot_data(
                 line.y.append(sum(vals) / len(vals))
                 line.n.append(len(vals))
             panels[panel].append(line)
-    return SweepPlotData(xcol, ycol, panels, numeric_x, hue, facet)
+    return SweepPlotData(xcol, ycol, panels, numeric_x, hue, facet, tuple(varying))
 
 
 def draw_sweep(data: SweepPlotData, out: "str | Path", *, logx: bool = False) -> Path:
     """Draw `data` to `out` (.png or .svg, by the extension) with matplotlib's Agg backend."""
-    out = check_output_file(out, "out")
-    fmt = out.suffix.lower().lstrip(".")
-    if fmt not in ("png", "svg"):
-        raise InputError("out", f"cannot tell the format of {out.name!r}", "a file name ending in .png or .svg")
+    out, fmt = figure_path(out)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -134,9 +174,11 @@ def draw_sweep(data: SweepPlotData, out: "str | Path", *, logx: bool = False) ->
 
 def plot_sweep_file(
     csv_path: "str | Path", out: "str | Path", *, x: str, y: str, hue: str | None = None,
-    facet: str | None = None, logx: bool = False,
-) -> Path:  # fmt: skip
-    """Read a sweep CSV and draw it: `sweep_plot_data` then `draw_sweep`."""
+    facet: str | None = None, logx: bool = False, mean: bool = False,
+) -> SweepPlotData:  # fmt: skip
+    """Read a sweep CSV and draw it: `sweep_plot_data` then `draw_sweep`; returns the data drawn."""
     from .sweep import read_rows
 
-    return draw_sweep(sweep_plot_data(read_rows(csv_path), x, y, hue, facet), out, logx=logx)
+    data = sweep_plot_data(read_rows(csv_path), x, y, hue, facet, mean=mean)
+    draw_sweep(data, out, logx=logx)
+    return data

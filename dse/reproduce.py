@@ -7,11 +7,14 @@ Two experiments, both run through the sweep machinery (so they run in parallel a
   at 64 chunks, with the ideal (100 % bandwidth) and the tightest bound (`dse.bounds`);
 - chunk sensitivity: 0.1 GiB on 3D-SW_SW_SW_hetero and 4D-Ring_FC_Ring_SW, 4 to 512 chunks.
 
-Under `astra-sim-1` the topologies get the artifact's 1 ns link latency (the presets already carry
-its links), as in the paper's own runs; under `astra-sim` each fully-connected dimension's bandwidth
-is divided by P−1 (ASTRA-sim 2.x reads it per link), so that every model sees the same hardware. `summary.md` reports what the paper reports: per topology the
-mean bandwidth utilisation of each schedule and its speed-up over the baseline (arithmetic and
-geometric means over sizes), and overall the geometric-mean speed-ups and average utilisations.
+Under `astra-sim-1` every part runs the presets ``NAME@artifact`` (the artifact's 1 ns links, as
+in the paper's own runs); under `astra-sim` each fully-connected dimension's bandwidth is divided
+by P−1 (ASTRA-sim 2.x reads it per link), so that every model sees the same hardware; `summary.md`
+and the command's output record the exact notation each topology ran as. `summary.md` reports
+what the paper reports: per topology the mean bandwidth utilisation of each schedule and its
+speed-up over the baseline (arithmetic and geometric means over sizes), and overall the
+geometric-mean speed-ups and average utilisations (with `--quick`, labelled as not comparable
+with the paper's). Each part shows a labelled progress bar when stderr is a terminal.
 Figures: utilisation against size per topology, the chunk-sensitivity curves, and a per-dimension
 timeline of the baseline and Themis for one case, where the baseline's idle dimensions show. And
 the end-to-end table (`end_to_end.csv`, and in `summary.md`): training iterations of ResNet-152,
@@ -22,9 +25,11 @@ GNMT, DLRM and Transformer-1T on the six topologies, speed-ups of Themis+SCF and
 from __future__ import annotations
 
 import math
+import os
 import statistics
+import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
@@ -32,19 +37,24 @@ from typing import Any
 
 from .bounds import ideal_ns
 from .costs import get_cost_model
-from .errors import raise_if_interrupted
+from .errors import InputError, raise_if_interrupted
 from .evaluate import evaluate
 from .files import atomic_output, check_output_dir, make_dirs, write_atomic
 from .iteration import end_to_end_markdown, end_to_end_rows
+from .runners import Runner, get_runner
 from .spec import CollectiveSpec
 from .sweep import read_rows, run_sweep
 from .sweepfile import parse_sweep
-from .topology import PAPER_PRESETS, PRESETS, Topology
+from .topology import ARTIFACT_SUFFIX, PAPER_PRESETS, PRESET_INFO, PRESETS, Topology, parse_topology
 
 SCHEDULES = ("baseline+fifo", "themis+fifo", "themis+scf", "lp_guided+scf")
 SIZES_GIB = tuple(Decimal("0.10") + Decimal("0.05") * i for i in range(19))
 CHUNK_TOPOLOGIES = ("3D-SW_SW_SW_hetero", "4D-Ring_FC_Ring_SW")
 CHUNKS = (4, 8, 16, 32, 64, 128, 256, 512)
+QUICK_TOPOLOGIES = PAPER_PRESETS[:2]
+QUICK_SIZES_GIB = SIZES_GIB[::9]
+QUICK_CHUNK_TOPOLOGIES = CHUNK_TOPOLOGIES[:1]
+QUICK_CHUNKS = (4, 64, 512)
 PAPER = {"baseline_util": 0.5631, "themis_util": 0.9514, "speedup_geomean": 1.72}
 GANTT_CASE = ("3D-SW_SW_SW_hetero", "0.25GiB", 16)
 
@@ -52,25 +62,35 @@ GANTT_CASE = ("3D-SW_SW_SW_hetero", "0.25GiB", 16)
 def topology_for(name: str, cost_model: str) -> Topology:
     """A paper preset as the experiment uses it, the same hardware in every model.
 
-    Under `astra-sim-1`: the artifact's 1 ns link latency (the presets carry its links). Under
-    `astra-sim`: each fully-connected dimension's bandwidth divided by P−1, because ASTRA-sim 2.x
-    reads an FC bandwidth as per link (its P−1 direct messages each run at it).
+    Under `astra-sim-1`: the preset ``NAME@artifact`` (the artifact's 1 ns links, as the paper's
+    own runs; `dse.topology.ARTIFACT_PRESETS`, the one definition). Under `astra-sim`: each
+    fully-connected dimension's bandwidth divided by P−1, because ASTRA-sim 2.x reads an FC
+    bandwidth as per link (its P−1 direct messages each run at it).
     """
     t = PRESETS[name]
     if cost_model == "astra-sim-1":
-        return t.with_latency(1)
+        return parse_topology(f"{name}{ARTIFACT_SUFFIX}")
     if cost_model == "astra-sim":
         dims = tuple(replace(d, bandwidth=d.bandwidth / (d.npus - 1)) if d.kind == "fc" else d for d in t.dims)
         return Topology(dims, name=f"{name}@FC-per-link")
     return t
 
 
+def run_as(name: str, cost_model: str) -> str:
+    """What `topology_for` makes of a paper preset under a model, in words (reports say it)."""
+    if cost_model == "astra-sim-1":
+        return f"{name}{ARTIFACT_SUFFIX}: {PRESET_INFO[name + ARTIFACT_SUFFIX].what}"
+    if cost_model == "astra-sim":
+        return f"{name}@FC-per-link: Table 2, each FC dimension's bandwidth / (P-1) (ASTRA-sim 2.x reads it per link)"
+    return f"{name}: {PRESET_INFO[name].what}"
+
+
 def sweeps(cost_model: str, quick: bool = False) -> dict[str, dict[str, Any]]:
     """The two sweep tables (`quick`: two topologies, three sizes, three chunk counts)."""
-    names = PAPER_PRESETS[:2] if quick else PAPER_PRESETS
-    sizes = SIZES_GIB[::9] if quick else SIZES_GIB
-    chunk_topos = CHUNK_TOPOLOGIES[:1] if quick else CHUNK_TOPOLOGIES
-    chunks = (4, 64, 512) if quick else CHUNKS
+    names = QUICK_TOPOLOGIES if quick else PAPER_PRESETS
+    sizes = QUICK_SIZES_GIB if quick else SIZES_GIB
+    chunk_topos = QUICK_CHUNK_TOPOLOGIES if quick else CHUNK_TOPOLOGIES
+    chunks = QUICK_CHUNKS if quick else CHUNKS
     return {
         "single_allreduce": {
             "topology": [topology_for(n, cost_model).notation() for n in names],
@@ -95,8 +115,14 @@ def sweeps(cost_model: str, quick: bool = False) -> dict[str, dict[str, Any]]:
     }
 
 
-def run(out: str | Path, *, cost_model: str = "paper", jobs: int = 1, quick: bool = False) -> dict[str, Any]:
-    """Run (or resume) both experiments into `out` and write the summary and the figures."""
+EXPERIMENTS = {"single_allreduce": "single all-reduce", "chunks": "chunk sensitivity"}
+
+
+def run(
+    out: str | Path, *, cost_model: str = "paper", jobs: int = 1, quick: bool = False, progress: bool | None = None
+) -> dict[str, Any]:
+    """Run (or resume) both experiments and the training iterations into `out`, and write the
+    summary and the figures. `progress`: labelled bars on stderr (None: when it is a terminal)."""
     model = get_cost_model(cost_model).name
     out = check_output_dir(out, "out")
     make_dirs(out, "out")
@@ -106,25 +132,98 @@ def run(out: str | Path, *, cost_model: str = "paper", jobs: int = 1, quick: boo
     for name, table in sweeps(model, quick).items():
         sweep = parse_sweep(table, source=f"reproduce:{name}")
         raw_path = out / f"{name}.raw.csv"
-        counts[name] = run_sweep(sweep, raw_path, jobs=jobs)
+        runner = LabelledRunner(f"{EXPERIMENTS[name]} ({model})", len(sweep.points), jobs, progress)
+        counts[name] = run_sweep(sweep, raw_path, jobs=jobs, runner=runner, progress=False)
         tables[name] = finish_rows(read_rows(raw_path), names, model)
         write_csv(out / f"{name}.csv", tables[name])
     summary = summarize(tables["single_allreduce"])
     raise_if_interrupted()
-    e2e = end_to_end_rows(model, topologies=(PAPER_PRESETS[:2] if quick else PAPER_PRESETS))
+    e2e = end_to_end(model, QUICK_TOPOLOGIES if quick else PAPER_PRESETS, progress)
     write_csv(out / "end_to_end.csv", e2e)
+    ran = [n for n in PAPER_PRESETS if any(r["topology"] == n for t in tables.values() for r in t) or n == GANTT_CASE[0]]
+    notations = {n: topology_for(n, model).notation() for n in ran}
+    e2e_note = (
+        f"Quick run: {len(QUICK_TOPOLOGIES)} of {len(PAPER_PRESETS)} topologies. The paper column is the paper's "
+        "average over its full set of topologies, not comparable with these.\n\n"
+        if quick
+        else ""
+    )
     write_atomic(
         out / "summary.md",
-        summary_markdown(summary, tables["chunks"], model)
-        + "\n## Training iterations (speed-up over baseline+FIFO)\n\n" + end_to_end_markdown(e2e) + "\n",
-    )
+        summary_markdown(summary, tables["chunks"], model, quick=quick, ran={n: run_as(n, model) for n in ran},
+                         notations=notations)
+        + "\n## Training iterations (speed-up over baseline+FIFO)\n\n" + e2e_note + end_to_end_markdown(e2e) + "\n",
+    )  # fmt: skip
     raise_if_interrupted()
     figures = [
         draw_utilization(utilization_data(tables["single_allreduce"]), out / "utilization.png"),
         draw_chunks(chunk_data(tables["chunks"]), out / "chunks.png"),
         draw_timeline(timeline_data(model), out / "timeline.png"),
     ]
-    return {"out": str(out), "counts": counts, "summary": summary, "figures": [str(f) for f in figures]}
+    return {"out": str(out), "counts": counts, "summary": summary, "topologies": notations,
+            "figures": [str(f) for f in figures]}  # fmt: skip
+
+
+def end_to_end(model: str, names: Sequence[str], progress: bool | None = None) -> list[dict[str, Any]]:
+    """`dse.iteration.end_to_end_rows` on each paper preset as `topology_for` makes it, one
+    topology at a time under a labelled bar; rows keep the preset's name and gain its notation."""
+    specs = {n: n if model == "paper" else (f"{n}{ARTIFACT_SUFFIX}" if model == "astra-sim-1" else
+                                            topology_for(n, model).notation()) for n in names}  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    bar = progress_bar(f"training iterations ({model})", len(names), 0, "topology", progress)
+    try:
+        for n, spec in specs.items():
+            for r in end_to_end_rows(model, topologies=[spec]):
+                rows.append({**r, "topology": n, "notation": topology_for(n, model).notation()})
+            raise_if_interrupted()
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    workloads = {w: i for i, w in enumerate(dict.fromkeys(r["workload"] for r in rows))}
+    index = {n: i for i, n in enumerate(names)}
+    return sorted(rows, key=lambda r: (workloads[r["workload"]], index[r["topology"]]))
+
+
+def progress_bar(desc: str, total: int, initial: int, unit: str, progress: bool | None) -> Any:
+    """A labelled tqdm bar on stderr, or None: `progress` None shows it only when stderr is a
+    terminal, so CI logs stay quiet (as `dse sweep`)."""
+    if not (progress if progress is not None else sys.stderr.isatty()):
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        return None
+    tqdm.monitor_interval = 0  # no monitor thread: worker processes are forked
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True)
+
+
+class LabelledRunner:
+    """The `processes` runner of `dse.runners` with a labelled progress bar (a sweep's own bar
+    has no label): pass it as `run_sweep(..., runner=..., progress=False)`."""
+
+    def __init__(self, desc: str, total: int, jobs: int, progress: bool | None) -> None:
+        self.desc, self.total, self.jobs, self.progress = desc, total, int(jobs), progress
+
+    def __call__(self, func: Callable[[Any], Any], batches: Sequence[Any]) -> Iterator[Any]:
+        if self.jobs == 0 or self.jobs < -1:
+            raise InputError("jobs", f"{self.jobs} workers", "an integer >= 1, or -1 for every core")
+        inner: Runner = get_runner("processes", (os.cpu_count() or 1) if self.jobs == -1 else self.jobs)
+        todo = sum(len(b) for b in batches)
+        bar = progress_bar(self.desc, self.total, self.total - todo, "pt", self.progress)
+        it = iter(inner(func, batches))
+        try:
+            for rows in it:
+                if bar is not None:
+                    bar.update(len(rows))
+                yield rows
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
+            if bar is not None:
+                bar.close()
 
 
 def finish_rows(rows: list[dict[str, str]], names: dict[str, str], model: str) -> list[dict[str, Any]]:
@@ -206,17 +305,44 @@ def summarize(rows: Sequence[dict[str, Any]]) -> Summary:
     return Summary(dict(per), overall)
 
 
-def summary_markdown(s: Summary, chunk_rows: Sequence[dict[str, Any]], model: str) -> str:
-    """The summary as Markdown tables, next to the paper's headline numbers."""
+def summary_markdown(
+    s: Summary,
+    chunk_rows: Sequence[dict[str, Any]],
+    model: str,
+    *,
+    quick: bool = False,
+    ran: Mapping[str, str] | None = None,
+    notations: Mapping[str, str] | None = None,
+) -> str:
+    """The summary as Markdown tables, next to the paper's headline numbers.
+
+    `quick`: the overall means cover part of the grid, so the paper's (every topology and size)
+    are not set beside them as if comparable. `ran` / `notations`: per paper preset, what it was
+    run as and its exact notation (recorded so every figure can be re-run by hand)."""
     scheds = [x for x in SCHEDULES if x in s.overall]
     lines = [f"# Themis reproduction, cost model `{model}`", ""]
-    lines += ["## Overall (every topology and size)", "",
-              "| schedule | mean BW utilisation | geo-mean speed-up over baseline | mean gap to bound |", "|---|---|---|---|"]  # fmt: skip
+    if quick:
+        scope = (f"{len(s.per_topology)} of {len(PAPER_PRESETS)} topologies, {len(QUICK_SIZES_GIB)} of "
+                 f"{len(SIZES_GIB)} sizes")  # fmt: skip
+        lines += [f"## Overall (quick run: {scope}; not comparable with the paper's means)", ""]
+    else:
+        lines += ["## Overall (every topology and size)", ""]
+    lines += ["| schedule | mean BW utilisation | geo-mean speed-up over baseline | mean gap to bound |", "|---|---|---|---|"]
     for sc in scheds:
         o = s.overall[sc]
         lines.append(f"| {sc} | {100 * o['bw_utilization']:.2f} % | {o['speedup_geomean']:.3f}x | {100 * o['gap_mean']:.2f} % |")
-    lines += ["", f"The paper: baseline {100 * PAPER['baseline_util']:.2f} %, Themis {100 * PAPER['themis_util']:.2f} % "
-              f"utilisation, geometric-mean speed-up {PAPER['speedup_geomean']}x.", ""]  # fmt: skip
+    if quick:
+        lines += ["", (f"Quick run ({scope}): the paper's headline figures are means over all {len(PAPER_PRESETS)} "
+                       f"topologies and {len(SIZES_GIB)} sizes, so they are not set beside these. Run without --quick "
+                       "to compare with the paper."), ""]  # fmt: skip
+    else:
+        lines += ["", (f"The paper: baseline {100 * PAPER['baseline_util']:.2f} %, Themis {100 * PAPER['themis_util']:.2f} % "
+                       f"utilisation, geometric-mean speed-up {PAPER['speedup_geomean']}x."), ""]  # fmt: skip
+    if ran:
+        lines += [f"## Topologies as run (cost model `{model}`)", "", "| topology | run as | notation |", "|---|---|---|"]
+        lines += [f"| {n} | {what} | `{(notations or {}).get(n, topology_for(n, model).notation())}` |"
+                  for n, what in ran.items()]  # fmt: skip
+        lines.append("")
     lines += ["## Per topology (means over sizes)", "",
               "| topology | schedule | BW utilisation | speed-up (arith.) | speed-up (geo.) | gap to bound |", "|---|---|---|---|---|---|"]  # fmt: skip
     for topo in s.per_topology:
@@ -252,18 +378,21 @@ def chunk_data(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[tuple
     return {t: {s: sorted(v) for s, v in d.items()} for t, d in data.items()}
 
 
-def timeline_data(model: str) -> dict[str, Any]:
-    """The per-dimension phases of baseline+FIFO and Themis+SCF on one case."""
+def timeline_data(model: str) -> list[Any]:
+    """The per-dimension phases of baseline+FIFO and Themis+SCF on one case: one
+    `dse.timeline_plot.TimelinePlotData` each, the same as `dse evaluate --plot` draws."""
+    from .timeline_plot import result_timeline_data
+    from .units import format_size, format_time
+
     name, size, chunks = GANTT_CASE
     topo = topology_for(name, model)
-    out = {"case": f"{name}, {size}, {chunks} chunks, {model}", "ndims": topo.ndims, "runs": {}}
+    panels = []
     for sched, queue in (("baseline", "fifo"), ("themis", "scf")):
         r = evaluate(topo, size=size, chunks=chunks, scheduler=sched, queue=queue, cost_model=model, timeline=True)
-        out["runs"][f"{sched}+{queue}"] = {
-            "time_ns": r.time_ns,
-            "bars": [(e.dim, e.start, e.busy, e.kind, e.chunk) for e in r.timeline or ()],
-        }
-    return out
+        title = (f"{sched}+{queue}: {format_time(r.time_ns)} ({name}, {format_size(r.size_bytes, r.size_unit)} "
+                 f"all-reduce, {chunks} chunks, {model} model)")  # fmt: skip
+        panels.append(result_timeline_data(r, topo, title=title))
+    return panels
 
 
 def _plt() -> Any:
@@ -320,21 +449,9 @@ def draw_chunks(data: dict[str, dict[str, list[tuple[int, float]]]], path: Path)
     return path
 
 
-def draw_timeline(data: dict[str, Any], path: Path) -> Path:
-    plt = _plt()
-    runs = data["runs"]
-    fig, axes = plt.subplots(len(runs), 1, figsize=(12, 1.2 + 0.7 * data["ndims"] * len(runs)), sharex=True, squeeze=False)
-    colors = {"RS": "tab:blue", "AG": "tab:orange", "AR": "tab:green", "A2A": "tab:purple"}
-    for ax, (label, run) in zip(axes[:, 0], runs.items()):
-        for dim, start, busy, kind, _chunk in run["bars"]:
-            ax.broken_barh([(start / 1e3, busy / 1e3)], (dim - 0.4, 0.8), facecolors=colors.get(kind, "gray"), edgecolor="white", linewidth=0.3)
-        ax.set_yticks(range(data["ndims"]))
-        ax.set_yticklabels([f"dim {d}" for d in range(data["ndims"])])
-        ax.invert_yaxis()
-        ax.set_title(f"{label}: {run['time_ns'] / 1e3:.0f} us (blue: reduce-scatter, orange: all-gather, green: all-reduce)", fontsize=9)
-    axes[-1, 0].set_xlabel(f"time (us) - {data['case']}")
-    fig.tight_layout()
-    with atomic_output(path) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
-    return path
+def draw_timeline(data: list[Any], path: Path) -> Path:
+    """`timeline_data` drawn by `dse.timeline_plot.draw_timelines`: its legend names exactly the
+    colours drawn."""
+    from .timeline_plot import draw_timelines
+
+    return draw_timelines(data, path)

@@ -12,17 +12,30 @@ from .simulate import TimelineEntry
 class Result:
     """One simulated collective.
 
-    `time_ns` is when the last chunk finishes. `bw_utilization` (0-1) is the bytes one NPU must
-    send for the collective over `time_ns` x Σ_d B_d, in the cost model's bandwidth unit (the
-    paper's definition). `algbw_GBps` = size / time and `busbw_GBps` follow nccl-tests (decimal
-    GB/s, 1e9 B/s, whatever the model). `dim_busy_ns`, `dim_bytes` and `dim_utilization` are per
-    dimension; `orders` holds one dimension order per chunk; `timeline` the phases as they ran,
-    when asked for.
+    `time_ns` is when the last chunk finishes. `size_unit` is the unit family the size was given in
+    (``decimal`` or ``binary``, `dse.units.size_family`), so reports print it back the same way.
+
+    `bw_utilization_uncapped` is the paper's BW utilisation: the bytes one NPU must send for the
+    collective over `time_ns` x Σ_d B_d, in the cost model's bandwidth unit. It cannot pass 1 when a
+    dimension's concurrent phases share its bandwidth (the `paper` model), but ASTRA-sim's
+    congestion-unaware backend (`astra-sim`, `astra-sim-1`) runs up to `active_chunks` phases at
+    once on a dimension, each at the full bandwidth, so more bytes move than the bandwidth allows
+    and it can. `bw_utilization` is that value capped at 1 (`evaluate` warns, naming the cause,
+    when it caps). `algbw_GBps` = size / time and `busbw_GBps` follow nccl-tests (decimal GB/s,
+    1e9 B/s, whatever the model).
+
+    Per dimension: `dim_busy_ns` is the measure of the union of the intervals in which the
+    dimension serves at least one phase (a phase holds it from its start for its busy time; under
+    shared bandwidth, until its transfer ends), so it never exceeds `time_ns`; with one phase at a
+    time it is the sum of the phases' busy times. `dim_utilization` = `dim_busy_ns` / `time_ns`
+    (0-1) and `dim_bytes` the bytes sent on it. `orders` holds one dimension order per chunk;
+    `timeline` the phases as they ran, when asked for.
     """
 
     topology: str
     collective: str
     size_bytes: int
+    size_unit: str
     chunks: int
     scheduler: str
     queue: str
@@ -33,6 +46,7 @@ class Result:
     time_ns: float
     bytes_sent: float
     bw_utilization: float
+    bw_utilization_uncapped: float
     algbw_GBps: float
     busbw_GBps: float
     dim_busy_ns: tuple[float, ...]

@@ -1,6 +1,7 @@
 """Units and parsing: every number a user gives enters here (DESIGN.md §2).
 
-Sizes are bytes; `KB`/`MB`/`GB`/`TB` are decimal, `KiB`/`MiB`/`GiB`/`TiB` binary. Bandwidth is
+Sizes are bytes; `KB`/`MB`/`GB`/`TB` are decimal, `KiB`/`MiB`/`GiB`/`TiB` binary, and a size is
+printed back in the family it was given in (`size_family`, `format_size`). Bandwidth is
 GB/s, which in the `paper` model is 1e9 B/s = 1 B/ns. Times are ns.
 """
 
@@ -124,12 +125,48 @@ def format_time(ns: float) -> str:
     return f"{ns / 1e9:#.4g} s"
 
 
-def format_size(nbytes: float) -> str:
-    """A byte count for people, binary units when exact, else decimal."""
-    for unit, mult in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= mult and float(nbytes / mult).is_integer():
-            return f"{int(nbytes // mult)} {unit}"
-    for unit, mult in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+SIZE_FAMILIES = ("decimal", "binary")
+_DECIMAL_UNITS = (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
+_BINARY_UNITS = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+
+
+def size_family(value: object) -> str:
+    """The unit family a size was given in: ``"binary"`` for KiB/MiB/GiB/TiB, else ``"decimal"``.
+
+    A plain number of bytes (``4096``, ``"1e9"``, ``"3B"``) names no family, so it counts as
+    decimal, as do the Python API's ints and floats. Call it on a size `parse_size` accepted."""
+    if isinstance(value, str):
+        m = _SIZE_RE.match(value)
+        if m and m.group(2).lower().endswith("ib"):
+            return "binary"
+    return "decimal"
+
+
+def _in_unit(nbytes: float, units: tuple[tuple[str, int], ...]) -> tuple[str, str]:
+    """(number, unit): the largest unit whose value is >= 1, at most 4 significant digits."""
+    for k, (unit, mult) in enumerate(units):
         if nbytes >= mult:
-            return f"{nbytes / mult:.4g} {unit}"
-    return f"{int(nbytes)} B"
+            text = f"{nbytes / mult:.4g}"
+            if k > 0 and f"{nbytes / units[k - 1][1]:.4g}" == "1":  # 999.96 MB rounds to 1000: say 1 GB
+                return "1", units[k - 1][0]
+            return text, unit
+    return f"{nbytes:.4g}" if nbytes != int(nbytes) else str(int(nbytes)), "B"
+
+
+def format_size(nbytes: float, family: str | None = None) -> str:
+    """A byte count for people, in the unit family the size was given in (`size_family`).
+
+    The largest unit of the family whose value is at least 1, with up to 4 significant digits and no
+    trailing zeros: ``2 GB``, ``256 MB``, ``1 GiB``, ``102.4 MiB`` (0.1 GiB rounded down to whole
+    bytes), ``512 B``. `family` None: binary when that is exact at 4 digits (``64 MiB``), else
+    decimal (``2 GB``, never ``1953125 KiB``)."""
+    if family is None:
+        number, unit = _in_unit(nbytes, _BINARY_UNITS)
+        mult = dict(_BINARY_UNITS).get(unit, 1)
+        if unit != "B" and float(number) * mult == nbytes:
+            return f"{number} {unit}"
+        family = "decimal"
+    if family not in SIZE_FAMILIES:
+        raise InputError("size_unit", f"unknown unit family {family!r}", ", ".join(SIZE_FAMILIES))
+    number, unit = _in_unit(nbytes, _BINARY_UNITS if family == "binary" else _DECIMAL_UNITS)
+    return f"{number} {unit}"

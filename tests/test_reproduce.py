@@ -2,7 +2,8 @@
 
 import csv
 
-from dse.reproduce import PAPER_PRESETS, summarize
+from dse.reproduce import PAPER_PRESETS, summarize, summary_markdown, topology_for
+from dse.topology import parse_topology
 
 
 def _header(path):
@@ -12,8 +13,11 @@ def _header(path):
 
 def test_quick_reproduction_writes_everything_and_resumes(tmp_path, run_cli):
     out = tmp_path / "rep"
-    code, text, err = run_cli("reproduce", "themis", "--quick", "--out", str(out))
+    code, text, err = run_cli("reproduce", "themis", "--quick", "--out", str(out), "--progress")
     assert code == 0, err
+    # each part's bar says what it is (the sweeps' own bars carry no label)
+    for label in ("single all-reduce (paper)", "chunk sensitivity (paper)", "training iterations (paper)"):
+        assert label in err
     for name in ("single_allreduce.csv", "chunks.csv", "end_to_end.csv", "summary.md", "utilization.png", "chunks.png",
                  "timeline.png"):
         assert (out / name).exists(), name
@@ -30,11 +34,48 @@ def test_quick_reproduction_writes_everything_and_resumes(tmp_path, run_cli):
         assert float(r["ideal_ns"]) <= float(r["bound_ns"]) * (1 + 1e-9)
         assert float(r["bound_ns"]) <= float(r["time_ns"]) * (1 + 1e-9)
     summary = (out / "summary.md").read_text()
-    assert "56.31" in summary and "themis+scf" in summary and "Chunk sensitivity" in summary
+    assert "themis+scf" in summary and "Chunk sensitivity" in summary
     assert "Training iterations" in summary and "ResNet-152" in summary
-    # a re-run resumes: nothing is evaluated again
-    code, text, _ = run_cli("reproduce", "themis", "--quick", "--out", str(out))
+    # a 2-topology mean is not set beside the paper's 6-topology figures as if comparable
+    assert "56.31" not in summary and "95.14" not in summary and "1.72x" not in summary
+    assert "## Overall (quick run: 2 of 6 topologies, 3 of 19 sizes; not comparable with the paper's means)" in summary
+    assert "Quick run: 2 of 6 topologies. The paper column" in summary
+    # the exact notation of every topology run is recorded and printed
+    with open(out / "chunks.csv", newline="") as f:
+        ran = {r["topology"] for r in rows} | {r["topology"] for r in csv.DictReader(f)}
+    for name in ran:
+        cell = f"`{topology_for(name, 'paper').notation()}`"
+        assert cell in summary and cell in text
+    with open(out / "end_to_end.csv", newline="") as f:
+        e2e = list(csv.DictReader(f))
+    assert {r["notation"] for r in e2e} == {topology_for(n, "paper").notation() for n in PAPER_PRESETS[:2]}
+    # a re-run resumes: nothing is evaluated again, and no bar is drawn when stderr is not a terminal
+    code, text, err = run_cli("reproduce", "themis", "--quick", "--out", str(out))
     assert code == 0 and "0 evaluated now" in text and "24 already done" in text
+    assert "training iterations" not in err and "%|" not in err
+
+
+def test_quick_astra_sim_1_runs_and_prints_the_artifact_variants(tmp_path, run_cli):
+    out = tmp_path / "rep1"
+    code, text, err = run_cli("reproduce", "themis", "--quick", "--cost-model", "astra-sim-1", "--out", str(out))
+    assert code == 0, err
+    with open(out / "single_allreduce.csv", newline="") as f:
+        notations = {r["notation"] for r in csv.DictReader(f)}
+    assert notations == {parse_topology(f"{n}@artifact").notation() for n in PAPER_PRESETS[:2]}
+    for n in PAPER_PRESETS[:2]:
+        assert f"| {n} | {n}@artifact: Themis artifact" in text
+        assert f"`{parse_topology(n + '@artifact').notation()}`" in text
+    with open(out / "end_to_end.csv", newline="") as f:  # the iterations run the same variants
+        assert {r["notation"] for r in csv.DictReader(f)} == notations
+
+
+def test_full_summary_sets_the_paper_beside_the_means():
+    rows = [{"topology": "T", "size_bytes": 1, "schedule": sc, "time_ns": t, "bw_utilization": 0.5, "gap": 0.1}
+            for sc, t in (("baseline+fifo", 2.0), ("themis+scf", 1.0))]  # fmt: skip
+    full = summary_markdown(summarize(rows), [], "paper")
+    assert "56.31 %" in full and "95.14 %" in full and "1.72x" in full and "not comparable" not in full
+    quick = summary_markdown(summarize(rows), [], "paper", quick=True)
+    assert "56.31" not in quick and "not comparable with the paper's means" in quick
 
 
 def test_summary_means():

@@ -3,7 +3,14 @@ import warnings
 import pytest
 
 from dse.errors import InputError
-from dse.topology import PRESETS, Dim, Topology, parse_topology
+from dse.topology import (
+    PAPER_PRESETS,
+    PRESETS,
+    SYSTEM_PRESETS,
+    Dim,
+    Topology,
+    parse_topology,
+)
 
 # The Themis paper's Table 2: shape, aggregate GB/s per NPU, latency ns per step.
 TABLE2 = {
@@ -85,4 +92,6 @@ def test_bad_topologies(bad, field):
 
 
 def test_presets_listed():
-    assert len(PRESETS) == 6
+    # the paper's six, then the real systems; the six paper ones are PAPER_PRESETS, in Table 2's order
+    assert tuple(PRESETS)[:6] == PAPER_PRESETS == tuple(TABLE2)
+    assert tuple(PRESETS)[6:] == SYSTEM_PRESETS and len(SYSTEM_PRESETS) >= 2

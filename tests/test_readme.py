@@ -103,9 +103,15 @@ def test_readme_command(cmd: Command, workspace: Path, capsys: pytest.CaptureFix
     from dse.cli import main
 
     monkeypatch.chdir(workspace)
-    code = main(list(cmd.argv[1:]))
+    argv, redirect = list(cmd.argv[1:]), None
+    if ">" in argv:  # `dse ... > FILE`: stdout into a file, as a shell would
+        argv, redirect = argv[: argv.index(">")], argv[argv.index(">") + 1]
+    code = main(argv)
     out = capsys.readouterr().out
     assert code == 0, f"README line {cmd.line}: {' '.join(cmd.argv)} exited {code}"
+    if redirect:
+        (workspace / redirect).write_text(out)
+        out = ""
     if cmd.output:
         assert _steady(out.rstrip("\n").splitlines()) == _steady(cmd.output), f"README line {cmd.line}"
 

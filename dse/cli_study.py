@@ -1,17 +1,27 @@
-"""`dse study ...`: run, report and list Optuna design-space studies (see dse.search)."""
+"""`dse study ...`: run, report, list and browse Optuna design-space studies (see dse.search).
+
+`report`, `list` and `dashboard` find a study where `run` put it when no --storage is given:
+``studies/out/<name up to its first dot>.journal`` under the current folder (`dse.storage.storage_for`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from typing import Any
 
 from .errors import InputError
 from .report import format_table
 from .units import format_time, parse_int
 
+STORAGE_HELP = ("journal file, sqlite:///file.db or postgresql+psycopg://... (default: "
+                "studies/out/<NAME up to its first dot>.journal under the current folder, where "
+                "'dse study run studies/<file>.toml' writes it)")  # fmt: skip
+
 
 def add_study_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("study", help="design-space search with Optuna: run, report, list")
+    p = sub.add_parser("study", help="design-space search with Optuna: run, report, list, dashboard")
     ssub = p.add_subparsers(dest="study_command", metavar="STUDY_COMMAND", parser_class=type(p))
 
     r = ssub.add_parser("run", help="run a study file until it has N complete trials (resumes)")
@@ -19,23 +29,52 @@ def add_study_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--trials", default=None, help="complete trials in total (default: the file's)")
     r.add_argument("--workers", default="1", help="worker processes on the same storage (default 1)")
     r.add_argument("--storage", default=None, help="journal file, sqlite:///file.db or postgresql+psycopg://... "
-                   "(default: a journal file under the study file's out/ folder)")  # fmt: skip
+                   "(default: a journal file under the study file's out/ folder, named after the study: "
+                   "studies/out/bw_split_4d.journal for studies/bw_split_4d.toml)")  # fmt: skip
     r.add_argument("--only", default=None, help="run only this study of the file (a variant's full name)")
+    r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a bar of complete trials per study on stderr (default: when stderr is a terminal)")
     r.add_argument("--quiet", action="store_true", help="print nothing (workers started by --workers)")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_study_run)
 
-    rep = ssub.add_parser("report", help="CSV of the best trials or the Pareto front, and PNG figures")
-    rep.add_argument("name", help="the study's name (dse study list shows them)")
-    rep.add_argument("--storage", required=True)
+    rep = ssub.add_parser("report", help="CSV of the trials and the best or the Pareto front, and PNG figures")
+    rep.add_argument("name", help="the study's name, e.g. bw_split_4d.themis (dse study list shows them)")
+    rep.add_argument("--storage", default=None, help=STORAGE_HELP)
     rep.add_argument("--out", required=True, help="folder for trials.csv, best.csv or pareto.csv, and figures")
     rep.set_defaults(func=cmd_study_report)
 
-    ls = ssub.add_parser("list", help="the studies on a storage")
-    ls.add_argument("--storage", required=True)
+    ls = ssub.add_parser("list", help="the studies on a storage (default: the journals in studies/out/)")
+    ls.add_argument("--storage", default=None, help="journal file, sqlite:///file.db or postgresql+psycopg://... "
+                    "(default: every journal in studies/out/ under the current folder, where "
+                    "'dse study run studies/<file>.toml' writes)")  # fmt: skip
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_study_list)
+
+    d = ssub.add_parser("dashboard", help="serve optuna-dashboard on a study's storage (pip install '.[dashboard]')")
+    d.add_argument("name", help="the study's name, e.g. bw_split_4d.themis")
+    d.add_argument("--storage", default=None, help=STORAGE_HELP)
+    d.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    d.add_argument("--port", default="8080", help="port to listen on (default 8080; 0: any free port)")
+    d.set_defaults(func=cmd_study_dashboard)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _best_text(res: dict[str, Any]) -> str:
+    if "best_value" in res:
+        v = res["best_value"]
+        return f"best {format_time(v) if v > 1e3 else f'{v:.6g}'} (trial {res['best_trial']}): {res['best_topology']}"
+    if "pareto_size" in res:
+        return f"Pareto front of {res['pareto_size']} designs"
+    return ""
+
+
+def run_line(res: dict[str, Any]) -> str:
+    """The line `dse study run` prints for one study (one that needed no trial says so)."""
+    if res["complete_before"] >= res["asked"]:
+        return (f"{res['study']}: already {res['complete']} complete trials (asked for {res['asked']}); nothing to run "
+                f"on {res['storage']}; {_best_text(res)}")  # fmt: skip
+    return f"{res['study']}: {res['complete']} complete trials ({res['failed']} failed) on {res['storage']}; {_best_text(res)}"
 
 
 def cmd_study_run(args: argparse.Namespace) -> int:
@@ -48,37 +87,40 @@ def cmd_study_run(args: argparse.Namespace) -> int:
             raise InputError("--only", f"no study {args.only!r} in {args.file}")
     trials = parse_int(args.trials, "--trials", minimum=1) if args.trials is not None else None
     workers = parse_int(args.workers, "--workers", minimum=1)
-    results = [run_study(s, trials=trials, workers=workers, storage=args.storage) for s in specs]
+    progress = not args.quiet and (args.progress if args.progress is not None else sys.stderr.isatty())
+    results = [run_study(s, trials=trials, workers=workers, storage=args.storage, progress=progress) for s in specs]
     if args.quiet:
         return 0
     if args.json:
         print(json.dumps(results))
         return 0
     for res in results:
-        best = ""
-        if "best_value" in res:
-            v = res["best_value"]
-            best = f"best {format_time(v) if v > 1e3 else f'{v:.6g}'} (trial {res['best_trial']}): {res['best_topology']}"
-        elif "pareto_size" in res:
-            best = f"Pareto front of {res['pareto_size']} designs"
-        print(f"{res['study']}: {res['complete']} complete trials ({res['failed']} failed) on {res['storage']}; {best}")
+        print(run_line(res))
     return 0
 
 
 def cmd_study_report(args: argparse.Namespace) -> int:
     from .search import write_report
+    from .storage import storage_for
 
-    rep = write_report(args.name, args.storage, args.out)
+    rep = write_report(args.name, storage_for(args.name, args.storage), args.out)
     print(f"{args.name}: {len(rep.rows)} complete trials; {'Pareto front' if rep.multi else 'best'}: {len(rep.best)} rows")
     for f in rep.files:
         print(f"  {f}")
+    for note in rep.notes:
+        print(note)
     return 0
 
 
 def cmd_study_list(args: argparse.Namespace) -> int:
     from .search import list_studies
+    from .storage import STUDIES_OUT, default_journals
 
-    rows = list_studies(args.storage)
+    urls = [args.storage] if args.storage is not None else default_journals()
+    if not urls:
+        raise InputError("storage", f"no journal in {STUDIES_OUT}/ (where dse study run studies/<file>.toml writes "
+                         "by default)", "--storage S, or run a study first")  # fmt: skip
+    rows = [row for url in urls for row in list_studies(url)]
     if args.json:
         print(json.dumps(rows))
         return 0
@@ -86,8 +128,24 @@ def cmd_study_list(args: argparse.Namespace) -> int:
     for r in rows:
         best = r.get("best_value")
         body.append((r["study"], r["complete"], r["failed"], "" if best is None else (format_time(best) if best > 1e3 else f"{best:.6g}"),
-                     r.get("pareto_size", "")))  # fmt: skip
-    print(format_table(("study", "complete", "failed", "best", "pareto"), body, align="lrrrr"))
+                     r.get("pareto_size", ""), r["storage"]))  # fmt: skip
+    print(format_table(("study", "complete", "failed", "best", "pareto", "storage"), body, align="lrrrrl"))
     return 0
 
 
+def cmd_study_dashboard(args: argparse.Namespace) -> int:
+    from .storage import storage_for
+    from .study_dashboard import require, serve
+
+    require()
+    port = parse_int(args.port, "--port", minimum=0, maximum=65535)
+    url = storage_for(args.name, args.storage)
+
+    def announce(page: str) -> None:
+        print(f"{args.name}: optuna-dashboard on {url} at {page} (Ctrl-C stops it)", flush=True)
+
+    try:
+        serve(args.name, url, args.host, port, announce)
+    except KeyboardInterrupt:  # the way to stop a server: nothing to resume, nothing to report
+        return 0
+    return 0

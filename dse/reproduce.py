@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 import os
 import statistics
-import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -41,11 +40,20 @@ from .errors import InputError, raise_if_interrupted
 from .evaluate import evaluate
 from .files import atomic_output, check_output_dir, make_dirs, write_atomic
 from .iteration import end_to_end_markdown, end_to_end_rows
+from .progress import progress_bar as _bar
+from .progress import wanted
 from .runners import Runner, get_runner
 from .spec import CollectiveSpec
 from .sweep import read_rows, run_sweep
 from .sweepfile import parse_sweep
-from .topology import ARTIFACT_SUFFIX, PAPER_PRESETS, PRESET_INFO, PRESETS, Topology, parse_topology
+from .topology import (
+    ARTIFACT_SUFFIX,
+    PAPER_PRESETS,
+    PRESET_INFO,
+    PRESETS,
+    Topology,
+    parse_topology,
+)
 
 SCHEDULES = ("baseline+fifo", "themis+fifo", "themis+scf", "lp_guided+scf")
 SIZES_GIB = tuple(Decimal("0.10") + Decimal("0.05") * i for i in range(19))
@@ -189,14 +197,7 @@ def end_to_end(model: str, names: Sequence[str], progress: bool | None = None) -
 def progress_bar(desc: str, total: int, initial: int, unit: str, progress: bool | None) -> Any:
     """A labelled tqdm bar on stderr, or None: `progress` None shows it only when stderr is a
     terminal, so CI logs stay quiet (as `dse sweep`)."""
-    if not (progress if progress is not None else sys.stderr.isatty()):
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        return None
-    tqdm.monitor_interval = 0  # no monitor thread: worker processes are forked
-    return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True)
+    return _bar(total, initial=initial, desc=desc, unit=unit) if wanted(progress) else None
 
 
 class LabelledRunner:

@@ -26,9 +26,13 @@ lock next to a journal or SQLite file, a PostgreSQL advisory lock otherwise) and
 complete + running trials are fewer than N; a trial whose worker died is marked failed and replaced
 by the next worker started on the same host (each running trial records its worker's host and
 process id). A worker that died on another machine leaves its trial running until a worker runs
-again on that machine. Storages, locks and damaged journals: `dse.storage`. Every trial's sampler is
-seeded from the study's seed and the trials complete before it (`dse.study_samplers`), so a
-one-worker study interrupted and resumed ends with the same trials as one never interrupted.
+again on that machine. Every trial's sampler is seeded from the study's seed and the trials
+complete before it (`dse.study_samplers`), so a one-worker study interrupted and resumed ends with
+the same trials as one never interrupted.
+
+Elsewhere: storages, locks and damaged journals in `dse.storage`; the progress bar in
+`dse.study_progress`; reports in `dse.study_report` and `dse.study_plots`; optuna-dashboard in
+`dse.study_dashboard`.
 
 A study file is checked whole before any storage is opened: its space must produce at least one
 design the workload's cost model accepts within the work limit (`dse.limits`).
@@ -41,19 +45,21 @@ import signal
 import subprocess
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .bounds import _solve, ideal_ns, types_for_plan
 from .errors import InputError, raise_if_interrupted
-from .files import atomic_output, check_output_dir, make_dirs, read_toml
+from .files import read_toml
 from .evaluate import evaluate
 from .hwcost import HardwareCost
 from .schedulers import SCHEDULERS, parse_queue
 from .spec import CollectiveSpec
-from .storage import WORKER_ATTR, default_storage, fail_dead, gate, me, open_storage, reading
+from .storage import WORKER_ATTR, default_storage, fail_dead, gate, load_study, me, open_storage, reading, study_names
+from .study_progress import CompleteCount, TrialBar, wait_all
+from .study_report import Report, metric_name, report_data, write_report  # noqa: F401  (re-exported)
 from .study_samplers import SAMPLERS, ResumableSampler
 from .topology import Dim, Topology, parse_kind
 from .limits import MAX_NPUS, MAX_SPACE_SHAPES
@@ -274,6 +280,11 @@ class Objective:
     def label(self) -> str:
         return self.metric if self.metric == "cost" else f"{self.metric}[{self.scheduler}+{self.queue}]"
 
+    @property
+    def name(self) -> str:
+        """The objective's name in reports and Optuna's metric name: ``time_ns_themis_scf``, ``cost``."""
+        return metric_name(self.metric, self.scheduler, self.queue)
+
 
 @dataclass(frozen=True)
 class Constraint:
@@ -468,12 +479,18 @@ def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
         labels = [o.label for o in spec.objectives]
         if study.user_attrs.get("objectives") != labels:
             study.set_user_attr("objectives", labels)
+        names = [o.name for o in spec.objectives]
+        if study.metric_names != names:  # the names reports and optuna-dashboard show
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # experimental in Optuna
+                study.set_metric_names(names)
     return study
 
 
-def work(spec: StudySpec, url: str, trials: int) -> int:
+def work(spec: StudySpec, url: str, trials: int, progress: Callable[[int], None] | None = None) -> int:
     """One worker: run trials until the study has `trials` complete ones; returns how many it ran.
 
+    `progress` is called with the complete trials counted before each new one and at the end.
     Ctrl-C marks the trial in hand failed (the next run replaces it) before it stops the worker."""
     from optuna.trial import TrialState
 
@@ -487,6 +504,8 @@ def work(spec: StudySpec, url: str, trials: int) -> int:
             states = [t.state for t in study.get_trials(deepcopy=False)]
             complete = states.count(TrialState.COMPLETE)
             running = states.count(TrialState.RUNNING)
+            if progress is not None:
+                progress(complete)
             if complete + running >= trials or sampler.exhausted:
                 return done
             sampler.index = complete
@@ -508,36 +527,51 @@ def work(spec: StudySpec, url: str, trials: int) -> int:
         done += 1
 
 
-def run_study(spec: StudySpec, *, trials: int | None = None, workers: int = 1, storage: str | None = None) -> dict[str, Any]:
+def run_study(spec: StudySpec, *, trials: int | None = None, workers: int = 1, storage: str | None = None,
+              progress: bool = False) -> dict[str, Any]:  # fmt: skip
     """Run `spec` until it has `trials` complete trials, with `workers` processes on one storage.
 
     With several workers, this process waits for them; if one dies, it finishes the study itself
-    (the dead worker's trial is failed and replaced) and says so. Ctrl-C stops every worker."""
+    (the dead worker's trial is failed and replaced) and says so. Ctrl-C stops every worker.
+    `progress`: a bar of the complete trials on stderr (`dse.study_progress`). The result adds to
+    `summary` the trials run here, the storage, the complete trials before the run and the target."""
     url = default_storage(spec.out_dir, spec.name) if storage is None else storage
     n = trials if trials is not None else spec.trials
-    create_study(spec, url, repair=True)  # created once, before the workers race for it
+    study = create_study(spec, url, repair=True)  # created once, before the workers race for it
+    from optuna.trial import TrialState
+
+    before = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+    bar = TrialBar(spec.name, n, before) if progress and before < n else None
+    try:
+        ran = _run(spec, url, n, workers if before < n else 1, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    return summary(spec.name, url) | {"ran_here": ran, "storage": url, "complete_before": before, "asked": n}
+
+
+def _run(spec: StudySpec, url: str, n: int, workers: int, bar: TrialBar | None) -> int:
+    """The trials this process ran (-1: several workers ran them)."""
     if workers <= 1:
-        ran = work(spec, url, n)
-    else:
-        codes = _run_workers(spec, url, n, workers)
-        ran = -1
-        if any(codes):
-            short = summary(spec.name, url)["complete"] < n
-            warnings.warn(f"{sum(1 for c in codes if c)} of {workers} workers ended early (exit codes {codes}); "
-                          + ("this process finishes the study" if short else "the others finished the study"),
-                          stacklevel=2)  # fmt: skip
-            if short:
-                ran = work(spec, url, n)
-    return summary(spec.name, url) | {"ran_here": ran, "storage": url}
+        return work(spec, url, n, bar.show if bar else None)
+    codes = _run_workers(spec, url, n, workers, CompleteCount(spec.name, url).show_on(bar) if bar else None)
+    if not any(codes):
+        return -1
+    short = summary(spec.name, url)["complete"] < n
+    warnings.warn(f"{sum(1 for c in codes if c)} of {workers} workers ended early (exit codes {codes}); "
+                  + ("this process finishes the study" if short else "the others finished the study"),
+                  stacklevel=3)  # fmt: skip
+    return work(spec, url, n, bar.show if bar else None) if short else -1
 
 
-def _run_workers(spec: StudySpec, url: str, n: int, workers: int) -> list[int]:
-    """Start `workers` worker processes and wait for them; on Ctrl-C, interrupt and reap them."""
+def _run_workers(spec: StudySpec, url: str, n: int, workers: int, poll: Callable[[], None] | None = None) -> list[int]:
+    """Start `workers` worker processes and wait for them (calling `poll` meanwhile, if given); on
+    Ctrl-C, interrupt and reap them."""
     cmd = [sys.executable, "-m", "dse", "study", "run", spec.source, "--trials", str(n), "--storage", url,
            "--only", spec.name, "--workers", "1", "--quiet"]  # fmt: skip
     procs = [subprocess.Popen(cmd) for _ in range(workers)]
     try:
-        return [p.wait() for p in procs]
+        return wait_all(procs, poll)
     except BaseException:
         for p in procs:
             if p.poll() is None:
@@ -554,7 +588,7 @@ def _run_workers(spec: StudySpec, url: str, n: int, workers: int) -> list[int]:
 def summary(name: str, url: str) -> dict[str, Any]:
     from optuna.trial import TrialState
 
-    study = _load(name, url)
+    study = load_study(name, url)
     trials = study.get_trials(deepcopy=False)
     out: dict[str, Any] = {
         "study": name,
@@ -573,108 +607,6 @@ def summary(name: str, url: str) -> dict[str, Any]:
     return out
 
 
-def _load(name: str, url: str) -> Any:
-    import optuna
-
-    storage = open_storage(url, must_exist=True)
-    with reading(url):
-        names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
-    if name not in names:
-        raise InputError("study", f"no study {name!r} on {url}", ", ".join(names) or "dse study list --storage ...")
-    with reading(url):
-        return optuna.load_study(study_name=name, storage=storage)
-
-
 def list_studies(url: str) -> list[dict[str, Any]]:
-    import optuna
-
-    storage = open_storage(url, must_exist=True)
-    with reading(url):
-        names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
-    return [summary(name, url) for name in names]
-
-
-@dataclass(frozen=True)
-class Report:
-    rows: list[dict[str, Any]]
-    best: list[dict[str, Any]]
-    multi: bool
-    files: list[str] = field(default_factory=list)
-
-
-def report_data(name: str, url: str) -> tuple[Any, Report]:
-    """The study and the rows of its report: every complete trial, then the best or the Pareto front."""
-    import optuna
-    from optuna.trial import TrialState
-
-    study = _load(name, url)
-    complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
-    if not complete:
-        raise InputError("study", f"{name!r} has no complete trial yet")
-
-    def row(t: Any) -> dict[str, Any]:
-        r: dict[str, Any] = {"trial": t.number}
-        for i, v in enumerate(t.values):
-            r[f"objective_{i}"] = v
-        r.update({k: v for k, v in t.user_attrs.items() if k != WORKER_ATTR})
-        r.update({f"param_{k}": v for k, v in t.params.items()})
-        r["feasible"] = all(v <= 0 for v in t.constraints.values())
-        return r
-
-    multi = len(study.directions) > 1
-    if multi:
-        best = sorted(study.best_trials, key=lambda t: t.values[0])
-    else:
-        sign = 1 if study.direction == optuna.study.StudyDirection.MINIMIZE else -1
-        feasible = [t for t in complete if all(v <= 0 for v in t.constraints.values())] or complete
-        best = sorted(feasible, key=lambda t: sign * t.value)[:20]
-    return study, Report([row(t) for t in complete], [row(t) for t in best], multi)
-
-
-def write_report(name: str, url: str, out_dir: str | Path) -> Report:
-    """CSV files and PNG figures (history, Pareto front, importances) for one study."""
-    import csv
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import optuna.visualization.matplotlib as ovm
-
-    out = check_output_dir(out_dir, "out")
-    study, rep = report_data(name, url)
-    make_dirs(out, "out")
-    files = []
-    for fname, rows in (("trials.csv", rep.rows), ("pareto.csv" if rep.multi else "best.csv", rep.best)):
-        keys: list[str] = []
-        for r in rows:
-            keys += [k for k in r if k not in keys]
-        with atomic_output(out / fname) as tmp, open(tmp, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=keys)
-            w.writeheader()
-            w.writerows(rows)
-        files.append(str(out / fname))
-    figs = []
-    names = study.user_attrs.get("objectives") or [f"objective {i}" for i in range(len(study.directions))]
-    if rep.multi:
-        figs.append(("pareto_front.png", lambda: ovm.plot_pareto_front(study, target_names=names)))
-        figs.append(("history.png", lambda: ovm.plot_optimization_history(study, target=lambda t: t.values[0], target_name="objective 0")))
-        figs.append(("importances.png", lambda: ovm.plot_param_importances(study, target=lambda t: t.values[0])))
-    else:
-        figs.append(("history.png", lambda: ovm.plot_optimization_history(study)))
-        figs.append(("importances.png", lambda: ovm.plot_param_importances(study)))
-    for fname, draw in figs:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                ax = draw()
-            except (ValueError, RuntimeError, ZeroDivisionError):  # e.g. importances of one parameter
-                continue
-        fig = ax.figure if hasattr(ax, "figure") else plt.gcf()
-        fig.set_size_inches(8, 5)
-        fig.tight_layout()
-        with atomic_output(out / fname) as tmp:
-            fig.savefig(tmp, dpi=100, format="png")
-        plt.close("all")
-        files.append(str(out / fname))
-    return Report(rep.rows, rep.best, rep.multi, files)
+    """`summary` of every study on a storage, with the storage."""
+    return [summary(name, url) | {"storage": url} for name in study_names(url)]

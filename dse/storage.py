@@ -39,9 +39,60 @@ _TAIL = 1 << 20  # how much of a journal's end to read when looking for damage
 _NOT_JOURNAL = "a journal file written by dse study run, or a new file name"
 
 
+STUDIES_OUT = Path("studies") / "out"  # where `dse study run studies/<file>.toml` writes by default
+
+
 def default_storage(out_dir: str, study_name: str) -> str:
     """The journal file a study uses when no --storage is given."""
     return str(Path(out_dir) / f"{study_name.split('.')[0]}.journal")
+
+
+def default_journals(folder: Path = STUDIES_OUT) -> list[str]:
+    """The journal files in `folder` (``studies/out/`` of the current folder), sorted by name."""
+    return sorted(str(p) for p in folder.glob("*.journal") if p.is_file())
+
+
+def storage_for(name: str, storage: str | None, folder: Path = STUDIES_OUT) -> str:
+    """`storage`, or the journal `dse study run` writes study `name` to by default:
+    ``studies/out/<name up to its first dot>.journal``. When that file does not exist, one line
+    lists the studies the journals in ``studies/out/`` hold."""
+    if storage is not None:
+        return storage
+    url = default_storage(str(folder), name)
+    if Path(url).is_file():
+        return url
+    held = [n for j in default_journals(folder) for n in _names_or_none(j)]
+    raise InputError("study", f"no study {name!r}: there is no {url} (where dse study run writes it by default)",
+                     ", ".join(held) or "--storage S, or dse study run on its file first")  # fmt: skip
+
+
+def _names_or_none(url: str) -> list[str]:
+    try:
+        return study_names(url)
+    except InputError:  # a damaged or foreign file among the journals: not a place to look
+        return []
+
+
+def study_names(url: str) -> list[str]:
+    """The names of the studies on a storage that must exist."""
+    return _names(open_storage(url, must_exist=True), url)
+
+
+def _names(storage: Any, url: str) -> list[str]:
+    with reading(url):
+        return [s.study_name for s in storage.get_all_studies()]
+
+
+def load_study(name: str, url: str) -> Any:
+    """Optuna study `name` on `url`; an unknown name is one line listing the studies there."""
+    import optuna
+
+    storage = open_storage(url, must_exist=True)
+    names = _names(storage, url)
+    if name not in names:
+        raise InputError("study", f"no study {name!r} on {url}", ", ".join(names) or "none: it holds no study")
+    with reading(url):
+        return optuna.load_study(study_name=name, storage=storage)
 
 
 def open_storage(url: str, *, must_exist: bool = False, repair: bool = False) -> Any:

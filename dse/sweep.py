@@ -26,6 +26,7 @@ from typing import Any
 from .bounds import lower_bounds
 from .errors import InputError, raise_if_interrupted
 from .evaluate import evaluate
+from .progress import progress_bar
 from .runners import Runner, get_runner
 from .sweepcsv import SweepFile
 from .sweepfile import Point, Sweep, load_sweep, parse_sweep  # noqa: F401  (re-exported)
@@ -172,12 +173,7 @@ class _BatchFunc:
 
 
 def _progress(total: int, initial: int) -> Any:
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        return None
-    tqdm.monitor_interval = 0  # no monitor thread: worker processes are forked
-    return tqdm(total=total, initial=initial, unit="pt", file=sys.stderr, dynamic_ncols=True)
+    return progress_bar(total, initial=initial, unit="pt")
 
 
 def read_rows(path: "str | Path") -> list[dict[str, str]]:

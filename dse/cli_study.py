@@ -35,7 +35,7 @@ def add_study_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="a bar of complete trials per study on stderr (default: when stderr is a terminal)")
     r.add_argument("--quiet", action="store_true", help="print nothing (workers started by --workers)")
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--json", action="store_true", help="print one JSON object per study instead of a line")
     r.set_defaults(func=cmd_study_run)
 
     rep = ssub.add_parser("report", help="CSV of the trials and the best or the Pareto front, and PNG figures")
@@ -48,7 +48,7 @@ def add_study_parser(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("--storage", default=None, help="journal file, sqlite:///file.db or postgresql+psycopg://... "
                     "(default: every journal in studies/out/ under the current folder, where "
                     "'dse study run studies/<file>.toml' writes)")  # fmt: skip
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="print a JSON list: every field of the table")
     ls.set_defaults(func=cmd_study_list)
 
     d = ssub.add_parser("dashboard", help="serve optuna-dashboard on a study's storage (pip install '.[dashboard]')")

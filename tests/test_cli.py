@@ -100,3 +100,22 @@ def test_console_script_has_no_traceback():
     )
     assert p.returncode == 2 and "Traceback" not in p.stderr and p.stdout == ""
     assert p.stderr.count("\n") == 1
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    """`--json` and every other option say what they do in --help (issue: `--json` had no help)."""
+    import argparse
+
+    from dse.cli import build_parser
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> list[str]:
+        missing = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    missing += walk(sub, f"{path} {name}")
+            elif action.option_strings and not isinstance(action, argparse._HelpAction) and not action.help:
+                missing.append(f"{path} {action.option_strings[-1]}")
+        return missing
+
+    assert walk(build_parser(), "dse") == []

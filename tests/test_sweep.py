@@ -1,6 +1,5 @@
 """Sweeps: expansion, values equal to evaluate(), resume after kill -9, repair, dask, bad input, plots."""
 
-import csv
 import os
 import signal
 import subprocess

@@ -25,6 +25,7 @@ from typing import Any
 from .errors import InputError
 from .files import atomic_output, read_text
 from .plots import figure_path
+from .simulate import TimelineEntry
 from .topology import Dim, Topology, parse_topology
 from .units import format_size, format_time
 
@@ -147,16 +148,6 @@ def _shares(cost_model: str, active: int) -> bool:
     return active > 1 and get_cost_model(cost_model).shares_bandwidth
 
 
-@dataclass(frozen=True)
-class _Entry:
-    chunk: int
-    dim: int
-    kind: str
-    start: float
-    end: float
-    busy: float
-
-
 _NEEDS = "a JSON object written by dse evaluate --json --timeline"
 
 
@@ -192,7 +183,7 @@ def json_timeline_data(d: object, field_: str = "RESULT.json") -> TimelinePlotDa
         if not isinstance(e["kind"], str):
             raise InputError(field_, f"timeline entry {k} has kind {e['kind']!r}", _NEEDS)
         start, end, busy = (_number(e[x], f"timeline entry {k}'s {x}", field_) for x in ("start", "end", "busy"))
-        entries.append(_Entry(chunk, dim, e["kind"], start, end, busy))
+        entries.append(TimelineEntry(chunk, dim, e["kind"], start, end, busy))
     time_ns = d.get("time_ns")
     time_ns = _number(time_ns, "time_ns", field_) if time_ns is not None else max(e.end for e in entries)
     active = d.get("active_chunks", 1)

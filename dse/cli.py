@@ -21,7 +21,7 @@ from .lp_guided import too_many_orders
 from .bounds import lower_bounds
 from .report import ALL_TO_ALL_NOTE, below_bound_note, bounds_text, comparison_rows, comparison_text, format_table, result_text
 from .schedulers import QUEUES, SCHEDULERS
-from .topology import parse_topology
+from .topology import NOT_PRESETS, parse_topology
 from .units import format_size, format_time, parse_int, parse_positive, size_family
 
 
@@ -250,6 +250,8 @@ def cmd_topologies(args: argparse.Namespace) -> int:
     for source, who in sources.items():
         label = who[0] if len(who) == 1 or who[0] not in ("paper", "artifact") else f"{who[0]} ({len(who)} presets)"
         print(textwrap.fill(source, width=100, initial_indent=f"- {label}: ", subsequent_indent="  "))
+    for name, why in NOT_PRESETS.items():
+        print(textwrap.fill(why, width=100, initial_indent=f"- {name}: ", subsequent_indent="  "))
     return 0
 
 

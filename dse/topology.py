@@ -386,7 +386,9 @@ ARTIFACT_PRESETS: dict[str, Topology] = {
 # "Google TPUv4: Ring_Ring_Ring"); the seeds give no figures, so these come from public documents
 # (the vendors' and others'), cited in each source text. No latency is published for either: Table
 # 2's value for the same tier is used. "Facebook Zion: FC_SW", named there too, is left out: no
-# source at hand states its per-accelerator bandwidths, and none is invented.
+# source at hand states its per-accelerator bandwidths, and none is invented (`NOT_PRESETS`).
+NOT_PRESETS = {"Zion-like FC_SW": "named by the Themis talk (\"Facebook Zion: FC_SW\"), but no source at hand "
+                                  "gives its per-accelerator bandwidths, so it is not a preset (no invented figures)"}
 _SYSTEMS: tuple[tuple[str, str, str, str], ...] = (
     (
         "HGX-H100-pod",

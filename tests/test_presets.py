@@ -160,3 +160,9 @@ def test_topologies_json_has_help(run_cli, capsys):
     with pytest.raises(SystemExit):
         main(["topologies", "--help"])
     assert "JSON" in capsys.readouterr().out
+
+
+def test_topologies_says_why_there_is_no_zion_preset(run_cli) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = run_cli("topologies")
+    assert code == 0 and "- Zion-like FC_SW: " in out and "no invented figures" in out
+    assert not any("zion" in name.lower() for name in __import__("dse").PRESETS)

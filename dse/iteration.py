@@ -560,7 +560,7 @@ def end_to_end_workloads() -> dict[str, Workload]:
     return {label: load_workload(spec) for label, spec in END_TO_END.items()}
 
 
-def end_to_end_rows(cost_model: str = "paper", *, topologies: Sequence[str] | None = None, chunks: int = 64) -> list[dict]:
+def end_to_end_rows(cost_model: str = "paper", *, topologies: "Sequence[str | Topology] | None" = None, chunks: int = 64) -> list[dict]:
     """Iteration time of baseline+fifo, themis+scf and ideal per workload x paper topology.
 
     A combination the workload cannot run on (a model-parallel group no prefix of dims holds)

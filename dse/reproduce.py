@@ -25,10 +25,9 @@ GNMT, DLRM and Transformer-1T on the six topologies, speed-ups of Themis+SCF and
 from __future__ import annotations
 
 import math
-import os
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
@@ -36,13 +35,12 @@ from typing import Any
 
 from .bounds import ideal_ns
 from .costs import get_cost_model
-from .errors import InputError, raise_if_interrupted
+from .errors import raise_if_interrupted
 from .evaluate import evaluate
 from .files import atomic_output, check_output_dir, make_dirs, write_atomic
 from .iteration import end_to_end_markdown, end_to_end_rows
 from .progress import progress_bar as _bar
 from .progress import wanted
-from .runners import Runner, get_runner
 from .spec import CollectiveSpec
 from .sweep import read_rows, run_sweep
 from .sweepfile import parse_sweep
@@ -140,8 +138,7 @@ def run(
     for name, table in sweeps(model, quick).items():
         sweep = parse_sweep(table, source=f"reproduce:{name}")
         raw_path = out / f"{name}.raw.csv"
-        runner = LabelledRunner(f"{EXPERIMENTS[name]} ({model})", len(sweep.points), jobs, progress)
-        counts[name] = run_sweep(sweep, raw_path, jobs=jobs, runner=runner, progress=False)
+        counts[name] = run_sweep(sweep, raw_path, jobs=jobs, progress=progress, label=f"{EXPERIMENTS[name]} ({model})")
         tables[name] = finish_rows(read_rows(raw_path), names, model)
         write_csv(out / f"{name}.csv", tables[name])
     summary = summarize(tables["single_allreduce"])
@@ -175,14 +172,13 @@ def run(
 def end_to_end(model: str, names: Sequence[str], progress: bool | None = None) -> list[dict[str, Any]]:
     """`dse.iteration.end_to_end_rows` on each paper preset as `topology_for` makes it, one
     topology at a time under a labelled bar; rows keep the preset's name and gain its notation."""
-    specs = {n: n if model == "paper" else (f"{n}{ARTIFACT_SUFFIX}" if model == "astra-sim-1" else
-                                            topology_for(n, model).notation()) for n in names}  # fmt: skip
     rows: list[dict[str, Any]] = []
     bar = progress_bar(f"training iterations ({model})", len(names), 0, "topology", progress)
     try:
-        for n, spec in specs.items():
-            for r in end_to_end_rows(model, topologies=[spec]):
-                rows.append({**r, "topology": n, "notation": topology_for(n, model).notation()})
+        for n in names:
+            topo = topology_for(n, model)
+            for r in end_to_end_rows(model, topologies=[topo]):
+                rows.append({**r, "topology": n, "notation": topo.notation()})
             raise_if_interrupted()
             if bar is not None:
                 bar.update(1)
@@ -198,33 +194,6 @@ def progress_bar(desc: str, total: int, initial: int, unit: str, progress: bool 
     """A labelled tqdm bar on stderr, or None: `progress` None shows it only when stderr is a
     terminal, so CI logs stay quiet (as `dse sweep`)."""
     return _bar(total, initial=initial, desc=desc, unit=unit) if wanted(progress) else None
-
-
-class LabelledRunner:
-    """The `processes` runner of `dse.runners` with a labelled progress bar (a sweep's own bar
-    has no label): pass it as `run_sweep(..., runner=..., progress=False)`."""
-
-    def __init__(self, desc: str, total: int, jobs: int, progress: bool | None) -> None:
-        self.desc, self.total, self.jobs, self.progress = desc, total, int(jobs), progress
-
-    def __call__(self, func: Callable[[Any], Any], batches: Sequence[Any]) -> Iterator[Any]:
-        if self.jobs == 0 or self.jobs < -1:
-            raise InputError("jobs", f"{self.jobs} workers", "an integer >= 1, or -1 for every core")
-        inner: Runner = get_runner("processes", (os.cpu_count() or 1) if self.jobs == -1 else self.jobs)
-        todo = sum(len(b) for b in batches)
-        bar = progress_bar(self.desc, self.total, self.total - todo, "pt", self.progress)
-        it = iter(inner(func, batches))
-        try:
-            for rows in it:
-                if bar is not None:
-                    bar.update(len(rows))
-                yield rows
-        finally:
-            close = getattr(it, "close", None)
-            if close is not None:
-                close()
-            if bar is not None:
-                bar.close()
 
 
 def finish_rows(rows: list[dict[str, str]], names: dict[str, str], model: str) -> list[dict[str, Any]]:

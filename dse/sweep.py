@@ -17,16 +17,14 @@ from __future__ import annotations
 import csv
 import math
 import os
-import sys
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from .bounds import lower_bounds
 from .errors import InputError, raise_if_interrupted
 from .evaluate import evaluate
-from .progress import progress_bar
+from .progress import progress_bar, wanted
 from .runners import Runner, get_runner
 from .sweepcsv import SweepFile
 from .sweepfile import Point, Sweep, load_sweep, parse_sweep  # noqa: F401  (re-exported)
@@ -120,13 +118,14 @@ def run_sweep(
     batch: int | None = None,
     runner: Runner | None = None,
     progress: bool | None = None,
+    label: str | None = None,
 ) -> dict[str, int]:
     """Evaluate every point of `sweep` not yet in `out_path`, appending rows as batches finish.
 
     `sweep`: a `Sweep` or a sweep file. `jobs`: worker processes (-1: every core). `backend`:
     ``processes`` or ``dask`` (`dse.runners`). `batch`: points per task (default `auto_batch`).
     `runner`: replaces the backend's (it gets the batch function and the batches, yields row lists).
-    `progress`: a tqdm bar on stderr; None shows it only when stderr is a terminal. Returns counts:
+    `progress`: a tqdm bar on stderr, labelled `label`; None shows it only when stderr is a terminal. Returns counts:
     points, done before, evaluated now. The output is checked (and repaired, or refused untouched)
     before anything runs, and locked while the sweep writes it (`dse.sweepcsv`).
     """
@@ -148,7 +147,7 @@ def run_sweep(
             return counts
         batches = make_batches(todo, batch or auto_batch(len(todo), njobs), sweep.bounds)
         func = _BatchFunc(sweep.bounds, sweep.bounds_time_limit, sweep.bounds_node_limit)
-        bar = _progress(len(points), len(done)) if (progress if progress is not None else sys.stderr.isatty()) else None
+        bar = progress_bar(len(points), initial=len(done), desc=label, unit="pt") if wanted(progress) else None
         try:
             for rows in run(func, batches):
                 out.append(rows)
@@ -170,10 +169,6 @@ class _BatchFunc:
 
     def __call__(self, batch: Sequence[tuple[int, Point]]) -> list[list]:
         return run_batch(batch, self.bounds, self.time_limit_s, self.node_limit)
-
-
-def _progress(total: int, initial: int) -> Any:
-    return progress_bar(total, initial=initial, unit="pt")
 
 
 def read_rows(path: "str | Path") -> list[dict[str, str]]:

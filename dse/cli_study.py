@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from .errors import InputError
+from .progress import wanted
 from .report import format_table
 from .units import format_time, parse_int
 
@@ -87,7 +87,7 @@ def cmd_study_run(args: argparse.Namespace) -> int:
             raise InputError("--only", f"no study {args.only!r} in {args.file}")
     trials = parse_int(args.trials, "--trials", minimum=1) if args.trials is not None else None
     workers = parse_int(args.workers, "--workers", minimum=1)
-    progress = not args.quiet and (args.progress if args.progress is not None else sys.stderr.isatty())
+    progress = not args.quiet and wanted(args.progress)
     results = [run_study(s, trials=trials, workers=workers, storage=args.storage, progress=progress) for s in specs]
     if args.quiet:
         return 0

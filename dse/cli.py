@@ -356,13 +356,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run() -> int:
     """The console script: `main`, then Ctrl-C is ignored while the interpreter shuts down (its
     exit handlers join worker threads; an interrupt there would end the process by SIGINT after the
-    work is done and its exit code chosen)."""
+    work is done and its exit code chosen).
+
+    SIGINT is blocked before it is ignored: a Ctrl-C that arrived while `signal.signal` installed
+    SIG_IGN would otherwise be raised after this function's ``try`` (Python runs the handler at a
+    later instruction) and end the process by SIGINT. Blocked, it waits in the kernel and is
+    discarded once ignored; one already caught is raised by `signal.signal`, inside the ``try``."""
     code = 130
     try:
-        code = main()
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except KeyboardInterrupt:  # between main's return and the line above
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            code = main()
+        finally:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt:  # after main's return: `code` is what main chose, or 130 before it
+        pass
     return code
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
 from .errors import InputError
 from .files import check_output_file, read_text, write_atomic
-from .workloads import SLOTS, Layer, Workload, load_toml_text, load_workload, looks_like_toml, parse_astra_text
+from .workloads import LAYER0_IG_STRATEGIES, SLOTS, Layer, Workload, load_toml_text, load_workload, looks_like_toml, parse_astra_text
 
 _ASTRA_NAMES = {ALL_REDUCE: "ALLREDUCE", ALL_GATHER: "ALLGATHER", REDUCE_SCATTER: "REDUCESCATTER",
                 ALL_TO_ALL: "ALLTOALL", None: "NONE"}  # fmt: skip
@@ -65,11 +65,20 @@ def _astra_line(layer: Layer) -> str:
 
 
 def to_astra_text(wl: Workload) -> str:
-    """The workload as an ASTRA-sim 1.0 text file (tab separated); times must be whole ns."""
+    """The workload as an ASTRA-sim 1.0 text file (tab separated); times must be whole ns.
+
+    The text format has no `layer0_input_gradient`: its strategy implies it (ASTRA-sim 1.0's
+    model-parallel loops compute layer 0's input gradient), so a workload that says otherwise is refused."""
+    if wl.layer0_input_gradient != (wl.parallelism in LAYER0_IG_STRATEGIES):
+        raise InputError("layer0_input_gradient", f"{str(wl.layer0_input_gradient).lower()} cannot be written for "
+                         f"{wl.parallelism} in ASTRA-sim 1.0 text",
+                         "TOML (.toml), or the strategy's own: true for " + ", ".join(LAYER0_IG_STRATEGIES))  # fmt: skip
     return "\n".join([_header(wl), str(len(wl.layers)), *map(_astra_line, wl.layers)]) + "\n"
 
 
 def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
     if isinstance(v, str):
         return json.dumps(v)
     if isinstance(v, float) and v.is_integer():
@@ -89,6 +98,7 @@ def to_toml(wl: Workload, *, origin: str = "", source_sha256: str = "") -> str:
                            "model_parallel_group": wl.model_parallel_group, "dlrm_last_bottom": wl.dlrm_last_bottom,
                            "checkpoints": list(wl.checkpoints) or None,
                            "checkpoint_initiates": list(wl.checkpoint_initiates) or None,
+                           "layer0_input_gradient": True if wl.layer0_input_gradient else None,
                            "origin": origin or None, "source_sha256": source_sha256 or None}  # fmt: skip
     out += [f"{k} = {_value(v)}" for k, v in top.items() if v is not None]
     default = Layer("")

@@ -7,7 +7,7 @@ by a collective, and a weight update. `dse.iteration` turns it into a timeline.
 Three ways to get one:
 
 - the ASTRA-sim 1.0 text format (`load_workload("x.txt")`): line 1 the parallelism strategy and
-  its options (``model_parallel_NPU_group: N``; checkpoint lists are read and ignored), line 2
+  its options (``model_parallel_NPU_group: N``, the checkpoint lists), line 2
   the layer count, then one line per layer, whitespace separated (tabs or runs of spaces)::
 
       name dependency fwd_compute fwd_type fwd_bytes ig_compute ig_type ig_bytes
@@ -25,6 +25,7 @@ Three ways to get one:
       dlrm_last_bottom = 7            # HYBRID_DLRM only (the number after HYBRID_DLRM in ASTRA-sim)
       checkpoints = [0, 9]            # activation recompute: layers whose outputs are kept ...
       checkpoint_initiates = [17, 8]  # ... and the layers whose backward re-runs the forward from them
+      layer0_input_gradient = false   # true: a slice of a model, layer 0's input gradient is needed
       origin = "converted from ..."   # free text: where the figures come from
       source_sha256 = "..."           # of the source's figures (`dse.workload_formats.figures_sha256`)
       [[layers]]
@@ -80,6 +81,10 @@ _ASTRA_TYPES = {
 _STRATEGIES = ("DATA", "MODEL", "MICRO", "HYBRID_DLRM", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA",
                "HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", "HYBRID")  # fmt: skip
 _ALL_DIMS = ("DATA", "MODEL", "MICRO", "HYBRID_DLRM")
+#: ASTRA-sim 1.0's loops that compute layer 0's input gradient (`Workload.layer0_input_gradient`)
+LAYER0_IG_STRATEGIES = ("MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_TRANSFORMER",
+                        "HYBRID_TRANSFORMER_FWD_IN_BCKWD")  # fmt: skip
+_TEXT_NAMES = {"model_parallel_group": "model_parallel_NPU_group"}
 
 
 @dataclass(frozen=True)
@@ -143,14 +148,33 @@ class Workload:
     origin: str = field(default="", compare=False)
     #: a converted file's check of its figures: `dse.workload_formats.figures_sha256` of the source
     source_sha256: str = field(default="", compare=False)
+    #: the workload is a slice of a model whose layer 0 is not the model's input: its input
+    #: gradient is computed (and its ig collective run). ASTRA-sim 1.0's model-parallel loops
+    #: (``MODEL``, ``HYBRID_*`` but DLRM) do so, and its text front-end sets this for them.
+    layer0_input_gradient: bool = False
+    #: where the parallelism options were read (``file:line`` of a text file's first line), for errors
+    header_at: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        """Checkpoint lists name existing layers (whichever front-end built the workload)."""
+        """Checkpoint lists name existing layers, and every recompute has a checkpoint below it
+        (whichever front-end built the workload)."""
         for what in ("checkpoints", "checkpoint_initiates"):
             for li in getattr(self, what):
                 if isinstance(li, bool) or not isinstance(li, int) or not 0 <= li < len(self.layers):
-                    raise InputError(f"{self.source or self.name}: {what}", f"{li!r} is not a layer index",
+                    raise InputError(self.field(what), f"{li!r} is not a layer index",
                                      f"0 to {len(self.layers) - 1}")  # fmt: skip
+        for li in self.checkpoint_initiates:
+            if not any(c < li for c in self.checkpoints):
+                below = f"checkpoints {list(self.checkpoints)}" if self.checkpoints else "no checkpoints"
+                raise InputError(self.field("checkpoint_initiates"),
+                                 f"layer {li} re-runs the forward from a checkpoint below it, but the workload has {below}",
+                                 "a checkpoint layer below every checkpoint_initiates layer")  # fmt: skip
+
+    def field(self, name: str) -> str:
+        """An error's field: the file (and line, for a text file's options) and the option's name."""
+        if self.header_at:
+            return f"{self.header_at}: {_TEXT_NAMES.get(name, name)}"
+        return f"{self.source or self.name}: {name}"
 
     def scope(self, slot: str) -> str:
         """Where a slot's collectives run: ``all`` dims, the model-parallel or data-parallel dims."""
@@ -296,7 +320,9 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
             raise err(numbered[0][0], f"{what}: layer {bad[0]} does not exist (the workload has {len(layers)} layers)",
                       f"layer indices 0 to {len(layers) - 1}")  # fmt: skip
     return Workload(name, strategy, tuple(layers), group, source, dlrm,
-                    lists.get("checkpoints", ()), lists.get("checkpoint_initiates", ()))  # fmt: skip
+                    lists.get("checkpoints", ()), lists.get("checkpoint_initiates", ()),
+                    layer0_input_gradient=strategy in LAYER0_IG_STRATEGIES,
+                    header_at=f"{source}:{numbered[0][0]}")  # fmt: skip
 
 
 _HEADER_OPTIONS = ("model_parallel_NPU_group:", "checkpoints:", "checkpoint_initiates:")
@@ -361,7 +387,7 @@ _LAYER_KEYS = {"name", "dependency", "wg_update"} | {f"{s}_{k}" for s in SLOTS f
 
 def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
     keys = ("name", "parallelism", "model_parallel_group", "dlrm_last_bottom", "checkpoints",
-            "checkpoint_initiates", "origin", "source_sha256", "layers")  # fmt: skip
+            "checkpoint_initiates", "layer0_input_gradient", "origin", "source_sha256", "layers")  # fmt: skip
     unknown = set(data) - set(keys)
     if unknown:
         raise InputError(source, f"unknown key(s) {', '.join(sorted(unknown))}", ", ".join(keys))
@@ -418,8 +444,12 @@ def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
     for k, v in text.items():
         if not isinstance(v, str):
             raise InputError(f"{source}: {k}", f"{v!r} is not a string")
+    slice_ = data.get("layer0_input_gradient", False)
+    if not isinstance(slice_, bool):
+        raise InputError(f"{source}: layer0_input_gradient", f"{slice_!r} is not true or false", "true, false")
     return Workload(str(data.get("name", "workload")), strategy, tuple(layers), group, source, dlrm,
-                    lists["checkpoints"], lists["checkpoint_initiates"], **text)  # fmt: skip
+                    lists["checkpoints"], lists["checkpoint_initiates"], **text,
+                    layer0_input_gradient=slice_)  # fmt: skip
 
 
 def _index_list(v: Any, where: str, n: int) -> tuple[int, ...]:

@@ -37,6 +37,7 @@ class AstraSimModel(CostModel):
     default_latency_mode = "serialized"
     scf_rule = "astra-sim"
     themis_flavor = "offline_greedy"
+    themis_across = "reset"
     shares_bandwidth = False
     ag_input_shard = True
     baseline_ar_phase = True

@@ -33,7 +33,7 @@ import math
 
 from functools import lru_cache
 
-from ..collectives import AG, AR, RS
+from ..collectives import A2A, AG, AR, RS
 from ..errors import InputError
 from ..topology import Dim, Topology
 from .base import ChunkPlan, CostModel, Phase, is_power_of_two, log2_int
@@ -85,7 +85,7 @@ def phase_timing(dim: Dim, kind: str, c: int) -> tuple[int, tuple[int, int, int]
         t = int(t + 2 * nic)
         return int(t + router) if switch else t
 
-    if dim.algorithm == "direct":
+    if dim.algorithm == "direct" or kind == A2A:  # all-to-all is direct on every dim (the artifact's)
         m = c if kind == AG else c // p
         cm = max(msg(m, k) for k in range(1, p // 2 + 1)) if dim.kind == "ring" else msg(m, 1)
         send, recv = 1, 1 + cm
@@ -147,6 +147,10 @@ class AstraSim1Model(CostModel):
     ag_input_shard = True
     baseline_ar_phase = True
     dim_tiebreak = True
+    workload_tick = 1.0
+    fixed_splits = True
+    themis_across = "astra-sim-1"
+    issue_priorities = True
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
@@ -241,4 +245,5 @@ class AstraSim1Model(CostModel):
         else:
             c_out, sent = c, c * (p - 1) / p
         end, tie = phase_timing(dim, kind, c)
-        return Phase(d, kind, float(end), 0.0, max(c, c_out), sent, kind == AR, tie), c_out
+        # an AR or all-to-all phase is queued by priority even under smallest-first (`insert_stream`)
+        return Phase(d, kind, float(end), 0.0, max(c, c_out), sent, kind in (AR, A2A), tie), c_out

@@ -73,6 +73,18 @@ class CostModel(ABC):
     baseline_ar_phase: ClassVar[bool] = False
     #: same-tick completions: the lower dimension first, after the phases' tie keys (ASTRA-sim 1.0)
     dim_tiebreak: ClassVar[bool] = False
+    # ----- training iterations (`dse.iteration`) ------------------------------------------------
+    #: ns per workload state change: a compute starts this long after the previous one, or after
+    #: the collective it waited for at the previous one's end (ASTRA-sim 1.0: one cycle)
+    workload_tick: ClassVar[float] = 0.0
+    #: a workload's collectives always get the requested chunk count, whatever their size
+    #: (ASTRA-sim's preferred-dataset-splits); otherwise no chunk is smaller than `min_chunk_bytes`
+    fixed_splits: ClassVar[bool] = False
+    #: Themis loads across a workload's collectives: "carry" (one tracker for the whole run),
+    #: "reset" (every collective from zero loads) or "astra-sim-1" (ASTRA-sim 1.0's node-0 rule)
+    themis_across: ClassVar[str] = "carry"
+    #: collectives of a workload enter the dims' queues by ASTRA-sim 1.0's issue priorities
+    issue_priorities: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -97,61 +97,96 @@ class ThemisScheduler(Scheduler):
 def offline_greedy_orders(problem: ScheduleProblem) -> list[Order]:
     """ASTRA-sim's OfflineGreedy chunk orders (reference/astra-sim-themis.md §3.2), quirks included."""
     topo, model = problem.topology, problem.cost_model
+    greedy = OfflineGreedy([model.greedy_bandwidth(d) for d in topo.dims], topo.shape)
+    involved = (True,) * topo.ndims
     ag = problem.collective == ALL_GATHER
-    dims = topo.dims
-    nd = len(dims)
-    bw = [model.greedy_bandwidth(d) for d in dims]
-    ps = [d.npus for d in dims]
-    b0 = bw[0]
+    return [greedy.order(int(r), involved, ag) for r in problem.chunks.charges]
 
-    def inc(d: int, c: int) -> tuple[float, int]:
-        p = ps[d]
+
+class OfflineGreedy:
+    """ASTRA-sim's OfflineGreedy load state over all (logical) dims of a topology.
+
+    Loads live until `reset` (ASTRA-sim 1.0 keeps them across collectives, `dse.iteration_planner`
+    decides when they are reset); each `order` call schedules one chunk of a collective that
+    involves the dims flagged in `involved`, and returns an order over all dims (the uninvolved
+    ones included, where the simulator's list has them; the caller skips them). Quirks kept: the
+    gap of a reduce-scatter is taken to the last dim of the sorted list whether involved or not,
+    and the identity-order fallback of an all-gather charges position i with dim i's volume.
+    """
+
+    def __init__(self, bandwidths: "list[float] | tuple[float, ...]", npus: "tuple[int, ...]") -> None:
+        self.bw = list(bandwidths)
+        self.ps = list(npus)
+        self.nd = len(self.ps)
+        self.table = [[d, 0.0] for d in range(self.nd)]  # the persistent list of (dim, load)
+        self._charges: dict[tuple, list[float]] = {}
+
+    def reset(self) -> None:
+        """Zero the loads and renumber the list by position (ASTRA-sim's ``reset_loads``)."""
+        self.table = [[d, 0.0] for d in range(self.nd)]
+
+    def loads(self) -> list[float]:
+        """Current load per dim, in dim order."""
+        out = [0.0] * self.nd
+        for d, v in self.table:
+            out[d] = v
+        return out
+
+    def _inc(self, d: int, c: int, ag: bool) -> tuple[float, int]:
+        p = self.ps[d]
+        rel = self.bw[d] / self.bw[0]
         if ag:
-            return (c / MIB * (p - 1)) / (bw[d] / b0), c * p
-        return (c / MIB * ((p - 1) / p)) / (bw[d] / b0), c // p
+            return (c / MIB * (p - 1)) / rel, c * p
+        return (c / MIB * ((p - 1) / p)) / rel, c // p
 
-    table = [[d, 0.0] for d in range(nd)]  # the persistent list T of (dim, load)
-    charges: dict[tuple[tuple[int, ...], int], list[float]] = {}
-
-    def charge(dims_in_order: tuple[int, ...], r: int) -> list[float]:
-        """Charges by position: position i gets inc(dims_in_order[i]) with the evolving c."""
-        got, c = [], r
-        for d in dims_in_order:
-            amount, c = inc(d, c)
-            got.append(amount)
-        charges[(dims_in_order, r)] = got
+    def _charge(self, dims: tuple[int, ...], r: int, skip: tuple[bool, ...], ag: bool) -> list[float]:
+        """Charges by position: position i gets dims[i]'s volume (0 where skipped), c evolving."""
+        key = (dims, r, skip, ag)
+        got = self._charges.get(key)
+        if got is None:
+            got, c = [], r
+            for d, sk in zip(dims, skip):
+                if sk:
+                    got.append(0.0)
+                    continue
+                amount, c = self._inc(d, c, ag)
+                got.append(amount)
+            self._charges[key] = got
         return got
 
-    identity = tuple(range(nd))
-    load_of = itemgetter(1)
-    out: list[Order] = []
-    for r in problem.chunks.charges:
-        r = int(r)
-        table.sort(key=load_of)  # stable
+    def order(self, r: int, involved: "tuple[bool, ...]", ag: bool) -> Order:
+        """One chunk of recommended size `r`: its dim order, the loads charged."""
+        table, ps, bw, b0 = self.table, self.ps, self.bw, self.bw[0]
+        table.sort(key=itemgetter(1))  # stable
         if ag:
             table.reverse()
-        first = table[0]
-        if ag:
-            last = table[-1]
-            delta = abs(last[1] - first[1])
-            dl = last[0]
-            gap = int((delta * (bw[dl] / b0)) / (ps[dl] - 1) * MIB)
-            for e in table[:-1]:
-                gap //= ps[e[0]]
-        else:
-            delta = abs(table[-1][1] - first[1])
-            df = first[0]
-            gap = int((delta * (bw[df] / b0)) / ((ps[df] - 1) / ps[df]) * MIB)
-        if gap < r // 16:
-            order = identity
-            loads = {e[0]: e[1] for e in table}
-            table = [[d, loads[d]] for d in range(nd)]
-            if ag:  # the quirk: position i (dim D-1-i) is charged with dim i's volume
-                table.reverse()
-        else:
-            order = tuple([e[0] for e in table])
-        amounts = charges.get((order, r)) or charge(order, r)
-        for e, amount in zip(table, amounts):
+        off = [not involved[e[0]] or ps[e[0]] == 1 for e in table]
+        ptr = off.index(False) if False in off else len(table)
+        if ptr < len(table):
+            first = table[ptr]
+            if ag:
+                last = len(table) - 1
+                while off[last]:
+                    last -= 1
+                dl = table[last][0]
+                gap = int((abs(table[last][1] - first[1]) * (bw[dl] / b0)) / (ps[dl] - 1) * MIB)
+                for j in range(last - 1, ptr - 1, -1):
+                    if not off[j]:
+                        gap //= ps[table[j][0]]
+            else:
+                df = first[0]
+                gap = int((abs(table[-1][1] - first[1]) * (bw[df] / b0)) / ((ps[df] - 1) / ps[df]) * MIB)
+            if gap < r // 16:
+                loads = {e[0]: e[1] for e in table}
+                self.table = table = [[d, loads[d]] for d in range(self.nd)]
+                if ag:  # the quirk: position i (dim D-1-i) is charged with dim i's volume
+                    table.reverse()
+                identity = tuple(range(self.nd))
+                skip = tuple(not involved[d] or ps[d] == 1 for d in identity)
+                for e, amount in zip(table, self._charge(identity, r, skip, ag)):
+                    e[1] += amount
+                return identity
+        order = tuple(e[0] for e in table)
+        for e, amount in zip(table, self._charge(order, r, tuple(off), ag)):
             e[1] += amount
-        out.append(order)
-    return out
+        return order

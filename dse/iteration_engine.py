@@ -1,0 +1,269 @@
+"""The engine that runs a workload graph (`dse.workload_graph`) on the network and one compute resource.
+
+One event heap of ``(time, class, tie, counter, event, a, b)``: at equal times the network's
+events come first (a phase's completion or arrival, then a dimension's release), then collectives
+counted done, then computes ending, then dependency lags ending; the counter breaks the remaining
+ties in the order events were made, so a run is deterministic.
+
+- A node is ready when every dependency is done and its lag has passed. A `compute` node waits for
+  the compute resource (one at a time, the earliest ready first, ties in the order they became
+  ready, never preempted); a `comm` node is issued at once; a `mark` is done at once.
+- An issued collective's chunks enter the queues of their first dimensions in chunk order; the
+  dims serve them as `dse.simulate._run_servers` does (one phase at a time per dim, FIFO or the
+  cost model's smallest-first rule, the same completion and refill order), shared by every
+  collective in flight. With `CostModel.issue_priorities` a phase entering a FIFO queue (or an
+  all-reduce or all-to-all phase under smallest-first) goes behind the waiting phases of equal or
+  higher priority (ASTRA-sim 1.0's `insert_stream`). The collective ends when its last chunk
+  does, and counts as done its `delay` later.
+- With ``ideal=True`` a collective takes its ideal time from its issue, without queues.
+- A node resumed by a collective (its last dependency, strictly after every other) tells the
+  planner (`Planner.resumed_by_collective`, ASTRA-sim 1.0's Themis rule).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from .iteration_planner import Planner
+from .simulate import FIFO, SCF_ASTRA, push_phase, queue_insert
+from .workload_graph import COMM, COMPUTE, MARK, Graph
+
+_COMPLETE, _RELEASE, _ARRIVE, _COMM_DONE, _COMPUTE_DONE, _LAG = 0, 1, 2, 3, 4, 5
+
+
+class Engine:
+    """Runs one graph; afterwards `start`/`end` hold every node's times and the totals are set."""
+
+    def __init__(self, graph: Graph, planner: Planner, policy: int, dim_tiebreak: bool, ideal: bool) -> None:
+        self.graph, self.planner, self.policy, self.dim_tiebreak, self.ideal = graph, planner, policy, dim_tiebreak, ideal
+        n = len(graph.nodes)
+        self.succ: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+        self.need = [0] * n
+        for a, b, lag in graph.edges:
+            self.succ[a].append((b, lag))
+            self.need[b] += 1
+        self.start = [float("nan")] * n
+        self.end = [float("nan")] * n
+        self.chunks = [0] * n
+        self.dims: list[tuple[int, ...]] = [()] * n
+        self.compute_busy = 0.0
+        self.comm_time = 0.0
+        self.bytes_sent = 0.0
+
+    def run(self) -> float:  # noqa: C901 - one event loop, kept in one place for speed
+        """Run the graph; returns the end node's time."""
+        graph, planner, policy, dim_tiebreak = self.graph, self.planner, self.policy, self.dim_tiebreak
+        nodes, succ, need = graph.nodes, self.succ, list(self.need)
+        kinds = [nd.kind for nd in nodes]
+        nd_ = planner.topo.ndims
+        use_prio = planner.model.issue_priorities
+        start_t, end_t, nchunks, dims_of = self.start, self.end, self.chunks, self.dims
+        comm_rel = [-1.0] * len(nodes)  # latest release by a collective (or a mark it resumed)
+        other_rel = [-1.0] * len(nodes)
+        by_comm = [False] * len(nodes)
+        plans: list = []
+        pos: list[int] = []
+        owner: list[int] = []
+        prio: list[int] = []
+        wait: list[list] = [[] for _ in range(nd_)]
+        running = [0] * nd_
+        remaining: dict[int, int] = {}
+        heap: list = []
+        push, pop = heapq.heappush, heapq.heappop
+        counter = 0
+        ready: list = []
+        compute_free = True
+        in_flight = 0
+        comm_since = 0.0
+        sent = 0.0
+        busy = 0.0
+
+        def enqueue(c: int) -> int:
+            nonlocal counter
+            plan = plans[c]
+            ph = plan[pos[c]]
+            q = wait[ph[0]]
+            left = len(plan) - pos[c] - 1
+            if use_prio and (policy == FIFO or ph[6]):
+                p = prio[c]
+                if not q or q[-1][1] >= p:
+                    q.append((ph[4], p, c))
+                else:
+                    j = 0
+                    while j < len(q) and q[j][1] >= p:
+                        j += 1
+                    q.insert(j, (ph[4], p, c))
+            elif use_prio and policy == SCF_ASTRA:
+                key = ph[4]
+                if left == 1:
+                    q.append((key, prio[c], c))
+                else:
+                    j = 0
+                    while j < len(q) and q[j][0] < key:
+                        j += 1
+                    q.insert(j, (key, prio[c], c))
+            else:
+                counter = queue_insert(q, policy, c, ph, left, counter)
+            return ph[0]
+
+        def refill(d: int, t: float) -> None:
+            nonlocal counter, sent
+            q = wait[d]
+            while q and running[d] == 0:
+                item = q.pop(0)
+                c = item if (policy == FIFO and not use_prio) else item[-1]
+                ph = plans[c][pos[c]]
+                running[d] += 1
+                sent += ph[5]
+                counter = push_phase(heap, ph, c, d, t, counter, dim_tiebreak)
+
+        def release(s: int, t: float) -> None:
+            """Node s is done at t: count its successors' dependencies (after their lags)."""
+            nonlocal counter
+            for x, lag in succ[s]:
+                if lag:
+                    push(heap, (t + lag, 4, 0, counter, _LAG, s, x))
+                    counter += 1
+                else:
+                    arrive(s, x, t)
+
+        def arrive(s: int, x: int, t: float) -> None:
+            nonlocal counter
+            if kinds[s] == COMM or by_comm[s]:
+                if t > comm_rel[x]:
+                    comm_rel[x] = t
+            elif t > other_rel[x]:
+                other_rel[x] = t
+            need[x] -= 1
+            if need[x]:
+                return
+            if comm_rel[x] > other_rel[x]:
+                by_comm[x] = True
+                if kinds[x] != COMM:
+                    planner.resumed_by_collective()
+            k = kinds[x]
+            if k == COMPUTE:
+                push(ready, (t, counter, x))
+                counter += 1
+            elif k == COMM:
+                issue(x, t)
+            else:
+                start_t[x] = end_t[x] = t
+                release(x, t)
+
+        def issue(i: int, t: float) -> None:
+            nonlocal counter, in_flight, comm_since, sent
+            node = nodes[i]
+            start_t[i] = t
+            if in_flight == 0:
+                comm_since = t
+            in_flight += 1
+            if self.ideal:
+                dt, need_bytes = planner.ideal_ns(node.collective, node.size, node.scope)  # type: ignore[arg-type]
+                sent += need_bytes
+                dims_of[i] = planner.scope(node.scope)[0]
+                nchunks[i] = 1
+                push(heap, (t + dt, 2, 0, counter, _COMM_DONE, i, 0))
+                counter += 1
+                return
+            chunk_plans, dims = planner.plans(node.collective, node.size, node.scope, t)  # type: ignore[arg-type]
+            dims_of[i], nchunks[i] = dims, len(chunk_plans)
+            if not chunk_plans:
+                push(heap, (t, 2, 0, counter, _COMM_DONE, i, 0))
+                counter += 1
+                return
+            p = planner.priority(node.policy)
+            remaining[i] = len(chunk_plans)
+            first = len(plans)
+            for cp in chunk_plans:
+                plans.append(cp)
+                pos.append(0)
+                owner.append(i)
+                prio.append(p)
+            for c in range(first, len(plans)):
+                refill(enqueue(c), t)
+
+        def network_end(i: int, t: float) -> None:
+            """Collective i's last chunk ended at t: it is done after its delay."""
+            nonlocal in_flight, counter
+            in_flight -= 1
+            if in_flight == 0:
+                self.comm_time += t - comm_since
+            end_t[i] = t
+            delay = nodes[i].delay
+            if delay:
+                push(heap, (t + delay, 2, 0, counter, _COMM_DONE, i, 1))
+                counter += 1
+            else:
+                release(i, t)
+
+        def run_compute(t: float) -> None:
+            nonlocal compute_free, counter, busy
+            if compute_free and ready:
+                _, _, s = pop(ready)
+                compute_free = False
+                dur = nodes[s].duration
+                busy += dur
+                start_t[s] = t
+                push(heap, (t + dur, 3, 0, counter, _COMPUTE_DONE, s, 0))
+                counter += 1
+
+        for i in [i for i in range(len(nodes)) if need[i] == 0]:  # the roots, fixed before any is released
+            need[i] = 1
+            arrive(i, i, 0.0)
+        run_compute(0.0)
+        while heap:
+            t, _, _, _, ev, c, d = pop(heap)
+            if ev == _COMPUTE_DONE:
+                compute_free = True
+                end_t[c] = t
+                release(c, t)
+                run_compute(t)
+                continue
+            if ev == _LAG:
+                arrive(c, d, t)
+                run_compute(t)
+                continue
+            if ev == _COMM_DONE:
+                if d == 0:  # ideal or empty: the network part ends now
+                    network_end(c, t)
+                else:
+                    release(c, t)
+                run_compute(t)
+                continue
+            if ev != _ARRIVE:
+                running[d] -= 1
+            if ev != _RELEASE:
+                plan = plans[c]
+                pos[c] += 1
+                done = -1
+                if pos[c] < len(plan):
+                    d2 = enqueue(c)
+                else:
+                    d2 = -1
+                    o = owner[c]
+                    remaining[o] -= 1
+                    if remaining[o] == 0:
+                        done = o
+                if ev == _COMPLETE:
+                    refill(d, t)
+                    if d2 >= 0 and d2 != d:
+                        refill(d2, t)
+                elif d2 >= 0:
+                    refill(d2, t)
+                if done >= 0:
+                    network_end(done, t)
+                    run_compute(t)
+            else:
+                refill(d, t)
+        if any(need) or ready or not compute_free:
+            raise RuntimeError("workload engine stalled (a dependency cycle)")  # pragma: no cover
+        self.compute_busy = busy
+        self.bytes_sent = sent
+        return end_t[graph.end]
+
+    def timeline(self) -> list[dict[str, Any]]:
+        """Every node's kind, name and start/end ns (collectives: issue and network end)."""
+        return [{"kind": n.kind, "name": n.name, "iteration": n.iteration, "start_ns": s, "end_ns": e}
+                for n, s, e in zip(self.graph.nodes, self.start, self.end) if n.kind != MARK]  # fmt: skip

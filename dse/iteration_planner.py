@@ -1,0 +1,193 @@
+"""From a workload's collective to the chunk phases the engine queues (`dse.iteration_engine`).
+
+A `Planner` holds what the collectives of one run share: the logical topology (with a split
+dimension if the model-parallel group needs one, `dse.placement`), the scopes, the cost model's
+chunking and phases, the scheduler's orders and Themis' loads across collectives, and the issue
+priorities. The cost model decides the rules that differ between simulators:
+
+- chunks: `chunks` per collective, or none smaller than `min_chunk_bytes` (`CostModel.fixed_splits`);
+- Themis across collectives (`CostModel.themis_across`): ``carry``, one load tracker for the whole
+  run, each collective charging its own dims (the paper's Algorithm 1); ``reset``, every
+  collective from zero loads (ASTRA-sim 2.x); ``astra-sim-1``, ASTRA-sim 1.0's one OfflineGreedy
+  state over all logical dims, reset only when node 0 is first to issue a collective at a new
+  tick: before the run's first wait for a collective it is (the loads are reset, then
+  accumulate); after it, another node schedules first from the loads as they stand, and node 0
+  resets them afterwards (reference: astra-sim-1.0-multipass.md §2). An all-to-all never consults
+  the loads, but resets them;
+- priorities (`CostModel.issue_priorities`): ASTRA-sim 1.0 gives each collective a priority when
+  it is issued (last-in-first-out counts up, first-in-first-out down, ``highest`` above all) and a
+  phase entering a first-in-first-out queue goes behind the waiting phases of equal or higher
+  priority; otherwise every collective has priority 0 (arrival order).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .collectives import ALL_GATHER, ALL_TO_ALL, nominal_bytes_sent
+from .costs import CostModel, Phase
+from .schedulers import ScheduleProblem, Scheduler, ThemisScheduler, baseline_order
+from .schedulers.themis import OfflineGreedy
+from .topology import Topology
+from .workloads import ALL, DP, MP
+
+MIB = 2**20
+HIGHEST = 100_000_000
+
+
+def chunk_count(nbytes: int, chunks: int, min_chunk_bytes: int = MIB) -> int:
+    """Chunks of one collective: `chunks`, but none smaller than `min_chunk_bytes` (at least 1)."""
+    return max(1, min(chunks, nbytes // max(1, min_chunk_bytes)))
+
+
+class _CarryingThemis:
+    """The paper's load tracker (ThemisScheduler's Algorithm 1) with loads kept across collectives."""
+
+    def __init__(self, sched: ThemisScheduler, topology: Topology) -> None:
+        self.sched = sched
+        self.loads = [d.steps * d.latency if sched.seed_latency else 0.0 for d in topology.dims]
+
+    def orders(self, problem: ScheduleProblem, dims: tuple[int, ...]) -> list[tuple[int, ...]]:
+        model, coll = problem.cost_model, problem.collective
+        sub = problem.topology.dims
+        base = baseline_order(coll, len(sub))
+        if coll == ALL_TO_ALL:  # never reordered; its phases still load the dims
+            from .collectives import A2A
+
+            for size in problem.chunks.charges:
+                c = model.start_bytes(coll, size, problem.topology)
+                for g, dim in zip(dims, sub):
+                    self.loads[g] += model.bandwidth_time(dim, A2A, c)
+            return [base] * problem.nchunks
+        out, loads = self.sched.track(problem, [self.loads[g] for g in dims])
+        for g, v in zip(dims, loads):
+            self.loads[g] = v
+        return out
+
+
+class _Astra1Greedy:
+    """ASTRA-sim 1.0's OfflineGreedy across collectives: one state, node 0's reset rule (module docstring)."""
+
+    def __init__(self, topology: Topology, model: CostModel) -> None:
+        self.greedy = OfflineGreedy([model.greedy_bandwidth(d) for d in topology.dims], topology.shape)
+        self.nd = topology.ndims
+        self.node0_leads = True
+        self.last_reset = 0.0
+
+    def orders(self, problem: ScheduleProblem, dims: tuple[int, ...], t: float) -> list[tuple[int, ...]]:
+        coll = problem.collective
+        new_tick = t != self.last_reset
+        if self.node0_leads and new_tick:
+            self.greedy.reset()
+            self.last_reset = t
+        if coll == ALL_TO_ALL:
+            out = [baseline_order(coll, len(dims))] * problem.nchunks
+        else:
+            involved = tuple(d in dims for d in range(self.nd))
+            local = {g: i for i, g in enumerate(dims)}
+            ag = coll == ALL_GATHER
+            out = [tuple(local[d] for d in self.greedy.order(int(r), involved, ag) if d in local)
+                   for r in problem.chunks.charges]  # fmt: skip
+        if not self.node0_leads and new_tick:
+            self.greedy.reset()
+            self.last_reset = t
+        return out
+
+
+class Planner:
+    """Turns a collective (kind, bytes, scope) issued at a time into chunk phase lists in logical dim indices."""
+
+    def __init__(self, topology: Topology, mp_dims: int, model: CostModel, sched: Scheduler | None, queue: str,
+                 chunks: int, min_chunk_bytes: int) -> None:  # fmt: skip
+        self.topo, self.mp_dims, self.model, self.sched, self.queue = topology, mp_dims, model, sched, queue
+        self.chunks, self.min_chunk = chunks, min_chunk_bytes
+        self.scopes: dict[Any, tuple[tuple[int, ...], Topology | None, dict]] = {}
+        self.phase_cache: dict[tuple, tuple[Phase, ...]] = {}
+        self.order_cache: dict[tuple, list[tuple[int, ...]]] = {}
+        self.modes: dict[tuple, str] = {}
+        self.priority_counter = 0
+        self.carrying: _CarryingThemis | None = None
+        self.astra1: _Astra1Greedy | None = None
+        if isinstance(sched, ThemisScheduler):
+            if model.themis_across == "carry" and model.themis_flavor == "load_tracker":
+                self.carrying = _CarryingThemis(sched, topology)
+            elif model.themis_across == "astra-sim-1" and model.themis_flavor == "offline_greedy":
+                self.astra1 = _Astra1Greedy(topology, model)
+
+    def scope(self, scope: Any) -> tuple[tuple[int, ...], Topology | None, dict]:
+        """A scope's logical dims, its sub-topology (None if it has no dims) and a phase memo."""
+        hit = self.scopes.get(scope)
+        if hit is None:
+            nd = self.topo.ndims
+            if scope == ALL:
+                dims = tuple(range(nd))
+            elif scope == MP:
+                dims = tuple(range(self.mp_dims))
+            elif scope == DP:
+                dims = tuple(range(self.mp_dims, nd))
+            else:
+                dims = tuple(scope)
+            sub = Topology(tuple(self.topo.dims[i] for i in dims)) if dims else None
+            hit = self.scopes[scope] = (dims, sub, {})
+        return hit
+
+    def nchunks(self, nbytes: int) -> int:
+        if self.model.fixed_splits:
+            return max(1, min(self.chunks, nbytes))
+        return chunk_count(nbytes, self.chunks, self.min_chunk)
+
+    def priority(self, policy: str) -> int:
+        """The collective's queue priority (ASTRA-sim 1.0's `get_priority`; 0 without `issue_priorities`)."""
+        if not self.model.issue_priorities:
+            return 0
+        if policy == "highest":
+            return HIGHEST
+        p = self.priority_counter
+        self.priority_counter += -1 if policy == "fifo" else 1  # "none": the artifact's LIFO policy
+        return p
+
+    def resumed_by_collective(self) -> None:
+        """The workload waited for a collective and was resumed by its completion (ASTRA-sim 1.0's Themis rule)."""
+        if self.astra1 is not None:
+            self.astra1.node0_leads = False
+
+    def ideal_ns(self, coll: str, nbytes: int, scope: Any) -> tuple[float, float]:
+        """(ns, bytes one NPU sends) of a collective at 100 % of its dims' bandwidth."""
+        _, sub, _ = self.scope(scope)
+        if sub is None:
+            return 0.0, 0.0
+        need = nominal_bytes_sent(coll, nbytes, sub.shape, ag_input_shard=self.model.ag_input_shard)
+        return need / sum(self.model.bytes_per_ns(d) for d in sub.dims), need
+
+    def plans(self, coll: str, nbytes: int, scope: Any, t: float) -> tuple[list[tuple[Phase, ...]], tuple[int, ...]]:
+        """The chunks' phase lists (logical dim indices) of a collective issued at `t`, and its dims."""
+        dims, sub, memo = self.scope(scope)
+        if sub is None:
+            return [], dims
+        model, sched = self.model, self.sched
+        assert sched is not None
+        key = (coll, scope)
+        mode = self.modes.get(key)
+        if mode is None:
+            mode = self.modes[key] = model.check(sub, coll, None, 1)
+        plan = model.chunking(coll, nbytes, self.nchunks(nbytes), sub, baseline=sched.is_baseline)
+        problem = ScheduleProblem(sub, coll, plan, model, 0, self.queue, mode, 1)
+        if self.carrying is not None:
+            orders = self.carrying.orders(problem, dims)
+        elif self.astra1 is not None:
+            orders = self.astra1.orders(problem, dims, t)
+        else:
+            okey = (coll, nbytes, scope)
+            orders = self.order_cache.get(okey)  # type: ignore[assignment]
+            if orders is None:
+                orders = self.order_cache[okey] = sched.orders(problem)
+        out = []
+        cache = self.phase_cache
+        for order, size in zip(orders, plan.sizes):
+            k = (scope, coll, order, size)
+            p = cache.get(k)
+            if p is None:
+                local = model.phases(sub, coll, order, size, latency_mode=mode, baseline=sched.is_baseline, memo=memo)
+                p = cache[k] = tuple(ph._replace(dim=dims[ph.dim]) for ph in local)
+            out.append(p)
+        return out, dims

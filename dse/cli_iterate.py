@@ -21,8 +21,8 @@ def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scheduler", default="themis", help=f"one of {', '.join(SCHEDULERS)}, or ideal (default themis)")
     p.add_argument("--queue", default="scf", help=f"one of {', '.join(QUEUES)} (default scf)")
     p.add_argument("--cost-model", default="paper", help=f"one of {', '.join(COST_MODELS)} (default paper)")
-    p.add_argument("--iterations", default="1", help="back-to-back iterations; times are per iteration (default 1)")
-    p.add_argument("--chunks", default="64", help="chunks per collective, at most one per MiB (default 64)")
+    p.add_argument("--iterations", default="1", help="training passes, each after the previous one; times are per pass (default 1)")
+    p.add_argument("--chunks", default="64", help="chunks per collective (default 64); at most one per MiB, except in astra-sim-1, which always splits in this many")
     p.add_argument("--collectives", action="store_true", help="also list every collective (table) / include them (JSON)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.set_defaults(func=cmd_iterate)
@@ -44,6 +44,7 @@ def cmd_iterate(args: argparse.Namespace) -> int:
     rows = [
         ("workload", res.workload),
         ("topology", res.topology),
+        *([("split for the model-parallel group", res.logical_topology)] if res.logical_topology else []),
         ("scheduler / queue", f"{res.scheduler} / {res.queue} ({res.cost_model} model)"),
         ("iterations", res.iterations),
         ("iteration time", format_time(res.time_ns)),
@@ -56,7 +57,7 @@ def cmd_iterate(args: argparse.Namespace) -> int:
     print(format_table(("quantity", "value"), rows, align="ll"))
     if args.collectives and res.collectives:
         body = [(c.iteration, c.layer, c.slot, c.collective, format_size(c.size_bytes), ",".join(map(str, c.dims)), c.chunks,
-                 format_time(c.issue_ns), format_time(c.end_ns)) for c in res.collectives]  # fmt: skip
+                 format_time(c.issue_ns), format_time(c.end_ns + c.delay_ns)) for c in res.collectives]  # fmt: skip
         print()
         print(format_table(("it", "layer", "slot", "collective", "size", "dims", "chunks", "issued", "done"), body,
                            align="rllllrrrr"))  # fmt: skip

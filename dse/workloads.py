@@ -124,7 +124,8 @@ class Layer:
 
     @property
     def compute_ns(self) -> float:
-        return self.fwd_compute + self.ig_compute + self.wg_compute + self.wg_update
+        """Forward, input-gradient and weight-gradient compute (the update is a delay, not compute)."""
+        return self.fwd_compute + self.ig_compute + self.wg_compute
 
 
 @dataclass(frozen=True)
@@ -216,8 +217,18 @@ class Workload:
 
     @property
     def compute_ns(self) -> float:
-        """Compute of one iteration on one NPU (all layers, all slots, updates)."""
-        return sum(layer.compute_ns for layer in self.layers)
+        """Compute of one pass on one NPU as `dse.iteration` runs it: every layer's compute, but
+        layer 0's input gradient only for a slice (`layer0_input_gradient`), plus the recomputed
+        forwards (`checkpoint_initiates`); a ``MICRO`` workload only communicates."""
+        if self.parallelism == "MICRO":
+            return 0.0
+        total = sum(layer.compute_ns for layer in self.layers)
+        if not self.layer0_input_gradient:
+            total -= self.layers[0].ig_compute
+        for li in self.checkpoint_initiates:
+            start = max(c for c in self.checkpoints if c < li)
+            total += sum(layer.fwd_compute for layer in self.layers[start:li])
+        return total
 
 
 # ----- loading ---------------------------------------------------------------------------------

@@ -5,11 +5,13 @@ sent, the ideal bound, and bad workload files as one line."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from dse import iterate
+from dse.iteration import IterationResult
 from dse.placement import group_topology, split_dim
 from dse.topology import parse_topology
 from dse.workloads import Layer, Workload
@@ -25,14 +27,15 @@ MIB = 1 << 20
 
 
 def _id(row: dict[str, str]) -> str:
-    return f"{Path(row.get('workload_file', row.get('workload', ''))).stem}-{row['topology']}-{row['scheduler']}"
+    """A test id: workload-topology-scheduler."""
+    return f"{Path(row.get('workload_file') or row['workload']).stem}-{row['topology']}-{row['scheduler']}"
 
 
-def _run(row: dict[str, str], passes: int | None = None, workload: str | None = None):
+def _run(row: dict[str, str], passes: int | None = None) -> IterationResult:
     """`iterate` of a reference row on its notation with the row's scheduler (astra-sim-1)."""
     sched, queue = SCHEDULERS[row["scheduler"]]
-    wl = workload or Path(row["workload_file"]).stem
     n = int(row["passes"]) if passes is None else passes
+    wl = Path(row["workload_file"]).stem  # the bundled workload of the artifact's file
     return iterate(wl, row["notation"], scheduler=sched, queue=queue, cost_model="astra-sim-1", iterations=n)
 
 
@@ -60,15 +63,17 @@ def test_three_passes_themis_scf_to_the_ns(row: dict[str, str]) -> None:
     assert r.total_ns == int(row["sim_time_ns"])
 
 
-@pytest.mark.parametrize(
-    "row", [r for r in END_TO_END if r["scheduler"] == "baseline" and not r["workload_file"].startswith("microAllReduce")], ids=_id
-)
+BASELINE_BUT_MICRO = [r for r in END_TO_END if r["scheduler"] == "baseline" and not r["workload_file"].startswith("micro")]
+DLRM_THEMIS_SCF = [r for r in END_TO_END if "DLRM" in r["workload_file"] and r["scheduler"] == "themis_scf"]
+
+
+@pytest.mark.parametrize("row", BASELINE_BUT_MICRO, ids=_id)
 def test_baseline_three_passes_are_three_times_one(row: dict[str, str]) -> None:
     """The baseline keeps no state across collectives: each pass takes as long as the first."""
     assert _run(row, passes=3).total_ns == 3 * int(row["sim_time_ns"])
 
 
-@pytest.mark.parametrize("row", [r for r in END_TO_END if "DLRM" in r["workload_file"] and r["scheduler"] == "themis_scf"], ids=_id)
+@pytest.mark.parametrize("row", DLRM_THEMIS_SCF, ids=_id)
 def test_dlrm_themis_three_passes_are_three_times_one(row: dict[str, str]) -> None:
     """DLRM: the next pass's all-to-all resets the Themis loads first, so every pass is the same."""
     assert _run(row, passes=3).total_ns == 3 * int(row["sim_time_ns"])
@@ -78,21 +83,22 @@ def test_dlrm_themis_three_passes_are_three_times_one(row: dict[str, str]) -> No
 RING_SW = "Ring(4,100,1,links=2)_SW(8,50,1,links=1)"
 
 
-def _recompute_workload(**kw: object) -> Workload:
+def _recompute_workload(checkpoints: tuple[int, ...] = (), initiates: tuple[int, ...] = ()) -> Workload:
     """Four layers, each slot with a collective: fwd/ig on the model-parallel ring, wg on the switch."""
     layers = tuple(
         Layer(f"l{i}", fwd_compute=1000.0 * (i + 1), fwd_comm="all_reduce", fwd_bytes=MIB, ig_compute=500.0,
               ig_comm="all_reduce", ig_bytes=MIB, wg_compute=300.0, wg_comm="all_reduce", wg_bytes=4 * MIB, wg_update=10.0)
         for i in range(4)
     )  # fmt: skip
-    return Workload("recompute", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", layers, model_parallel_group=4, **kw)  # type: ignore[arg-type]
+    return Workload("recompute", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", layers, model_parallel_group=4,
+                    checkpoints=checkpoints, checkpoint_initiates=initiates)  # fmt: skip
 
 
 @pytest.mark.parametrize("cost_model", ["paper", "astra-sim-1"])
 def test_recompute_doubles_forward_compute_and_collectives(cost_model: str) -> None:
     """Checkpoint 0, recompute before I_2: the forward of layers 0..1 runs twice (compute and fwd ARs)."""
     plain = _recompute_workload()
-    rc = _recompute_workload(checkpoints=(0,), checkpoint_initiates=(2,))
+    rc = _recompute_workload(checkpoints=(0,), initiates=(2,))
     a = iterate(plain, RING_SW, cost_model=cost_model)
     b = iterate(rc, RING_SW, cost_model=cost_model)
     assert b.compute_ns - a.compute_ns == pytest.approx(sum(plain.layers[i].fwd_compute for i in (0, 1)))
@@ -100,7 +106,10 @@ def test_recompute_doubles_forward_compute_and_collectives(cost_model: str) -> N
     fb = Counter(c.layer for c in b.collectives if c.slot == "fwd")
     assert fa == {f"l{i}": 1 for i in range(4)}
     assert fb == {"l0": 2, "l1": 2, "l2": 1, "l3": 1}
-    others = lambda r: Counter((c.layer, c.slot) for c in r.collectives if c.slot != "fwd")  # noqa: E731
+
+    def others(r: IterationResult) -> Counter:
+        return Counter((c.layer, c.slot) for c in r.collectives if c.slot != "fwd")
+
     assert others(a) == others(b)  # ig and wg collectives are not repeated
     assert b.total_ns >= a.total_ns
 
@@ -184,20 +193,22 @@ def _astra_file(tmp_path: Path, name: str, header: str) -> Path:
     return p
 
 
+HYB = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group:"
+
+
 @pytest.mark.parametrize("name, header, topo, words", [
-    ("initiate_below.txt", "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 4 checkpoints: 1 2 checkpoint_initiates: 1 1",
-     "2D-SW_SW", ["checkpoint_initiates"]),
-    ("no_layer.txt", "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 4 checkpoints: 1 9 checkpoint_initiates: 1 2",
-     "2D-SW_SW", ["checkpoints"]),
-    ("group48.txt", "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 48",
-     "4D-Ring_FC_Ring_SW", ["model_parallel_NPU_group", "48"]),
+    ("initiate_below.txt", f"{HYB} 4 checkpoints: 1 2 checkpoint_initiates: 1 1", "2D-SW_SW", ["checkpoint_initiates"]),
+    ("no_layer.txt", f"{HYB} 4 checkpoints: 1 9 checkpoint_initiates: 1 2", "2D-SW_SW", ["checkpoints"]),
+    ("group48.txt", f"{HYB} 48", "4D-Ring_FC_Ring_SW", ["model_parallel_NPU_group", "48"]),
 ])  # fmt: skip
-def test_bad_workload_file_is_one_line(run_cli, tmp_path: Path, name: str, header: str, topo: str, words: list[str]) -> None:
+def test_bad_workload_file_is_one_line(
+    run_cli: Callable[..., tuple[int, str, str]], tmp_path: Path, name: str, header: str, topo: str, words: list[str]
+) -> None:
     """A recompute without a checkpoint below, a checkpoint that is no layer, a group no split gives:
-    exit 2, one line naming the file's line 1 and the option."""
+    exit 2, one line naming the file's line 1 and the option (the paper preset, and its ASTRA-sim 1.0 twin)."""
     path = _astra_file(tmp_path, name, header)
-    for model in ("paper", "astra-sim-1"):
-        code, out, err = run_cli("iterate", str(path), "-t", topo, "--cost-model", model)
+    for model, variant in (("paper", ""), ("astra-sim-1", "@artifact")):
+        code, out, err = run_cli("iterate", str(path), "-t", topo + variant, "--cost-model", model)
         one_line(code, err, f"{path}:1")
         assert out == ""
         for w in words:

@@ -26,7 +26,7 @@ import heapq
 from typing import Any
 
 from .iteration_planner import Planner
-from .simulate import FIFO, SCF_ASTRA, push_phase, queue_insert
+from .simulate import FIFO, SCF_ASTRA, push_phase, queue_insert, refill_after
 from .workload_graph import COMM, COMPUTE, MARK, Graph
 
 _COMPLETE, _RELEASE, _ARRIVE, _COMM_DONE, _COMPUTE_DONE, _LAG = 0, 1, 2, 3, 4, 5
@@ -246,12 +246,7 @@ class Engine:
                     remaining[o] -= 1
                     if remaining[o] == 0:
                         done = o
-                if ev == _COMPLETE:
-                    refill(d, t)
-                    if d2 >= 0 and d2 != d:
-                        refill(d2, t)
-                elif d2 >= 0:
-                    refill(d2, t)
+                refill_after(ev, d, d2, refill, t)
                 if done >= 0:
                     network_end(done, t)
                     run_compute(t)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import heapq
 from bisect import insort
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from .costs.base import Phase
 
@@ -143,6 +143,17 @@ def push_phase(heap: list, ph: Phase, c: int, d: int, t: float, counter: int, di
     return counter + 1
 
 
+def refill_after(kind: int, d: int, d2: int, refill: Callable[[int, float], None], t: float) -> None:
+    """After a phase's event on dim `d` at `t` (its chunk now queued on `d2`, -1 if none): a
+    completion refills `d`, then `d2`; an arrival (overlapped latency) refills only `d2`."""
+    if kind == _COMPLETE:
+        refill(d, t)
+        if d2 >= 0 and d2 != d:
+            refill(d2, t)
+    elif d2 >= 0:
+        refill(d2, t)
+
+
 def queue_insert(q: list, policy: int, c: int, ph: Phase, remaining_after: int, counter: int) -> int:
     """Put chunk `c`, entering phase `ph`, into a dimension's waiting list; returns the counter.
 
@@ -228,12 +239,7 @@ def _run_servers(
                 ends[c] = t
                 if t > finish:
                     finish = t
-            if kind == _COMPLETE:
-                refill(d, t)
-                if d2 >= 0 and d2 != d:
-                    refill(d2, t)
-            elif d2 >= 0:
-                refill(d2, t)
+            refill_after(kind, d, d2, refill, t)
         else:
             refill(d, t)
     return SimOutput(finish, tuple(busy), tuple(sent), tuple(ends), tuple(log) if log is not None else None)

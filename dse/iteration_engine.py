@@ -23,11 +23,9 @@ ties in the order events were made, so a run is deterministic.
 from __future__ import annotations
 
 import heapq
-from typing import Any
-
 from .iteration_planner import Planner
-from .simulate import FIFO, SCF_ASTRA, push_phase, queue_insert, refill_after
-from .workload_graph import COMM, COMPUTE, MARK, Graph
+from .simulate import FIFO, push_phase, queue_insert, refill_after
+from .workload_graph import COMM, COMPUTE, Graph
 
 _COMPLETE, _RELEASE, _ARRIVE, _COMM_DONE, _COMPUTE_DONE, _LAG = 0, 1, 2, 3, 4, 5
 
@@ -84,27 +82,16 @@ class Engine:
             plan = plans[c]
             ph = plan[pos[c]]
             q = wait[ph[0]]
-            left = len(plan) - pos[c] - 1
-            if use_prio and (policy == FIFO or ph[6]):
+            if use_prio and (policy == FIFO or ph[6]):  # behind the waiting phases of equal or higher priority
                 p = prio[c]
-                if not q or q[-1][1] >= p:
-                    q.append((ph[4], p, c))
-                else:
+                j = len(q)
+                if j and prio[q[-1][1]] < p:
                     j = 0
-                    while j < len(q) and q[j][1] >= p:
+                    while prio[q[j][1]] >= p:
                         j += 1
-                    q.insert(j, (ph[4], p, c))
-            elif use_prio and policy == SCF_ASTRA:
-                key = ph[4]
-                if left == 1:
-                    q.append((key, prio[c], c))
-                else:
-                    j = 0
-                    while j < len(q) and q[j][0] < key:
-                        j += 1
-                    q.insert(j, (key, prio[c], c))
+                q.insert(j, (ph[4], c))
             else:
-                counter = queue_insert(q, policy, c, ph, left, counter)
+                counter = queue_insert(q, policy, c, ph, len(plan) - pos[c] - 1, counter)
             return ph[0]
 
         def refill(d: int, t: float) -> None:
@@ -257,8 +244,3 @@ class Engine:
         self.compute_busy = busy
         self.bytes_sent = sent
         return end_t[graph.end]
-
-    def timeline(self) -> list[dict[str, Any]]:
-        """Every node's kind, name and start/end ns (collectives: issue and network end)."""
-        return [{"kind": n.kind, "name": n.name, "iteration": n.iteration, "start_ns": s, "end_ns": e}
-                for n, s, e in zip(self.graph.nodes, self.start, self.end) if n.kind != MARK]  # fmt: skip

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .collectives import ALL_GATHER, ALL_TO_ALL, nominal_bytes_sent
+from .collectives import A2A, ALL_GATHER, ALL_TO_ALL, nominal_bytes_sent
 from .costs import CostModel, Phase
 from .schedulers import ScheduleProblem, Scheduler, ThemisScheduler, baseline_order
 from .schedulers.themis import OfflineGreedy
@@ -52,8 +52,6 @@ class _CarryingThemis:
         sub = problem.topology.dims
         base = baseline_order(coll, len(sub))
         if coll == ALL_TO_ALL:  # never reordered; its phases still load the dims
-            from .collectives import A2A
-
             for size in problem.chunks.charges:
                 c = model.start_bytes(coll, size, problem.topology)
                 for g, dim in zip(dims, sub):

@@ -93,10 +93,6 @@ class Graph:
                 self.edges.append((src, i, lag))
         return i
 
-    def edge(self, src: int | None, dst: int, lag: float = 0.0) -> None:
-        if src is not None:
-            self.edges.append((src, dst, lag))
-
     def comms(self) -> Iterator[Node]:
         return (n for n in self.nodes if n.kind == COMM)
 

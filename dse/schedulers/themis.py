@@ -125,13 +125,6 @@ class OfflineGreedy:
         """Zero the loads and renumber the list by position (ASTRA-sim's ``reset_loads``)."""
         self.table = [[d, 0.0] for d in range(self.nd)]
 
-    def loads(self) -> list[float]:
-        """Current load per dim, in dim order."""
-        out = [0.0] * self.nd
-        for d, v in self.table:
-            out[d] = v
-        return out
-
     def _inc(self, d: int, c: int, ag: bool) -> tuple[float, int]:
         p = self.ps[d]
         rel = self.bw[d] / self.bw[0]

@@ -43,7 +43,7 @@ from typing import Any, Sequence
 
 from .costs import CostModel, get_cost_model
 from .errors import InputError
-from .iteration_engine import Engine
+from .iteration_engine import RULES, Engine
 from .iteration_planner import MIB, Planner, chunk_count
 from .limits import check_work
 from .placement import group_topology
@@ -52,7 +52,9 @@ from .simulate import policy_code
 from .spec import simulation_steps
 from .topology import Topology, parse_topology
 from .units import parse_int
-from .workload_graph import COMM, Graph, compile_workload
+from .chakra_read import ChakraTrace
+from .iteration_engine import RESOURCE_NAMES, resource_of
+from .workload_graph import COMM, MARK, Graph, compile_workload, repeat_graph
 from .workloads import ALL, Workload, load_workload
 
 __all__ = ["CollectiveRun", "IterationResult", "chunk_count", "iterate", "scope_dims"]
@@ -77,6 +79,21 @@ class CollectiveRun:
 
 
 @dataclass(frozen=True)
+class NodeRun:
+    """One graph node as it ran: graph `index`, `id` (a Chakra trace's node id, else the index),
+    `kind` (compute, comm, replay), `resource` (gpu, cpu, net) and its start and end in ns."""
+
+    index: int
+    id: int
+    name: str
+    kind: str
+    resource: str
+    iteration: int
+    start_ns: float
+    end_ns: float
+
+
+@dataclass(frozen=True)
 class IterationResult:
     """Times per training pass (averaged over `iterations`) and per-collective details."""
 
@@ -97,13 +114,23 @@ class IterationResult:
     collectives: tuple[CollectiveRun, ...]
     #: the logical topology the collectives ran on, when a dimension was split for the model-parallel group
     logical_topology: str = ""
+    #: of `compute_ns`, the part on the CPU (Chakra nodes with ``is_cpu_op``); exposed
+    #: communication is time − GPU compute, as ASTRA-sim 2.x reports it
+    cpu_ns: float = 0.0
+    #: every node's start and end (with ``iterate(..., nodes=True)``), marks left out
+    nodes: "tuple[NodeRun, ...]" = ()
+    #: what a user should know about the workload (a Chakra trace's rank check, say)
+    notes: tuple[str, ...] = ()
 
     def as_dict(self, *, details: bool = False) -> dict[str, Any]:
         """A JSON-ready dict (the per-collective list only with `details`)."""
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "collectives"}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("collectives", "nodes")}
+        d["notes"] = list(self.notes)
         d["collective_count"] = len(self.collectives)
         if details:
             d["collectives"] = [c.__dict__ | {"dims": list(c.dims)} for c in self.collectives]
+        if self.nodes:
+            d["nodes"] = [dict(n.__dict__) for n in self.nodes]
         return d
 
 
@@ -127,12 +154,14 @@ def iterate(
     iterations: int = 1,
     chunks: int = 64,
     min_chunk_bytes: int = MIB,
+    nodes: bool = False,
 ) -> IterationResult:
     """Simulate `iterations` training passes of `workload` on `topology` (module docstring).
 
     `workload`: a file path, a `Workload`, a bundled workload's name or a generator spec
     (``"resnet152"``, ``"transformer:layers=8"``). `scheduler`: any `dse` scheduler, or
-    ``"ideal"`` (every collective at 100 % bandwidth of its dims, no contention).
+    ``"ideal"`` (every collective at 100 % bandwidth of its dims, no contention). `nodes`: also
+    report every node's start and end (`IterationResult.nodes`).
     """
     wl = load_workload(workload)
     topo = parse_topology(topology)
@@ -143,33 +172,48 @@ def iterate(
     min_chunk_bytes = parse_int(min_chunk_bytes, "min_chunk_bytes", minimum=1)
     ideal = isinstance(scheduler, str) and scheduler.strip().lower() == "ideal"
     sched = None if ideal else get_scheduler(scheduler)
-    one = compile_workload(wl, passes=1, tick=model.workload_tick)  # the work check before the whole graph
-    hybrid = any(n.scope != ALL for n in one.comms())
-    logical, k = group_topology(topo, wl.model_parallel_group if hybrid else None, wl.field("model_parallel_group"))
+    trace = isinstance(wl, ChakraTrace)
+    if trace:
+        one, logical, k = wl.graph, topo, 0
+    else:
+        one = compile_workload(wl, passes=1, tick=model.workload_tick)  # the work check before the whole graph
+        hybrid = any(n.scope != ALL for n in one.comms())
+        logical, k = group_topology(topo, wl.model_parallel_group if hybrid else None, wl.field("model_parallel_group"))
     planner = Planner(logical, k, model, sched, q, chunks, min_chunk_bytes)
     steps, what = graph_steps(one, planner, q, ideal)
     check_work(steps * iterations, f"{iterations} iteration(s) of {what}")
-    graph = one if iterations == 1 else compile_workload(wl, passes=iterations, tick=model.workload_tick)
-    engine = Engine(graph, planner, policy_code(q, model.scf_rule), model.dim_tiebreak, ideal)
+    if iterations == 1:
+        graph = one
+    else:
+        graph = repeat_graph(one, iterations) if trace else compile_workload(wl, passes=iterations, tick=model.workload_tick)
+    engine = Engine(graph, planner, policy_code(q, model.scf_rule), model.dim_tiebreak, ideal, RULES[model.workload_rules])
     total = engine.run()
     if not math.isfinite(total):  # the input ranges (dse.limits) keep every time finite: a last guard
         raise InputError("workload", f"the iteration's time is not finite ({total})", "times and sizes within dse.limits")
     time = total / iterations
-    compute = engine.compute_busy / iterations
+    gpu = engine.compute_busy / iterations
+    cpu = engine.cpu_busy / iterations
     comm = engine.comm_time / iterations
     bw = sum(model.bytes_per_ns(d) for d in logical.dims)
     sent = engine.bytes_sent / iterations
     runs = tuple(
-        CollectiveRun(n.iteration, wl.layers[n.layer].name, n.slot, n.collective, n.size, engine.dims[i],  # type: ignore[arg-type]
-                      engine.chunks[i], engine.start[i], engine.end[i], n.delay)  # fmt: skip
+        CollectiveRun(n.iteration, n.name if trace or n.layer < 0 else wl.layers[n.layer].name, n.slot, n.collective,  # type: ignore[arg-type]
+                      n.size, engine.dims[i], engine.chunks[i], engine.start[i], engine.end[i], n.delay)  # fmt: skip
         for i, n in enumerate(graph.nodes) if n.kind == COMM
     )
+    ids = wl.ids if trace else None
+    timeline = tuple(
+        NodeRun(i, ids[i % len(one.nodes)] if ids and i % len(one.nodes) < len(ids) else i, n.name, n.kind,
+                RESOURCE_NAMES[resource_of(n.kind, n.cpu)], n.iteration, engine.start[i], engine.end[i])
+        for i, n in enumerate(graph.nodes) if n.kind != MARK
+    ) if nodes else ()  # fmt: skip
     return IterationResult(
         workload=wl.name, topology=topo.label(), scheduler="ideal" if ideal else sched.name,  # type: ignore[union-attr]
         queue=q, cost_model=model.name, iterations=iterations, chunks=chunks, time_ns=time,
-        compute_ns=compute, comm_ns=comm, exposed_comm_ns=max(0.0, time - compute),
+        compute_ns=gpu + cpu, cpu_ns=cpu, comm_ns=comm, exposed_comm_ns=max(0.0, time - gpu), nodes=timeline,
         bw_utilization=sent / (comm * bw) if comm > 0 else 0.0, bytes_sent=sent, total_ns=total,
         collectives=runs, logical_topology=logical.notation() if logical is not topo else "",
+        notes=wl.notes if trace else (),
     )  # fmt: skip
 
 

@@ -1,13 +1,16 @@
-"""The engine that runs a workload graph (`dse.workload_graph`) on the network and one compute resource.
+"""The engine that runs a workload graph (`dse.workload_graph`) on the network and the NPU's resources.
 
 One event heap of ``(time, class, tie, counter, event, a, b)``: at equal times the network's
 events come first (a phase's completion or arrival, then a dimension's release), then collectives
 counted done, then computes ending, then dependency lags ending; the counter breaks the remaining
 ties in the order events were made, so a run is deterministic.
 
-- A node is ready when every dependency is done and its lag has passed. A `compute` node waits for
-  the compute resource (one at a time, the earliest ready first, ties in the order they became
-  ready, never preempted); a `comm` node is issued at once; a `mark` is done at once.
+- A node is ready when every dependency is done and its lag has passed. Resources
+  (`ResourceRules`, the cost model's `workload_rules`): one GPU compute node and one CPU node at a
+  time, never preempted; a freed resource takes the ready node that became ready first (ties in
+  the order they became ready) or, under ASTRA-sim 2.x's rules, the ready node of lowest index. A
+  `comm` node is issued at once, or under ASTRA-sim 2.x's rules when no other collective (or
+  replayed communication) is in flight; a `mark` is done at once.
 - An issued collective's chunks enter the queues of their first dimensions in chunk order; the
   dims serve them as `dse.simulate._run_servers` does (one phase at a time per dim, FIFO or the
   cost model's smallest-first rule, the same completion and refill order), shared by every
@@ -17,7 +20,7 @@ ties in the order events were made, so a run is deterministic.
   does, and counts as done its `delay` later.
 - With ``ideal=True`` a collective takes its ideal time from its issue, without queues.
 - A node resumed by a collective (its last dependency, strictly after every other) tells the
-  planner (`Planner.resumed_by_collective`, ASTRA-sim 1.0's Themis rule).
+  planner (`Planner.resumed_by_collective`, ASTRA-sim's Themis rule).
 """
 
 from __future__ import annotations
@@ -25,16 +28,31 @@ from __future__ import annotations
 import heapq
 from .iteration_planner import Planner
 from .simulate import FIFO, push_phase, queue_insert, refill_after
-from .workload_graph import COMM, COMPUTE, Graph
+from .workload_graph import ASTRA2_RULES, COMM, COMPUTE, DSE_RULES, REPLAY, Graph, ResourceRules
 
 _COMPLETE, _RELEASE, _ARRIVE, _COMM_DONE, _COMPUTE_DONE, _LAG = 0, 1, 2, 3, 4, 5
+#: the NPU's resources: GPU compute, CPU, GPU communication (none: -1)
+GPU, CPU, NET = 0, 1, 2
+RESOURCE_NAMES = {GPU: "gpu", CPU: "cpu", NET: "net", -1: ""}
+RULES = {r.name: r for r in (DSE_RULES, ASTRA2_RULES)}
+
+
+def resource_of(kind: str, cpu: bool) -> int:
+    """The resource a node occupies while it runs (-1: none, a mark)."""
+    if kind == COMPUTE:
+        return CPU if cpu else GPU
+    if kind == REPLAY:
+        return CPU if cpu else NET
+    return NET if kind == COMM else -1
 
 
 class Engine:
     """Runs one graph; afterwards `start`/`end` hold every node's times and the totals are set."""
 
-    def __init__(self, graph: Graph, planner: Planner, policy: int, dim_tiebreak: bool, ideal: bool) -> None:
+    def __init__(self, graph: Graph, planner: Planner, policy: int, dim_tiebreak: bool, ideal: bool,
+                 rules: ResourceRules = DSE_RULES) -> None:  # fmt: skip
         self.graph, self.planner, self.policy, self.dim_tiebreak, self.ideal = graph, planner, policy, dim_tiebreak, ideal
+        self.rules = rules
         n = len(graph.nodes)
         self.succ: list[list[tuple[int, float]]] = [[] for _ in range(n)]
         self.need = [0] * n
@@ -46,6 +64,7 @@ class Engine:
         self.chunks = [0] * n
         self.dims: list[tuple[int, ...]] = [()] * n
         self.compute_busy = 0.0
+        self.cpu_busy = 0.0
         self.comm_time = 0.0
         self.bytes_sent = 0.0
 
@@ -70,8 +89,13 @@ class Engine:
         heap: list = []
         push, pop = heapq.heappush, heapq.heappop
         counter = 0
-        ready: list = []
-        compute_free = True
+        rules = self.rules
+        res = [resource_of(nd.kind, nd.cpu) for nd in nodes]
+        exclusive = (True, True, rules.comm_exclusive)
+        by_id, min_ns = rules.by_id, rules.min_ns
+        ready: list[list] = [[], [], []]  # per resource: (index or ready time, counter, node)
+        taken = [False, False, False]
+        cpu_busy = 0.0
         in_flight = 0
         comm_since = 0.0
         sent = 0.0
@@ -129,15 +153,15 @@ class Engine:
                 by_comm[x] = True
                 if kinds[x] != COMM:
                     planner.resumed_by_collective()
-            k = kinds[x]
-            if k == COMPUTE:
-                push(ready, (t, counter, x))
-                counter += 1
-            elif k == COMM:
-                issue(x, t)
-            else:
+            r = res[x]
+            if r < 0:
                 start_t[x] = end_t[x] = t
                 release(x, t)
+            elif r == NET and not exclusive[NET] and kinds[x] == COMM:
+                issue(x, t)
+            else:
+                push(ready[r], (x if by_id else t, counter, x))
+                counter += 1
 
         def issue(i: int, t: float) -> None:
             nonlocal counter, in_flight, comm_since, sent
@@ -174,6 +198,8 @@ class Engine:
         def network_end(i: int, t: float) -> None:
             """Collective i's last chunk ended at t: it is done after its delay."""
             nonlocal in_flight, counter
+            if exclusive[NET]:
+                taken[NET] = False
             in_flight -= 1
             if in_flight == 0:
                 self.comm_time += t - comm_since
@@ -185,39 +211,51 @@ class Engine:
             else:
                 release(i, t)
 
-        def run_compute(t: float) -> None:
-            nonlocal compute_free, counter, busy
-            if compute_free and ready:
-                _, _, s = pop(ready)
-                compute_free = False
-                dur = nodes[s].duration
-                busy += dur
-                start_t[s] = t
-                push(heap, (t + dur, 3, 0, counter, _COMPUTE_DONE, s, 0))
-                counter += 1
+        def dispatch(t: float) -> None:
+            """Start what the free resources can take."""
+            nonlocal counter, busy, cpu_busy
+            for r in (GPU, CPU, NET):
+                q = ready[r]
+                while q and not taken[r]:
+                    s = pop(q)[2]
+                    taken[r] = exclusive[r]
+                    if kinds[s] == COMM:
+                        issue(s, t)
+                        continue
+                    dur = nodes[s].duration
+                    if dur < min_ns:
+                        dur = min_ns
+                    if kinds[s] == COMPUTE:
+                        if r == GPU:
+                            busy += dur
+                        else:
+                            cpu_busy += dur
+                    start_t[s] = t
+                    push(heap, (t + dur, 3, 0, counter, _COMPUTE_DONE, s, r))
+                    counter += 1
 
         for i in [i for i in range(len(nodes)) if need[i] == 0]:  # the roots, fixed before any is released
             need[i] = 1
             arrive(i, i, 0.0)
-        run_compute(0.0)
+        dispatch(0.0)
         while heap:
             t, _, _, _, ev, c, d = pop(heap)
             if ev == _COMPUTE_DONE:
-                compute_free = True
+                taken[d] = False
                 end_t[c] = t
                 release(c, t)
-                run_compute(t)
+                dispatch(t)
                 continue
             if ev == _LAG:
                 arrive(c, d, t)
-                run_compute(t)
+                dispatch(t)
                 continue
             if ev == _COMM_DONE:
                 if d == 0:  # ideal or empty: the network part ends now
                     network_end(c, t)
                 else:
                     release(c, t)
-                run_compute(t)
+                dispatch(t)
                 continue
             if ev != _ARRIVE:
                 running[d] -= 1
@@ -236,11 +274,12 @@ class Engine:
                 refill_after(ev, d, d2, refill, t)
                 if done >= 0:
                     network_end(done, t)
-                    run_compute(t)
+                    dispatch(t)
             else:
                 refill(d, t)
-        if any(need) or ready or not compute_free:
+        if any(need) or any(ready) or any(taken):
             raise RuntimeError("workload engine stalled (a dependency cycle)")  # pragma: no cover
         self.compute_busy = busy
+        self.cpu_busy = cpu_busy
         self.bytes_sent = sent
         return end_t[graph.end]

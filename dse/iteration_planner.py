@@ -123,8 +123,8 @@ class Planner:
                 dims = tuple(range(self.mp_dims))
             elif scope == DP:
                 dims = tuple(range(self.mp_dims, nd))
-            else:
-                dims = tuple(scope)
+            else:  # explicit dims (a Chakra trace's involved_dim): those past the last are ignored
+                dims = tuple(d for d in scope if d < nd)
             sub = Topology(tuple(self.topo.dims[i] for i in dims)) if dims else None
             hit = self.scopes[scope] = (dims, sub, {})
         return hit

@@ -41,12 +41,12 @@ files, dse's TOML, the generators), and the Chakra front-end for execution trace
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from .workloads import ALL, Workload
 
-COMPUTE, COMM, MARK = "compute", "comm", "mark"
+COMPUTE, COMM, MARK, REPLAY = "compute", "comm", "mark", "replay"
 #: ASTRA-sim 1.0's issue priorities of a collective (`Sys::get_priority`): the configured policy
 #: (``none``), last-in-first-out, first-in-first-out, or ahead of everything
 POLICIES = ("none", "lifo", "fifo", "highest")
@@ -58,9 +58,11 @@ _WG_FIRST = ("DATA", "MICRO", "HYBRID_DLRM")
 class Node:
     """One node of a workload graph.
 
-    `duration`: compute ns. A collective: `collective`, `size` bytes per NPU, `scope` (``all``,
-    ``mp``, ``dp`` or explicit dim indices), `delay` ns after it ends before it counts as done, and
-    the issue `policy` (`POLICIES`). `iteration`, `layer`, `slot` say where it comes from.
+    `duration`: compute ns (a `replay` node: ns it occupies its resource without computing, such as
+    a Chakra BROADCAST). `cpu`: it runs on the NPU's CPU, not its GPU. A collective: `collective`,
+    `size` bytes per NPU, `scope` (``all``, ``mp``, ``dp`` or explicit dim indices), `delay` ns
+    after it ends before it counts as done, and the issue `policy` (`POLICIES`). `iteration`,
+    `layer`, `slot` say where it comes from (`layer` is -1 for a Chakra node).
     """
 
     kind: str
@@ -74,6 +76,33 @@ class Node:
     iteration: int = 0
     layer: int = -1
     slot: str = ""
+    cpu: bool = False
+
+
+@dataclass(frozen=True)
+class ResourceRules:
+    """Which nodes may be in flight together on one NPU (the cost model's `workload_rules`).
+
+    Every rule set runs one GPU compute node and one CPU node at a time. `comm_exclusive`: one
+    collective (or replayed communication) at a time, as ASTRA-sim 2.x's workload layer does; if
+    not, every collective is issued when ready and they share the network's queues. `by_id`: a
+    freed resource takes the ready node of lowest index (ASTRA-sim 2.x issues the dependency-free
+    node of lowest id first); if not, the one ready earliest (ties: the order they became ready).
+    `min_ns`: the shortest time a compute or replay node takes (ASTRA-sim 2.x gives 1 ns to a
+    node whose duration is 0).
+    """
+
+    name: str
+    comm_exclusive: bool
+    by_id: bool
+    min_ns: float = 0.0
+
+
+#: dse's own rules (`paper`, `astra-sim-1`): collectives overlap each other and compute
+DSE_RULES = ResourceRules("dse", comm_exclusive=False, by_id=False)
+#: ASTRA-sim 2.x's `HardwareResource` (`astra-sim`): one GPU compute, one GPU communication and one
+#: CPU node in flight per NPU
+ASTRA2_RULES = ResourceRules("astra-sim-2", comm_exclusive=True, by_id=True, min_ns=1.0)
 
 
 @dataclass
@@ -230,3 +259,23 @@ def _recompute(g: Graph, wl: Workload, it: int, li: int, last: int | None, pendi
             all_comms.append(c)
             waits = [(c, tick)]
     return x, waits
+
+
+def repeat_graph(g: Graph, passes: int) -> Graph:
+    """`passes` copies of `g` (a Chakra trace's graph, say), each started when the previous one has
+    ended: its roots wait for the previous copy's `end`. Copy p's nodes have ``iteration`` p."""
+    if passes == 1:
+        return g
+    out = Graph()
+    n = len(g.nodes)
+    has_pred = {b for _, b, _ in g.edges}
+    prev_end: int | None = None
+    for p in range(passes):
+        base = len(out.nodes)
+        out.nodes.extend(replace(nd, iteration=p) for nd in g.nodes)
+        out.edges.extend((a + base, b + base, lag) for a, b, lag in g.edges)
+        if prev_end is not None:
+            out.edges.extend((prev_end, base + i, 0.0) for i in range(n) if i not in has_pred)
+        prev_end = base + g.end
+    out.end = prev_end  # type: ignore[assignment]
+    return out

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from ..collectives import AG, AR, ALL_GATHER, ALL_TO_ALL
+from ..collectives import A2A, AG, AR, ALL_GATHER, ALL_TO_ALL
 from ..errors import InputError
 from ..topology import Dim, Topology
 from .base import ChunkPlan, CostModel, is_power_of_two, log2_int
@@ -38,6 +38,8 @@ class AstraSimModel(CostModel):
     scf_rule = "astra-sim"
     themis_flavor = "offline_greedy"
     themis_across = "reset"
+    fixed_splits = True
+    workload_rules = "astra-sim-2"
     shares_bandwidth = False
     ag_input_shard = True
     baseline_ar_phase = True
@@ -100,6 +102,11 @@ class AstraSimModel(CostModel):
         hop = (2 if dim.kind == "switch" else 1) * dim.latency
         floor = math.floor
         algo = dim.algorithm
+        if kind == A2A:  # ring: P(P-1)/2 messages in turn; direct, and Switch (run direct): P-1 at once
+            if algo == "ring":
+                s = p * (p - 1) // 2
+                return s * (hop + floor((c // p) / beta)) + e * (s + 1)
+            return hop + floor((c // p) / beta) + 2 * e
         if algo == "ring":
             if kind == AG:
                 return (p - 1) * (hop + floor(c / beta)) + e * p

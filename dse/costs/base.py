@@ -85,6 +85,9 @@ class CostModel(ABC):
     themis_across: ClassVar[str] = "carry"
     #: collectives of a workload enter the dims' queues by ASTRA-sim 1.0's issue priorities
     issue_priorities: ClassVar[bool] = False
+    #: which nodes of a workload run at once on one NPU (`dse.workload_graph.ResourceRules`):
+    #: "dse" (collectives overlap each other) or "astra-sim-2" (one collective at a time)
+    workload_rules: ClassVar[str] = "dse"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

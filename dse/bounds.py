@@ -196,7 +196,7 @@ def ideal_ns(spec: CollectiveSpec) -> float:
     """The bytes one NPU must send over the sum of its bandwidths (100 % utilisation)."""
     model = spec.cost_model
     need = nominal_bytes_sent(spec.collective, spec.size, spec.topology.shape, ag_input_shard=model.ag_input_shard)
-    return need / sum(model.bytes_per_ns(d) for d in spec.topology.dims)
+    return need / sum(model.bytes_per_ns(d, spec.collective) for d in spec.topology.dims)
 
 
 def lower_bounds(
@@ -256,7 +256,7 @@ def bounds_for(
     if solver == "highs" and not _highs_available():
         solver_used = "cbc"
         notes.append("HiGHS is not installed: solved with CBC")
-    bw = [spec.cost_model.bytes_per_ns(d) for d in spec.topology.dims]
+    bw = [spec.cost_model.bytes_per_ns(d, spec.collective) for d in spec.topology.dims]
     lp, floor, res = ilp_bound(types, slots, bw, start=ideal, solver=solver_used, time_limit_s=time_limit_s,
                                node_limit=node_limit)  # fmt: skip
     # a schedule found at the floor has its objective within 1e-9 of the proven floor: report the floor

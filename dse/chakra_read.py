@@ -171,14 +171,24 @@ def _integer(attrs: dict, name: str, where: str, *, minimum: int = 0, maximum: i
     return v
 
 
+def _ns(attrs: dict, name: str, where: str) -> float | None:
+    """One of dse's exact times (a double, ns), if present."""
+    v = attrs.get(name)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_NS:
+        raise InputError(where, f"{name} is {v!r}", f"ns from 0 to {MAX_NS:g}")
+    return float(v)
+
+
 def _node(msg: Any, where: str) -> Node:
     """One Chakra node as a graph node (module docstring)."""
     a = _attrs(msg)
     cpu = bool(a.get("is_cpu_op", False))
     if msg.duration_micros * 1000 > MAX_NS:
         raise InputError(where, f"duration_micros {msg.duration_micros} is too long", f"at most {MAX_NS / 1000:g} us")
-    ns = _integer(a, "dse_duration_ns", where, maximum=int(MAX_NS))
-    dur = float(msg.duration_micros * 1000 if ns is None else ns)
+    ns = _ns(a, "dse_duration_ns", where)
+    dur = float(msg.duration_micros * 1000) if ns is None else ns
     label = dict(name=msg.name, iteration=_integer(a, "dse_iteration", where) or 0, slot=str(a.get("dse_slot", "")),
                  layer=_integer(a, "dse_layer", where, minimum=-1) if "dse_layer" in a else -1)  # fmt: skip
     t = msg.type
@@ -213,7 +223,7 @@ def _node(msg: Any, where: str) -> Node:
     policy = str(a.get("dse_policy", "none"))
     if policy not in POLICIES:
         raise InputError(where, f"dse_policy {policy!r}", ", ".join(POLICIES))
-    delay = float(_integer(a, "dse_delay_ns", where, maximum=int(MAX_NS)) or 0)
+    delay = _ns(a, "dse_delay_ns", where) or 0.0
     return Node(COMM, collective=SIMULATED[ctype], size=size, scope=scope, delay=delay, policy=policy, cpu=cpu, **label)
 
 

@@ -116,8 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "not show (without it such rows are refused, naming the columns)")  # fmt: skip
     q.add_argument("--out", required=True, help="the figure: .png or .svg")
     q.set_defaults(func=cmd_plot_sweep)
-    q = psub.add_parser("timeline", help="the per-dimension phases of one evaluation (dse evaluate --json --timeline)")
-    q.add_argument("result", metavar="RESULT.json", help="the output of dse evaluate ... --json --timeline")
+    q = psub.add_parser("timeline", help="the per-dimension phases of one evaluation (dse evaluate --json --timeline), "
+                        "or each resource's nodes of an iteration (dse iterate --json --timeline)")  # fmt: skip
+    q.add_argument("result", metavar="RESULT.json", help="the output of dse evaluate or dse iterate ... --json --timeline")
     q.add_argument("--out", required=True, help="the figure: .png or .svg")
     q.set_defaults(func=cmd_plot_timeline)
 

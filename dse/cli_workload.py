@@ -11,7 +11,7 @@ from .units import format_time
 
 def add_workload_parser(sub: argparse._SubParsersAction) -> None:
     """Register the `workload` subcommand on a subparsers object (dse.cli hooks it)."""
-    p = sub.add_parser("workload", help="the bundled workloads; convert a workload file to dse's TOML (or back)")
+    p = sub.add_parser("workload", help="the bundled workloads; convert a workload file to dse TOML (or back), or export it as a Chakra trace")
     wsub = p.add_subparsers(dest="workload_command", metavar="ACTION", parser_class=type(p), required=True)
     q = wsub.add_parser("list", help="the bundled workloads and the generators, by the names dse iterate takes")
     q.add_argument("--json", action="store_true", help="print one JSON list instead of a table")
@@ -22,6 +22,16 @@ def add_workload_parser(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--origin", default="", help="the line of origin to record (default: the source file's name)")
     q.add_argument("--force", action="store_true", help="replace --out if it exists")
     q.set_defaults(func=cmd_workload_convert)
+    q = wsub.add_parser("export", help="write a workload as a Chakra trace (ASTRA-sim 2.x): PREFIX.0.et, PREFIX.1.et, ...")
+    q.add_argument("source", metavar="WORKLOAD", help="an ASTRA-sim 1.0 text file, a .toml workload, a bundled name, "
+                   "a generator or a Chakra trace")  # fmt: skip
+    q.add_argument("--format", default="chakra", help="chakra (the only format so far)")
+    q.add_argument("-o", "--out", required=True, metavar="PREFIX", help="the files are PREFIX.<rank>.et")
+    q.add_argument("-t", "--topology", default=None, help="the network the trace is for: names the dimensions of "
+                   "model- and data-parallel collectives, and how many rank files to write")  # fmt: skip
+    q.add_argument("--npus", default=None, help="rank files to write (default: the topology's NPUs, else 1)")
+    q.add_argument("--force", action="store_true", help="replace existing rank files")
+    q.set_defaults(func=cmd_workload_export)
 
 
 def _listing() -> list[dict[str, object]]:
@@ -57,4 +67,20 @@ def cmd_workload_convert(args: argparse.Namespace) -> int:
     wl = convert(args.source, args.out, origin=args.origin, force=args.force)
     n = len(wl.layers)
     print(f"{args.out}: {wl.name}, {n} layer{'' if n == 1 else 's'}, {wl.parallelism}")
+    return 0
+
+
+def cmd_workload_export(args: argparse.Namespace) -> int:
+    from .chakra_write import export_chakra
+    from .errors import InputError
+
+    if str(args.format).strip().lower() != "chakra":
+        raise InputError("--format", f"{args.format!r}", "chakra")
+    rep = export_chakra(args.source, args.out, topology=args.topology, npus=args.npus, force=args.force)
+    files = rep.files[0] if len(rep.files) == 1 else f"{rep.files[0]} ... {rep.files[-1]}"
+    print(f"{files}: {rep.nodes} nodes, {rep.collectives} collectives, {rep.ranks} rank file{'' if rep.ranks == 1 else 's'}")
+    if rep.run_on:
+        print(f"note: the model-parallel group splits a dimension: run the trace on {rep.run_on}")
+    for note in rep.notes:
+        print(f"note: {note}")
     return 0

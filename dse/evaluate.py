@@ -141,7 +141,7 @@ def make_result(  # type: ignore[no-untyped-def]
     whose union gives the busy time; `keep_timeline=False` then leaves it out of the result."""
     t = out.time_ns
     need = nominal_bytes_sent(coll, nbytes, topo.shape, ag_input_shard=model.ag_input_shard)
-    total_bw = sum(model.bytes_per_ns(d) for d in topo.dims)
+    total_bw = sum(model.bytes_per_ns(d, coll) for d in topo.dims)
     n = topo.npus
     # nccl-tests: algbw over the per-NPU data (AG: its output); busbw scales by the bytes on the wire
     data = nbytes * n if coll == ALL_GATHER and model.ag_input_shard else nbytes

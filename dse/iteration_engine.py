@@ -223,13 +223,13 @@ class Engine:
                         issue(s, t)
                         continue
                     dur = nodes[s].duration
-                    if dur < min_ns:
-                        dur = min_ns
-                    if kinds[s] == COMPUTE:
+                    if kinds[s] == COMPUTE:  # the compute as given: a 0-ns node's 1 ns is time, not compute
                         if r == GPU:
                             busy += dur
                         else:
                             cpu_busy += dur
+                    if dur < min_ns:
+                        dur = min_ns
                     start_t[s] = t
                     push(heap, (t + dur, 3, 0, counter, _COMPUTE_DONE, s, r))
                     counter += 1

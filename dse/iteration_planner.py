@@ -155,7 +155,7 @@ class Planner:
         if sub is None:
             return 0.0, 0.0
         need = nominal_bytes_sent(coll, nbytes, sub.shape, ag_input_shard=self.model.ag_input_shard)
-        return need / sum(self.model.bytes_per_ns(d) for d in sub.dims), need
+        return need / sum(self.model.bytes_per_ns(d, coll) for d in sub.dims), need
 
     def plans(self, coll: str, nbytes: int, scope: Any, t: float) -> tuple[list[tuple[Phase, ...]], tuple[int, ...]]:
         """The chunks' phase lists (logical dim indices) of a collective issued at `t`, and its dims."""

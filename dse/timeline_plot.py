@@ -253,12 +253,16 @@ def draw_timelines(panels: Sequence[TimelinePlotData], out: "str | Path", *, cap
 
 
 def plot_timeline_file(path: "str | Path", out: "str | Path") -> Path:
-    """Draw the timeline of a `dse evaluate --json --timeline` file: `json_timeline_data` then
-    `draw_timelines`."""
+    """Draw the timeline of a `dse evaluate --json --timeline` file (`json_timeline_data`), or of a
+    `dse iterate --json --timeline` file (`dse.iteration_timeline`), with `draw_timelines`."""
     figure_path(out)  # a bad output name is refused before anything is read
     text = read_text(path, "RESULT.json")
     try:
         d = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(str(path), f"not valid JSON: {e}", _NEEDS) from None
+    if isinstance(d, Mapping) and "nodes" in d and "timeline" not in d:  # dse iterate --json --timeline
+        from .iteration_timeline import iteration_plot_data
+
+        return draw_timelines([iteration_plot_data(d, str(path))], out)
     return draw_timelines([json_timeline_data(d, str(path))], out)

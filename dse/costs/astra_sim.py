@@ -82,10 +82,12 @@ class AstraSimModel(CostModel):
     def _shrink(self, c: float, p: int) -> float:
         return c // p
 
-    def bytes_per_ns(self, dim: Dim) -> float:
-        """ASTRA-sim's GB is 2^30 B; a direct (FC) dimension sends its P−1 messages in parallel."""
+    def bytes_per_ns(self, dim: Dim, collective: str | None = None) -> float:
+        """ASTRA-sim's GB is 2^30 B; a direct (FC) dimension sends its P−1 messages in parallel, and
+        so does an all-to-all on a Switch (run direct there)."""
         beta = dim.bandwidth * GIB / 1e9
-        return beta * (dim.npus - 1) if dim.algorithm == "direct" else beta
+        direct = dim.algorithm == "direct" or (collective == ALL_TO_ALL and dim.kind == "switch")
+        return beta * (dim.npus - 1) if direct else beta
 
     def bandwidth_time(self, dim: Dim, kind: str, c: float) -> float:
         p = dim.npus

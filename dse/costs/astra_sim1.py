@@ -222,7 +222,7 @@ class AstraSim1Model(CostModel):
         effective = scalar * (dim.npus - 1) if dim.kind == "fc" else scalar
         return effective * (dim.bandwidth / dim.links)
 
-    def bytes_per_ns(self, dim: Dim) -> float:
+    def bytes_per_ns(self, dim: Dim, collective: str | None = None) -> float:
         return self.greedy_bandwidth(dim) * GIB / 1e9
 
     def bandwidth_time(self, dim: Dim, kind: str, c: float) -> float:

@@ -208,7 +208,7 @@ class CostModel(ABC):
         return dim.bandwidth
 
     @abstractmethod
-    def bytes_per_ns(self, dim: Dim) -> float:
+    def bytes_per_ns(self, dim: Dim, collective: str | None = None) -> float:
         """The dimension's bandwidth in this model's units, bytes per ns."""
 
 

@@ -17,7 +17,7 @@ class PaperModel(CostModel):
     name = "paper"
     description = "Themis paper: aggregate per-NPU bandwidth, steps x latency (1 GB/s = 1 B/ns)"
 
-    def bytes_per_ns(self, dim: Dim) -> float:
+    def bytes_per_ns(self, dim: Dim, collective: str | None = None) -> float:
         return dim.bandwidth
 
     def bandwidth_time(self, dim: Dim, kind: str, c: float) -> float:

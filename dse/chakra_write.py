@@ -193,10 +193,10 @@ def encode_graph(graph: Graph, flags_len: int | None, *, mp_dims: int = 0, ndims
         out.append(m)
     notes = []
     if rounded:
-        notes.append(f"{rounded} durations are not whole microseconds (Chakra's unit): ASTRA-sim 2.x reads them "
+        notes.append(f"{rounded} duration{'s are' if rounded > 1 else ' is'} not whole microseconds (Chakra's unit): ASTRA-sim 2.x reads them "
                      f"rounded, by up to {worst:.0f} ns each; dse reads the exact ns kept in dse_duration_ns")  # fmt: skip
     if delays:
-        notes.append(f"{delays} collectives carry an update delay (dse_delay_ns) that ASTRA-sim 2.x does not apply")
+        notes.append(f"{delays} collective{'s carry' if delays > 1 else ' carries'} an update delay (dse_delay_ns) that ASTRA-sim 2.x does not apply")
     return out, notes
 
 

@@ -78,7 +78,7 @@ def cmd_workload_export(args: argparse.Namespace) -> int:
         raise InputError("--format", f"{args.format!r}", "chakra")
     rep = export_chakra(args.source, args.out, topology=args.topology, npus=args.npus, force=args.force)
     files = rep.files[0] if len(rep.files) == 1 else f"{rep.files[0]} ... {rep.files[-1]}"
-    print(f"{files}: {rep.nodes} nodes, {rep.collectives} collectives, {rep.ranks} rank file{'' if rep.ranks == 1 else 's'}")
+    print(f"{files}: {rep.nodes} nodes, {rep.collectives} collective{'' if rep.collectives == 1 else 's'}, {rep.ranks} rank file{'' if rep.ranks == 1 else 's'}")
     if rep.run_on:
         print(f"note: the model-parallel group splits a dimension: run the trace on {rep.run_on}")
     for note in rep.notes:

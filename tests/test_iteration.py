@@ -51,7 +51,8 @@ def test_one_collective_equals_evaluate(cost_model: str, scheduler: str, queue: 
     tick = model.workload_tick + 2 * RULES[model.workload_rules].min_ns
     assert r.collectives[0].issue_ns == tick
     assert r.time_ns == pytest.approx(tick + e.time_ns, rel=1e-12)
-    exposed = model.workload_tick + e.time_ns  # the 1-ns computes are compute
+    exposed = tick + e.time_ns  # F_0 and W_0 compute nothing: their 1 ns is time, not compute
+    assert r.compute_ns == 0
     assert r.comm_ns == pytest.approx(e.time_ns, rel=1e-12) and r.exposed_comm_ns == pytest.approx(exposed, rel=1e-12)
     assert r.collectives[0].chunks == 64
 

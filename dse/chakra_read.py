@@ -30,6 +30,7 @@ them are checked), `notes` says so. Attributes named ``dse_*`` are dse's own (wr
 
 from __future__ import annotations
 
+import glob
 import gzip
 import re
 import zlib
@@ -90,10 +91,12 @@ def load_trace(spec: "str | Path") -> ChakraTrace:
     if not path.is_file():
         raise InputError("workload", f"no such Chakra trace {str(spec)!r}", "a PREFIX.N.et file or its PREFIX")
     data = _read_bytes(path)
-    version, raw = _messages(data, str(path))
-    trace = _build(raw, str(path), version)
-    ranks, notes = _check_ranks(path, data)
-    return ChakraTrace(trace.name, str(path), trace.graph, trace.ids, ranks, version, trace.notes + notes)
+    meta, raw = _messages(data, str(path))
+    pytorch = any(a.name == "schema" for a in meta.attr)  # PyTorch's execution-trace schema version
+    graph, ids, notes = _build(raw, str(path), pytorch)
+    ranks, rank_notes = _check_ranks(path, data)
+    name = re.sub(r"\.\d+\.et(\.gz)?$", "", path.name)
+    return ChakraTrace(name, str(path), graph, ids, ranks, meta.version, notes + rank_notes)
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -124,8 +127,8 @@ def _varint(data: bytes, pos: int, where: str) -> tuple[int, int]:
             raise InputError(where, "damaged: a length prefix longer than 10 bytes", "a Chakra trace")
 
 
-def _messages(data: bytes, path: str) -> tuple[str, list[Any]]:
-    """The metadata's version and the parsed `Node` messages, in file order."""
+def _messages(data: bytes, path: str) -> tuple[Any, list[Any]]:
+    """The `GlobalMetadata` and the parsed `Node` messages, in file order."""
     if not data:
         raise InputError(path, "an empty file", "a Chakra trace: a GlobalMetadata message, then Node messages")
     meta = cs.GlobalMetadata()
@@ -135,8 +138,7 @@ def _messages(data: bytes, path: str) -> tuple[str, list[Any]]:
         node = cs.ChakraNode()
         pos = _parse(node, data, pos, f"{path}: the node after {f'node {nodes[-1].id}' if nodes else 'the metadata'}")
         nodes.append(node)
-    pytorch = any(a.name == "schema" for a in meta.attr)
-    return (meta.version + (" pytorch" if pytorch else "")), nodes
+    return meta, nodes
 
 
 def _parse(msg: Any, data: bytes, pos: int, where: str) -> int:
@@ -227,15 +229,7 @@ def _node(msg: Any, where: str) -> Node:
     return Node(COMM, collective=SIMULATED[ctype], size=size, scope=scope, delay=delay, policy=policy, cpu=cpu, **label)
 
 
-@dataclass(frozen=True)
-class _Built:
-    name: str
-    graph: Graph
-    ids: tuple[int, ...]
-    notes: tuple[str, ...]
-
-
-def _build(raw: list[Any], path: str, version: str) -> _Built:
+def _build(raw: list[Any], path: str, pytorch: bool) -> tuple[Graph, tuple[int, ...], tuple[str, ...]]:
     """Check ids and dependencies, order by id, and link the graph (with its end mark)."""
     index: dict[int, int] = {}
     for k, msg in enumerate(raw):
@@ -246,7 +240,6 @@ def _build(raw: list[Any], path: str, version: str) -> _Built:
     pos = {i: j for j, i in enumerate(order)}
     g = Graph()
     dropped = 0
-    pytorch = version.endswith("pytorch")
     for i in order:
         msg = raw[index[i]]
         g.nodes.append(_node(msg, f"{path}: node {i}"))
@@ -272,8 +265,7 @@ def _build(raw: list[Any], path: str, version: str) -> _Built:
     if dropped:
         notes = (f"a trace converted from PyTorch: its {dropped:,} control dependencies (each operator's parent "
                  "in PyTorch's call tree, not an order) are left out; its data dependencies order it",)  # fmt: skip
-    name = re.sub(r"\.\d+\.et(\.gz)?$", "", Path(path).name)
-    return _Built(name, g, tuple(order), notes)
+    return g, tuple(order), notes
 
 
 def _check_acyclic(g: Graph, ids: list[int], path: str) -> None:
@@ -307,7 +299,7 @@ def _check_ranks(path: Path, data0: bytes) -> tuple[int, tuple[str, ...]]:
         return 1, ()
     prefix = m.group("prefix")
     files = []
-    for p in path.parent.glob(f"{glob_escape(prefix)}.*.et"):
+    for p in path.parent.glob(f"{glob.escape(prefix)}.*.et"):
         mm = _RANK_FILE.match(p.name)
         if mm and mm.group("prefix") == prefix:
             files.append((int(mm.group("rank")), p))
@@ -350,7 +342,3 @@ def _signature(raw: list[Any]) -> tuple:
         out.append((m.type, m.name, m.duration_micros, deps, attrs))
     return tuple(out)
 
-
-def glob_escape(s: str) -> str:
-    """`s` with glob's special characters quoted."""
-    return re.sub(r"([*?\[])", r"[\1]", s)

@@ -41,9 +41,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from .chakra_read import ChakraTrace
 from .costs import CostModel, get_cost_model
 from .errors import InputError
-from .iteration_engine import RULES, Engine
+from .iteration_engine import RESOURCE_NAMES, RULES, Engine, resource_of
 from .iteration_planner import MIB, Planner, chunk_count
 from .limits import check_work
 from .placement import group_topology
@@ -52,8 +53,6 @@ from .simulate import policy_code
 from .spec import simulation_steps
 from .topology import Topology, parse_topology
 from .units import parse_int
-from .chakra_read import ChakraTrace
-from .iteration_engine import RESOURCE_NAMES, resource_of
 from .workload_graph import COMM, MARK, Graph, compile_workload, repeat_graph
 from .workloads import ALL, Workload, load_workload
 
@@ -201,10 +200,10 @@ def iterate(
                       n.size, engine.dims[i], engine.chunks[i], engine.start[i], engine.end[i], n.delay)  # fmt: skip
         for i, n in enumerate(graph.nodes) if n.kind == COMM
     )
-    ids = wl.ids if trace else None
+    ids = wl.ids if trace else ()  # a trace's node ids, in graph order (its end mark has none)
     timeline = tuple(
-        NodeRun(i, ids[i % len(one.nodes)] if ids and i % len(one.nodes) < len(ids) else i, n.name, n.kind,
-                RESOURCE_NAMES[resource_of(n.kind, n.cpu)], n.iteration, engine.start[i], engine.end[i])
+        NodeRun(i, ids[i % len(one.nodes)] if ids else i, n.name, n.kind, RESOURCE_NAMES[resource_of(n.kind, n.cpu)],
+                n.iteration, engine.start[i], engine.end[i])
         for i, n in enumerate(graph.nodes) if n.kind != MARK
     ) if nodes else ()  # fmt: skip
     return IterationResult(

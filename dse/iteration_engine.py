@@ -92,10 +92,16 @@ class Engine:
         rules = self.rules
         res = [resource_of(nd.kind, nd.cpu) for nd in nodes]
         exclusive = (True, True, rules.comm_exclusive)
-        by_id, min_ns = rules.by_id, rules.min_ns
+        by_id, min_ns, late_release = rules.by_id, rules.min_ns, rules.end_before_release
         ready: list[list] = [[], [], []]  # per resource: (index or ready time, counter, node)
         taken = [False, False, False]
         cpu_busy = 0.0
+        # the first NPU to handle the current event (ASTRA-sim 2.x's same-tick order, `Planner.lead_after`)
+        track = planner.tracks_lead
+        lead = 0
+        phase_lead: list[int] = []  # per chunk: the first NPU to start its current phase
+        node_lead = [0] * len(nodes)  # per node: the first NPU to issue it
+        lag_lead: dict[int, int] = {}
         in_flight = 0
         comm_since = 0.0
         sent = 0.0
@@ -127,6 +133,8 @@ class Engine:
                 ph = plans[c][pos[c]]
                 running[d] += 1
                 sent += ph[5]
+                if track:
+                    phase_lead[c] = lead
                 counter = push_phase(heap, ph, c, d, t, counter, dim_tiebreak)
 
         def release(s: int, t: float) -> None:
@@ -134,6 +142,8 @@ class Engine:
             nonlocal counter
             for x, lag in succ[s]:
                 if lag:
+                    if track:
+                        lag_lead[counter] = lead
                     push(heap, (t + lag, 4, 0, counter, _LAG, s, x))
                     counter += 1
                 else:
@@ -167,6 +177,7 @@ class Engine:
             nonlocal counter, in_flight, comm_since, sent
             node = nodes[i]
             start_t[i] = t
+            node_lead[i] = lead
             if in_flight == 0:
                 comm_since = t
             in_flight += 1
@@ -178,7 +189,7 @@ class Engine:
                 push(heap, (t + dt, 2, 0, counter, _COMM_DONE, i, 0))
                 counter += 1
                 return
-            chunk_plans, dims = planner.plans(node.collective, node.size, node.scope, t)  # type: ignore[arg-type]
+            chunk_plans, dims = planner.plans(node.collective, node.size, node.scope, t, lead)  # type: ignore[arg-type]
             dims_of[i], nchunks[i] = dims, len(chunk_plans)
             if not chunk_plans:
                 push(heap, (t, 2, 0, counter, _COMM_DONE, i, 0))
@@ -190,6 +201,7 @@ class Engine:
             for cp in chunk_plans:
                 plans.append(cp)
                 pos.append(0)
+                phase_lead.append(lead)
                 owner.append(i)
                 prio.append(p)
             for c in range(first, len(plans)):
@@ -204,6 +216,7 @@ class Engine:
             if in_flight == 0:
                 self.comm_time += t - comm_since
             end_t[i] = t
+            node_lead[i] = lead
             delay = nodes[i].delay
             if delay:
                 push(heap, (t + delay, 2, 0, counter, _COMM_DONE, i, 1))
@@ -231,6 +244,7 @@ class Engine:
                     if dur < min_ns:
                         dur = min_ns
                     start_t[s] = t
+                    node_lead[s] = lead
                     push(heap, (t + dur, 3, 0, counter, _COMPUTE_DONE, s, r))
                     counter += 1
 
@@ -239,7 +253,12 @@ class Engine:
             arrive(i, i, 0.0)
         dispatch(0.0)
         while heap:
-            t, _, _, _, ev, c, d = pop(heap)
+            t, _, _, n_, ev, c, d = pop(heap)
+            if track:
+                if ev >= _COMM_DONE:
+                    lead = lag_lead.pop(n_) if ev == _LAG else node_lead[c]
+                else:
+                    lead = planner.lead_after(phase_lead[c], nodes[owner[c]].collective, plans[c][pos[c]])  # type: ignore[arg-type]
             if ev == _COMPUTE_DONE:
                 taken[d] = False
                 end_t[c] = t
@@ -257,26 +276,34 @@ class Engine:
                     release(c, t)
                 dispatch(t)
                 continue
+            if ev == _RELEASE:
+                running[d] -= 1
+                refill(d, t)
+                continue
+            plan = plans[c]
+            pos[c] += 1
+            done = -1
+            if pos[c] < len(plan):
+                d2 = enqueue(c)
+            else:
+                d2 = -1
+                o = owner[c]
+                remaining[o] -= 1
+                if remaining[o] == 0:
+                    done = o
+            if done >= 0 and late_release:  # the collective's end first, its dim freed after
+                network_end(done, t)
+                dispatch(t)
+                if ev != _ARRIVE:
+                    running[d] -= 1
+                refill_after(ev, d, d2, refill, t)
+                continue
             if ev != _ARRIVE:
                 running[d] -= 1
-            if ev != _RELEASE:
-                plan = plans[c]
-                pos[c] += 1
-                done = -1
-                if pos[c] < len(plan):
-                    d2 = enqueue(c)
-                else:
-                    d2 = -1
-                    o = owner[c]
-                    remaining[o] -= 1
-                    if remaining[o] == 0:
-                        done = o
-                refill_after(ev, d, d2, refill, t)
-                if done >= 0:
-                    network_end(done, t)
-                    dispatch(t)
-            else:
-                refill(d, t)
+            refill_after(ev, d, d2, refill, t)
+            if done >= 0:
+                network_end(done, t)
+                dispatch(t)
         if any(need) or any(ready) or any(taken):
             raise RuntimeError("workload engine stalled (a dependency cycle)")  # pragma: no cover
         self.compute_busy = busy

@@ -8,12 +8,15 @@ priorities. The cost model decides the rules that differ between simulators:
 - chunks: `chunks` per collective, or none smaller than `min_chunk_bytes` (`CostModel.fixed_splits`);
 - Themis across collectives (`CostModel.themis_across`): ``carry``, one load tracker for the whole
   run, each collective charging its own dims (the paper's Algorithm 1); ``reset``, every
-  collective from zero loads (ASTRA-sim 2.x); ``astra-sim-1``, ASTRA-sim 1.0's one OfflineGreedy
-  state over all logical dims, reset only when node 0 is first to issue a collective at a new
-  tick: before the run's first wait for a collective it is (the loads are reset, then
-  accumulate); after it, another node schedules first from the loads as they stand, and node 0
-  resets them afterwards (reference: astra-sim-1.0-multipass.md §2). An all-to-all never consults
-  the loads, but resets them;
+  collective from zero loads; ``astra-sim-1`` and ``astra-sim-2``, ASTRA-sim's one OfflineGreedy
+  state over all logical dims (node 0's), reset only when node 0 issues a collective at a new
+  tick. When node 0 is the first NPU to issue, the loads are reset, then accumulate; when
+  another NPU is first, it schedules every chunk from the loads as they stand (the previous
+  collective's, unless node 0 reset them since), and node 0, issuing later in the same tick,
+  takes that cached schedule and resets the loads. Who is first: in 1.0, node 0 until the run
+  first waits for a collective, another node after it (reference: astra-sim-1.0-multipass.md
+  §2); in 2.x, the NPU the engine's same-tick order puts first (`lead`, the issuing event's
+  first NPU, `lead_after`). An all-to-all never consults the loads, but resets them;
 - priorities (`CostModel.issue_priorities`): ASTRA-sim 1.0 gives each collective a priority when
   it is issued (last-in-first-out counts up, first-in-first-out down, ``highest`` above all) and a
   phase entering a first-in-first-out queue goes behind the waiting phases of equal or higher
@@ -63,18 +66,21 @@ class _CarryingThemis:
         return out
 
 
-class _Astra1Greedy:
-    """ASTRA-sim 1.0's OfflineGreedy across collectives: one state, node 0's reset rule (module docstring)."""
+class _NodeZeroGreedy:
+    """ASTRA-sim's OfflineGreedy across collectives: one state, node 0's reset rule (module docstring)."""
 
     def __init__(self, topology: Topology, model: CostModel) -> None:
         self.greedy = OfflineGreedy([model.greedy_bandwidth(d) for d in topology.dims], topology.shape)
         self.nd = topology.ndims
-        self.node0_leads = True
+        self.node0_leads = True  # 1.0's rule; 2.x passes node0_first per issue
         self.last_reset = 0.0
 
-    def orders(self, problem: ScheduleProblem, dims: tuple[int, ...], t: float) -> list[tuple[int, ...]]:
+    def orders(self, problem: ScheduleProblem, dims: tuple[int, ...], t: float,
+               node0_first: bool | None = None) -> list[tuple[int, ...]]:  # fmt: skip
         coll = problem.collective
         new_tick = t != self.last_reset
+        if node0_first is not None:
+            self.node0_leads = node0_first
         if self.node0_leads and new_tick:
             self.greedy.reset()
             self.last_reset = t
@@ -105,12 +111,17 @@ class Planner:
         self.modes: dict[tuple, str] = {}
         self.priority_counter = 0
         self.carrying: _CarryingThemis | None = None
-        self.astra1: _Astra1Greedy | None = None
+        self.node0: _NodeZeroGreedy | None = None
+        #: the engine passes each collective's first issuing NPU (`lead`) and tracks it (`lead_after`)
+        self.tracks_lead = False
+        self._lead_maps: dict[tuple, tuple[list[int], int, int]] = {}
         if isinstance(sched, ThemisScheduler):
-            if model.themis_across == "carry" and model.themis_flavor == "load_tracker":
+            across, flavor = model.themis_across, model.themis_flavor
+            if across == "carry" and flavor == "load_tracker":
                 self.carrying = _CarryingThemis(sched, topology)
-            elif model.themis_across == "astra-sim-1" and model.themis_flavor == "offline_greedy":
-                self.astra1 = _Astra1Greedy(topology, model)
+            elif across in ("astra-sim-1", "astra-sim-2") and flavor == "offline_greedy":
+                self.node0 = _NodeZeroGreedy(topology, model)
+                self.tracks_lead = across == "astra-sim-2"
 
     def scope(self, scope: Any) -> tuple[tuple[int, ...], Topology | None, dict]:
         """A scope's logical dims, its sub-topology (None if it has no dims) and a phase memo."""
@@ -146,8 +157,24 @@ class Planner:
 
     def resumed_by_collective(self) -> None:
         """The workload waited for a collective and was resumed by its completion (ASTRA-sim 1.0's Themis rule)."""
-        if self.astra1 is not None:
-            self.astra1.node0_leads = False
+        if self.node0 is not None and not self.tracks_lead:
+            self.node0.node0_leads = False
+
+    def lead_after(self, lead: int, coll: str, ph: Phase) -> int:
+        """The first NPU (flat index, dim 0 fastest) to end phase `ph` of a `coll` chunk started first by `lead`."""
+        key = (ph.dim, coll, ph.kind)
+        hit = self._lead_maps.get(key)
+        if hit is None:
+            dims = self.topo.dims
+            dim = dims[ph.dim]
+            stride = 1
+            for d in dims[: ph.dim]:
+                stride *= d.npus
+            table = [self.model.lead_after(dim, coll, ph.kind, i) for i in range(dim.npus)]
+            hit = self._lead_maps[key] = (table, stride, dim.npus)
+        table, stride, p = hit
+        c = lead // stride % p
+        return lead + (table[c] - c) * stride
 
     def ideal_ns(self, coll: str, nbytes: int, scope: Any) -> tuple[float, float]:
         """(ns, bytes one NPU sends) of a collective at 100 % of its dims' bandwidth."""
@@ -157,8 +184,9 @@ class Planner:
         need = nominal_bytes_sent(coll, nbytes, sub.shape, ag_input_shard=self.model.ag_input_shard)
         return need / sum(self.model.bytes_per_ns(d, coll) for d in sub.dims), need
 
-    def plans(self, coll: str, nbytes: int, scope: Any, t: float) -> tuple[list[tuple[Phase, ...]], tuple[int, ...]]:
-        """The chunks' phase lists (logical dim indices) of a collective issued at `t`, and its dims."""
+    def plans(self, coll: str, nbytes: int, scope: Any, t: float,
+              lead: int = 0) -> tuple[list[tuple[Phase, ...]], tuple[int, ...]]:  # fmt: skip
+        """The chunks' phase lists (logical dim indices) of a collective issued at `t`, first by NPU `lead`, and its dims."""
         dims, sub, memo = self.scope(scope)
         if sub is None:
             return [], dims
@@ -172,8 +200,8 @@ class Planner:
         problem = ScheduleProblem(sub, coll, plan, model, 0, self.queue, mode, 1)
         if self.carrying is not None:
             orders = self.carrying.orders(problem, dims)
-        elif self.astra1 is not None:
-            orders = self.astra1.orders(problem, dims, t)
+        elif self.node0 is not None:
+            orders = self.node0.orders(problem, dims, t, lead == 0 if self.tracks_lead else None)
         else:
             okey = (coll, nbytes, scope)
             orders = self.order_cache.get(okey)  # type: ignore[assignment]

@@ -89,20 +89,25 @@ class ResourceRules:
     freed resource takes the ready node of lowest index (ASTRA-sim 2.x issues the dependency-free
     node of lowest id first); if not, the one ready earliest (ties: the order they became ready).
     `min_ns`: the shortest time a compute or replay node takes (ASTRA-sim 2.x gives 1 ns to a
-    node whose duration is 0).
+    node whose duration is 0). `end_before_release`: a collective's end is handled (the nodes it
+    frees issued) while its last phase still holds its dimension, which is refilled afterwards
+    (ASTRA-sim 2.x calls the workload back before the finished stream leaves its queue, so a
+    collective issued then queues there behind it: under smallest-first its equal-size chunks
+    stack up last-in-first-out, the first one included).
     """
 
     name: str
     comm_exclusive: bool
     by_id: bool
     min_ns: float = 0.0
+    end_before_release: bool = False
 
 
 #: dse's own rules (`paper`, `astra-sim-1`): collectives overlap each other and compute
 DSE_RULES = ResourceRules("dse", comm_exclusive=False, by_id=False)
 #: ASTRA-sim 2.x's `HardwareResource` (`astra-sim`): one GPU compute, one GPU communication and one
 #: CPU node in flight per NPU
-ASTRA2_RULES = ResourceRules("astra-sim-2", comm_exclusive=True, by_id=True, min_ns=1.0)
+ASTRA2_RULES = ResourceRules("astra-sim-2", comm_exclusive=True, by_id=True, min_ns=1.0, end_before_release=True)
 
 
 @dataclass

@@ -174,16 +174,11 @@ def test_astra_sim_2_runs(row: dict) -> None:
     want = float(row["sim_time_ns"])
     assert r.compute_ns == float(row["compute_ns"])
     assert r.time_ns - want == r.exposed_comm_ns - float(row["exposed_comm_ns"])
-    if row["scheduler"] == "baseline":
-        assert r.time_ns == want and r.exposed_comm_ns == float(row["exposed_comm_ns"])
-    else:
-        assert r.time_ns == pytest.approx(want, rel=0.006)
+    assert r.time_ns == want and r.exposed_comm_ns == float(row["exposed_comm_ns"])
 
 
 def test_astra_sim_2_golden_counts() -> None:
     assert len(GOLDEN) == 42 and sum(r["scheduler"] == "baseline" for r in GOLDEN) == 21
-    themis = [r for r in GOLDEN if r["scheduler"] == "themis"]
-    assert sum(_golden(r).time_ns == float(r["sim_time_ns"]) for r in themis) >= 14
 
 
 # ----- 3. one collective is dse.evaluate -----------------------------------------------------------
@@ -474,7 +469,9 @@ def test_random_dag_bounds(spec: list) -> None:
     nodes = [comp(i, v, *d) if k == "comp" else coll(i, "all_reduce", v * MIB, *d) for i, (k, v, d) in enumerate(spec)]
     with tempfile.TemporaryDirectory() as tmp:
         path = write_trace(Path(tmp) / "r.0.et", nodes)
-        for model, sched, queue in [("astra-sim", "themis", "scf"), ("paper", "baseline", "fifo"), ("paper", "themis", "scf")]:
+        cases = [("astra-sim", "baseline", "fifo"), ("astra-sim", "themis", "scf"), ("paper", "baseline", "fifo"),
+                 ("paper", "themis", "scf")]
+        for model, sched, queue in cases:
             t = iterate(path, T3, cost_model=model, scheduler=sched, queue=queue).time_ns
             cost = [v * 1000.0 if k == "comp" else alone(T3, "all_reduce", v * MIB, model, sched, queue) for k, v, _ in spec]
             zeros = sum(k == "comp" and v == 0 for k, v, _ in spec) if model == "astra-sim" else 0
@@ -483,11 +480,12 @@ def test_random_dag_bounds(spec: list) -> None:
                 lo_compute[i] = max((lo_compute[j] for j in deps), default=0.0) + (cost[i] if k == "comp" else 0.0)
                 lo_all[i] = max((lo_all[j] for j in deps), default=0.0) + cost[i]
             assert t >= max(lo_compute) * (1 - 1e-12), (model, sched)
-            # the paper's Themis keeps its loads across collectives (Algorithm 1): a collective may
-            # take longer than alone even on an idle network, so no upper bound from times alone
-            if sched == "baseline" or model == "astra-sim":
+            # Themis keeps loads across collectives (the paper's Algorithm 1; ASTRA-sim's node-0
+            # state): a collective may take longer or shorter than alone, so only the baseline is
+            # bounded by times alone
+            if sched == "baseline":
                 assert t <= (sum(cost) + zeros) * (1 + 1e-12), (model, sched)
-            if model == "astra-sim":  # one collective at a time: each takes its time alone
+            if model == "astra-sim" and sched == "baseline":  # one collective at a time, each as alone
                 assert t >= max(lo_all) * (1 - 1e-12)
 
 

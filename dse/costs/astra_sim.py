@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from ..collectives import A2A, AG, AR, ALL_GATHER, ALL_TO_ALL
+from ..collectives import A2A, AG, AR, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL
 from ..errors import InputError
 from ..topology import Dim, Topology
 from .base import ChunkPlan, CostModel, is_power_of_two, log2_int
@@ -37,7 +37,7 @@ class AstraSimModel(CostModel):
     default_latency_mode = "serialized"
     scf_rule = "astra-sim"
     themis_flavor = "offline_greedy"
-    themis_across = "reset"
+    themis_across = "astra-sim-2"
     fixed_splits = True
     workload_rules = "astra-sim-2"
     shares_bandwidth = False
@@ -88,6 +88,33 @@ class AstraSimModel(CostModel):
         beta = dim.bandwidth * GIB / 1e9
         direct = dim.algorithm == "direct" or (collective == ALL_TO_ALL and dim.kind == "switch")
         return beta * (dim.npus - 1) if direct else beta
+
+    def lead_after(self, dim: Dim, collective: str, kind: str, index: int) -> int:
+        """Which NPU of the dimension ends a phase first, from the one that started it first.
+
+        ASTRA-sim handles same-tick events in the order they were scheduled, and a message's
+        arrival is handled first at the NPU whose sender sent first: one step passes the lead
+        to the next NPU of the ring (or the first destination of a direct send), in the
+        algorithm's direction, and a halving-doubling step to the partner (index XOR 2^k).
+        Read off instrumented 2.x runs: a ring reduce-scatter or all-gather moves the lead
+        P−1 places on (an all-reduce's all-gather runs the other way), a direct one 1 place,
+        halving-doubling mirrors it (P−1−i), an all-to-all moves it P(P−1)/2 places on a ring
+        and 1 place when direct. The baseline's single AR phase keeps it (halving-doubling:
+        traced; ring and direct: not traced, and the baseline never reads the lead)."""
+        p = dim.npus
+        if p <= 1:
+            return index
+        if kind == A2A:
+            hops = p * (p - 1) // 2 if dim.algorithm == "ring" else 1
+            return (index + hops) % p
+        if kind == AR:
+            return index
+        if dim.algorithm == "halving_doubling":
+            return p - 1 - index
+        hops = p - 1 if dim.algorithm == "ring" else 1
+        if collective == ALL_REDUCE and kind == AG:
+            hops = -hops
+        return (index + hops) % p
 
     def bandwidth_time(self, dim: Dim, kind: str, c: float) -> float:
         p = dim.npus

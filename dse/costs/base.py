@@ -81,7 +81,8 @@ class CostModel(ABC):
     #: (ASTRA-sim's preferred-dataset-splits); otherwise no chunk is smaller than `min_chunk_bytes`
     fixed_splits: ClassVar[bool] = False
     #: Themis loads across a workload's collectives: "carry" (one tracker for the whole run),
-    #: "reset" (every collective from zero loads) or "astra-sim-1" (ASTRA-sim 1.0's node-0 rule)
+    #: "reset" (every collective from zero loads), "astra-sim-1" (ASTRA-sim 1.0's node-0 rule) or
+    #: "astra-sim-2" (2.x's node-0 rule, decided per issue by which NPU issues first, `lead_after`)
     themis_across: ClassVar[str] = "carry"
     #: collectives of a workload enter the dims' queues by ASTRA-sim 1.0's issue priorities
     issue_priorities: ClassVar[bool] = False
@@ -202,6 +203,12 @@ class CostModel(ABC):
     @abstractmethod
     def bandwidth_time(self, dim: Dim, kind: str, c: float) -> float:
         """The bandwidth-only ns of a phase: what a load tracker charges."""
+
+    def lead_after(self, dim: Dim, collective: str, kind: str, index: int) -> int:
+        """The index, in `dim`, of the first NPU to finish a phase of `kind` that the NPU at `index`
+        started first (all NPUs start and end a phase at the same ns; a simulator handles them in
+        some order). Only ``themis_across = "astra-sim-2"`` asks; by default the order is kept."""
+        return index
 
     def greedy_bandwidth(self, dim: Dim) -> float:
         """The bandwidth an ASTRA-sim-style OfflineGreedy tracker normalises by (GB/s)."""

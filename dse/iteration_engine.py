@@ -20,7 +20,13 @@ ties in the order events were made, so a run is deterministic.
   does, and counts as done its `delay` later.
 - With ``ideal=True`` a collective takes its ideal time from its issue, without queues.
 - A node resumed by a collective (its last dependency, strictly after every other) tells the
-  planner (`Planner.resumed_by_collective`, ASTRA-sim's Themis rule).
+  planner (`Planner.resumed_by_collective`, ASTRA-sim 1.0's Themis rule).
+- When the planner asks (`Planner.tracks_lead`, ASTRA-sim 2.x's Themis rule), every event carries
+  the first NPU to handle it: a phase ends first at `Planner.lead_after` of the NPU that started it
+  first, and whatever an event starts or issues (phases, computes, collectives) starts first at
+  that event's first NPU; a collective is planned knowing it.
+- With `ResourceRules.end_before_release`, a collective's last phase frees its dimension only
+  after the collective's end has been handled (the nodes it frees dispatched).
 """
 
 from __future__ import annotations

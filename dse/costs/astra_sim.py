@@ -14,8 +14,14 @@ What ASTRA-sim does and this model therefore does too:
 - The baseline all-reduce runs RS on dims 0…D−2, one AR phase on the last dim, then AG back down.
 - All-gather's `size` is the per-NPU input shard (the output is N times larger).
 - Halving-doubling needs a power-of-two dimension size.
-All-to-all has no reference data; it is costed as one reduce-scatter-shaped exchange per dimension
-(P−1 messages of c/P), an extrapolation.
+All-to-all (no single-collective reference data; pinned by the workload runs of
+reference/astra-sim-2-workloads.md): per dimension, P(P−1)/2 messages of c/P in turn on a ring,
+P−1 at once when direct (Switch dimensions run it direct, as the reference configures them).
+
+Workloads (`dse.iteration`): Themis keeps node 0's one load state across collectives
+(`themis_across = "astra-sim-2"`, `dse.iteration_planner`), which needs the NPU that issues each
+collective first (`lead_after`), and a finished collective holds its dimension until the nodes it
+frees are issued (`ResourceRules.end_before_release`).
 """
 
 from __future__ import annotations

@@ -300,10 +300,7 @@ class Engine:
             if done >= 0 and late_release:  # the collective's end first, its dim freed after
                 network_end(done, t)
                 dispatch(t)
-                if ev != _ARRIVE:
-                    running[d] -= 1
-                refill_after(ev, d, d2, refill, t)
-                continue
+                done = -1
             if ev != _ARRIVE:
                 running[d] -= 1
             refill_after(ev, d, d2, refill, t)

@@ -25,6 +25,7 @@ priorities. The cost model decides the rules that differ between simulators:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .collectives import A2A, ALL_GATHER, ALL_TO_ALL, nominal_bytes_sent
@@ -167,9 +168,7 @@ class Planner:
         if hit is None:
             dims = self.topo.dims
             dim = dims[ph.dim]
-            stride = 1
-            for d in dims[: ph.dim]:
-                stride *= d.npus
+            stride = math.prod(d.npus for d in dims[: ph.dim])
             table = [self.model.lead_after(dim, coll, ph.kind, i) for i in range(dim.npus)]
             hit = self._lead_maps[key] = (table, stride, dim.npus)
         table, stride, p = hit

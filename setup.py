@@ -1,9 +1,16 @@
-"""Builds the optional C core of the simulator (dse/_csim.c); everything else is in pyproject.toml.
+"""Builds the optional C engine (dse/_engine.c and its entry and batch); everything else is in pyproject.toml.
 
-The extension is optional: without a C compiler the install still succeeds and `dse` runs its
-pure-Python event loop, with the same results, about 20x slower.
+The extension is optional: without a C compiler the install still succeeds and `dse` runs the
+pure-Python reference engine (dse/engine_ref.py), with the same results, about 30x slower.
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("dse._csim", ["dse/_csim.c"], optional=True, extra_compile_args=["-O2"])])
+ENGINE = Extension(
+    "dse._engine",
+    ["dse/_engine.c", "dse/_engine_mod.c", "dse/_batch.c"],
+    depends=["dse/_engine.h"],
+    optional=True,
+    extra_compile_args=["-O2"],
+)
+setup(ext_modules=[ENGINE])

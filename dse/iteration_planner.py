@@ -30,6 +30,7 @@ from typing import Any
 
 from .collectives import A2A, ALL_GATHER, ALL_TO_ALL, nominal_bytes_sent
 from .costs import CostModel, Phase
+from .engine_ref import lead_after
 from .schedulers import ScheduleProblem, Scheduler, ThemisScheduler, baseline_order
 from .schedulers.themis import OfflineGreedy
 from .topology import Topology
@@ -115,7 +116,7 @@ class Planner:
         self.node0: _NodeZeroGreedy | None = None
         #: the engine passes each collective's first issuing NPU (`lead`) and tracks it (`lead_after`)
         self.tracks_lead = False
-        self._lead_maps: dict[tuple, tuple[list[int], int, int]] = {}
+        self._lead_maps: dict[tuple, tuple[int, tuple[int, ...]]] = {}
         if isinstance(sched, ThemisScheduler):
             across, flavor = model.themis_across, model.themis_flavor
             if across == "carry" and flavor == "load_tracker":
@@ -161,19 +162,24 @@ class Planner:
         if self.node0 is not None and not self.tracks_lead:
             self.node0.node0_leads = False
 
-    def lead_after(self, lead: int, coll: str, ph: Phase) -> int:
-        """The first NPU (flat index, dim 0 fastest) to end phase `ph` of a `coll` chunk started first by `lead`."""
-        key = (ph.dim, coll, ph.kind)
+    def _lead_map(self, dim: int, coll: str, kind: str) -> "tuple[int, tuple[int, ...]] | None":
+        """`Phase.lead` of a `coll` phase of `kind` on logical dim `dim`: (stride, table), or None
+        when the engine does not track the lead."""
+        if not self.tracks_lead:
+            return None
+        key = (dim, coll, kind)
         hit = self._lead_maps.get(key)
         if hit is None:
             dims = self.topo.dims
-            dim = dims[ph.dim]
-            stride = math.prod(d.npus for d in dims[: ph.dim])
-            table = [self.model.lead_after(dim, coll, ph.kind, i) for i in range(dim.npus)]
-            hit = self._lead_maps[key] = (table, stride, dim.npus)
-        table, stride, p = hit
-        c = lead // stride % p
-        return lead + (table[c] - c) * stride
+            stride = math.prod(d.npus for d in dims[:dim])
+            table = tuple(self.model.lead_after(dims[dim], coll, kind, i) for i in range(dims[dim].npus))
+            hit = self._lead_maps[key] = (stride, table)
+        return hit
+
+    def lead_after(self, lead: int, coll: str, ph: Phase) -> int:
+        """The first NPU (flat index, dim 0 fastest) to end phase `ph` of a `coll` chunk started first by `lead`."""
+        m = self._lead_map(ph.dim, coll, ph.kind)
+        return lead_after(lead, ph._replace(lead=m)) if m is not None else lead
 
     def ideal_ns(self, coll: str, nbytes: int, scope: Any) -> tuple[float, float]:
         """(ns, bytes one NPU sends) of a collective at 100 % of its dims' bandwidth."""
@@ -213,6 +219,7 @@ class Planner:
             p = cache.get(k)
             if p is None:
                 local = model.phases(sub, coll, order, size, latency_mode=mode, baseline=sched.is_baseline, memo=memo)
-                p = cache[k] = tuple(ph._replace(dim=dims[ph.dim]) for ph in local)
+                p = cache[k] = tuple(ph._replace(dim=dims[ph.dim], lead=self._lead_map(dims[ph.dim], coll, ph.kind))
+                                     for ph in local)  # fmt: skip
             out.append(p)
         return out, dims

@@ -15,7 +15,8 @@ from dse.costs import AstraSim1Model, get_cost_model
 from dse.evaluate import build_plans
 from dse.schedulers import get_scheduler
 from dse.schedulers.base import ScheduleProblem
-from dse.simulate import _csim, simulate
+from dse.engine import _engine as _csim
+from dse.simulate import simulate
 from dse.topology import PRESETS, Dim, Topology
 
 from .conftest import read_csv

@@ -11,7 +11,8 @@ from dse.collectives import nominal_bytes_sent
 from dse.evaluate import build_plans
 from dse.costs import get_cost_model
 from dse.schedulers import ScheduleProblem, get_scheduler
-from dse.simulate import _csim, simulate
+from dse.engine import _engine as _csim
+from dse.simulate import simulate
 from dse.topology import Dim, Topology
 
 KIND = st.sampled_from(["ring", "fc", "switch"])

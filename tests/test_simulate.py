@@ -16,7 +16,7 @@ ENGINES = ["python", "c"]
 
 @pytest.fixture(params=ENGINES)
 def engine(request):
-    from dse.simulate import _csim
+    from dse.engine import _engine as _csim
 
     if request.param == "c" and _csim is None:
         pytest.skip("the C simulator core is not built")

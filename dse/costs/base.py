@@ -33,7 +33,7 @@ class Phase(NamedTuple):
     key, max(bytes in, bytes out); `sent`: bytes one NPU sends; `fifo_only`: queued FIFO even under
     smallest-first (ASTRA-sim's single AR phase); `tie`: 0, or three ns offsets (o1, o2, o3)
     from the phase's start: phases ending at the same time complete in the order of start+o1,
-    start+o2, start+o3, then start (ASTRA-sim 1.0's same-tick rule).
+    start+o2, start+o3, then start (ASTRA-sim 1.0's same-tick rule); `lead`: see below.
     """
 
     dim: int
@@ -44,6 +44,10 @@ class Phase(NamedTuple):
     sent: float
     fifo_only: bool = False
     tie: object = 0
+    #: who ends the phase first, as ``(stride, table)``: the NPU at flat index i (dim 0 fastest)
+    #: that started it first hands over to i + (table[j] − j)·stride, j = i // stride mod len(table);
+    #: None keeps it (`dse.engine_ref.lead_after`, ASTRA-sim 2.x's Themis rule)
+    lead: object = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,574 @@
+/* dse's one event engine in C: dse/engine_ref.py step for step (its docstring is the algorithm).
+ *
+ * Why C: a 1,024-NPU all-reduce at 64 chunks is about 1,000 events; Python spends about 1 ms on
+ * them, C about 10 us. One engine serves single collectives (servers with `slots` places, or
+ * processor sharing) and workload graphs (computes, dependencies, several collectives in flight);
+ * the tests hold it equal to the Python reference to the bit. dse/_batch.c drives the same engine
+ * for many points without Python objects (dse.evaluate_many).
+ *
+ * run(ndims, policy, slots, shared, dimkey, use_prio, track, record, plans, graph, hooks)
+ *   plans: for a single collective (graph None), a list with one tuple of Phase per chunk
+ *          (dse.costs.base.Phase: dim, kind, busy, delay, key, sent, fifo_only, tie, lead);
+ *          chunks sharing one tuple object share its conversion.
+ *   graph: None, or (kinds, resources, durations, delays, succ_offsets, succ_nodes, succ_lags, end,
+ *          comm_exclusive, by_id, min_ns, end_before_release, ideal or None), sequences of numbers
+ *   hooks: with a graph, an object with issue(node, t, lead) -> (plans, priority) and resumed()
+ * returns (finish, dim_busy, dim_bytes, chunk_end, node_start, node_end, compute, cpu, comm,
+ *          bytes_sent, log list of (chunk, step, start, end) or None)
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include "_engine.h"
+
+/* ----- small growable arrays ------------------------------------------------------------------ */
+static int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
+    if (need <= *cap) return 0;
+    Py_ssize_t nc = *cap ? *cap : 16;
+    while (nc < need) nc *= 2;
+    void *q = realloc(*p, (size_t)nc * size);
+    if (!q) return -1;
+    *p = q; *cap = nc;
+    return 0;
+}
+
+/* ----- the event heap ------------------------------------------------------------------------- */
+static inline int ev_less(const Ev *x, const Ev *y) {
+    if (x->t != y->t) return x->t < y->t;
+    if (x->cls != y->cls) return x->cls < y->cls;
+    if (x->a1 != y->a1) return x->a1 < y->a1;
+    if (x->a2 != y->a2) return x->a2 < y->a2;
+    if (x->a3 != y->a3) return x->a3 < y->a3;
+    if (x->st != y->st) return x->st < y->st;
+    if (x->dk != y->dk) return x->dk < y->dk;
+    return x->seq < y->seq;
+}
+
+static int ev_push(Sim *s, Ev *e) {
+    e->seq = s->counter++;
+    if (s->nev == s->evcap && grow((void **)&s->ev, &s->evcap, s->nev + 1, sizeof(Ev))) return -1;
+    Py_ssize_t i = s->nev++;
+    Ev *h = s->ev;
+    while (i > 0) {
+        Py_ssize_t p = (i - 1) / 2;
+        if (!ev_less(e, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = *e;
+    return 0;
+}
+
+static void ev_pop(Sim *s, Ev *out) {
+    Ev *h = s->ev;
+    *out = h[0];
+    Ev last = h[--s->nev];
+    Py_ssize_t i = 0, n = s->nev;
+    for (;;) {
+        Py_ssize_t l = 2 * i + 1;
+        if (l >= n) break;
+        Py_ssize_t m = l;
+        if (l + 1 < n && ev_less(&h[l + 1], &h[l])) m = l + 1;
+        if (!ev_less(&h[m], &last)) break;
+        h[i] = h[m];
+        i = m;
+    }
+    if (n > 0) h[i] = last;
+}
+
+static inline Ev ev_make(double t, int cls, int kind, int a, long long b) {
+    Ev e;
+    memset(&e, 0, sizeof e);
+    e.t = t; e.cls = cls; e.kind = kind; e.a = a; e.b = b;
+    return e;
+}
+
+/* ----- keyed min-heaps: (key, seq, item) -------------------------------------------------------- */
+static inline int kh_less(const KItem *x, const KItem *y) {
+    if (x->key != y->key) return x->key < y->key;
+    return x->seq < y->seq;
+}
+
+static int kh_push(KHeap *hp, KItem it) {
+    if (hp->n == hp->cap && grow((void **)&hp->h, &hp->cap, hp->n + 1, sizeof(KItem))) return -1;
+    Py_ssize_t i = hp->n++;
+    while (i > 0) {
+        Py_ssize_t p = (i - 1) / 2;
+        if (!kh_less(&it, &hp->h[p])) break;
+        hp->h[i] = hp->h[p];
+        i = p;
+    }
+    hp->h[i] = it;
+    return 0;
+}
+
+static KItem kh_pop(KHeap *hp) {
+    KItem top = hp->h[0];
+    KItem last = hp->h[--hp->n];
+    Py_ssize_t i = 0, n = hp->n;
+    for (;;) {
+        Py_ssize_t l = 2 * i + 1;
+        if (l >= n) break;
+        Py_ssize_t m = l;
+        if (l + 1 < n && kh_less(&hp->h[l + 1], &hp->h[l])) m = l + 1;
+        if (!kh_less(&hp->h[m], &last)) break;
+        hp->h[i] = hp->h[m];
+        i = m;
+    }
+    if (n > 0) hp->h[i] = last;
+    return top;
+}
+
+/* ----- a dimension's waiting phases: a deque with insertion (O(1) at both ends) ----------------- */
+static inline KItem *q_at(Deque *q, Py_ssize_t j) { return &q->buf[q->head + j]; }
+
+static int q_room_back(Deque *q) {
+    if (q->head + q->len < q->cap) return 0;
+    if (q->len >= q->cap / 2) {
+        Py_ssize_t nc = q->cap ? 2 * q->cap : 16;
+        KItem *nb = realloc(q->buf, (size_t)nc * sizeof(KItem));
+        if (!nb) return -1;
+        q->buf = nb; q->cap = nc;
+    }
+    Py_ssize_t nh = (q->cap - q->len) / 4;
+    memmove(&q->buf[nh], &q->buf[q->head], (size_t)q->len * sizeof(KItem));
+    q->head = nh;
+    return 0;
+}
+
+static int q_insert(Deque *q, Py_ssize_t j, KItem w) {
+    if (j < q->len - j && q->head > 0) {
+        memmove(&q->buf[q->head - 1], &q->buf[q->head], (size_t)j * sizeof(KItem));
+        q->head -= 1;
+    } else {
+        if (q_room_back(q)) return -1;
+        memmove(q_at(q, j + 1), q_at(q, j), (size_t)(q->len - j) * sizeof(KItem));
+    }
+    *q_at(q, j) = w;
+    q->len += 1;
+    return 0;
+}
+
+static inline KItem q_pop_front(Deque *q) {
+    KItem w = q->buf[q->head];
+    q->head += 1;
+    q->len -= 1;
+    return w;
+}
+
+/* ----- chunks --------------------------------------------------------------------------------- */
+static inline Py_ssize_t ph_index(const Sim *s, int c) { return s->poff[s->cplan[c]] + s->pos[c]; }
+static inline int plan_len(const Sim *s, int c) { return (int)(s->poff[s->cplan[c] + 1] - s->poff[s->cplan[c]]); }
+
+/* Add chunks for plan ids `ids[0..n)`, owned by node `owner` with priority `prio`. */
+int sim_add_chunks(Sim *s, const int *ids, int n, int owner, long long prio) {
+    Py_ssize_t need = s->nchunks + n;
+    if (need > s->chcap) {
+        Py_ssize_t cap = s->chcap, c2 = cap;
+        if (grow((void **)&s->cplan, &c2, need, sizeof(int))) return -1;
+        c2 = cap; if (grow((void **)&s->pos, &c2, need, sizeof(int))) return -1;
+        c2 = cap; if (grow((void **)&s->owner, &c2, need, sizeof(int))) return -1;
+        c2 = cap; if (grow((void **)&s->prio, &c2, need, sizeof(long long))) return -1;
+        c2 = cap; if (grow((void **)&s->started, &c2, need, sizeof(double))) return -1;
+        c2 = cap; if (grow((void **)&s->chunk_end, &c2, need, sizeof(double))) return -1;
+        c2 = cap; if (grow((void **)&s->phase_lead, &c2, need, sizeof(long long))) return -1;
+        s->chcap = c2;
+    }
+    for (int k = 0; k < n; k++) {
+        Py_ssize_t c = s->nchunks++;
+        s->cplan[c] = ids[k]; s->pos[c] = 0; s->owner[c] = owner; s->prio[c] = prio;
+        s->started[c] = 0.0; s->chunk_end[c] = 0.0; s->phase_lead[c] = s->lead;
+    }
+    return 0;
+}
+
+static inline long long lead_after(const Sim *s, long long lead, Py_ssize_t i) {
+    int off = s->ph.loff[i];
+    if (off < 0) return lead;
+    long long stride = s->ph.lstride[i], p = s->ph.lp[i];
+    long long c = lead / stride % p;
+    return lead + ((long long)s->ph.lpool[off + c] - c) * stride;
+}
+
+/* ----- the network ---------------------------------------------------------------------------- */
+static int enqueue(Sim *s, int c) {
+    Py_ssize_t i = ph_index(s, c);
+    int d = s->ph.dim[i];
+    double key = s->ph.key[i];
+    KItem w; w.key = key; w.seq = 0; w.item = c;
+    if (s->use_prio && (s->policy == FIFO || s->ph.fifo[i])) {
+        Deque *q = &s->wait[d];
+        long long p = s->prio[c];
+        Py_ssize_t j = q->len;
+        if (j && s->prio[q_at(q, j - 1)->item] < p) {
+            j = 0;
+            while (s->prio[q_at(q, j)->item] >= p) j++;
+        }
+        if (q_insert(q, j, w)) return -1;
+    } else if (s->policy == FIFO) {
+        if (q_insert(&s->wait[d], s->wait[d].len, w)) return -1;
+    } else if (s->policy == SCF_PRIORITY) {
+        w.seq = s->counter++;
+        if (s->use_prio) {  /* insort_right on (key, seq) into a list that priorities may disorder */
+            Deque *q = &s->wait[d];
+            Py_ssize_t lo = 0, hi = q->len;
+            while (lo < hi) {
+                Py_ssize_t mid = (lo + hi) / 2;
+                if (kh_less(&w, q_at(q, mid))) hi = mid; else lo = mid + 1;
+            }
+            if (q_insert(q, lo, w)) return -1;
+        } else if (kh_push(&s->heapq[d], w)) return -1;
+    } else {
+        Deque *q = &s->wait[d];
+        Py_ssize_t j = q->len;
+        if (!(s->ph.fifo[i] || plan_len(s, c) - s->pos[c] - 1 == 1)) {
+            for (j = 0; j < q->len; j++) if (q_at(q, j)->key >= key) break;
+        }
+        if (q_insert(q, j, w)) return -1;
+    }
+    return d;
+}
+
+static inline int q_waiting(const Sim *s, int d) {
+    return s->scf_heap ? s->heapq[d].n > 0 : s->wait[d].len > 0;
+}
+
+static inline int q_next(Sim *s, int d) {
+    return s->scf_heap ? kh_pop(&s->heapq[d]).item : q_pop_front(&s->wait[d]).item;
+}
+
+static int share_schedule(Sim *s, int d) {
+    s->gen[d] += 1;
+    KHeap *act = &s->active[d];
+    if (act->n == 0) return 0;
+    double dt = (act->h[0].key - s->vtime[d]) * (double)act->n;
+    Ev e = ev_make(dt > 0.0 ? s->vlast[d] + dt : s->vlast[d], 0, SHARE_DONE, d, s->gen[d]);
+    return ev_push(s, &e);
+}
+
+static int start_phase(Sim *s, int c, int d, double t) {
+    Py_ssize_t i = ph_index(s, c);
+    double busy = s->ph.busy[i], delay = s->ph.delay[i], sent = s->ph.sent[i];
+    s->running[d] += 1;
+    s->busy[d] += busy;
+    s->sent[d] += sent;
+    s->bytes_sent += sent;
+    s->started[c] = t;
+    if (s->track) s->phase_lead[c] = s->lead;
+    if (s->shared) {
+        KHeap *act = &s->active[d];
+        if (act->n) s->vtime[d] += (t - s->vlast[d]) / (double)act->n;
+        s->vlast[d] = t;
+        KItem w; w.key = s->vtime[d] + busy; w.seq = s->counter++; w.item = c;
+        if (kh_push(act, w)) return -1;
+        return share_schedule(s, d);
+    }
+    Ev e = ev_make(t + busy, 0, COMPLETE, c, d);
+    if (s->ph.hastie[i] || s->dimkey) {
+        e.a1 = t + s->ph.t1[i]; e.a2 = t + s->ph.t2[i]; e.a3 = t + s->ph.t3[i]; e.st = t;
+        e.dk = s->dimkey ? d : 0;
+    }
+    if (delay != 0.0) {
+        e.cls = 1; e.kind = RELEASE;
+        if (ev_push(s, &e)) return -1;
+        e.t = t + busy + delay; e.cls = 0; e.kind = ARRIVE;
+    }
+    return ev_push(s, &e);
+}
+
+static int refill(Sim *s, int d, double t) {
+    while (s->running[d] < s->slots && q_waiting(s, d)) {
+        if (start_phase(s, q_next(s, d), d, t)) return -1;
+    }
+    return 0;
+}
+
+static int network_end(Sim *s, int i, double t);
+static int dispatch(Sim *s, double t);
+
+static int phase_end(Sim *s, int ev, int c, int d, double t, int freed) {
+    if (s->record) {
+        if (s->nlog == s->logcap && grow((void **)&s->logv, &s->logcap, s->nlog + 1, sizeof(LogRec))) return -1;
+        LogRec *r = &s->logv[s->nlog++];
+        r->c = c; r->step = s->pos[c]; r->start = s->started[c]; r->end = t;
+    }
+    s->pos[c] += 1;
+    int done = -1, d2 = -1;
+    if (s->pos[c] < plan_len(s, c)) {
+        d2 = enqueue(s, c);
+        if (d2 < 0) return -1;
+    } else {
+        s->chunk_end[c] = t;
+        if (t > s->finish) s->finish = t;
+        int o = s->owner[c];
+        if (--s->remaining[o] == 0) done = o;
+    }
+    if (done >= 0 && s->g.end_before_release) {
+        if (network_end(s, done, t) || dispatch(s, t)) return -1;
+        done = -1;
+    }
+    if (ev == COMPLETE) {
+        if (!freed) s->running[d] -= 1;
+        if (refill(s, d, t)) return -1;
+        if (d2 >= 0 && d2 != d && refill(s, d2, t)) return -1;
+    } else if (d2 >= 0 && refill(s, d2, t)) return -1;
+    if (done >= 0 && (network_end(s, done, t) || dispatch(s, t))) return -1;
+    return 0;
+}
+
+static int share_done(Sim *s, int d, double t) {
+    KHeap *act = &s->active[d];
+    double tag = act->h[0].key;
+    s->vtime[d] = tag; s->vlast[d] = t;
+    Py_ssize_t first = s->nscratch;
+    while (act->n && act->h[0].key == tag) {
+        if (s->nscratch == s->scratchcap && grow((void **)&s->scratch, &s->scratchcap, s->nscratch + 1, sizeof(int)))
+            return -1;
+        s->scratch[s->nscratch++] = kh_pop(act).item;
+    }
+    s->running[d] -= (int)(s->nscratch - first);
+    if (share_schedule(s, d)) return -1;
+    for (Py_ssize_t k = first; k < s->nscratch; k++) {
+        int c = s->scratch[k];
+        Py_ssize_t i = ph_index(s, c);
+        if (s->track) s->lead = lead_after(s, s->phase_lead[c], i);
+        if (s->ph.delay[i] != 0.0) {
+            Ev e = ev_make(t + s->ph.delay[i], 0, ARRIVE, c, d);
+            if (ev_push(s, &e) || refill(s, d, t)) return -1;
+        } else if (phase_end(s, COMPLETE, c, d, t, 1)) return -1;
+    }
+    s->nscratch = first;
+    return 0;
+}
+
+/* ----- the graph ------------------------------------------------------------------------------ */
+static int release_node(Sim *s, int x, double t);
+
+static int issue(Sim *s, int i, double t) {
+    s->start[i] = t;
+    s->node_lead[i] = s->lead;
+    if (s->in_flight == 0) s->comm_since = t;
+    s->in_flight += 1;
+    if (s->g.ideal) {
+        Ev e = ev_make(t + s->g.ideal[i], 2, COMM_DONE, i, 0);
+        return ev_push(s, &e);
+    }
+    Py_ssize_t first = s->nchunks;
+    if (s->issue_cb(s, i, t)) return -1;
+    int n = (int)(s->nchunks - first);
+    if (n == 0) {
+        Ev e = ev_make(t, 2, COMM_DONE, i, 0);
+        return ev_push(s, &e);
+    }
+    s->remaining[i] = n;
+    for (Py_ssize_t c = first; c < s->nchunks; c++) {
+        int d = enqueue(s, (int)c);
+        if (d < 0 || refill(s, d, t)) return -1;
+    }
+    return 0;
+}
+
+static int arrive(Sim *s, int src, int x, double t) {
+    Graph *g = &s->g;
+    if (g->kinds[src] == N_COMM || s->by_comm[src]) {
+        if (t > s->comm_rel[x]) s->comm_rel[x] = t;
+    } else if (t > s->other_rel[x]) s->other_rel[x] = t;
+    if (--s->need[x]) return 0;
+    if (s->comm_rel[x] > s->other_rel[x]) {
+        s->by_comm[x] = 1;
+        if (g->kinds[x] != N_COMM && s->resumed_cb && s->resumed_cb(s)) return -1;
+    }
+    int r = g->res[x];
+    if (r < 0) {
+        s->start[x] = s->end[x] = t;
+        return release_node(s, x, t);
+    }
+    if (r == NET && !g->comm_exclusive && g->kinds[x] == N_COMM) return issue(s, x, t);
+    KItem w; w.key = g->by_id ? (double)x : t; w.seq = s->counter++; w.item = x;
+    return kh_push(&s->ready[r], w);
+}
+
+static int release_node(Sim *s, int x, double t) {
+    Graph *g = &s->g;
+    for (Py_ssize_t k = g->soff[x]; k < g->soff[x + 1]; k++) {
+        int y = g->sdst[k];
+        double lag = g->slag[k];
+        if (lag != 0.0) {
+            Ev e = ev_make(t + lag, 4, LAG, x, y);
+            e.lead = s->lead;
+            if (ev_push(s, &e)) return -1;
+        } else if (arrive(s, x, y, t)) return -1;
+    }
+    return 0;
+}
+
+static int network_end(Sim *s, int i, double t) {
+    if (s->g.comm_exclusive) s->taken[NET] = 0;
+    if (--s->in_flight == 0) s->comm_ns += t - s->comm_since;
+    s->end[i] = t;
+    s->node_lead[i] = s->lead;
+    double delay = s->g.delays[i];
+    if (delay != 0.0) {
+        Ev e = ev_make(t + delay, 2, COMM_DONE, i, 1);
+        return ev_push(s, &e);
+    }
+    return release_node(s, i, t);
+}
+
+static int dispatch(Sim *s, double t) {
+    Graph *g = &s->g;
+    for (int r = GPU; r <= NET; r++) {
+        KHeap *q = &s->ready[r];
+        while (q->n && !s->taken[r]) {
+            int x = kh_pop(q).item;
+            s->taken[r] = r == NET ? g->comm_exclusive : 1;
+            if (g->kinds[x] == N_COMM) {
+                if (issue(s, x, t)) return -1;
+                continue;
+            }
+            double dur = g->dur[x];
+            if (g->kinds[x] == N_COMPUTE) {
+                if (r == GPU) s->compute_ns += dur; else s->cpu_ns += dur;
+            }
+            if (dur < g->min_ns) dur = g->min_ns;
+            s->start[x] = t;
+            s->node_lead[x] = s->lead;
+            Ev e = ev_make(t + dur, 3, COMPUTE_DONE, x, r);
+            if (ev_push(s, &e)) return -1;
+        }
+    }
+    return 0;
+}
+
+/* Run the loop; 0, -1 (error set, or out of memory: s->nomem), or -2 (stalled). */
+int sim_go(Sim *s) {
+    Graph *g = &s->g;
+    int n = g->n;
+    for (Py_ssize_t k = 0; k < g->soff[n]; k++) s->need[g->sdst[k]] += 1;
+    for (int i = 0; i < n; i++) if (s->need[i] == 0) s->scratch_roots[s->nroots++] = i;
+    for (int k = 0; k < s->nroots; k++) {
+        int i = s->scratch_roots[k];
+        s->need[i] = 1;
+        if (arrive(s, i, i, 0.0)) return -1;
+    }
+    if (dispatch(s, 0.0)) return -1;
+    Ev e;
+    while (s->nev > 0) {
+        ev_pop(s, &e);
+        double t = e.t;
+        int a = e.a;
+        if (e.kind == SHARE_DONE) {
+            if (e.b == s->gen[a] && share_done(s, a, t)) return -1;
+            continue;
+        }
+        if (s->track) {
+            if (e.kind == LAG) s->lead = e.lead;
+            else if (e.kind >= COMM_DONE) s->lead = s->node_lead[a];
+            else s->lead = lead_after(s, s->phase_lead[a], ph_index(s, a));
+        }
+        int rc = 0;
+        switch (e.kind) {
+        case COMPUTE_DONE:
+            s->taken[e.b] = 0;
+            s->end[a] = t;
+            rc = release_node(s, a, t) || dispatch(s, t);
+            break;
+        case LAG:
+            rc = arrive(s, a, (int)e.b, t) || dispatch(s, t);
+            break;
+        case COMM_DONE:
+            rc = (e.b == 0 ? network_end(s, a, t) : release_node(s, a, t)) || dispatch(s, t);
+            break;
+        case RELEASE:
+            s->running[e.b] -= 1;
+            rc = refill(s, (int)e.b, t);
+            break;
+        default:
+            rc = phase_end(s, e.kind, a, (int)e.b, t, 0);
+        }
+        if (rc) return -1;
+    }
+    for (int i = 0; i < n; i++) if (s->need[i]) return -2;
+    for (int r = 0; r < 3; r++) if (s->ready[r].n || s->taken[r]) return -2;
+    return 0;
+}
+
+/* ----- set-up and tear-down ------------------------------------------------------------------- */
+int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int use_prio, int track, int record,
+             int nnodes) {
+    memset(s, 0, sizeof *s);
+    s->nd = nd; s->policy = policy; s->slots = slots; s->shared = shared; s->dimkey = dimkey;
+    s->use_prio = use_prio; s->track = track; s->record = record;
+    s->scf_heap = policy == SCF_PRIORITY && !use_prio;
+    s->wait = calloc(nd, sizeof(Deque));
+    s->heapq = calloc(nd, sizeof(KHeap));
+    s->active = calloc(nd, sizeof(KHeap));
+    s->running = calloc(nd, sizeof(int));
+    s->busy = calloc(nd, sizeof(double));
+    s->sent = calloc(nd, sizeof(double));
+    s->vtime = calloc(nd, sizeof(double));
+    s->vlast = calloc(nd, sizeof(double));
+    s->gen = calloc(nd, sizeof(long long));
+    int n = nnodes > 0 ? nnodes : 1;
+    s->need = calloc(n, sizeof(int));
+    s->start = malloc(n * sizeof(double));
+    s->end = malloc(n * sizeof(double));
+    s->comm_rel = malloc(n * sizeof(double));
+    s->other_rel = malloc(n * sizeof(double));
+    s->by_comm = calloc(n, 1);
+    s->remaining = calloc(n, sizeof(int));
+    s->node_lead = calloc(n, sizeof(long long));
+    s->scratch_roots = malloc(n * sizeof(int));
+    if (!s->wait || !s->heapq || !s->active || !s->running || !s->busy || !s->sent || !s->vtime || !s->vlast ||
+        !s->gen || !s->need || !s->start || !s->end || !s->comm_rel || !s->other_rel || !s->by_comm ||
+        !s->remaining || !s->node_lead || !s->scratch_roots)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        s->start[i] = s->end[i] = NAN;
+        s->comm_rel[i] = s->other_rel[i] = -1.0;
+    }
+    return 0;
+}
+
+void sim_reset(Sim *s) {
+    /* Back to the state after sim_init, keeping the allocations (the batch runs many points). */
+    int nd = s->nd, n = s->g.n > 0 ? s->g.n : 1;
+    for (int d = 0; d < nd; d++) {
+        s->wait[d].head = s->wait[d].len = 0;
+        s->heapq[d].n = 0; s->active[d].n = 0;
+        s->running[d] = 0; s->busy[d] = s->sent[d] = 0.0;
+        s->vtime[d] = s->vlast[d] = 0.0; s->gen[d] = 0;
+    }
+    for (int r = 0; r < 3; r++) { s->ready[r].n = 0; s->taken[r] = 0; }
+    for (int i = 0; i < n; i++) {
+        s->need[i] = 0; s->start[i] = s->end[i] = NAN;
+        s->comm_rel[i] = s->other_rel[i] = -1.0;
+        s->by_comm[i] = 0; s->remaining[i] = 0; s->node_lead[i] = 0;
+    }
+    s->nev = 0; s->counter = 0; s->nchunks = 0; s->nlog = 0; s->nscratch = 0; s->nroots = 0;
+    s->lead = 0; s->in_flight = 0; s->comm_since = s->comm_ns = s->compute_ns = s->cpu_ns = 0.0;
+    s->bytes_sent = 0.0; s->finish = 0.0;
+}
+
+void sim_free(Sim *s) {
+    if (s->wait) for (int d = 0; d < s->nd; d++) free(s->wait[d].buf);
+    if (s->heapq) for (int d = 0; d < s->nd; d++) free(s->heapq[d].h);
+    if (s->active) for (int d = 0; d < s->nd; d++) free(s->active[d].h);
+    for (int r = 0; r < 3; r++) free(s->ready[r].h);
+    free(s->wait); free(s->heapq); free(s->active); free(s->running); free(s->busy); free(s->sent);
+    free(s->vtime); free(s->vlast); free(s->gen); free(s->need); free(s->start); free(s->end);
+    free(s->comm_rel); free(s->other_rel); free(s->by_comm); free(s->remaining); free(s->node_lead);
+    free(s->scratch_roots); free(s->ev); free(s->cplan); free(s->pos); free(s->owner); free(s->prio);
+    free(s->started); free(s->chunk_end); free(s->phase_lead); free(s->logv); free(s->scratch);
+    memset(s, 0, sizeof *s);
+}
+
+/* The one-node graph of a single collective. */
+void graph_single(Graph *g) {
+    static const int kinds[1] = {N_COMM}, res[1] = {NET}, sdst[1] = {0};
+    static const double zero[1] = {0.0};
+    static const Py_ssize_t soff[2] = {0, 0};
+    memset(g, 0, sizeof *g);
+    g->n = 1; g->kinds = kinds; g->res = res; g->dur = zero; g->delays = zero;
+    g->soff = soff; g->sdst = sdst; g->slag = zero; g->end = 0;
+}

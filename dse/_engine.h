@@ -1,0 +1,75 @@
+/* The engine's state (dse/_engine.c), shared by its Python entry (_engine_mod.c) and the batch (_batch.c). */
+#ifndef DSE_ENGINE_H
+#define DSE_ENGINE_H
+
+#include <Python.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { FIFO = 0, SCF_PRIORITY = 1, SCF_ASTRA = 2 };
+enum { COMPLETE = 0, RELEASE = 1, ARRIVE = 2, COMM_DONE = 3, COMPUTE_DONE = 4, LAG = 5, SHARE_DONE = 6 };
+enum { N_COMPUTE = 0, N_COMM = 1, N_MARK = 2, N_REPLAY = 3 };
+enum { GPU = 0, CPU = 1, NET = 2 };
+
+typedef struct { double key; long long seq; int item; } KItem;
+typedef struct { KItem *h; Py_ssize_t n, cap; } KHeap;
+typedef struct { KItem *buf; Py_ssize_t head, len, cap; } Deque;
+
+typedef struct {
+    double t; int cls; double a1, a2, a3, st; int dk; long long seq; int kind; int a; long long b; long long lead;
+} Ev;
+
+typedef struct { int c, step; double start, end; } LogRec;
+
+/* Flat phases: plan p's phases are [poff[p], poff[p+1]). */
+typedef struct {
+    int *dim; double *busy, *delay, *key, *sent, *t1, *t2, *t3; unsigned char *fifo, *hastie;
+    long long *lstride; int *lp, *loff; int *lpool;
+    Py_ssize_t len, cap, npool, poolcap;
+} Phases;
+
+typedef struct {
+    int n;
+    const int *kinds, *res; const double *dur, *delays;
+    const Py_ssize_t *soff; const int *sdst; const double *slag;
+    int end, comm_exclusive, by_id, end_before_release;
+    double min_ns;
+    const double *ideal;
+} Graph;
+
+typedef struct Sim Sim;
+struct Sim {
+    int nd, policy, slots, shared, dimkey, use_prio, track, record, scf_heap;
+    Phases ph;
+    Py_ssize_t *poff; Py_ssize_t nplans, poffcap;
+    Graph g;
+    /* chunks */
+    int *cplan, *pos, *owner; long long *prio; double *started, *chunk_end; long long *phase_lead;
+    Py_ssize_t nchunks, chcap;
+    /* dimensions */
+    Deque *wait; KHeap *heapq, *active; int *running; double *busy, *sent, *vtime, *vlast; long long *gen;
+    /* nodes */
+    int *need; double *start, *end, *comm_rel, *other_rel; unsigned char *by_comm; int *remaining;
+    long long *node_lead; int *scratch_roots; int nroots;
+    KHeap ready[3]; int taken[3];
+    /* events */
+    Ev *ev; Py_ssize_t nev, evcap; long long counter;
+    long long lead; int in_flight;
+    double comm_since, comm_ns, compute_ns, cpu_ns, bytes_sent, finish;
+    LogRec *logv; Py_ssize_t nlog, logcap;
+    int *scratch; Py_ssize_t nscratch, scratchcap;
+    /* the caller's: issue adds collective i's chunks (add_chunks), resumed is told of a resume */
+    int (*issue_cb)(Sim *, int, double);
+    int (*resumed_cb)(Sim *);
+    void *ctx;
+};
+
+int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int use_prio, int track, int record,
+             int nnodes);
+void sim_reset(Sim *s);
+void sim_free(Sim *s);
+int sim_go(Sim *s);
+int sim_add_chunks(Sim *s, const int *ids, int n, int owner, long long prio);
+void graph_single(Graph *g);
+
+#endif

@@ -157,7 +157,10 @@ static inline KItem q_pop_front(Deque *q) {
 }
 
 /* ----- chunks --------------------------------------------------------------------------------- */
-static inline Py_ssize_t ph_index(const Sim *s, int c) { return s->poff[s->cplan[c]] + s->pos[c]; }
+static inline Py_ssize_t ph_index(const Sim *s, int c) {
+    Py_ssize_t j = s->poff[s->cplan[c]] + s->pos[c];
+    return s->pmap ? s->pmap[j] : j;
+}
 static inline int plan_len(const Sim *s, int c) { return (int)(s->poff[s->cplan[c] + 1] - s->poff[s->cplan[c]]); }
 
 /* Add chunks for plan ids `ids[0..n)`, owned by node `owner` with priority `prio`. */

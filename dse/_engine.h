@@ -42,6 +42,7 @@ struct Sim {
     int nd, policy, slots, shared, dimkey, use_prio, track, record, scf_heap;
     Phases ph;
     Py_ssize_t *poff; Py_ssize_t nplans, poffcap;
+    const int *pmap;  /* plan position -> phase index (the batch's combos); NULL: the identity */
     Graph g;
     /* chunks */
     int *cplan, *pos, *owner; long long *prio; double *started, *chunk_end; long long *phase_lead;

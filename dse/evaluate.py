@@ -11,7 +11,8 @@ from .costs import CostModel, Phase
 from .errors import InputError
 from .result import Result
 from .schedulers import ScheduleProblem, Scheduler, get_scheduler, parse_queue
-from .simulate import TimelineEntry, simulate
+from .batch import Prepared, run_table, table_for, tableable
+from .simulate import SimOutput, TimelineEntry, simulate
 from .spec import CollectiveSpec
 from .topology import Topology, parse_topology
 from .units import parse_int, size_family
@@ -55,6 +56,14 @@ def evaluate(
     topo, coll, nbytes, nchunks = spec.topology, spec.collective, spec.size, spec.chunks
     model, mode, active = spec.cost_model, spec.latency_mode, spec.active_chunks
 
+    if not timeline and tableable(prepared := Prepared(spec, sched, q, seed, size_unit)):
+        spec.check_work(queue=q)
+        table = table_for(prepared)
+        time, busy, sent, ids = run_table(table, (topo,))
+        out = SimOutput(time[0], tuple(busy), tuple(sent), (), None)
+        chunk_orders = [table.perms[i] for i in ids]
+        return make_result(topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed, chunk_orders, out,
+                           size_unit=size_unit, keep_timeline=False)  # fmt: skip
     plan = model.chunking(coll, nbytes, nchunks, topo, baseline=sched.is_baseline)
     problem = ScheduleProblem(topo, coll, plan, model, seed, q, mode, active)
     spec.check_work(queue=q, extra_simulations=sched.simulations())

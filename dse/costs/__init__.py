@@ -26,7 +26,13 @@ def get_cost_model(model: "str | CostModel") -> CostModel:
         key = "astra-sim-1"
     if key not in COST_MODELS:
         raise InputError("cost_model", f"unknown cost model {model!r}", ", ".join(COST_MODELS))
-    return COST_MODELS[key]()
+    hit = _SHARED.get(key)
+    if hit is None or type(hit) is not COST_MODELS[key]:  # one immutable instance per name
+        hit = _SHARED[key] = COST_MODELS[key]()
+    return hit
+
+
+_SHARED: dict[str, CostModel] = {}
 
 
 __all__ = [

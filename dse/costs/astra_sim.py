@@ -49,6 +49,7 @@ class AstraSimModel(CostModel):
     shares_bandwidth = False
     ag_input_shard = True
     baseline_ar_phase = True
+    batch_kernel = "astra-sim"
 
     def __init__(self, endpoint_delay_ns: int = 10) -> None:
         self.endpoint_delay_ns = endpoint_delay_ns

@@ -93,6 +93,9 @@ class CostModel(ABC):
     #: which nodes of a workload run at once on one NPU (`dse.workload_graph.ResourceRules`):
     #: "dse" (collectives overlap each other) or "astra-sim-2" (one collective at a time)
     workload_rules: ClassVar[str] = "dse"
+    #: the C kernel that computes exactly what `_make_phase` and `bandwidth_time` do, for many
+    #: points at once (`dse.tables`; "paper", "astra-sim"); None: they are called per point
+    batch_kernel: ClassVar[str | None] = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -16,6 +16,7 @@ from .base import CostModel, Phase
 class PaperModel(CostModel):
     name = "paper"
     description = "Themis paper: aggregate per-NPU bandwidth, steps x latency (1 GB/s = 1 B/ns)"
+    batch_kernel = "paper"
 
     def bytes_per_ns(self, dim: Dim, collective: str | None = None) -> float:
         return dim.bandwidth

@@ -63,6 +63,10 @@ class Scheduler(ABC):
     description: ClassVar[str] = ""
     #: the ascending hierarchical baseline (cost models may compose its phases differently)
     is_baseline: ClassVar[bool] = False
+    #: the orders depend only on the shape (collective, chunk sizes, dimension sizes, the seed and
+    #: the scheduler's own settings, which its repr shows), not on bandwidths or latencies, so
+    #: `dse.tables` computes them once for many points
+    shape_only: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -13,6 +13,7 @@ class BaselineScheduler(Scheduler):
     """The classic hierarchical order: RS (and AR) ascending dim 0 → N, standalone AG descending."""
 
     name = "baseline"
+    shape_only = True
     description = "hierarchical: ascending dims (AG descending)"
     is_baseline = True
 
@@ -24,6 +25,7 @@ class RoundRobinScheduler(Scheduler):
     """Rotate the baseline order by one dimension per chunk, so each chunk starts elsewhere."""
 
     name = "round_robin"
+    shape_only = True
     description = "baseline order rotated by one dim per chunk"
 
     def _orders(self, problem: ScheduleProblem) -> list[Order]:
@@ -36,6 +38,7 @@ class RandomScheduler(Scheduler):
     """A uniformly random order per chunk, from `random.Random(seed)`: for ablations."""
 
     name = "random"
+    shape_only = True
     description = "uniformly random order per chunk (seeded)"
 
     def _orders(self, problem: ScheduleProblem) -> list[Order]:
@@ -55,6 +58,7 @@ class FixedScheduler(Scheduler):
     """
 
     name = "fixed"
+    shape_only = True
     description = "user-given orders, cycled over the chunks"
 
     def __init__(self, orders: "Sequence[Sequence[int]] | str" = ()) -> None:

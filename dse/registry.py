@@ -26,12 +26,12 @@ class LazyRegistry(MutableMapping[str, T]):
 
     def __getitem__(self, name: str) -> T:
         entry = self._entries[name]
-        if isinstance(entry, _Pending):
-            importlib.import_module(entry.module)  # sets the entry
-            entry = self._entries[name]
-            if isinstance(entry, _Pending):
-                raise ImportError(f"{entry.module} did not register {name!r}")
-        return entry
+        if not isinstance(entry, _Pending):
+            return entry
+        importlib.import_module(entry.module)  # sets the entry
+        if self._entries[name] is entry:
+            raise ImportError(f"{entry.module} did not register {name!r}")
+        return self._entries[name]  # type: ignore[return-value]
 
     def __setitem__(self, name: str, value: T) -> None:
         self._entries[name] = value

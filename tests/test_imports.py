@@ -172,3 +172,20 @@ def test_lp_guided_from_the_command_line() -> None:
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["scheduler"] == "lp_guided"
+
+
+def test_lazy_registry_imports_on_lookup_only() -> None:
+    """Names, `in` and `len` import nothing; a lookup imports the module, which must register it."""
+    from dse.registry import LazyRegistry
+
+    r: LazyRegistry[int] = LazyRegistry([("a", 1)], {"b": "dse.no_such_module", "c": "json"})
+    assert list(r) == ["a", "b", "c"] and "b" in r and "z" not in r and len(r) == 3 and r["a"] == 1
+    with pytest.raises(ModuleNotFoundError):
+        r["b"]
+    with pytest.raises(ImportError, match="json did not register 'c'"):
+        r["c"]
+    r["c"] = 3
+    del r["b"]
+    assert dict(r) == {"a": 1, "c": 3}
+    with pytest.raises(KeyError):
+        r["z"]

@@ -3,33 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import warnings
 from collections.abc import Sequence
 
-from .collectives import COLLECTIVES
-from .costs import COST_MODELS
 from .cli_iterate import add_iterate_parser
+from .cli_parser import Parser as _Parser
 from .cli_reproduce import add_reproduce_parser
 from .cli_study import add_study_parser
 from .cli_workload import add_workload_parser
 from .errors import InputError, RunError, note_swallowed_interrupt
-from .evaluate import COMPARE_SCHEDULERS, compare, evaluate
-from .lp_guided import too_many_orders
-from .bounds import lower_bounds
-from .report import ALL_TO_ALL_NOTE, below_bound_note, bounds_text, comparison_rows, comparison_text, format_table, result_text
-from .schedulers import QUEUES, SCHEDULERS
-from .topology import NOT_PRESETS, parse_topology
-from .units import format_size, format_time, parse_int, parse_positive, size_family
 
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one line and exit code 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise InputError(self.prog, message)
+# Each command imports what it runs when it runs (`dse --help` builds every parser and imports none
+# of the simulator): keep the imports above to the parser's own modules.
 
 
 def _add_topology(p: argparse.ArgumentParser) -> None:
@@ -48,10 +35,10 @@ def _topology_arg(args: argparse.Namespace) -> str:
 
 def _add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
     """The collective's flags; `seed=False` for commands with no randomness (`dse bound`)."""
-    p.add_argument("--collective", default="all_reduce", help=f"one of {', '.join(COLLECTIVES)} (default all_reduce)")
+    p.add_argument("--collective", default="all_reduce", help="one of {collectives} (default all_reduce)")
     p.add_argument("--size", required=True, help="bytes per NPU, e.g. 1GB, 256MiB, 1e9")
     p.add_argument("--chunks", default="64", help="chunks per collective (default 64)")
-    p.add_argument("--cost-model", default="paper", help=f"one of {', '.join(COST_MODELS)} (default paper)")
+    p.add_argument("--cost-model", default="paper", help="one of {cost_models} (default paper)")
     p.add_argument("--latency-mode", default=None, help="overlapped or serialized (default: the cost model's)")
     p.add_argument("--active-chunks", default="1", help="phases a dimension serves at once (default 1)")
     if seed:
@@ -66,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="simulate one collective")
     _add_topology(p)
     _add_common(p)
-    p.add_argument("--scheduler", default="themis", help=f"one of {', '.join(SCHEDULERS)} (default themis)")
-    p.add_argument("--queue", default="scf", help=f"one of {', '.join(QUEUES)} (default scf)")
+    p.add_argument("--scheduler", default="themis", help="one of {schedulers} (default themis)")
+    p.add_argument("--queue", default="scf", help="one of {queues} (default scf)")
     p.add_argument("--orders", default=None, help="orders for --scheduler fixed, e.g. 0123 or '0123;3210'")
     p.add_argument("--timeline", action="store_true", help="with --json: include every phase's start and end")
     p.add_argument("--plot", default=None, metavar="FILE", help="also draw the per-dimension timeline of the phases "
@@ -134,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .evaluate import evaluate
+    from .report import result_text
+    from .topology import parse_topology
+
     if args.timeline and not args.json:
         raise InputError("--timeline", "given without --json",
                          "--json --timeline (the phases are listed in the JSON), or --plot FILE.png to draw them")  # fmt: skip
@@ -153,6 +144,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         draw_timelines([result_timeline_data(res, topo)], args.plot)
     if args.json:
+        import json
+
         d = res.to_dict(timeline=args.timeline)
         d = {"topology": d.pop("topology"), "notation": topo.notation(), **d}
         print(json.dumps(d))
@@ -162,6 +155,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    import json
+
+    from .bounds import lower_bounds
+    from .costs import COST_MODELS
+    from .evaluate import COMPARE_SCHEDULERS, compare
+    from .lp_guided import too_many_orders
+    from .report import ALL_TO_ALL_NOTE, below_bound_note, comparison_rows, comparison_text
+    from .topology import parse_topology
+    from .units import format_size, format_time, parse_int, parse_positive
+
     topo = parse_topology(_topology_arg(args))
     skipped = {"lp_guided": why} if (why := too_many_orders(topo.ndims)) else {}
     results = compare(
@@ -213,6 +216,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_bound(args: argparse.Namespace) -> int:
+    import json
+
+    from .bounds import lower_bounds
+    from .report import bounds_text
+    from .topology import parse_topology
+    from .units import parse_int, parse_positive, size_family
+
     topo = parse_topology(_topology_arg(args))
     no_limit = args.node_limit.strip().lower() == "none"
     b = lower_bounds(
@@ -232,9 +242,11 @@ def cmd_bound(args: argparse.Namespace) -> int:
 def cmd_topologies(args: argparse.Namespace) -> int:
     """The presets: name, size, bandwidth, what each is (paper Table 2, the Themis artifact's
     configuration, a real system) and its notation; then where the figures come from."""
+    import json
     import textwrap
 
-    from .topology import preset_records
+    from .report import format_table
+    from .topology import NOT_PRESETS, preset_records
 
     records = preset_records()
     if args.json:

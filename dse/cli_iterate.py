@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from .costs import COST_MODELS
 from .errors import InputError
-from .report import format_table
-from .schedulers import QUEUES, SCHEDULERS
-from .units import format_size, format_time
 
 
 def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
@@ -18,9 +13,9 @@ def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("workload", help="an ASTRA-sim 1.0 workload file, a .toml workload, a Chakra trace (PREFIX.0.et "
                    "or PREFIX), or a generator: resnet152[:batch=32,...], transformer[:layers=24,mp=128,...]")  # fmt: skip
     p.add_argument("-t", "--topology", required=True, help="preset name or notation")
-    p.add_argument("--scheduler", default="themis", help=f"one of {', '.join(SCHEDULERS)}, or ideal (default themis)")
-    p.add_argument("--queue", default="scf", help=f"one of {', '.join(QUEUES)} (default scf)")
-    p.add_argument("--cost-model", default="paper", help=f"one of {', '.join(COST_MODELS)} (default paper)")
+    p.add_argument("--scheduler", default="themis", help="one of {schedulers}, or ideal (default themis)")
+    p.add_argument("--queue", default="scf", help="one of {queues} (default scf)")
+    p.add_argument("--cost-model", default="paper", help="one of {cost_models} (default paper)")
     p.add_argument("--iterations", default="1", help="training passes, each after the previous one; times are per pass (default 1)")
     p.add_argument("--chunks", default="64", help="chunks per collective (default 64); at most one per MiB, except in astra-sim-1, which always splits in this many")
     p.add_argument("--collectives", action="store_true", help="also list every collective (table) / include them (JSON)")
@@ -32,7 +27,11 @@ def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_iterate(args: argparse.Namespace) -> int:
     """Run `dse.iterate` and print a table or one JSON object; `InputError` propagates (exit 2)."""
+    import json
+
     from .iteration import iterate
+    from .report import format_table
+    from .units import format_size, format_time
 
     if not args.topology:
         raise InputError("topology", "missing", "a preset name or a notation")

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from .errors import InputError
-from .units import parse_int
 
 
 def add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,8 +20,11 @@ def add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from .costs import get_cost_model
     from .reproduce import run
+    from .units import parse_int
 
     if args.paper.strip().lower() != "themis":
         raise InputError("paper", f"unknown paper {args.paper!r}", "themis")

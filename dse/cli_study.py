@@ -7,13 +7,12 @@
 from __future__ import annotations
 
 import argparse
-import json
-from typing import Any
 
 from .errors import InputError
-from .progress import wanted
-from .report import format_table
-from .units import format_time, parse_int
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read the name)
+if TYPE_CHECKING:
+    from typing import Any
 
 STORAGE_HELP = ("journal file, sqlite:///file.db or postgresql+psycopg://... (default: "
                 "studies/out/<NAME up to its first dot>.journal under the current folder, where "
@@ -61,6 +60,8 @@ def add_study_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _best_text(res: dict[str, Any]) -> str:
+    from .units import format_time
+
     if "best_value" in res:
         v = res["best_value"]
         return f"best {format_time(v) if v > 1e3 else f'{v:.6g}'} (trial {res['best_trial']}): {res['best_topology']}"
@@ -78,7 +79,11 @@ def run_line(res: dict[str, Any]) -> str:
 
 
 def cmd_study_run(args: argparse.Namespace) -> int:
+    import json
+
+    from .progress import wanted
     from .search import load_studies, run_study
+    from .units import parse_int
 
     specs = load_studies(args.file)
     if args.only:
@@ -113,8 +118,12 @@ def cmd_study_report(args: argparse.Namespace) -> int:
 
 
 def cmd_study_list(args: argparse.Namespace) -> int:
+    import json
+
+    from .report import format_table
     from .search import list_studies
     from .storage import STUDIES_OUT, default_journals
+    from .units import format_time
 
     urls = [args.storage] if args.storage is not None else default_journals()
     if not urls:
@@ -136,6 +145,7 @@ def cmd_study_list(args: argparse.Namespace) -> int:
 def cmd_study_dashboard(args: argparse.Namespace) -> int:
     from .storage import storage_for
     from .study_dashboard import require, serve
+    from .units import parse_int
 
     require()
     port = parse_int(args.port, "--port", minimum=0, maximum=65535)

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-
-from .report import format_table
-from .units import format_time
 
 
 def add_workload_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,6 +47,11 @@ def _listing() -> list[dict[str, object]]:
 
 
 def cmd_workload_list(args: argparse.Namespace) -> int:
+    import json
+
+    from .report import format_table
+    from .units import format_time
+
     rows = _listing()
     if args.json:
         print(json.dumps(rows))

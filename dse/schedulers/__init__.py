@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from ..errors import InputError
+from ..registry import LazyRegistry
 from .base import Order, ScheduleProblem, Scheduler, ascending, baseline_order
 from .simple import BaselineScheduler, FixedScheduler, RandomScheduler, RoundRobinScheduler, parse_orders
 from .themis import ThemisScheduler
 
-SCHEDULERS: dict[str, type[Scheduler]] = {
-    cls.name: cls
-    for cls in (BaselineScheduler, ThemisScheduler, RoundRobinScheduler, RandomScheduler, FixedScheduler)
-}
+SCHEDULERS: LazyRegistry[type[Scheduler]] = LazyRegistry(
+    ((cls.name, cls) for cls in (BaselineScheduler, ThemisScheduler, RoundRobinScheduler, RandomScheduler, FixedScheduler)),
+    {"lp_guided": "dse.lp_guided"},  # needs the bounds and the simulator: imported on its first lookup
+)
 QUEUES: tuple[str, ...] = ("fifo", "scf")
 
 

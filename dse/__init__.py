@@ -16,6 +16,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type che
 if TYPE_CHECKING:  # the names for type checkers and IDEs; at run time `__getattr__` imports them
     from typing import Any
 
+    from .batch import BatchResult, evaluate_many
     from .bounds import Bounds, lower_bounds
     from .costs import COST_MODELS, CostModel, get_cost_model
     from .errors import InputError
@@ -31,6 +32,7 @@ __version__ = "0.1.0"
 
 #: Public name -> the submodule (relative to this package) that defines it.
 _LAZY: dict[str, str] = {
+    "BatchResult": "batch", "evaluate_many": "batch",
     "Bounds": "bounds", "lower_bounds": "bounds",
     "COST_MODELS": "costs", "CostModel": "costs", "get_cost_model": "costs",
     "InputError": "errors",
@@ -45,7 +47,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "Bounds", "COST_MODELS", "CostModel", "lower_bounds", "Dim", "InputError", "PRESETS", "Result", "SCHEDULERS", "Scheduler",
     "Topology", "compare", "evaluate", "get_cost_model", "get_scheduler", "parse_topology", "__version__",
-    "IterationResult", "Workload", "bundled_workloads", "iterate", "load_workload",
+    "IterationResult", "Workload", "bundled_workloads", "iterate", "load_workload", "BatchResult", "evaluate_many",
 ]  # fmt: skip
 
 

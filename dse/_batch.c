@@ -3,7 +3,7 @@
  * or ASTRA-sim's OfflineGreedy, exactly as dse/schedulers/themis.py computes them), then the
  * engine (dse/_engine.c) on the shape's plan slots.
  *
- * batch_run(table, points, outputs)
+ * batch_table(table) -> a capsule holding the parsed table; batch_run(capsule, points, outputs)
  *   table: (ints, combo_dim, combo_key, combo_sent, combo_fifo, combo_tied, plan_off, plan_combo,
  *           slot_of, chunk_sc, chunk_cc, fixed, perm, permcode, thr_idx, ch_off, ch_idx, ch_dim, ch_fac,
  *           dim_steps, dim_p, greedy_r, combo_kind, combo_c, dim_algo, dim_switch, chk_num, chk_dim)
@@ -11,7 +11,7 @@
  *                  dimkey, base, seed_latency, highest_first, ag, serialized, endpoint_ns)
  *   points: (npoints, bw, lat, busy, delay, ties, bwt, gbw): per point rows (empty where unused)
  *   outputs: (time, dim_busy, dim_bytes, orders) writable buffers (orders may be empty)
- * orders: the Themis orders alone, batch_orders(table, points, orders).
+ * orders: the Themis orders alone, batch_orders(capsule, points, orders).
  */
 #include "_engine.h"
 #include <math.h>
@@ -421,18 +421,39 @@ done:
     return rc;
 }
 
+/* A parsed table kept across calls (batch_table): its buffers stay held until the capsule dies. */
+typedef struct { Table tb; Bufs bs; } Held;
+
+static void held_free(PyObject *cap) {
+    Held *h = PyCapsule_GetPointer(cap, "dse.batch_table");
+    if (h) { bufs_release(&h->bs); free(h); }
+}
+
+PyObject *batch_table(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *table;
+    if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &table)) return NULL;
+    Held *h = calloc(1, sizeof(Held));
+    if (!h) return PyErr_NoMemory();
+    if (parse_table(table, &h->tb, &h->bs)) { bufs_release(&h->bs); free(h); return NULL; }
+    PyObject *cap = PyCapsule_New(h, "dse.batch_table", held_free);
+    if (!cap) { bufs_release(&h->bs); free(h); }
+    return cap;
+}
+
 PyObject *batch_run(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *table, *points, *outputs;
-    if (!PyArg_ParseTuple(args, "O!O!O!", &PyTuple_Type, &table, &PyTuple_Type, &points, &PyTuple_Type, &outputs))
+    if (!PyArg_ParseTuple(args, "OO!O!", &table, &PyTuple_Type, &points, &PyTuple_Type, &outputs))
         return NULL;
-    Table tb;
+    Held *h = PyCapsule_GetPointer(table, "dse.batch_table");
+    if (!h) return NULL;
+    Table tb = h->tb;
     Points pt;
     Outs out;
     Bufs bs;
-    memset(&tb, 0, sizeof tb);
     bs.n = 0;
-    if (parse_table(table, &tb, &bs) || parse_points(points, &tb, &pt, &bs)) { bufs_release(&bs); return NULL; }
+    if (parse_points(points, &tb, &pt, &bs)) { bufs_release(&bs); return NULL; }
     if (PyTuple_GET_SIZE(outputs) != 4) { bufs_release(&bs); PyErr_SetString(PyExc_TypeError, "malformed outputs"); return NULL; }
     out.time = (double *)buf(&bs, outputs, 0, "d", pt.np, 1, NULL);
     out.busy = (double *)buf(&bs, outputs, 1, "d", pt.np * tb.nd, 1, NULL);
@@ -457,13 +478,14 @@ PyObject *batch_run(PyObject *self, PyObject *args) {
 PyObject *batch_orders(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *table, *points, *orders;
-    if (!PyArg_ParseTuple(args, "O!O!O", &PyTuple_Type, &table, &PyTuple_Type, &points, &orders)) return NULL;
-    Table tb;
+    if (!PyArg_ParseTuple(args, "OO!O", &table, &PyTuple_Type, &points, &orders)) return NULL;
+    Held *h = PyCapsule_GetPointer(table, "dse.batch_table");
+    if (!h) return NULL;
+    Table tb = h->tb;
     Points pt;
     Bufs bs;
-    memset(&tb, 0, sizeof tb);
     bs.n = 0;
-    if (parse_table(table, &tb, &bs) || parse_points(points, &tb, &pt, &bs)) { bufs_release(&bs); return NULL; }
+    if (parse_points(points, &tb, &pt, &bs)) { bufs_release(&bs); return NULL; }
     PyObject *tup = PyTuple_Pack(1, orders);
     if (!tup) { bufs_release(&bs); return NULL; }
     int *o = (int *)buf(&bs, tup, 0, "i", pt.np * tb.nchunks, 1, NULL);

@@ -44,18 +44,34 @@ static inline int ev_less(const Ev *x, const Ev *y) {
     return x->seq < y->seq;
 }
 
-static int ev_push(Sim *s, Ev *e) {
-    e->seq = s->counter++;
+/* Push an event made of its fields (written in place: no temporary struct to copy). `tie`: NULL, or
+ * (a1, a2, a3, st) with `dk`. */
+static int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk) {
     if (s->nev == s->evcap && grow((void **)&s->ev, &s->evcap, s->nev + 1, sizeof(Ev))) return -1;
-    Py_ssize_t i = s->nev++;
     Ev *h = s->ev;
+    long long seq = s->counter++;
+    double a1 = 0.0, a2 = 0.0, a3 = 0.0, st = 0.0;
+    if (tie) { a1 = tie[0]; a2 = tie[1]; a3 = tie[2]; st = tie[3]; }
+    Py_ssize_t i = s->nev++;
     while (i > 0) {
         Py_ssize_t p = (i - 1) / 2;
-        if (!ev_less(e, &h[p])) break;
+        const Ev *y = &h[p];
+        int less;
+        if (t != y->t) less = t < y->t;
+        else if (cls != y->cls) less = cls < y->cls;
+        else if (a1 != y->a1) less = a1 < y->a1;
+        else if (a2 != y->a2) less = a2 < y->a2;
+        else if (a3 != y->a3) less = a3 < y->a3;
+        else if (st != y->st) less = st < y->st;
+        else if (dk != y->dk) less = dk < y->dk;
+        else less = seq < y->seq;
+        if (!less) break;
         h[i] = h[p];
         i = p;
     }
-    h[i] = *e;
+    Ev *e = &h[i];
+    e->t = t; e->a1 = a1; e->a2 = a2; e->a3 = a3; e->st = st; e->seq = seq;
+    e->cls = (short)cls; e->dk = (short)dk; e->kind = kind; e->a = a; e->b = b;
     return 0;
 }
 
@@ -74,13 +90,6 @@ static void ev_pop(Sim *s, Ev *out) {
         i = m;
     }
     if (n > 0) h[i] = last;
-}
-
-static inline Ev ev_make(double t, int cls, int kind, int a, long long b) {
-    Ev e;
-    memset(&e, 0, sizeof e);
-    e.t = t; e.cls = cls; e.kind = kind; e.a = a; e.b = b;
-    return e;
 }
 
 /* ----- keyed min-heaps: (key, seq, item) -------------------------------------------------------- */
@@ -212,7 +221,9 @@ static int enqueue(Sim *s, int c) {
         if (q_insert(&s->wait[d], s->wait[d].len, w)) return -1;
     } else if (s->policy == SCF_PRIORITY) {
         w.seq = s->counter++;
-        if (s->use_prio) {  /* insort_right on (key, seq) into a list that priorities may disorder */
+        if (s->qmode == 1) {
+            if (bq_push(&s->bq[d], key, c)) return -1;
+        } else {  /* insort_right on (key, seq) into a list that priorities may disorder */
             Deque *q = &s->wait[d];
             Py_ssize_t lo = 0, hi = q->len;
             while (lo < hi) {
@@ -220,24 +231,27 @@ static int enqueue(Sim *s, int c) {
                 if (kh_less(&w, q_at(q, mid))) hi = mid; else lo = mid + 1;
             }
             if (q_insert(q, lo, w)) return -1;
-        } else if (kh_push(&s->heapq[d], w)) return -1;
-    } else {
-        Deque *q = &s->wait[d];
-        Py_ssize_t j = q->len;
-        if (!(s->ph.fifo[i] || plan_len(s, c) - s->pos[c] - 1 == 1)) {
-            for (j = 0; j < q->len; j++) if (q_at(q, j)->key >= key) break;
         }
-        if (q_insert(q, j, w)) return -1;
+    } else {
+        int back = s->ph.fifo[i] || plan_len(s, c) - s->pos[c] - 1 == 1;
+        if (s->qmode == 2) {
+            if (aq_insert(&s->aq[d], key, c, back)) return -1;
+        } else {
+            Deque *q = &s->wait[d];
+            Py_ssize_t j = q->len;
+            if (!back) for (j = 0; j < q->len; j++) if (q_at(q, j)->key >= key) break;
+            if (q_insert(q, j, w)) return -1;
+        }
     }
     return d;
 }
 
 static inline int q_waiting(const Sim *s, int d) {
-    return s->scf_heap ? s->heapq[d].n > 0 : s->wait[d].len > 0;
+    return s->qmode == 1 ? s->bq[d].count > 0 : s->qmode == 2 ? s->aq[d].count > 0 : s->wait[d].len > 0;
 }
 
 static inline int q_next(Sim *s, int d) {
-    return s->scf_heap ? kh_pop(&s->heapq[d]).item : q_pop_front(&s->wait[d]).item;
+    return s->qmode == 1 ? bq_pop(&s->bq[d]) : s->qmode == 2 ? aq_pop(&s->aq[d]) : q_pop_front(&s->wait[d]).item;
 }
 
 static int share_schedule(Sim *s, int d) {
@@ -245,8 +259,7 @@ static int share_schedule(Sim *s, int d) {
     KHeap *act = &s->active[d];
     if (act->n == 0) return 0;
     double dt = (act->h[0].key - s->vtime[d]) * (double)act->n;
-    Ev e = ev_make(dt > 0.0 ? s->vlast[d] + dt : s->vlast[d], 0, SHARE_DONE, d, s->gen[d]);
-    return ev_push(s, &e);
+    return ev_push(s, dt > 0.0 ? s->vlast[d] + dt : s->vlast[d], 0, SHARE_DONE, d, s->gen[d], NULL, 0);
 }
 
 static int start_phase(Sim *s, int c, int d, double t) {
@@ -266,22 +279,24 @@ static int start_phase(Sim *s, int c, int d, double t) {
         if (kh_push(act, w)) return -1;
         return share_schedule(s, d);
     }
-    Ev e = ev_make(t + busy, 0, COMPLETE, c, d);
+    double tie[4], *tp = NULL;
+    int dk = 0;
     if (s->ph.hastie[i] || s->dimkey) {
-        e.a1 = t + s->ph.t1[i]; e.a2 = t + s->ph.t2[i]; e.a3 = t + s->ph.t3[i]; e.st = t;
-        e.dk = s->dimkey ? d : 0;
+        tie[0] = t + s->ph.t1[i]; tie[1] = t + s->ph.t2[i]; tie[2] = t + s->ph.t3[i]; tie[3] = t;
+        tp = tie;
+        dk = s->dimkey ? d : 0;
     }
     if (delay != 0.0) {
-        e.cls = 1; e.kind = RELEASE;
-        if (ev_push(s, &e)) return -1;
-        e.t = t + busy + delay; e.cls = 0; e.kind = ARRIVE;
+        if (ev_push(s, t + busy, 1, RELEASE, c, d, tp, dk)) return -1;
+        return ev_push(s, t + busy + delay, 0, ARRIVE, c, d, tp, dk);
     }
-    return ev_push(s, &e);
+    return ev_push(s, t + busy, 0, COMPLETE, c, d, tp, dk);
 }
 
 static int refill(Sim *s, int d, double t) {
     while (s->running[d] < s->slots && q_waiting(s, d)) {
-        if (start_phase(s, q_next(s, d), d, t)) return -1;
+        int c = q_next(s, d);
+        if (c < 0 || start_phase(s, c, d, t)) return -1;
     }
     return 0;
 }
@@ -336,8 +351,7 @@ static int share_done(Sim *s, int d, double t) {
         Py_ssize_t i = ph_index(s, c);
         if (s->track) s->lead = lead_after(s, s->phase_lead[c], i);
         if (s->ph.delay[i] != 0.0) {
-            Ev e = ev_make(t + s->ph.delay[i], 0, ARRIVE, c, d);
-            if (ev_push(s, &e) || refill(s, d, t)) return -1;
+            if (ev_push(s, t + s->ph.delay[i], 0, ARRIVE, c, d, NULL, 0) || refill(s, d, t)) return -1;
         } else if (phase_end(s, COMPLETE, c, d, t, 1)) return -1;
     }
     s->nscratch = first;
@@ -352,17 +366,11 @@ static int issue(Sim *s, int i, double t) {
     s->node_lead[i] = s->lead;
     if (s->in_flight == 0) s->comm_since = t;
     s->in_flight += 1;
-    if (s->g.ideal) {
-        Ev e = ev_make(t + s->g.ideal[i], 2, COMM_DONE, i, 0);
-        return ev_push(s, &e);
-    }
+    if (s->g.ideal) return ev_push(s, t + s->g.ideal[i], 2, COMM_DONE, i, 0, NULL, 0);
     Py_ssize_t first = s->nchunks;
     if (s->issue_cb(s, i, t)) return -1;
     int n = (int)(s->nchunks - first);
-    if (n == 0) {
-        Ev e = ev_make(t, 2, COMM_DONE, i, 0);
-        return ev_push(s, &e);
-    }
+    if (n == 0) return ev_push(s, t, 2, COMM_DONE, i, 0, NULL, 0);
     s->remaining[i] = n;
     for (Py_ssize_t c = first; c < s->nchunks; c++) {
         int d = enqueue(s, (int)c);
@@ -397,9 +405,18 @@ static int release_node(Sim *s, int x, double t) {
         int y = g->sdst[k];
         double lag = g->slag[k];
         if (lag != 0.0) {
-            Ev e = ev_make(t + lag, 4, LAG, x, y);
-            e.lead = s->lead;
-            if (ev_push(s, &e)) return -1;
+            if (s->track) {  /* the lead this LAG event will carry, by its seq (pushed in seq order) */
+                Py_ssize_t n = s->nlag;
+                if (n == s->lagcap) {
+                    Py_ssize_t c2 = s->lagcap;
+                    if (grow((void **)&s->lagseq, &c2, n + 1, sizeof(long long))) return -1;
+                    c2 = s->lagcap;
+                    if (grow((void **)&s->laglead, &c2, n + 1, sizeof(long long))) return -1;
+                    s->lagcap = c2;
+                }
+                s->lagseq[n] = s->counter; s->laglead[n] = s->lead; s->nlag = n + 1;
+            }
+            if (ev_push(s, t + lag, 4, LAG, x, y, NULL, 0)) return -1;
         } else if (arrive(s, x, y, t)) return -1;
     }
     return 0;
@@ -411,10 +428,7 @@ static int network_end(Sim *s, int i, double t) {
     s->end[i] = t;
     s->node_lead[i] = s->lead;
     double delay = s->g.delays[i];
-    if (delay != 0.0) {
-        Ev e = ev_make(t + delay, 2, COMM_DONE, i, 1);
-        return ev_push(s, &e);
-    }
+    if (delay != 0.0) return ev_push(s, t + delay, 2, COMM_DONE, i, 1, NULL, 0);
     return release_node(s, i, t);
 }
 
@@ -436,8 +450,7 @@ static int dispatch(Sim *s, double t) {
             if (dur < g->min_ns) dur = g->min_ns;
             s->start[x] = t;
             s->node_lead[x] = s->lead;
-            Ev e = ev_make(t + dur, 3, COMPUTE_DONE, x, r);
-            if (ev_push(s, &e)) return -1;
+            if (ev_push(s, t + dur, 3, COMPUTE_DONE, x, r, NULL, 0)) return -1;
         }
     }
     return 0;
@@ -465,7 +478,11 @@ int sim_go(Sim *s) {
             continue;
         }
         if (s->track) {
-            if (e.kind == LAG) s->lead = e.lead;
+            if (e.kind == LAG) {  /* binary search of its seq */
+                Py_ssize_t lo = 0, hi = s->nlag - 1;
+                while (lo < hi) { Py_ssize_t mid = (lo + hi) / 2; if (s->lagseq[mid] < e.seq) lo = mid + 1; else hi = mid; }
+                s->lead = s->laglead[lo];
+            }
             else if (e.kind >= COMM_DONE) s->lead = s->node_lead[a];
             else s->lead = lead_after(s, s->phase_lead[a], ph_index(s, a));
         }
@@ -502,16 +519,18 @@ int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int 
     memset(s, 0, sizeof *s);
     s->nd = nd; s->policy = policy; s->slots = slots; s->shared = shared; s->dimkey = dimkey;
     s->use_prio = use_prio; s->track = track; s->record = record;
-    s->scf_heap = policy == SCF_PRIORITY && !use_prio;
+    s->qmode = use_prio || policy == FIFO ? 0 : policy == SCF_PRIORITY ? 1 : 2;
     s->wait = calloc(nd, sizeof(Deque));
-    s->heapq = calloc(nd, sizeof(KHeap));
+    s->bq = calloc(nd, sizeof(Buckets));
+    s->aq = calloc(nd, sizeof(Astra));
+    if (s->aq) for (int d = 0; d < nd; d++) aq_free(&s->aq[d]);
     s->active = calloc(nd, sizeof(KHeap));
     s->running = calloc(nd, sizeof(int));
     s->busy = calloc(nd, sizeof(double));
     s->sent = calloc(nd, sizeof(double));
     s->vtime = calloc(nd, sizeof(double));
     s->vlast = calloc(nd, sizeof(double));
-    s->gen = calloc(nd, sizeof(long long));
+    s->gen = calloc(nd, sizeof(int));
     int n = nnodes > 0 ? nnodes : 1;
     s->need = calloc(n, sizeof(int));
     s->start = malloc(n * sizeof(double));
@@ -522,7 +541,7 @@ int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int 
     s->remaining = calloc(n, sizeof(int));
     s->node_lead = calloc(n, sizeof(long long));
     s->scratch_roots = malloc(n * sizeof(int));
-    if (!s->wait || !s->heapq || !s->active || !s->running || !s->busy || !s->sent || !s->vtime || !s->vlast ||
+    if (!s->wait || !s->bq || !s->aq || !s->active || !s->running || !s->busy || !s->sent || !s->vtime || !s->vlast ||
         !s->gen || !s->need || !s->start || !s->end || !s->comm_rel || !s->other_rel || !s->by_comm ||
         !s->remaining || !s->node_lead || !s->scratch_roots)
         return -1;
@@ -538,7 +557,7 @@ void sim_reset(Sim *s) {
     int nd = s->nd, n = s->g.n > 0 ? s->g.n : 1;
     for (int d = 0; d < nd; d++) {
         s->wait[d].head = s->wait[d].len = 0;
-        s->heapq[d].n = 0; s->active[d].n = 0;
+        bq_clear(&s->bq[d]); aq_clear(&s->aq[d]); s->active[d].n = 0;
         s->running[d] = 0; s->busy[d] = s->sent[d] = 0.0;
         s->vtime[d] = s->vlast[d] = 0.0; s->gen[d] = 0;
     }
@@ -549,20 +568,22 @@ void sim_reset(Sim *s) {
         s->by_comm[i] = 0; s->remaining[i] = 0; s->node_lead[i] = 0;
     }
     s->nev = 0; s->counter = 0; s->nchunks = 0; s->nlog = 0; s->nscratch = 0; s->nroots = 0;
-    s->lead = 0; s->in_flight = 0; s->comm_since = s->comm_ns = s->compute_ns = s->cpu_ns = 0.0;
+    s->nlag = 0; s->lead = 0; s->in_flight = 0; s->comm_since = s->comm_ns = s->compute_ns = s->cpu_ns = 0.0;
     s->bytes_sent = 0.0; s->finish = 0.0;
 }
 
 void sim_free(Sim *s) {
     if (s->wait) for (int d = 0; d < s->nd; d++) free(s->wait[d].buf);
-    if (s->heapq) for (int d = 0; d < s->nd; d++) free(s->heapq[d].h);
+    if (s->bq) for (int d = 0; d < s->nd; d++) bq_free(&s->bq[d]);
+    if (s->aq) for (int d = 0; d < s->nd; d++) aq_free(&s->aq[d]);
     if (s->active) for (int d = 0; d < s->nd; d++) free(s->active[d].h);
     for (int r = 0; r < 3; r++) free(s->ready[r].h);
-    free(s->wait); free(s->heapq); free(s->active); free(s->running); free(s->busy); free(s->sent);
+    free(s->wait); free(s->bq); free(s->aq); free(s->active); free(s->running); free(s->busy); free(s->sent);
     free(s->vtime); free(s->vlast); free(s->gen); free(s->need); free(s->start); free(s->end);
     free(s->comm_rel); free(s->other_rel); free(s->by_comm); free(s->remaining); free(s->node_lead);
     free(s->scratch_roots); free(s->ev); free(s->cplan); free(s->pos); free(s->owner); free(s->prio);
     free(s->started); free(s->chunk_end); free(s->phase_lead); free(s->logv); free(s->scratch);
+    free(s->lagseq); free(s->laglead);
     memset(s, 0, sizeof *s);
 }
 

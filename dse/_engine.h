@@ -15,8 +15,24 @@ typedef struct { double key; long long seq; int item; } KItem;
 typedef struct { KItem *h; Py_ssize_t n, cap; } KHeap;
 typedef struct { KItem *buf; Py_ssize_t head, len, cap; } Deque;
 
+/* The smallest-first queues (_queues.c): rings of ints, buckets by key, ASTRA-sim's list with runs. */
+typedef struct { int *buf; int head, len, cap; } Ring;
+typedef struct { double key; Ring r; } KRing;
+typedef struct { KRing *b; int n, cap; long long count; } Buckets;
+typedef struct { double key; int item, prev, next; } QNode;
+typedef struct { QNode *nodes; int nn, capn, freelist, head, tail; KRing *runs; int nr, capr; long long count; } Astra;
+int bq_push(Buckets *q, double key, int item);
+int bq_pop(Buckets *q);
+void bq_clear(Buckets *q);
+void bq_free(Buckets *q);
+int aq_insert(Astra *q, double key, int item, int back);
+int aq_pop(Astra *q);
+void aq_clear(Astra *q);
+void aq_free(Astra *q);
+
+/* One event: ordered by (t, cls, a1, a2, a3, st, dk, seq); kind, a, b say what it is (64 bytes). */
 typedef struct {
-    double t; int cls; double a1, a2, a3, st; int dk; long long seq; int kind; int a; long long b; long long lead;
+    double t, a1, a2, a3, st; long long seq; short cls, dk; int kind; int a, b;
 } Ev;
 
 typedef struct { int c, step; double start, end; } LogRec;
@@ -39,7 +55,7 @@ typedef struct {
 
 typedef struct Sim Sim;
 struct Sim {
-    int nd, policy, slots, shared, dimkey, use_prio, track, record, scf_heap;
+    int nd, policy, slots, shared, dimkey, use_prio, track, record, qmode;  /* qmode: 0 deque, 1 buckets, 2 ASTRA */
     Phases ph;
     Py_ssize_t *poff; Py_ssize_t nplans, poffcap;
     const int *pmap;  /* plan position -> phase index (the batch's combos); NULL: the identity */
@@ -48,13 +64,14 @@ struct Sim {
     int *cplan, *pos, *owner; long long *prio; double *started, *chunk_end; long long *phase_lead;
     Py_ssize_t nchunks, chcap;
     /* dimensions */
-    Deque *wait; KHeap *heapq, *active; int *running; double *busy, *sent, *vtime, *vlast; long long *gen;
+    Deque *wait; Buckets *bq; Astra *aq; KHeap *active; int *running; double *busy, *sent, *vtime, *vlast; int *gen;
     /* nodes */
     int *need; double *start, *end, *comm_rel, *other_rel; unsigned char *by_comm; int *remaining;
     long long *node_lead; int *scratch_roots; int nroots;
     KHeap ready[3]; int taken[3];
     /* events */
     Ev *ev; Py_ssize_t nev, evcap; long long counter;
+    long long *lagseq, *laglead; Py_ssize_t nlag, lagcap;  /* a LAG event's lead, by its seq */
     long long lead; int in_flight;
     double comm_since, comm_ns, compute_ns, cpu_ns, bytes_sent, finish;
     LogRec *logv; Py_ssize_t nlog, logcap;

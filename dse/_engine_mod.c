@@ -5,6 +5,7 @@
 
 PyObject *batch_run(PyObject *self, PyObject *args);  /* _batch.c */
 PyObject *batch_orders(PyObject *self, PyObject *args);
+PyObject *batch_table(PyObject *self, PyObject *args);
 
 /* ----- phases from Phase tuples --------------------------------------------------------------- */
 static double num(PyObject *o, int *err) {
@@ -358,6 +359,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"run", run, METH_VARARGS, "Run the event engine (see dse/engine_ref.py for the algorithm)."},
+    {"batch_table", batch_table, METH_VARARGS, "Parse a shape table once (dse.tables)."},
     {"batch_run", batch_run, METH_VARARGS, "Many points of one shape (dse.batch)."},
     {"batch_orders", batch_orders, METH_VARARGS, "Themis orders of many points (dse.batch)."},
     {NULL, NULL, 0, NULL},

@@ -172,7 +172,8 @@ def run_table(table: ShapeTable, topos: Sequence[Topology]) -> tuple[array, arra
     n, nd = len(topos), table.nd
     time, busy, sent = array("d", bytes(8 * n)), array("d", bytes(8 * n * nd)), array("d", bytes(8 * n * nd))
     orders = array("i", bytes(4 * n * table.nchunks))
-    engine_front._engine.batch_run(table.packed(), _points(table, topos), (time, busy, sent, orders))  # type: ignore[union-attr]
+    eng = engine_front._engine
+    eng.batch_run(table.compiled(eng), _points(table, topos), (time, busy, sent, orders))  # type: ignore[union-attr]
     return time, busy, sent, orders
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
+from typing import Any
 from itertools import permutations
 
 from .collectives import AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, A2A, RS
@@ -172,8 +173,15 @@ class ShapeTable:
             bwt = array("d", [model.bandwidth_time(dims[d], kind, c) for d, kind, c in self.charge_combos])
         return busy, delay, ties, bwt
 
+    def compiled(self, engine: Any) -> Any:
+        """The table parsed by the C engine once (`dse._engine.batch_table`), for `batch_run`."""
+        hit = self.__dict__.get("_compiled")
+        if hit is None:
+            hit = self._compiled = engine.batch_table(self.packed())
+        return hit
+
     def packed(self) -> tuple:
-        """The table as `dse._engine.batch_run` reads it (its docstring lists the fields)."""
+        """The table as `dse._engine.batch_table` reads it (dse/_batch.c lists the fields)."""
         hit = getattr(self, "_packed", None)
         if hit is not None:
             return hit

@@ -368,65 +368,83 @@ static int point_orders(const Table *tb, const Points *pt, Py_ssize_t p, const d
 
 typedef struct { double *time, *busy, *bytes; int *orders; } Outs;
 
-static int run_points(const Table *tb, const Points *pt, Outs *out) {
+/* What running points needs besides the table: the engine and its per-point rows (kept by the
+ * table's capsule between calls, or made for one call when another thread holds them). */
+typedef struct {
+    Sim s; int ready;
+    double *busy, *delay, *t123, *bwt; unsigned char *tied; int *oids, *ids; Py_ssize_t *poff;
+} Work;
+
+static void work_free(Work *w) {
+    if (w->ready) {
+        w->s.ph.dim = NULL;  /* borrowed from the table */
+        w->s.poff = NULL;
+        sim_free(&w->s);
+    }
+    free(w->busy); free(w->delay); free(w->t123); free(w->tied); free(w->bwt); free(w->oids); free(w->ids);
+    free(w->poff);
+    memset(w, 0, sizeof *w);
+}
+
+static int work_init(Work *w, const Table *tb) {
     int nd = tb->nd, nc = tb->ncombo;
-    Sim s;
-    if (sim_init(&s, nd, tb->policy, tb->slots, tb->shared, tb->dimkey, 0, 0, 0, 1)) { sim_free(&s); return -1; }
-    double *busy = malloc((size_t)nc * sizeof(double)), *delay = malloc((size_t)nc * sizeof(double));
-    double *t123 = calloc((size_t)nc * 3, sizeof(double));
-    unsigned char *tied = malloc((size_t)nc);
-    double *bwt = malloc((size_t)(tb->nchk + 1) * sizeof(double));
-    int *oids = malloc((size_t)tb->nchunks * sizeof(int)), *ids = malloc((size_t)tb->nchunks * sizeof(int));
+    memset(w, 0, sizeof *w);
+    if (sim_init(&w->s, nd, tb->policy, tb->slots, tb->shared, tb->dimkey, 0, 0, 0, 1)) { sim_free(&w->s); return -1; }
+    w->ready = 1;
+    w->busy = malloc((size_t)nc * sizeof(double)); w->delay = malloc((size_t)nc * sizeof(double));
+    w->t123 = calloc((size_t)nc * 3, sizeof(double)); w->tied = malloc((size_t)nc);
+    w->bwt = malloc((size_t)(tb->nchk + 1) * sizeof(double));
+    w->oids = malloc((size_t)tb->nchunks * sizeof(int)); w->ids = malloc((size_t)tb->nchunks * sizeof(int));
     Py_ssize_t npo = (Py_ssize_t)tb->norder * tb->nsc;
-    Py_ssize_t *poff = malloc((size_t)(npo + 1) * sizeof(Py_ssize_t));
-    int rc = -1;
-    if (!busy || !delay || !t123 || !tied || !bwt || !oids || !ids || !poff) goto done;
-    for (Py_ssize_t k = 0; k <= npo; k++) poff[k] = tb->plan_off[k];
-    for (int k = 0; k < nc; k++) tied[k] = (unsigned char)tb->combo_tied[k];
-    graph_single(&s.g);
-    s.ph.dim = (int *)tb->combo_dim; s.ph.key = (double *)tb->combo_key; s.ph.sent = (double *)tb->combo_sent;
-    s.ph.fifo = (unsigned char *)tb->combo_fifo; s.ph.hastie = tied; s.ph.busy = busy; s.ph.delay = delay;
-    s.ph.t1 = t123; s.ph.t2 = t123 + nc; s.ph.t3 = t123 + 2 * nc;
-    s.poff = poff; s.pmap = tb->plan_combo;
-    BatchCtx bx; bx.ids = ids; bx.n = tb->nchunks;
+    w->poff = malloc((size_t)(npo + 1) * sizeof(Py_ssize_t));
+    if (!w->busy || !w->delay || !w->t123 || !w->tied || !w->bwt || !w->oids || !w->ids || !w->poff) { work_free(w); return -1; }
+    for (Py_ssize_t k = 0; k <= npo; k++) w->poff[k] = tb->plan_off[k];
+    for (int k = 0; k < nc; k++) w->tied[k] = (unsigned char)tb->combo_tied[k];
+    Sim *s = &w->s;
+    graph_single(&s->g);
+    s->ph.dim = (int *)tb->combo_dim; s->ph.key = (double *)tb->combo_key; s->ph.sent = (double *)tb->combo_sent;
+    s->ph.fifo = (unsigned char *)tb->combo_fifo; s->ph.hastie = w->tied; s->ph.busy = w->busy; s->ph.delay = w->delay;
+    s->ph.t1 = w->t123; s->ph.t2 = w->t123 + nc; s->ph.t3 = w->t123 + 2 * nc;
+    s->poff = w->poff; s->pmap = tb->plan_combo;
+    return 0;
+}
+
+static int run_points(const Table *tb, const Points *pt, Outs *out, Work *w) {
+    int nd = tb->nd, nc = tb->ncombo;
+    Sim *s = &w->s;
+    BatchCtx bx; bx.ids = w->ids; bx.n = tb->nchunks;
     for (Py_ssize_t p = 0; p < pt->np; p++) {
-        const double *bwtp = bwt;
-        if (tb->kernel != K_NONE) costs(tb, pt->bw + p * nd, pt->lat + p * nd, busy, delay, tb->tracker == LOAD_TRACKER ? bwt : NULL);
+        const double *bwtp = w->bwt;
+        if (tb->kernel != K_NONE) costs(tb, pt->bw + p * nd, pt->lat + p * nd, w->busy, w->delay, tb->tracker == LOAD_TRACKER ? w->bwt : NULL);
         else {
-            memcpy(busy, pt->busy + p * nc, (size_t)nc * sizeof(double));
-            memcpy(delay, pt->delay + p * nc, (size_t)nc * sizeof(double));
+            memcpy(w->busy, pt->busy + p * nc, (size_t)nc * sizeof(double));
+            memcpy(w->delay, pt->delay + p * nc, (size_t)nc * sizeof(double));
             if (pt->ties) for (int k = 0; k < nc; k++) {
-                t123[k] = pt->ties[(p * nc + k) * 3]; t123[nc + k] = pt->ties[(p * nc + k) * 3 + 1];
-                t123[2 * nc + k] = pt->ties[(p * nc + k) * 3 + 2];
+                w->t123[k] = pt->ties[(p * nc + k) * 3]; w->t123[nc + k] = pt->ties[(p * nc + k) * 3 + 1];
+                w->t123[2 * nc + k] = pt->ties[(p * nc + k) * 3 + 2];
             }
             if (pt->bwt) bwtp = pt->bwt + p * tb->nchk;
         }
-        if (point_orders(tb, pt, p, bwtp, oids)) { rc = -3; goto done; }
-        for (int k = 0; k < tb->nchunks; k++) ids[k] = tb->slot_of[oids[k] * tb->nsc + tb->chunk_sc[k]];
-        sim_reset(&s);
-        s.ctx = &bx; s.issue_cb = issue_batch; s.resumed_cb = NULL;
-        int r = sim_go(&s);
-        if (r) { rc = r == -2 ? -2 : -1; goto done; }
-        out->time[p] = s.finish;
-        memcpy(out->busy + p * nd, s.busy, (size_t)nd * sizeof(double));
-        memcpy(out->bytes + p * nd, s.sent, (size_t)nd * sizeof(double));
-        if (out->orders) memcpy(out->orders + p * tb->nchunks, oids, (size_t)tb->nchunks * sizeof(int));
+        if (point_orders(tb, pt, p, bwtp, w->oids)) return -3;
+        for (int k = 0; k < tb->nchunks; k++) w->ids[k] = tb->slot_of[w->oids[k] * tb->nsc + tb->chunk_sc[k]];
+        sim_reset(s);
+        s->ctx = &bx; s->issue_cb = issue_batch; s->resumed_cb = NULL;
+        int r = sim_go(s);
+        if (r) return r == -2 ? -2 : -1;
+        out->time[p] = s->finish;
+        memcpy(out->busy + p * nd, s->busy, (size_t)nd * sizeof(double));
+        memcpy(out->bytes + p * nd, s->sent, (size_t)nd * sizeof(double));
+        if (out->orders) memcpy(out->orders + p * tb->nchunks, w->oids, (size_t)tb->nchunks * sizeof(int));
     }
-    rc = 0;
-done:
-    s.ph.dim = NULL;  /* borrowed: not ours to free */
-    s.poff = NULL;
-    free(busy); free(delay); free(t123); free(tied); free(bwt); free(oids); free(ids); free(poff);
-    sim_free(&s);
-    return rc;
+    return 0;
 }
 
 /* A parsed table kept across calls (batch_table): its buffers stay held until the capsule dies. */
-typedef struct { Table tb; Bufs bs; } Held;
+typedef struct { Table tb; Bufs bs; Work w; int in_use; } Held;
 
 static void held_free(PyObject *cap) {
     Held *h = PyCapsule_GetPointer(cap, "dse.batch_table");
-    if (h) { bufs_release(&h->bs); free(h); }
+    if (h) { work_free(&h->w); bufs_release(&h->bs); free(h); }
 }
 
 PyObject *batch_table(PyObject *self, PyObject *args) {
@@ -464,10 +482,16 @@ PyObject *batch_run(PyObject *self, PyObject *args) {
         bufs_release(&bs);
         return NULL;
     }
+    Work own, *w = &h->w;
+    int mine = h->in_use;  /* another thread runs this table: a workspace of our own */
+    if (mine) w = &own;
+    if ((mine || !w->ready) && work_init(w, &tb)) { bufs_release(&bs); return PyErr_NoMemory(); }
+    if (!mine) h->in_use = 1;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = run_points(&tb, &pt, &out);
+    rc = run_points(&tb, &pt, &out, w);
     Py_END_ALLOW_THREADS
+    if (mine) work_free(&own); else h->in_use = 0;
     bufs_release(&bs);
     if (rc == -3) { PyErr_SetString(PyExc_NotImplementedError, "OfflineGreedy needs 128-bit integers"); return NULL; }
     if (rc == -2) { PyErr_SetString(PyExc_RuntimeError, "engine stalled"); return NULL; }

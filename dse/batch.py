@@ -98,7 +98,20 @@ def table_for(p: Prepared) -> ShapeTable:
 
 
 def _points(table: ShapeTable, topos: Sequence[Topology]) -> tuple:
-    """The per-point rows `batch_run` reads: bandwidths and latencies for a kernel, else the costs."""
+    """The per-point rows `batch_run` reads: bandwidths and latencies for a kernel, else the costs
+    (one point's are remembered by its table, a bounded cache)."""
+    if len(topos) == 1:
+        cache = table.__dict__.setdefault("_rows", {})
+        hit = cache.get(topos[0])
+        if hit is None:
+            if len(cache) >= 64:
+                cache.clear()
+            hit = cache[topos[0]] = _rows(table, topos)
+        return hit
+    return _rows(table, topos)
+
+
+def _rows(table: ShapeTable, topos: Sequence[Topology]) -> tuple:
     n, model = len(topos), table.model
     bw, lat, busy, delay, ties, bwt, gbw = (array("d") for _ in range(7))
     if model.batch_kernel is not None:

@@ -57,11 +57,12 @@ def evaluate(
     model, mode, active = spec.cost_model, spec.latency_mode, spec.active_chunks
 
     if not timeline and tableable(prepared := Prepared(spec, sched, q, seed, size_unit)):
-        spec.check_work(queue=q)
+        if q == "scf" and model.scf_rule == "astra-sim":  # the queue scans count (parse checked the rest)
+            spec.check_work(queue=q)
         table = table_for(prepared)
         time, busy, sent, ids = run_table(table, (topo,))
         out = SimOutput(time[0], tuple(busy), tuple(sent), (), None)
-        chunk_orders = [table.perms[i] for i in ids]
+        chunk_orders = list(map(table.perms.__getitem__, ids))
         return make_result(topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed, chunk_orders, out,
                            size_unit=size_unit, keep_timeline=False)  # fmt: skip
     plan = model.chunking(coll, nbytes, nchunks, topo, baseline=sched.is_baseline)

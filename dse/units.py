@@ -32,6 +32,23 @@ NS_PER_S = 1e9
 
 
 def parse_size(value: int | float | str, field: str = "size") -> int:
+    """Bytes from an int, a float or a string such as ``"1GiB"`` (`_parse_size`; strings are parsed
+    once and remembered)."""
+    if type(value) is str and field == "size":
+        hit = _SIZES.get(value)
+        if hit is None:
+            hit = _parse_size(value, field)
+            if len(_SIZES) >= 4096:
+                _SIZES.clear()
+            _SIZES[value] = hit
+        return hit
+    return _parse_size(value, field)
+
+
+_SIZES: dict[str, int] = {}
+
+
+def _parse_size(value: int | float | str, field: str = "size") -> int:
     """Bytes from an int, a float or a string such as ``"1GiB"``, ``"64MB"``, ``"1e9"``.
 
     A count of bytes (no unit, or ``B``) must be whole: ``"1.5B"`` is refused. With a larger unit,

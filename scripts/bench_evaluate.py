@@ -1,30 +1,47 @@
 #!/usr/bin/env python3
-"""Benchmark: evaluations per second of `dse.evaluate` (Themis+SCF all-reduce, 4D-Ring_FC_Ring_SW).
+"""Benchmark: evaluations per second of `dse.evaluate` (Themis+SCF all-reduce of 1 GB, 4D-Ring_FC_Ring_SW),
+per cost model and chunk count, against the floor of an event loop compiled in the same run.
 
-Run: .venv/bin/python scripts/bench_evaluate.py [--seconds S] [--repeat R] [--python]
+Run: .venv/bin/python scripts/bench_evaluate.py [--seconds S] [--repeat R] [--chunks 64,256,1024,4096] [--python]
+
 Each row: the min and median evaluations/s of R (default 5) timed runs of at least S seconds each,
-on one core (this process).
-`--python` also measures the pure-Python event loop (the reference the C core mirrors).
-`astra-sim-1` memoises its packet-level phase timings across calls (a pure function of dimension,
-phase kind and bytes); its `cold` rows clear that cache before every evaluation.
+on one core (this process), and the time per chunk. Engines:
+- `same`: the same point again and again (its shape table and phase costs cached, as in a loop over
+  schedulers or queues);
+- `new bw`: each evaluation on new bandwidths (the shape table cached, the costs not: a sweep or a
+  study over bandwidth splits);
+- `python`: the pure-Python reference engine (`--python`).
+`floor`: scripts/minimal_loop.c, compiled here with `cc -O2`, on the same chunks' phases (dims and
+busy times, FIFO queues, nothing else); `x floor` = one `evaluate` / one minimal loop, both timed
+in this run (median over median).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import dataclasses
 import os
 import platform
+import random
 import statistics
+import subprocess
+import tempfile
 import time
+from array import array
+from pathlib import Path
 
 import dse
-from dse import simulate as sim_mod
-from dse.costs import astra_sim1
+from dse import engine as engine_mod
+from dse.evaluate import build_plans
+from dse.topology import Topology, parse_topology
 
 TOPOLOGY = "4D-Ring_FC_Ring_SW"
+MINIMAL = Path(__file__).resolve().parent / "minimal_loop.c"
 
 
 def rates(fn, seconds: float, repeat: int) -> list[float]:
+    """Calls per second of `fn`, `repeat` times, each timing at least `seconds`."""
     out = []
     for _ in range(repeat):
         n, t0 = 0, time.perf_counter()
@@ -38,36 +55,95 @@ def rates(fn, seconds: float, repeat: int) -> list[float]:
     return out
 
 
+def compile_floor(tmp: str):  # type: ignore[no-untyped-def]
+    """The minimal loop as a ctypes function, or None without a C compiler."""
+    lib = os.path.join(tmp, "minimal_loop.so")
+    try:
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", lib, str(MINIMAL)], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    fn = ctypes.CDLL(lib).minimal_loop
+    fn.restype = ctypes.c_double
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+    return fn
+
+
+def floor_call(fn, topo: Topology, model: str, chunks: int):  # type: ignore[no-untyped-def]
+    """A no-argument call of the minimal loop on the phases `evaluate` runs for this point."""
+    r = dse.evaluate(topo, size="1GB", chunks=chunks, cost_model=model)
+    m = dse.get_cost_model(model)
+    plan = m.chunking("all_reduce", r.size_bytes, chunks, topo, baseline=False)
+    plans = build_plans(m, topo, "all_reduce", list(r.orders), plan.sizes, r.latency_mode, False)
+    nph = len(plans[0])
+    if any(len(p) != nph for p in plans):
+        return None
+    dims = array("i", [ph.dim for p in plans for ph in p])
+    busy = array("d", [ph.busy for p in plans for ph in p])
+    a, b = dims.buffer_info()[0], busy.buffer_info()[0]
+    return lambda: fn(len(plans), nph, topo.ndims, a, b), (dims, busy)
+
+
+def variants(topo: Topology, n: int, seed: int = 0) -> list[Topology]:
+    """`n` copies of `topo` with the same total bandwidth split at random (each dim >= 10 %)."""
+    rng = random.Random(seed)
+    total = topo.total_bandwidth
+    out = []
+    for _ in range(n):
+        w = [0.1 + rng.random() for _ in topo.dims]
+        s = sum(w)
+        out.append(Topology(tuple(dataclasses.replace(d, bandwidth=total * x / s) for d, x in zip(topo.dims, w))))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--python", action="store_true", help="also time the pure-Python event loop")
+    ap.add_argument("--chunks", default="64,256,1024,4096")
+    ap.add_argument("--python", action="store_true", help="also time the pure-Python reference engine")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    chunk_list = [int(c) for c in args.chunks.split(",")]
+    topo = parse_topology(TOPOLOGY)
     print(f"dse {dse.__version__}, Python {platform.python_version()}, {platform.machine()}, one core; "
-          f"C core: {'yes' if sim_mod._csim is not None else 'no'}")  # fmt: skip
-    engines = ["auto", "cold"] + (["python"] if args.python else [])
-    print(f"{'cost model':<12} {'chunks':>6} {'engine':>7} {'min/s':>9} {'median/s':>9} {'ms (med)':>8}")
-    csim = sim_mod._csim
-    for model in dse.COST_MODELS:
-        for chunks in (64, 512):
-            for engine in engines:
-                if engine == "cold" and model != "astra-sim-1":
-                    continue
-                sim_mod._csim = None if engine == "python" else csim
-
-                def one() -> None:
-                    if engine == "cold":
-                        astra_sim1.phase_timing.cache_clear()
-                    dse.evaluate(TOPOLOGY, size="1GB", chunks=chunks, scheduler="themis", queue="scf", cost_model=model)
-
-                rs = rates(one, args.seconds, args.repeat)
-                med = statistics.median(rs)
-                label = engine if engine != "auto" else ("c" if csim is not None else "python")
-                print(f"{model:<12} {chunks:>6} {label:>7} {min(rs):>9.0f} {med:>9.0f} {1e3 / med:>8.3f}")
-    sim_mod._csim = csim
+          f"C engine: {'yes' if engine_mod.c_engine_built() else 'no'}; {args.repeat} runs of >= {args.seconds:g} s")  # fmt: skip
+    print(f"{'cost model':<12} {'chunks':>6} {'engine':>7} {'min/s':>9} {'median/s':>9} {'us/chunk':>8} {'x floor':>7}")
+    with tempfile.TemporaryDirectory() as tmp:
+        fn = compile_floor(tmp)
+        for model in dse.COST_MODELS:
+            for chunks in chunk_list:
+                floor_med = None
+                if fn is not None:
+                    got = floor_call(fn, topo, model, chunks)
+                    if got is not None:
+                        call, _keep = got
+                        fr = rates(call, args.seconds, args.repeat)
+                        floor_med = statistics.median(fr)
+                        print(f"{model:<12} {chunks:>6} {'floor':>7} {min(fr):>9.0f} {floor_med:>9.0f} "
+                              f"{1e6 / floor_med / chunks:>8.3f} {'1.0':>7}")  # fmt: skip
+                pool = variants(topo, 997)
+                it = iter(range(1 << 62))
+                engines = ["same", "new bw"] + (["python"] if args.python else [])
+                for engine in engines:
+                    if engine == "same":
+                        def one() -> None:
+                            dse.evaluate(topo, size="1GB", chunks=chunks, cost_model=model)
+                    elif engine == "new bw":
+                        def one() -> None:
+                            dse.evaluate(pool[next(it) % len(pool)], size="1GB", chunks=chunks, cost_model=model)
+                    else:
+                        def one() -> None:
+                            dse.evaluate(topo, size="1GB", chunks=chunks, cost_model=model)
+                    old = engine_mod.DEFAULT
+                    engine_mod.DEFAULT = "python" if engine == "python" else old
+                    try:
+                        rs = rates(one, args.seconds, args.repeat)
+                    finally:
+                        engine_mod.DEFAULT = old
+                    med = statistics.median(rs)
+                    ratio = f"{floor_med / med:.1f}" if floor_med else "-"
+                    print(f"{model:<12} {chunks:>6} {engine:>7} {min(rs):>9.0f} {med:>9.0f} {1e6 / med / chunks:>8.3f} {ratio:>7}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import engine as engine_front
@@ -34,6 +34,8 @@ from .units import parse_int, size_family
 KEYWORDS = ("topology", "collective", "size", "chunks", "scheduler", "queue", "cost_model", "latency_mode",
             "active_chunks", "seed")  # fmt: skip
 _TABLES: dict[tuple, ShapeTable] = {}
+#: the most dimensions a table runs (more go through `evaluate`'s Python path)
+MAX_DIMS = 5
 _MAX_TABLES = 256
 
 
@@ -72,6 +74,8 @@ def tableable(p: Prepared) -> bool:
     if not engine_front.c_engine_built() or engine_front.DEFAULT == "python":
         return False
     if spec.active_chunks > 1 and not model.shares_bandwidth:
+        return False
+    if spec.topology.ndims > MAX_DIMS:  # Themis' table holds every order: 5! = 120
         return False
     return compiled(p.sched, spec.collective) and type(model).phases is CostModel.phases
 
@@ -142,13 +146,17 @@ class _Group:
     topos: list[Topology] = field(default_factory=list)
 
 
+def _shape(topo: Topology) -> tuple:
+    return tuple((d.kind, d.npus, d.algorithm) for d in topo.dims)
+
+
 class BatchResult:
     """The numbers of many evaluations, in the points' order; `Result` objects on demand.
 
     `time_ns[i]`, `dim_busy_ns[i]`, `dim_bytes[i]` as `evaluate` reports them; `result(i)` the
     whole `Result` (built then, and kept)."""
 
-    def __init__(self, prepared: list[Prepared]) -> None:
+    def __init__(self, prepared: "list[Prepared] | _Vector") -> None:
         n = len(prepared)
         self._prepared = prepared
         self.time_ns: list[float] = [0.0] * n
@@ -179,33 +187,132 @@ class BatchResult:
     def results(self) -> list[Result]:
         return [self.result(i) for i in range(len(self))]
 
+    def _fill(self, table: ShapeTable, index: Sequence[int], got: tuple[array, array, array, array]) -> None:
+        time, busy, sent, orders = got
+        nd, nc, perms = table.nd, table.nchunks, table.perms
+        for k, i in enumerate(index):
+            self.time_ns[i] = time[k]
+            self.dim_busy_ns[i] = tuple(busy[k * nd : (k + 1) * nd])
+            self.dim_bytes[i] = tuple(sent[k * nd : (k + 1) * nd])
+            self._orders[i] = tuple(map(perms.__getitem__, orders[k * nc : (k + 1) * nc]))
+
+
+class _Vector:
+    """The points of the vectorised form: one base point, per point its bandwidths and latencies."""
+
+    def __init__(self, base: Prepared, bw: array, lat: array) -> None:
+        self.base, self.bw, self.lat = base, bw, lat
+        self.nd = base.spec.topology.ndims
+
+    def __len__(self) -> int:
+        return len(self.bw) // self.nd
+
+    def __getitem__(self, i: int) -> Prepared:
+        dims = self.base.spec.topology.dims
+        k = i * self.nd
+        topo = Topology(tuple(replace(d, bandwidth=self.bw[k + j], latency=self.lat[k + j]) for j, d in enumerate(dims)))
+        return replace(self.base, spec=replace(self.base.spec, topology=topo))
+
 
 def run_table(table: ShapeTable, topos: Sequence[Topology]) -> tuple[array, array, array, array]:
     """Run points of one shape in C: (time, per-dim busy, per-dim bytes, order ids per chunk)."""
-    n, nd = len(topos), table.nd
+    return _run(table, _points(table, topos), len(topos))
+
+
+def _run(table: ShapeTable, rows: tuple, n: int) -> tuple[array, array, array, array]:
+    nd = table.nd
     time, busy, sent = array("d", bytes(8 * n)), array("d", bytes(8 * n * nd)), array("d", bytes(8 * n * nd))
     orders = array("i", bytes(4 * n * table.nchunks))
     eng = engine_front._engine
-    eng.batch_run(table.compiled(eng), _points(table, topos), (time, busy, sent, orders))  # type: ignore[union-attr]
+    eng.batch_run(table.compiled(eng), rows, (time, busy, sent, orders))  # type: ignore[union-attr]
     return time, busy, sent, orders
 
 
-def evaluate_many(points: Iterable["Mapping[str, Any] | Topology | str"], **common: Any) -> BatchResult:
-    """Evaluate many points; returns a `BatchResult` (numbers at once, `Result`s on demand).
-
-    Each point is a topology (a `Topology`, preset name or notation) or a dict of `evaluate`'s
-    keywords; `common` gives keywords every point shares (a point's own win). Example:
-    ``evaluate_many(topologies, size="1GB", chunks=64)``. Bad input: the `InputError` of the first
-    bad point, naming its index.
-    """
-    prepared = []
+def _prepare_all(points: Iterable["Mapping[str, Any] | Topology | str"], common: Mapping[str, Any]) -> list[Prepared]:
+    """Every point validated; points that share their other keywords and their shape with an earlier
+    one reuse its validation (only what depends on the topology is checked again)."""
+    seen: dict[tuple, Prepared] = {}
+    out = []
     for i, pt in enumerate(points):
         kw = dict(common)
         kw.update(pt if isinstance(pt, Mapping) else {"topology": pt})
         try:
-            prepared.append(prepare(kw))
+            try:
+                key = tuple(sorted((k, v) for k, v in kw.items() if k != "topology"))
+                hash(key)
+            except TypeError:
+                key = None
+            topo = kw.get("topology")
+            first = seen.get(key) if key is not None and isinstance(topo, Topology) else None
+            if first is not None and _shape(first.spec.topology) == _shape(topo):  # type: ignore[arg-type]
+                s = first.spec
+                s.cost_model.check(topo, s.collective, s.latency_mode, s.active_chunks)  # type: ignore[arg-type]
+                out.append(replace(first, spec=replace(s, topology=topo)))
+                continue
+            p = prepare(kw)
         except InputError as e:
             raise InputError(f"point {i}: {e.field}", e.problem, e.allowed) from None
+        if key is not None and isinstance(topo, Topology):
+            seen[key] = p
+        out.append(p)
+    return out
+
+
+def _matrix(values: Any, n_cols: int, name: str, low: float, high: float) -> array:
+    """A flat array of `values` (rows of `n_cols` numbers), each in [low, high]."""
+    flat = array("d")
+    for i, row in enumerate(values):
+        row = list(row)
+        if len(row) != n_cols:
+            raise InputError(f"{name} row {i}", f"{len(row)} values", f"one per dimension ({n_cols})")
+        for x in row:
+            v = float(x)
+            if not low <= v <= high:  # NaN fails too
+                raise InputError(f"{name} row {i}", f"{x!r} is out of range", f"{low:g} to {high:g}")
+            flat.append(v)
+    return flat
+
+
+def _vectorised(bandwidths: Any, latencies: Any, common: Mapping[str, Any]) -> BatchResult:
+    from .limits import MAX_BANDWIDTH, MAX_NS, MIN_BANDWIDTH
+
+    base = prepare(common)
+    topo = base.spec.topology
+    nd = topo.ndims
+    bw = _matrix(bandwidths, nd, "bandwidths", MIN_BANDWIDTH, MAX_BANDWIDTH)
+    n = len(bw) // nd
+    lat = _matrix(latencies, nd, "latencies", 0.0, MAX_NS) if latencies is not None else array("d", [d.latency for d in topo.dims] * n)
+    if len(lat) != len(bw):
+        raise InputError("latencies", f"{len(lat) // nd} rows for {n} rows of bandwidths", "one row per point")
+    vec = _Vector(base, bw, lat)
+    if not (tableable(base) and base.spec.cost_model.batch_kernel is not None):
+        return evaluate_many([vec[i].spec.topology for i in range(n)], **common)
+    res = BatchResult(vec)
+    if n:
+        table = table_for(base)
+        empty = array("d")
+        res._fill(table, range(n), _run(table, (n, bw, lat, empty, empty, empty, empty, empty), n))
+    return res
+
+
+def evaluate_many(points: "Iterable[Mapping[str, Any] | Topology | str] | None" = None, *,
+                  bandwidths: Any = None, latencies: Any = None, **common: Any) -> BatchResult:  # fmt: skip
+    """Evaluate many points; returns a `BatchResult` (numbers at once, `Result`s on demand).
+
+    Each point is a topology (a `Topology`, preset name or notation) or a dict of `evaluate`'s
+    keywords; `common` gives keywords every point shares (a point's own win). Example:
+    ``evaluate_many(topologies, size="1GB", chunks=64)``. The vectorised form gives one `topology`
+    and per point its bandwidths (rows of one GB/s value per dimension, a list of lists or a 2-D
+    array) and optionally latencies (ns): ``evaluate_many(bandwidths=rows, topology="4D-Ring_FC_Ring_SW",
+    size="1GB")``. Bad input: one `InputError` naming the point (or row) and the field.
+    """
+    if bandwidths is not None:
+        if points is not None:
+            raise InputError("points", "given with bandwidths", "either points, or one topology and bandwidths")
+        return _vectorised(bandwidths, latencies, common)
+    if latencies is not None:
+        raise InputError("latencies", "given without bandwidths", "bandwidths and latencies together")
+    prepared = _prepare_all(points or (), common)
     res = BatchResult(prepared)
     groups: dict[int, _Group] = {}
     from .evaluate import evaluate
@@ -219,17 +326,13 @@ def evaluate_many(points: Iterable["Mapping[str, Any] | Topology | str"], **comm
             res._results[i] = r
             res.time_ns[i], res.dim_busy_ns[i], res.dim_bytes[i] = r.time_ns, r.dim_busy_ns, r.dim_bytes
             continue
-        p.spec.check_work(queue=p.queue)
         t = table_for(p)
-        g = groups.setdefault(id(t), _Group(t))
+        g = groups.get(id(t))
+        if g is None:
+            p.spec.check_work(queue=p.queue)  # the same for every point of a shape
+            g = groups[id(t)] = _Group(t)
         g.index.append(i)
         g.topos.append(p.spec.topology)
     for g in groups.values():
-        time, busy, sent, orders = run_table(g.table, g.topos)
-        nd, nc, perms = g.table.nd, g.table.nchunks, g.table.perms
-        for k, i in enumerate(g.index):
-            res.time_ns[i] = time[k]
-            res.dim_busy_ns[i] = tuple(busy[k * nd : (k + 1) * nd])
-            res.dim_bytes[i] = tuple(sent[k * nd : (k + 1) * nd])
-            res._orders[i] = tuple(perms[o] for o in orders[k * nc : (k + 1) * nc])
+        res._fill(g.table, g.index, run_table(g.table, g.topos))
     return res

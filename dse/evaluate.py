@@ -47,18 +47,17 @@ def evaluate(
     """
     spec = CollectiveSpec.parse(
         topology, collective=collective, size=size, chunks=chunks, cost_model=cost_model,
-        latency_mode=latency_mode, active_chunks=active_chunks,
+        latency_mode=latency_mode, active_chunks=active_chunks, work_check=False,
     )  # fmt: skip
     sched = get_scheduler(scheduler, orders=orders)
     q = parse_queue(queue)
     seed = parse_int(seed, "seed", minimum=0)
     size_unit = size_family(size)
+    spec.check_work(queue=q, extra_simulations=sched.simulations())
     topo, coll, nbytes, nchunks = spec.topology, spec.collective, spec.size, spec.chunks
     model, mode, active = spec.cost_model, spec.latency_mode, spec.active_chunks
 
     if not timeline and tableable(prepared := Prepared(spec, sched, q, seed, size_unit)):
-        if q == "scf" and model.scf_rule == "astra-sim":  # the queue scans count (parse checked the rest)
-            spec.check_work(queue=q)
         table = table_for(prepared)
         time, busy, sent, ids = run_table(table, (topo,))
         out = SimOutput(time[0], tuple(busy), tuple(sent), (), None)
@@ -67,7 +66,6 @@ def evaluate(
                            size_unit=size_unit, keep_timeline=False)  # fmt: skip
     plan = model.chunking(coll, nbytes, nchunks, topo, baseline=sched.is_baseline)
     problem = ScheduleProblem(topo, coll, plan, model, seed, q, mode, active)
-    spec.check_work(queue=q, extra_simulations=sched.simulations())
     chunk_orders = sched.orders(problem)
     phase_plans = build_plans(model, topo, coll, chunk_orders, plan.sizes, mode, sched.is_baseline)
     # phases that overlap on a dimension at full bandwidth each: busy time is their union (`Result`)

@@ -43,7 +43,10 @@ class CollectiveSpec:
         cost_model: "str | CostModel" = "paper",
         latency_mode: str | None = None,
         active_chunks: int = 1,
+        work_check: bool = True,
     ) -> "CollectiveSpec":
+        """Validate everything once and check the work limit (`work_check=False`: the caller will,
+        with the queue and scheduler it knows, `check_work`)."""
         topo = parse_topology(topology)
         coll = parse_collective(collective)
         nbytes = parse_size(size)
@@ -54,7 +57,8 @@ class CollectiveSpec:
         active = parse_int(active_chunks, "active_chunks", minimum=1, maximum=2**31 - 1)
         mode = model.check(topo, coll, latency_mode, active)
         spec = cls(topo, coll, nbytes, nchunks, model, mode, active)
-        spec.check_work()
+        if work_check:
+            spec.check_work()
         return spec
 
     def check_work(self, *, queue: str | None = None, extra_simulations: int = 0) -> None:

@@ -391,6 +391,8 @@ static int work_init(Work *w, const Table *tb) {
     memset(w, 0, sizeof *w);
     if (sim_init(&w->s, nd, tb->policy, tb->slots, tb->shared, tb->dimkey, 0, 0, 0, 1)) { sim_free(&w->s); return -1; }
     w->ready = 1;
+    w->s.notie = !tb->dimkey;
+    for (int k = 0; k < nc; k++) if (tb->combo_tied[k]) w->s.notie = 0;
     w->busy = malloc((size_t)nc * sizeof(double)); w->delay = malloc((size_t)nc * sizeof(double));
     w->t123 = calloc((size_t)nc * 3, sizeof(double)); w->tied = malloc((size_t)nc);
     w->bwt = malloc((size_t)(tb->nchk + 1) * sizeof(double));

@@ -6,7 +6,7 @@
  * the tests hold it equal to the Python reference to the bit. dse/_batch.c drives the same engine
  * for many points without Python objects (dse.evaluate_many).
  *
- * run(ndims, policy, slots, shared, dimkey, use_prio, track, record, plans, graph, hooks)
+ * run(ndims, policy, slots, shared, dimkey, use_prio, track, record, tieless, plans, graph, hooks)
  *   plans: for a single collective (graph None), a list with one tuple of Phase per chunk
  *          (dse.costs.base.Phase: dim, kind, busy, delay, key, sent, fifo_only, tie, lead);
  *          chunks sharing one tuple object share its conversion.
@@ -46,7 +46,42 @@ static inline int ev_less(const Ev *x, const Ev *y) {
 
 /* Push an event made of its fields (written in place: no temporary struct to copy). `tie`: NULL, or
  * (a1, a2, a3, st) with `dk`. */
+static int ev2_push(Sim *s, double t, int cls, int kind, int a, int b) {
+    if (s->nev == s->evcap && grow((void **)&s->ev2, &s->evcap, s->nev + 1, sizeof(Ev2))) return -1;
+    Ev2 *h = s->ev2;
+    unsigned long long key = ((unsigned long long)cls << 58) | (unsigned long long)s->counter++;
+    Py_ssize_t i = s->nev++;
+    while (i > 0) {
+        Py_ssize_t p = (i - 1) / 2;
+        if (t > h[p].t || (t == h[p].t && key > h[p].key)) break;
+        h[i] = h[p];
+        i = p;
+    }
+    Ev2 *e = &h[i];
+    e->t = t; e->key = key; e->kind = kind; e->a = a; e->b = b;
+    return 0;
+}
+
+static void ev2_pop(Sim *s, Ev *out) {
+    Ev2 *h = s->ev2;
+    Ev2 top = h[0], last = h[--s->nev];
+    Py_ssize_t i = 0, n = s->nev;
+    for (;;) {
+        Py_ssize_t l = 2 * i + 1;
+        if (l >= n) break;
+        Py_ssize_t m = l;
+        if (l + 1 < n && (h[l + 1].t < h[l].t || (h[l + 1].t == h[l].t && h[l + 1].key < h[l].key))) m = l + 1;
+        if (h[m].t > last.t || (h[m].t == last.t && h[m].key > last.key)) break;
+        h[i] = h[m];
+        i = m;
+    }
+    if (n > 0) h[i] = last;
+    out->t = top.t; out->seq = (long long)(top.key & ((1ULL << 58) - 1)); out->cls = (short)(top.key >> 58);
+    out->kind = top.kind; out->a = top.a; out->b = top.b;
+}
+
 static int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk) {
+    if (s->notie) return ev2_push(s, t, cls, kind, a, b);
     if (s->nev == s->evcap && grow((void **)&s->ev, &s->evcap, s->nev + 1, sizeof(Ev))) return -1;
     Ev *h = s->ev;
     long long seq = s->counter++;
@@ -470,7 +505,7 @@ int sim_go(Sim *s) {
     if (dispatch(s, 0.0)) return -1;
     Ev e;
     while (s->nev > 0) {
-        ev_pop(s, &e);
+        if (s->notie) ev2_pop(s, &e); else ev_pop(s, &e);
         double t = e.t;
         int a = e.a;
         if (e.kind == SHARE_DONE) {
@@ -581,7 +616,7 @@ void sim_free(Sim *s) {
     free(s->wait); free(s->bq); free(s->aq); free(s->active); free(s->running); free(s->busy); free(s->sent);
     free(s->vtime); free(s->vlast); free(s->gen); free(s->need); free(s->start); free(s->end);
     free(s->comm_rel); free(s->other_rel); free(s->by_comm); free(s->remaining); free(s->node_lead);
-    free(s->scratch_roots); free(s->ev); free(s->cplan); free(s->pos); free(s->owner); free(s->prio);
+    free(s->scratch_roots); free(s->ev); free(s->ev2); free(s->cplan); free(s->pos); free(s->owner); free(s->prio);
     free(s->started); free(s->chunk_end); free(s->phase_lead); free(s->logv); free(s->scratch);
     free(s->lagseq); free(s->laglead);
     memset(s, 0, sizeof *s);

@@ -18,7 +18,7 @@ typedef struct { KItem *buf; Py_ssize_t head, len, cap; } Deque;
 /* The smallest-first queues (_queues.c): rings of ints, buckets by key, ASTRA-sim's list with runs. */
 typedef struct { int *buf; int head, len, cap; } Ring;
 typedef struct { double key; Ring r; } KRing;
-typedef struct { KRing *b; int n, cap; long long count; } Buckets;
+typedef struct { KRing *b; int n, cap, last; long long count; } Buckets;
 typedef struct { double key; int item, prev, next; } QNode;
 typedef struct { QNode *nodes; int nn, capn, freelist, head, tail; KRing *runs; int nr, capr; long long count; } Astra;
 int bq_push(Buckets *q, double key, int item);
@@ -34,6 +34,10 @@ void aq_free(Astra *q);
 typedef struct {
     double t, a1, a2, a3, st; long long seq; short cls, dk; int kind; int a, b;
 } Ev;
+
+/* The same, when no phase has tie keys and same-tick ends are not ordered by dim (`notie`): ordered
+ * by (t, key = cls << 58 | seq) alone, 32 bytes. */
+typedef struct { double t; unsigned long long key; int kind, a, b; } Ev2;
 
 typedef struct { int c, step; double start, end; } LogRec;
 
@@ -70,7 +74,7 @@ struct Sim {
     long long *node_lead; int *scratch_roots; int nroots;
     KHeap ready[3]; int taken[3];
     /* events */
-    Ev *ev; Py_ssize_t nev, evcap; long long counter;
+    Ev *ev; Ev2 *ev2; Py_ssize_t nev, evcap; long long counter; int notie;
     long long *lagseq, *laglead; Py_ssize_t nlag, lagcap;  /* a LAG event's lead, by its seq */
     long long lead; int in_flight;
     double comm_since, comm_ns, compute_ns, cpu_ns, bytes_sent, finish;

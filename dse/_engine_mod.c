@@ -142,7 +142,14 @@ static int plan_id(Sim *s, IdTable *tb, PyObject *plan) {
         s->poff = np; s->poffcap = nc;
     }
     if (s->nplans == 0) s->poff[0] = 0;
+    Py_ssize_t before = s->ph.len;
     if (phases_add(&s->ph, plan, s->nd)) return -1;
+    if (s->notie)
+        for (Py_ssize_t k = before; k < s->ph.len; k++)
+            if (s->ph.hastie[k]) {
+                PyErr_SetString(PyExc_ValueError, "a phase with tie keys in a run declared without them (NetRules.tieless)");
+                return -1;
+            }
     Py_INCREF(plan);
     tb->key[h] = plan; tb->n += 1;
     int id = (int)s->nplans++;
@@ -310,10 +317,10 @@ static PyObject *results(Sim *s) {
 }
 
 static PyObject *run(PyObject *self, PyObject *args) {
-    int nd, policy, slots, shared, dimkey, use_prio, track, record;
+    int nd, policy, slots, shared, dimkey, use_prio, track, record, tieless;
     PyObject *plans, *graph, *hooks;
-    if (!PyArg_ParseTuple(args, "iiiiiiiiOOO", &nd, &policy, &slots, &shared, &dimkey, &use_prio, &track, &record,
-                          &plans, &graph, &hooks))
+    if (!PyArg_ParseTuple(args, "iiiiiiiiiOOO", &nd, &policy, &slots, &shared, &dimkey, &use_prio, &track, &record,
+                          &tieless, &plans, &graph, &hooks))
         return NULL;
     if (nd < 1 || slots < 1 || policy < FIFO || policy > SCF_ASTRA) {
         PyErr_SetString(PyExc_ValueError, "nd and slots must be >= 1 and the policy 0, 1 or 2");
@@ -339,6 +346,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         goto done;
     }
     s.g = g;
+    s.notie = tieless && !dimkey;
     s.ctx = &cx;
     cx.plans = plans; cx.hooks = hooks;
     s.issue_cb = graph == Py_None ? issue_fixed : issue_hook;

@@ -15,13 +15,13 @@
  * the order served is the same. */
 #include "_engine.h"
 
-/* ----- rings of ints ---------------------------------------------------------------------------- */
+/* ----- rings of ints (capacities are powers of two) ---------------------------------------------------------------------------- */
 static int ring_room(Ring *r) {
     if (r->len < r->cap) return 0;
     int nc = r->cap ? 2 * r->cap : 8;
     int *nb = malloc((size_t)nc * sizeof(int));
     if (!nb) return -1;
-    for (int k = 0; k < r->len; k++) nb[k] = r->buf[(r->head + k) % r->cap];
+    for (int k = 0; k < r->len; k++) nb[k] = r->buf[(r->head + k) & (r->cap - 1)];
     free(r->buf);
     r->buf = nb; r->cap = nc; r->head = 0;
     return 0;
@@ -29,14 +29,14 @@ static int ring_room(Ring *r) {
 
 static int ring_push_back(Ring *r, int x) {
     if (ring_room(r)) return -1;
-    r->buf[(r->head + r->len) % r->cap] = x;
+    r->buf[(r->head + r->len) & (r->cap - 1)] = x;
     r->len++;
     return 0;
 }
 
 static int ring_push_front(Ring *r, int x) {
     if (ring_room(r)) return -1;
-    r->head = (r->head + r->cap - 1) % r->cap;
+    r->head = (r->head + r->cap - 1) & (r->cap - 1);
     r->buf[r->head] = x;
     r->len++;
     return 0;
@@ -46,13 +46,18 @@ static inline int ring_front(const Ring *r) { return r->buf[r->head]; }
 
 static inline int ring_pop_front(Ring *r) {
     int x = r->buf[r->head];
-    r->head = (r->head + 1) % r->cap;
+    r->head = (r->head + 1) & (r->cap - 1);
     r->len--;
     return x;
 }
 
 /* ----- dse's rule: buckets -------------------------------------------------------------------- */
 int bq_push(Buckets *q, double key, int item) {
+    if (q->last < q->n && q->b[q->last].key == key) {  /* keys repeat: the bucket used last */
+        if (ring_push_back(&q->b[q->last].r, item)) return -1;
+        q->count++;
+        return 0;
+    }
     int lo = 0, hi = q->n;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
@@ -71,6 +76,7 @@ int bq_push(Buckets *q, double key, int item) {
         q->n++;
     }
     if (ring_push_back(&q->b[lo].r, item)) return -1;
+    q->last = lo;
     q->count++;
     return 0;
 }

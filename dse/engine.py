@@ -65,7 +65,7 @@ def run(
     if graph is None:
         plans = plans if type(plans) is list else list(plans or ())
     out = _engine.run(net.ndims, net.policy, net.slots, int(net.shared), int(net.dim_tiebreak),
-                      int(net.issue_priorities), int(net.track_lead), int(record), plans,
+                      int(net.issue_priorities), int(net.track_lead), int(record), int(net.tieless), plans,
                       None if graph is None else _graph_args(graph), hooks)  # fmt: skip
     finish, busy, sent, ends, starts, node_ends, compute, cpu, comm, nbytes, log = out
     return EngineOutput(finish, busy, sent, ends, starts, node_ends, compute, cpu, comm, nbytes,

@@ -45,6 +45,8 @@ class NetRules:
     issue_priorities: bool = False
     #: carry, for every event, the first NPU to handle it (`Phase.lead`, ASTRA-sim 2.x's Themis rule)
     track_lead: bool = False
+    #: no phase has tie keys (`Phase.tie`): the C engine then keeps smaller events (same order)
+    tieless: bool = False
 
     def __post_init__(self) -> None:
         if self.ndims < 1:

@@ -106,7 +106,8 @@ class Engine:
                     ideal_bytes += need
                     self.dims[i], self.chunks[i] = planner.scope(node.scope)[0], 1
         net = NetRules(planner.topo.ndims, self.policy, dim_tiebreak=self.dim_tiebreak,
-                       issue_priorities=planner.model.issue_priorities, track_lead=planner.tracks_lead)  # fmt: skip
+                       issue_priorities=planner.model.issue_priorities, track_lead=planner.tracks_lead,
+                       tieless=not planner.model.phase_ties)  # fmt: skip
         out = engine_front.run(net, engine_graph(self.graph, self.rules, ideal_ns), self, engine=self.engine)
         self.start, self.end = list(out.node_start), list(out.node_end)
         self.compute_busy, self.cpu_busy, self.comm_time = out.compute_ns, out.cpu_ns, out.comm_ns

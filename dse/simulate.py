@@ -71,9 +71,11 @@ def simulate(
     `dim_tiebreak`: at equal times and tie keys, the lower dimension's event first (ASTRA-sim 1.0).
     `engine`: ``"auto"`` (C when it is built), ``"c"`` or ``"python"``; all give the same numbers.
     """
+    plans = plans if type(plans) is list else list(plans)
+    tieless = not any(ph.tie for p in {id(p): p for p in plans}.values() for ph in p)
     net = NetRules(ndims, policy_code(queue, scf_rule), active_chunks, active_chunks > 1 and shares_bandwidth,
-                   dim_tiebreak)  # fmt: skip
-    out = _engine_front.run(net, plans=plans if type(plans) is list else list(plans), record=timeline, engine=engine)  # type: ignore[arg-type]
+                   dim_tiebreak, tieless=tieless)  # fmt: skip
+    out = _engine_front.run(net, plans=plans, record=timeline, engine=engine)  # type: ignore[arg-type]
     entries = None
     if out.log is not None:
         entries = tuple(TimelineEntry(c, plans[c][k].dim, plans[c][k].kind, t0, t1, plans[c][k].busy)

@@ -22,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .bounds import lower_bounds
+from .batch import evaluate_many
 from .errors import InputError, raise_if_interrupted
 from .evaluate import evaluate
 from .progress import progress_bar, wanted
@@ -67,13 +68,28 @@ def evaluate_point(p: Point) -> list:
     return [r.time_ns, r.bw_utilization, r.algbw_GBps, r.busbw_GBps]
 
 
+def evaluate_points(points: Sequence[Point]) -> list[list]:
+    """The result columns of many points, evaluated together (`dse.evaluate_many`: points of one
+    shape share their tables and run in one compiled call); each as `evaluate_point` gives it."""
+    res = evaluate_many([
+        dict(topology=_topology(p.topology), collective=p.collective, size=p.size_bytes, chunks=p.chunks,
+             scheduler=p.scheduler, queue=p.queue, cost_model=p.cost_model, latency_mode=p.latency_mode,
+             active_chunks=p.active_chunks, seed=p.seed)
+        for p in points
+    ])  # fmt: skip
+    out = []
+    for k in range(len(points)):
+        r = res.result(k)
+        out.append([r.time_ns, r.bw_utilization, r.algbw_GBps, r.busbw_GBps])
+    return out
+
+
 def run_batch(
     batch: Sequence[tuple[int, Point]], bounds: bool = False, time_limit_s: float = 60.0, node_limit: int | None = 100
 ) -> list[list]:
     """Full CSV rows for a batch of (index, point); bounds are cached per bound key in the worker."""
     rows = []
-    for i, p in batch:
-        res = evaluate_point(p)
+    for (i, p), res in zip(batch, evaluate_points([p for _, p in batch])):
         row = [i, *p, *res]
         if bounds:
             try:

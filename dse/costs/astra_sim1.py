@@ -147,6 +147,7 @@ class AstraSim1Model(CostModel):
     ag_input_shard = True
     baseline_ar_phase = True
     dim_tiebreak = True
+    phase_ties = True
     workload_tick = 1.0
     fixed_splits = True
     themis_across = "astra-sim-1"

@@ -77,6 +77,8 @@ class CostModel(ABC):
     baseline_ar_phase: ClassVar[bool] = False
     #: same-tick completions: the lower dimension first, after the phases' tie keys (ASTRA-sim 1.0)
     dim_tiebreak: ClassVar[bool] = False
+    #: its phases carry tie keys (`Phase.tie`); if not, the engine keeps smaller events
+    phase_ties: ClassVar[bool] = False
     # ----- training iterations (`dse.iteration`) ------------------------------------------------
     #: ns per workload state change: a compute starts this long after the previous one, or after
     #: the collective it waited for at the previous one's end (ASTRA-sim 1.0: one cycle)

@@ -154,3 +154,19 @@ def test_bad_point_names_its_index() -> None:
     assert e.value.field.startswith("point 0:") and "colour" in str(e.value)
     with pytest.raises(InputError):
         evaluate_many(["2D-SW_SW"], bandwidths=[[1.0, 2.0]], size="1GB")
+
+
+def test_repeated_arguments_are_checked_and_labelled_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`evaluate` remembers validated arguments; the work limit is still checked on every call, and
+    a topology with the same dims under another name keeps its own label."""
+    named = parse_topology("2D-SW_SW")
+    plain = Topology(named.dims)
+    assert dse.evaluate(named, size="1GB").topology == "2D-SW_SW"
+    assert dse.evaluate(plain, size="1GB").topology == plain.notation()
+    assert dse.evaluate(named, size="1GB").time_ns == dse.evaluate(plain, size="1GB").time_ns
+    monkeypatch.setenv("DSE_MAX_WORK", "10")
+    with pytest.raises(InputError) as e:
+        dse.evaluate(named, size="1GB")
+    assert "work" in str(e.value).lower() or e.value.field == "DSE_MAX_WORK" or "steps" in str(e.value)
+    with pytest.raises(InputError):
+        dse.evaluate(named, size="1GB", chunks=True)  # type: ignore[arg-type]

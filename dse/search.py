@@ -18,7 +18,10 @@ baseline); each runs as its own Optuna study named ``name.variant``.
 
 Every trial stores, besides its objective values, the topology's notation, the Themis+SCF and
 baseline+FIFO times, Themis's bandwidth utilisation, the fluid (LP) bound and Themis's gap to it,
-and the hardware cost.
+and the hardware cost: one user attribute holding a dict, the choices its space fixed included
+(`dse.storage` describes the layout, and reads studies written before it too). A trial of
+`bw_split_4d` appends 8 records to a journal (creation, worker, four weights, record, result)
+where it appended 23, and is fsynced once (`dse.study_journal`).
 
 `run_study` ends with exactly N complete trials in total, however many workers share the storage
 and however often it is interrupted: a worker creates a trial only while holding a lock (a file
@@ -57,7 +60,8 @@ from .evaluate import evaluate
 from .hwcost import HardwareCost
 from .schedulers import SCHEDULERS, parse_queue
 from .spec import CollectiveSpec
-from .storage import WORKER_ATTR, default_storage, fail_dead, gate, load_study, me, open_storage, reading, study_names
+from .storage import (FIXED_KEY, LAYOUT, LAYOUT_ATTR, RECORD_ATTR, WORKER_ATTR, default_storage, fail_dead, gate,
+                      load_study, me, open_storage, reading, study_names, trial_record)  # fmt: skip
 from .study_progress import CompleteCount, TrialBar, wait_all
 from .study_report import Report, metric_name, report_data, write_report  # noqa: F401  (re-exported)
 from .study_samplers import SAMPLERS, ResumableSampler
@@ -189,12 +193,15 @@ class SearchSpace:
             return values[-1]
         return values[min(i, len(values) - 1)]
 
-    def suggest(self, trial: Any) -> tuple[Topology, int, str, str]:
-        """Draw one design from `trial` (Optuna define-by-run): topology, chunks, scheduler, queue."""
-        nd = trial.suggest_categorical("dims", sorted(self.shapes))
+    def suggest(self, trial: Any, fixed: dict[str, Any] | None = None) -> tuple[Topology, int, str, str]:
+        """Draw one design from `trial` (Optuna define-by-run): topology, chunks, scheduler, queue.
+
+        With a dict `fixed`, a choice with one allowed value is not an Optuna parameter (one journal
+        append that tells the sampler nothing) but goes into `fixed` under its parameter's name."""
+        nd = _choose(trial, "dims", sorted(self.shapes), fixed)
         shape_names = ["x".join(map(str, s)) for s in self.shapes[nd]]
-        shape = self.shapes[nd][shape_names.index(trial.suggest_categorical(f"shape_{nd}d", shape_names))]
-        kinds = [trial.suggest_categorical(f"kind_{nd}d_{i}", list(self._tier(self.kinds, i, nd))) for i in range(nd)]
+        shape = self.shapes[nd][shape_names.index(_choose(trial, f"shape_{nd}d", shape_names, fixed))]
+        kinds = [_choose(trial, f"kind_{nd}d_{i}", list(self._tier(self.kinds, i, nd)), fixed) for i in range(nd)]
         if self.budget is not None:
             kw = {"step": self.step} if self.step else {}
             w = [trial.suggest_float(f"bw_{nd}d_{i}", 0.0, 1.0, **kw) for i in range(nd)]
@@ -210,9 +217,9 @@ class SearchSpace:
                 bws.append(trial.suggest_float(f"bw_{nd}d_{i}", lo, hi) if hi > lo else lo)
         lats = [self._tier(self.latency_tiers, i, nd) for i in range(nd)]
         topo = Topology(tuple(Dim(k, p, max(b, 1e-9), lat) for k, p, b, lat in zip(kinds, shape, bws, lats)))
-        chunks = trial.suggest_categorical("chunks", list(self.chunks))
-        sched = trial.suggest_categorical("scheduler", list(self.schedulers))
-        queue = trial.suggest_categorical("queue", list(self.queues))
+        chunks = _choose(trial, "chunks", list(self.chunks), fixed)
+        sched = _choose(trial, "scheduler", list(self.schedulers), fixed)
+        queue = _choose(trial, "queue", list(self.queues), fixed)
         return topo, chunks, sched, queue
 
     def first_design(self) -> tuple[Topology, int]:
@@ -235,6 +242,15 @@ class SearchSpace:
             raise InputError("space.bandwidth.step", "brute force needs a discrete space", "a step, e.g. step = 0.1")
         if self.ranges is not None:
             raise InputError("space.bandwidth.ranges", "brute force needs a discrete space", "budget with a step")
+
+
+def _choose(trial: Any, name: str, choices: list[Any], fixed: dict[str, Any] | None) -> Any:
+    """`trial.suggest_categorical(name, choices)`, or with a dict `fixed` and a single choice, that
+    choice, recorded in `fixed` (see `SearchSpace.suggest`)."""
+    if fixed is not None and len(choices) == 1:
+        fixed[name] = choices[0]
+        return choices[0]
+    return trial.suggest_categorical(name, choices)
 
 
 def _factorisations(n: int, sizes: list[int], d: int, budget: list[int]) -> Iterator[tuple[int, ...]]:
@@ -450,12 +466,14 @@ def metric_value(spec: StudySpec, topo: Topology, chunks: int, metric: str, sche
     return u
 
 
-def objective(spec: StudySpec, trial: Any) -> list[float]:
-    """The Optuna objective: draw a design, measure it, record it, return the objective values."""
-    topo, chunks, sched, queue = spec.space.suggest(trial)
+def objective(spec: StudySpec, trial: Any, layout: int = LAYOUT) -> list[float]:
+    """The Optuna objective: draw a design, measure it, record it, return the objective values.
+
+    The record is one user attribute (`dse.storage.RECORD_ATTR`), written once everything is
+    measured; `layout` 1 (a study begun before that layout) keeps every choice an Optuna parameter."""
+    fixed: dict[str, Any] | None = {} if layout >= 2 else None
+    topo, chunks, sched, queue = spec.space.suggest(trial, fixed)
     record = measure(spec, topo, chunks)
-    for key, value in record.items():
-        trial.set_user_attr(key, value)
     for c in spec.constraints:
         trial.set_constraint(c.metric, metric_value(spec, topo, chunks, c.metric, c.scheduler, c.queue, record) - c.maximum)
     values = []
@@ -463,6 +481,7 @@ def objective(spec: StudySpec, trial: Any) -> list[float]:
         # the space's own scheduler choice applies to objectives that name the default
         s, q = (sched, queue) if (o.scheduler, o.queue) == ("themis", "scf") else (o.scheduler, o.queue)
         values.append(metric_value(spec, topo, chunks, o.metric, s, q, record))
+    trial.set_user_attr(RECORD_ATTR, record | ({FIXED_KEY: fixed} if fixed else {}))
     return values
 
 
@@ -484,7 +503,14 @@ def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # experimental in Optuna
                 study.set_metric_names(names)
+        if LAYOUT_ATTR not in study.user_attrs and not study.get_trials(deepcopy=False):
+            study.set_user_attr(LAYOUT_ATTR, LAYOUT)
     return study
+
+
+def layout(study: Any) -> int:
+    """How a study's trials are written (`dse.storage.LAYOUT`); 1 for a study begun before layouts."""
+    return int(study.user_attrs.get(LAYOUT_ATTR, 1))
 
 
 def work(spec: StudySpec, url: str, trials: int, progress: Callable[[int], None] | None = None) -> int:
@@ -496,6 +522,7 @@ def work(spec: StudySpec, url: str, trials: int, progress: Callable[[int], None]
 
     study = create_study(spec, url, repair=True)
     sampler = study.sampler
+    written = layout(study)
     done = failures = 0
     while True:
         raise_if_interrupted()
@@ -512,7 +539,7 @@ def work(spec: StudySpec, url: str, trials: int, progress: Callable[[int], None]
             trial = study.ask()
             trial.set_user_attr(WORKER_ATTR, me())
         try:
-            values = objective(spec, trial)
+            values = objective(spec, trial, written)
         except InputError as e:  # a design the cost model rejects: failed, replaced by another
             study.tell(trial, state=TrialState.FAIL)
             failures += 1
@@ -600,7 +627,7 @@ def summary(name: str, url: str) -> dict[str, Any]:
         if len(study.directions) == 1:
             best = study.best_trial
             out["best_value"] = best.value
-            out["best_topology"] = best.user_attrs.get("topology")
+            out["best_topology"] = trial_record(best).get("topology")
             out["best_trial"] = best.number
         else:
             out["pareto_size"] = len(study.best_trials)

@@ -19,9 +19,10 @@ baseline); each runs as its own Optuna study named ``name.variant``.
 Every trial stores, besides its objective values, the topology's notation, the Themis+SCF and
 baseline+FIFO times, Themis's bandwidth utilisation, the fluid (LP) bound and Themis's gap to it,
 and the hardware cost: one user attribute holding a dict, the choices its space fixed included
-(`dse.storage` describes the layout, and reads studies written before it too). A trial of
-`bw_split_4d` appends 8 records to a journal (creation, worker, four weights, record, result)
-where it appended 23, and is fsynced once (`dse.study_journal`).
+(`dse.storage` describes the layout, and reads studies written before it too). A TPE trial of
+`bw_split_4d` appends 9 records to a journal (creation, worker, four weights, TPE's relative
+parameters, record, result) where it appended 24, and is fsynced once (`dse.study_journal`). The
+fluid bound is cached per design (`fluid_bound`).
 
 `run_study` ends with exactly N complete trials in total, however many workers share the storage
 and however often it is interrupted: a worker creates a trial only while holding a lock (a file
@@ -43,6 +44,7 @@ design the workload's cost model accepts within the work limit (`dse.limits`).
 
 from __future__ import annotations
 
+import functools
 import math
 import signal
 import subprocess
@@ -428,10 +430,7 @@ def measure(spec: StudySpec, topo: Topology, chunks: int) -> dict[str, Any]:
     common = dict(collective=spec.collective, size=spec.size, chunks=chunks, cost_model=spec.cost_model)
     themis = evaluate(topo, scheduler="themis", queue="scf", **common)
     base = evaluate(topo, scheduler="baseline", queue="fifo", **common)
-    cspec = CollectiveSpec.parse(topo, **common)
-    plan = cspec.cost_model.chunking(cspec.collective, cspec.size, cspec.chunks, topo, baseline=False)
-    types = types_for_plan(cspec.cost_model, topo, cspec.collective, plan, cspec.latency_mode)
-    lp = max(ideal_ns(cspec), _solve(types, 1, relax=True, solver="highs", time_limit_s=5.0).bound)
+    lp = fluid_bound(topo, spec.collective, spec.size, chunks, spec.cost_model)
     return {
         "topology": topo.notation(),
         "time_themis_ns": themis.time_ns,
@@ -441,6 +440,22 @@ def measure(spec: StudySpec, topo: Topology, chunks: int) -> dict[str, Any]:
         "gap": themis.time_ns / lp - 1.0,
         "cost_usd": spec.prices.dollars(topo),
     }
+
+
+@functools.lru_cache(maxsize=4096)
+def fluid_bound(topo: Topology, collective: str, size: int, chunks: int, cost_model: str) -> float:
+    """The fluid (LP) bound of one design, or the ideal where that is higher (ns), cached per design.
+
+    The LP weighs each dimension's load, which is its bytes over its bandwidth: two designs of one
+    shape, collective, size, chunk count and cost model with other bandwidths have other bounds,
+    so a design (the exact topology, bandwidths and latencies included) is the widest valid key.
+    What does not depend on the bandwidths (the chunk plan and the orders) costs some 15 µs of the
+    1 ms a bound takes. A hit needs a design seen before in this process: a discrete space's, a
+    repeated draw, or the first (random) trials of a study's variants, which share their seeds."""
+    cspec = CollectiveSpec.parse(topo, collective=collective, size=size, chunks=chunks, cost_model=cost_model)
+    plan = cspec.cost_model.chunking(cspec.collective, cspec.size, cspec.chunks, topo, baseline=False)
+    types = types_for_plan(cspec.cost_model, topo, cspec.collective, plan, cspec.latency_mode)
+    return max(ideal_ns(cspec), _solve(types, 1, relax=True, solver="highs", time_limit_s=5.0).bound)
 
 
 def metric_value(spec: StudySpec, topo: Topology, chunks: int, metric: str, scheduler: str, queue: str,

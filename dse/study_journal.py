@@ -1,7 +1,7 @@
 """The journal file backend of dse studies: Optuna's journal format, fsynced once per finished trial.
 
 Optuna's `JournalFileBackend` fsyncs every record it appends; a trial appends one per parameter,
-attribute and state change, and those fsyncs took most of a study's time. `SyncedJournal` reads the
+attribute and state change, and those fsyncs were a large share of a study's time. `SyncedJournal` reads the
 file as Optuna's backend does (it is one) and writes the same bytes, under the same lock, but
 fsyncs only the records that finish a trial or change a study:
 

@@ -36,6 +36,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import socket
 import warnings
 import zlib
@@ -338,7 +339,23 @@ def trial_record(trial: Any) -> dict[str, Any]:
 
 
 def trial_params(trial: Any) -> dict[str, Any]:
-    """Every choice of a trial's design: its sampled parameters, then the ones its space fixed."""
+    """Every choice of a trial's design, sampled or fixed by its space, in the order
+    `dse.search.SearchSpace.suggest` makes them (the order of a trial's parameters before the fixed
+    ones left them; other names after, as they come)."""
     record = trial.user_attrs.get(RECORD_ATTR)
     fixed = record.get(FIXED_KEY) if isinstance(record, dict) else None
-    return {**trial.params, **(fixed or {})}
+    if not fixed:
+        return dict(trial.params)
+    return dict(sorted({**trial.params, **fixed}.items(), key=lambda kv: _suggest_rank(kv[0])))
+
+
+_CHOICES = ("dims", "shape", "kind", "bw", "chunks", "scheduler", "queue")  # as SearchSpace.suggest draws them
+_CHOICE = re.compile(r"^(?:dims|shape_\d+d|(?:kind|bw)_\d+d_(\d+)|chunks|scheduler|queue)$")
+
+
+def _suggest_rank(name: str) -> tuple[int, int]:
+    """Where a choice named `name` comes in `SearchSpace.suggest`: its kind, then its dimension."""
+    m = _CHOICE.match(name)
+    if not m:
+        return (len(_CHOICES), 0)
+    return (_CHOICES.index(name.split("_")[0]), int(m.group(1) or 0))

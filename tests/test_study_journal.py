@@ -140,7 +140,23 @@ def test_a_journal_of_the_old_layout_is_read_and_resumed_in_its_layout(tmp_path)
     assert [(trial_params(t), t.values, trial_record(t)) for t in resumed.trials] == \
         [(trial_params(t), t.values, trial_record(t)) for t in fresh]  # fmt: skip
     _, after = report_data(NAME, str(old))
-    assert after.rows[:4] == before.rows and after.rows == report_data(NAME, new)[1].rows
+    assert after.rows[:4] == before.rows
+    assert [list(r.items()) for r in after.rows] == [list(r.items()) for r in report_data(NAME, new)[1].rows]
+
+
+def test_the_choices_come_in_the_order_the_space_draws_them():
+    """A report's columns are the same in both layouts: fixed choices go back where they were drawn."""
+    dist = optuna.distributions
+    params = {"dims": 2, "shape_2d": "64x16", "kind_2d_0": "fc", "bw_2d_0": 100.0, "bw_2d_1": 50.0, "chunks": 16}
+    dists = {"dims": dist.CategoricalDistribution([2, 3]), "shape_2d": dist.CategoricalDistribution(["64x16", "32x32"]),
+             "kind_2d_0": dist.CategoricalDistribution(["fc", "ring"]), "bw_2d_0": dist.FloatDistribution(50, 400),
+             "bw_2d_1": dist.FloatDistribution(25, 100), "chunks": dist.CategoricalDistribution([16, 64])}  # fmt: skip
+    fixed = {"kind_2d_1": "switch", "scheduler": "themis", "queue": "scf"}
+    t = optuna.trial.create_trial(params=params, distributions=dists, value=1.0,
+                                  user_attrs={RECORD_ATTR: {"topology": "x", FIXED_KEY: fixed}})  # fmt: skip
+    assert list(trial_params(t)) == ["dims", "shape_2d", "kind_2d_0", "kind_2d_1", "bw_2d_0", "bw_2d_1", "chunks",
+                                     "scheduler", "queue"]  # fmt: skip
+    assert trial_params(t) == params | fixed and trial_record(t) == {"topology": "x"}
 
 
 def test_the_cached_bound_is_the_uncached_one_and_depends_on_the_bandwidths():

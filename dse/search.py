@@ -18,7 +18,11 @@ baseline); each runs as its own Optuna study named ``name.variant``.
 
 Every trial stores, besides its objective values, the topology's notation, the Themis+SCF and
 baseline+FIFO times, Themis's bandwidth utilisation, the fluid (LP) bound and Themis's gap to it,
-and the hardware cost.
+and the hardware cost: one user attribute holding a dict, the choices its space fixed included
+(`dse.storage` describes the layout, and reads studies written before it too). A TPE trial of
+`bw_split_4d` appends 9 records to a journal (creation, worker, four weights, TPE's relative
+parameters, record, result) where it appended 24, and is fsynced once (`dse.study_journal`). The
+fluid bound is cached per design (`fluid_bound`).
 
 `run_study` ends with exactly N complete trials in total, however many workers share the storage
 and however often it is interrupted: a worker creates a trial only while holding a lock (a file
@@ -40,6 +44,7 @@ design the workload's cost model accepts within the work limit (`dse.limits`).
 
 from __future__ import annotations
 
+import functools
 import math
 import signal
 import subprocess
@@ -57,7 +62,8 @@ from .evaluate import evaluate
 from .hwcost import HardwareCost
 from .schedulers import SCHEDULERS, parse_queue
 from .spec import CollectiveSpec
-from .storage import WORKER_ATTR, default_storage, fail_dead, gate, load_study, me, open_storage, reading, study_names
+from .storage import (FIXED_KEY, LAYOUT, LAYOUT_ATTR, RECORD_ATTR, WORKER_ATTR, default_storage, fail_dead, gate,
+                      load_study, me, open_storage, reading, study_names, trial_record)  # fmt: skip
 from .study_progress import CompleteCount, TrialBar, wait_all
 from .study_report import Report, metric_name, report_data, write_report  # noqa: F401  (re-exported)
 from .study_samplers import SAMPLERS, ResumableSampler
@@ -189,12 +195,15 @@ class SearchSpace:
             return values[-1]
         return values[min(i, len(values) - 1)]
 
-    def suggest(self, trial: Any) -> tuple[Topology, int, str, str]:
-        """Draw one design from `trial` (Optuna define-by-run): topology, chunks, scheduler, queue."""
-        nd = trial.suggest_categorical("dims", sorted(self.shapes))
+    def suggest(self, trial: Any, fixed: dict[str, Any] | None = None) -> tuple[Topology, int, str, str]:
+        """Draw one design from `trial` (Optuna define-by-run): topology, chunks, scheduler, queue.
+
+        With a dict `fixed`, a choice with one allowed value is not an Optuna parameter (one journal
+        append that tells the sampler nothing) but goes into `fixed` under its parameter's name."""
+        nd = _choose(trial, "dims", sorted(self.shapes), fixed)
         shape_names = ["x".join(map(str, s)) for s in self.shapes[nd]]
-        shape = self.shapes[nd][shape_names.index(trial.suggest_categorical(f"shape_{nd}d", shape_names))]
-        kinds = [trial.suggest_categorical(f"kind_{nd}d_{i}", list(self._tier(self.kinds, i, nd))) for i in range(nd)]
+        shape = self.shapes[nd][shape_names.index(_choose(trial, f"shape_{nd}d", shape_names, fixed))]
+        kinds = [_choose(trial, f"kind_{nd}d_{i}", list(self._tier(self.kinds, i, nd)), fixed) for i in range(nd)]
         if self.budget is not None:
             kw = {"step": self.step} if self.step else {}
             w = [trial.suggest_float(f"bw_{nd}d_{i}", 0.0, 1.0, **kw) for i in range(nd)]
@@ -210,9 +219,9 @@ class SearchSpace:
                 bws.append(trial.suggest_float(f"bw_{nd}d_{i}", lo, hi) if hi > lo else lo)
         lats = [self._tier(self.latency_tiers, i, nd) for i in range(nd)]
         topo = Topology(tuple(Dim(k, p, max(b, 1e-9), lat) for k, p, b, lat in zip(kinds, shape, bws, lats)))
-        chunks = trial.suggest_categorical("chunks", list(self.chunks))
-        sched = trial.suggest_categorical("scheduler", list(self.schedulers))
-        queue = trial.suggest_categorical("queue", list(self.queues))
+        chunks = _choose(trial, "chunks", list(self.chunks), fixed)
+        sched = _choose(trial, "scheduler", list(self.schedulers), fixed)
+        queue = _choose(trial, "queue", list(self.queues), fixed)
         return topo, chunks, sched, queue
 
     def first_design(self) -> tuple[Topology, int]:
@@ -235,6 +244,15 @@ class SearchSpace:
             raise InputError("space.bandwidth.step", "brute force needs a discrete space", "a step, e.g. step = 0.1")
         if self.ranges is not None:
             raise InputError("space.bandwidth.ranges", "brute force needs a discrete space", "budget with a step")
+
+
+def _choose(trial: Any, name: str, choices: list[Any], fixed: dict[str, Any] | None) -> Any:
+    """`trial.suggest_categorical(name, choices)`, or with a dict `fixed` and a single choice, that
+    choice, recorded in `fixed` (see `SearchSpace.suggest`)."""
+    if fixed is not None and len(choices) == 1:
+        fixed[name] = choices[0]
+        return choices[0]
+    return trial.suggest_categorical(name, choices)
 
 
 def _factorisations(n: int, sizes: list[int], d: int, budget: list[int]) -> Iterator[tuple[int, ...]]:
@@ -412,10 +430,7 @@ def measure(spec: StudySpec, topo: Topology, chunks: int) -> dict[str, Any]:
     common = dict(collective=spec.collective, size=spec.size, chunks=chunks, cost_model=spec.cost_model)
     themis = evaluate(topo, scheduler="themis", queue="scf", **common)
     base = evaluate(topo, scheduler="baseline", queue="fifo", **common)
-    cspec = CollectiveSpec.parse(topo, **common)
-    plan = cspec.cost_model.chunking(cspec.collective, cspec.size, cspec.chunks, topo, baseline=False)
-    types = types_for_plan(cspec.cost_model, topo, cspec.collective, plan, cspec.latency_mode)
-    lp = max(ideal_ns(cspec), _solve(types, 1, relax=True, solver="highs", time_limit_s=5.0).bound)
+    lp = fluid_bound(topo, spec.collective, spec.size, chunks, spec.cost_model)
     return {
         "topology": topo.notation(),
         "time_themis_ns": themis.time_ns,
@@ -425,6 +440,22 @@ def measure(spec: StudySpec, topo: Topology, chunks: int) -> dict[str, Any]:
         "gap": themis.time_ns / lp - 1.0,
         "cost_usd": spec.prices.dollars(topo),
     }
+
+
+@functools.lru_cache(maxsize=4096)
+def fluid_bound(topo: Topology, collective: str, size: int, chunks: int, cost_model: str) -> float:
+    """The fluid (LP) bound of one design, or the ideal where that is higher (ns), cached per design.
+
+    The LP weighs each dimension's load, which is its bytes over its bandwidth: two designs of one
+    shape, collective, size, chunk count and cost model with other bandwidths have other bounds,
+    so a design (the exact topology, bandwidths and latencies included) is the widest valid key.
+    What does not depend on the bandwidths (the chunk plan and the orders) costs some 15 µs of the
+    1 ms a bound takes. A hit needs a design seen before in this process: a discrete space's, a
+    repeated draw, or the first (random) trials of a study's variants, which share their seeds."""
+    cspec = CollectiveSpec.parse(topo, collective=collective, size=size, chunks=chunks, cost_model=cost_model)
+    plan = cspec.cost_model.chunking(cspec.collective, cspec.size, cspec.chunks, topo, baseline=False)
+    types = types_for_plan(cspec.cost_model, topo, cspec.collective, plan, cspec.latency_mode)
+    return max(ideal_ns(cspec), _solve(types, 1, relax=True, solver="highs", time_limit_s=5.0).bound)
 
 
 def metric_value(spec: StudySpec, topo: Topology, chunks: int, metric: str, scheduler: str, queue: str,
@@ -450,12 +481,14 @@ def metric_value(spec: StudySpec, topo: Topology, chunks: int, metric: str, sche
     return u
 
 
-def objective(spec: StudySpec, trial: Any) -> list[float]:
-    """The Optuna objective: draw a design, measure it, record it, return the objective values."""
-    topo, chunks, sched, queue = spec.space.suggest(trial)
+def objective(spec: StudySpec, trial: Any, layout: int = LAYOUT) -> list[float]:
+    """The Optuna objective: draw a design, measure it, record it, return the objective values.
+
+    The record is one user attribute (`dse.storage.RECORD_ATTR`), written once everything is
+    measured; `layout` 1 (a study begun before that layout) keeps every choice an Optuna parameter."""
+    fixed: dict[str, Any] | None = {} if layout >= 2 else None
+    topo, chunks, sched, queue = spec.space.suggest(trial, fixed)
     record = measure(spec, topo, chunks)
-    for key, value in record.items():
-        trial.set_user_attr(key, value)
     for c in spec.constraints:
         trial.set_constraint(c.metric, metric_value(spec, topo, chunks, c.metric, c.scheduler, c.queue, record) - c.maximum)
     values = []
@@ -463,6 +496,7 @@ def objective(spec: StudySpec, trial: Any) -> list[float]:
         # the space's own scheduler choice applies to objectives that name the default
         s, q = (sched, queue) if (o.scheduler, o.queue) == ("themis", "scf") else (o.scheduler, o.queue)
         values.append(metric_value(spec, topo, chunks, o.metric, s, q, record))
+    trial.set_user_attr(RECORD_ATTR, record | ({FIXED_KEY: fixed} if fixed else {}))
     return values
 
 
@@ -484,7 +518,14 @@ def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # experimental in Optuna
                 study.set_metric_names(names)
+        if LAYOUT_ATTR not in study.user_attrs and not study.get_trials(deepcopy=False):
+            study.set_user_attr(LAYOUT_ATTR, LAYOUT)
     return study
+
+
+def layout(study: Any) -> int:
+    """How a study's trials are written (`dse.storage.LAYOUT`); 1 for a study begun before layouts."""
+    return int(study.user_attrs.get(LAYOUT_ATTR, 1))
 
 
 def work(spec: StudySpec, url: str, trials: int, progress: Callable[[int], None] | None = None) -> int:
@@ -496,6 +537,7 @@ def work(spec: StudySpec, url: str, trials: int, progress: Callable[[int], None]
 
     study = create_study(spec, url, repair=True)
     sampler = study.sampler
+    written = layout(study)
     done = failures = 0
     while True:
         raise_if_interrupted()
@@ -512,7 +554,7 @@ def work(spec: StudySpec, url: str, trials: int, progress: Callable[[int], None]
             trial = study.ask()
             trial.set_user_attr(WORKER_ATTR, me())
         try:
-            values = objective(spec, trial)
+            values = objective(spec, trial, written)
         except InputError as e:  # a design the cost model rejects: failed, replaced by another
             study.tell(trial, state=TrialState.FAIL)
             failures += 1
@@ -600,7 +642,7 @@ def summary(name: str, url: str) -> dict[str, Any]:
         if len(study.directions) == 1:
             best = study.best_trial
             out["best_value"] = best.value
-            out["best_topology"] = best.user_attrs.get("topology")
+            out["best_topology"] = trial_record(best).get("topology")
             out["best_trial"] = best.number
         else:
             out["pareto_size"] = len(study.best_trials)

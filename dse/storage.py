@@ -15,6 +15,19 @@
   or SQLite file, a PostgreSQL advisory lock otherwise).
 - `fail_dead`: running trials whose worker process on this host is gone are marked failed, so the
   next worker replaces them. Each running trial records its worker's host and process id.
+
+What a trial holds (`trial_record`, `trial_params`): its sampled parameters, the worker that runs
+it (`WORKER_ATTR`, written under the gate right after the trial is created) and, once measured,
+one user attribute `RECORD_ATTR` ("dse"): a dict of the design's record (topology, times, bound,
+cost...) and, under `FIXED_KEY`, the choices its space leaves no freedom in (a kind, a chunk count
+or a scheduler with one allowed value), which are not Optuna parameters since they would cost one
+journal append each and tell a sampler nothing. Studies written before this layout (the record as
+separate user attributes, every choice a parameter) are read as they are: both functions take
+either layout, trial by trial, and such a study keeps writing every choice as a parameter
+(`LAYOUT_ATTR`), so its samplers see the same parameters in every trial.
+
+Durability of a journal: see `dse.study_journal` (in short, no finished trial is lost to a kill
+-9, a power loss or an OS crash; what a running trial wrote may be, and the trial is replaced).
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import socket
 import warnings
 import zlib
@@ -34,6 +48,10 @@ from .errors import InputError
 from .files import check_output_file, make_dirs, pid_alive
 
 WORKER_ATTR = "dse_worker"
+RECORD_ATTR = "dse"  # a trial's record, one dict (one journal append); see the module docstring
+FIXED_KEY = "fixed_params"  # in the record: the choices the space fixed, by parameter name
+LAYOUT_ATTR = "dse_layout"  # a study's trial layout: absent on studies written before layouts
+LAYOUT = 2  # fixed choices in the record, not parameters; 1 (a study begun before): all parameters
 SQLITE = "sqlite:///"
 _TAIL = 1 << 20  # how much of a journal's end to read when looking for damage
 _NOT_JOURNAL = "a journal file written by dse study run, or a new file name"
@@ -101,7 +119,9 @@ def open_storage(url: str, *, must_exist: bool = False, repair: bool = False) ->
     `must_exist`: the storage must already exist (reports and lists, which only read). `repair`: cut
     a damaged journal end before appending (`repair_journal`); only `dse study run` asks for it."""
     import optuna
-    from optuna.storages.journal import JournalFileBackend, JournalStorage
+    from optuna.storages.journal import JournalStorage
+
+    from .study_journal import SyncedJournal
 
     if not isinstance(url, str) or not url.strip():
         raise InputError("storage", "an empty storage", "a journal file path, sqlite:///file.db, postgresql+psycopg://...")
@@ -130,7 +150,7 @@ def open_storage(url: str, *, must_exist: bool = False, repair: bool = False) ->
     try:
         check_journal(path, repair=repair)
         with reading(url):
-            return JournalStorage(JournalFileBackend(str(path), lock_obj=FlockLock(str(path))))
+            return JournalStorage(SyncedJournal(str(path), FlockLock(str(path))))
     except OSError as e:
         raise InputError("storage", f"cannot use {url!r}: {e.strerror or e}", "a journal file in a folder you may write to") from None
 
@@ -307,3 +327,35 @@ def fail_dead(study: Any) -> int:
         study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
         n += 1
     return n
+
+
+def trial_record(trial: Any) -> dict[str, Any]:
+    """What dse recorded about a trial's design (topology, times, bound, cost...), in either layout
+    (see the module docstring); empty for a trial that recorded nothing (a failed one)."""
+    record = trial.user_attrs.get(RECORD_ATTR)
+    if isinstance(record, dict):
+        return {k: v for k, v in record.items() if k != FIXED_KEY}
+    return {k: v for k, v in trial.user_attrs.items() if k not in (WORKER_ATTR, RECORD_ATTR)}
+
+
+def trial_params(trial: Any) -> dict[str, Any]:
+    """Every choice of a trial's design, sampled or fixed by its space, in the order
+    `dse.search.SearchSpace.suggest` makes them (the order of a trial's parameters before the fixed
+    ones left them; other names after, as they come)."""
+    record = trial.user_attrs.get(RECORD_ATTR)
+    fixed = record.get(FIXED_KEY) if isinstance(record, dict) else None
+    if not fixed:
+        return dict(trial.params)
+    return dict(sorted({**trial.params, **fixed}.items(), key=lambda kv: _suggest_rank(kv[0])))
+
+
+_CHOICES = ("dims", "shape", "kind", "bw", "chunks", "scheduler", "queue")  # as SearchSpace.suggest draws them
+_CHOICE = re.compile(r"^(?:dims|shape_\d+d|(?:kind|bw)_\d+d_(\d+)|chunks|scheduler|queue)$")
+
+
+def _suggest_rank(name: str) -> tuple[int, int]:
+    """Where a choice named `name` comes in `SearchSpace.suggest`: its kind, then its dimension."""
+    m = _CHOICE.match(name)
+    if not m:
+        return (len(_CHOICES), 0)
+    return (_CHOICES.index(name.split("_")[0]), int(m.group(1) or 0))

@@ -23,7 +23,7 @@ from typing import Any
 
 from .errors import InputError
 from .files import atomic_output, check_output_dir, make_dirs
-from .storage import WORKER_ATTR, load_study
+from .storage import load_study, trial_params, trial_record
 from .topology import parse_topology
 
 METRIC_PREFIX = {"time": "time_ns", "bw_utilization": "bw_utilization", "gap": "gap", "cost": "cost"}
@@ -81,7 +81,7 @@ def axis(name: str) -> Axis:
 
 def bandwidths(trial: Any) -> list[float]:
     """Per-dimension bandwidth (GB/s per NPU, innermost first) of a trial's topology."""
-    notation = trial.user_attrs.get("topology")
+    notation = trial_record(trial).get("topology")
     if not notation:
         return []
     try:
@@ -97,15 +97,16 @@ def feasible(trial: Any) -> bool:
 
 def trial_row(trial: Any, names: list[str]) -> dict[str, Any]:
     """One CSV row: the trial number, its objectives by name, its record and bandwidths in GB/s, the
-    parameters the space sampled (bandwidth parameters left out) and whether it is feasible."""
+    design's choices (sampled or fixed by the space; bandwidth parameters left out) and whether it
+    is feasible. Trials of either layout (`dse.storage`) give the same row."""
     r: dict[str, Any] = {"trial": trial.number}
     r.update(zip(names, trial.values))
-    attrs = {k: v for k, v in trial.user_attrs.items() if k != WORKER_ATTR}
+    attrs = trial_record(trial)
     if "topology" in attrs:
         r["topology"] = attrs.pop("topology")
     r.update({f"bw{i}_GBps": bw for i, bw in enumerate(bandwidths(trial))})
     r.update(attrs)
-    r.update({f"param_{k}": v for k, v in trial.params.items() if not BW_PARAM.match(k)})
+    r.update({f"param_{k}": v for k, v in trial_params(trial).items() if not BW_PARAM.match(k)})
     r["feasible"] = feasible(trial)
     return r
 

@@ -8,6 +8,13 @@ only on the seed and the complete trials before it (all a TPE, NSGA-II, random o
 sampler looks at), so a one-worker study interrupted at any moment and resumed ends with the same
 trials, parameters and values as one never interrupted. With several workers the order in which
 trials complete, and so what each draws, depends on timing; the total is still exact.
+
+The relative search space (the parameters every finished trial shares, which multivariate TPE and
+NSGA-II sample jointly) draws nothing at random, and Optuna works it out incrementally, from the
+trials finished since the last call. A sampler built afresh for every trial would work it out from
+all the trials each time, so a study of n trials would compare parameters O(n²) times (some 40 %
+of a 500-trial TPE study's time). `ResumableSampler` therefore asks one long-lived sampler of the
+same kind for it, and the per-trial seeded one for everything that draws.
 """
 
 from __future__ import annotations
@@ -64,13 +71,14 @@ class ResumableSampler(BaseSampler):
         self.index = 0
         self.exhausted = False
         self._inner = _FACTORIES[name](trial_seed(seed, 0))
+        self._spaces = _FACTORIES[name](trial_seed(seed, 0))  # long-lived: the relative search space only
 
     def before_trial(self, study: Any, trial: Any) -> None:
         self._inner = _FACTORIES[self.name](trial_seed(self.seed, self.index))
         self._inner.before_trial(study, trial)
 
     def infer_relative_search_space(self, study: Any, trial: Any) -> Any:
-        return self._inner.infer_relative_search_space(study, trial)
+        return self._spaces.infer_relative_search_space(study, trial)
 
     def sample_relative(self, study: Any, trial: Any, search_space: Any) -> Any:
         return self._inner.sample_relative(study, trial, search_space)

@@ -14,6 +14,7 @@ optuna = pytest.importorskip("optuna")
 from dse.errors import InputError  # noqa: E402
 from dse.hwcost import HardwareCost  # noqa: E402
 from dse.search import SearchSpace, load_studies, run_study, summary, write_report  # noqa: E402
+from dse.storage import trial_record  # noqa: E402
 from dse.topology import parse_topology  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,11 +100,11 @@ def test_study_reaches_exactly_n_and_resumes(tmp_path):
     more = run_study(spec, trials=20, storage=url)
     assert more["complete"] == 20 and more["ran_here"] == 8
     study = optuna.load_study(study_name=spec.name, storage=__import__("dse.search").search.open_storage(url))
-    t = study.best_trial
+    record = trial_record(study.best_trial)
     for key in ("topology", "time_themis_ns", "time_baseline_ns", "bw_utilization", "bound_ns", "gap", "cost_usd"):
-        assert key in t.user_attrs
-    assert t.user_attrs["bound_ns"] <= t.user_attrs["time_themis_ns"]
-    assert parse_topology(t.user_attrs["topology"]).npus == 1024
+        assert key in record
+    assert record["bound_ns"] <= record["time_themis_ns"]
+    assert parse_topology(record["topology"]).npus == 1024
 
 
 def test_same_seed_same_best(tmp_path):

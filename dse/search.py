@@ -58,6 +58,7 @@ from typing import Any
 from .bounds import _solve, ideal_ns, types_for_plan
 from .errors import InputError, raise_if_interrupted
 from .files import read_toml
+from .batch import evaluate_many
 from .evaluate import evaluate
 from .hwcost import HardwareCost
 from .schedulers import SCHEDULERS, parse_queue
@@ -427,9 +428,9 @@ def _parse_constraints(raw: Any) -> tuple[Constraint, ...]:
 # ----------------------------------------------------------------------------- one trial
 def measure(spec: StudySpec, topo: Topology, chunks: int) -> dict[str, Any]:
     """Everything a trial records about one design (see the module docstring)."""
-    common = dict(collective=spec.collective, size=spec.size, chunks=chunks, cost_model=spec.cost_model)
-    themis = evaluate(topo, scheduler="themis", queue="scf", **common)
-    base = evaluate(topo, scheduler="baseline", queue="fifo", **common)
+    common = dict(topology=topo, collective=spec.collective, size=spec.size, chunks=chunks, cost_model=spec.cost_model)
+    both = evaluate_many([dict(common, scheduler="themis", queue="scf"), dict(common, scheduler="baseline", queue="fifo")])
+    themis, base = both.result(0), both.result(1)
     lp = fluid_bound(topo, spec.collective, spec.size, chunks, spec.cost_model)
     return {
         "topology": topo.notation(),

@@ -321,7 +321,7 @@ static int start_phase(Sim *s, int c, int d, double t) {
         tp = tie;
         dk = s->dimkey ? d : 0;
     }
-    if (delay != 0.0) {
+    if (delay != 0.0 && t + busy + delay != t + busy) {  /* a delay lost to rounding is none */
         if (ev_push(s, t + busy, 1, RELEASE, c, d, tp, dk)) return -1;
         return ev_push(s, t + busy + delay, 0, ARRIVE, c, d, tp, dk);
     }

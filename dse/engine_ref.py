@@ -11,7 +11,7 @@ Network. A collective's chunks enter the queues of their first dimensions in chu
 enqueue followed by a refill of that dimension). A dimension serves up to `slots` phases:
 - Servers (`shared` off): a phase holds a slot for its `busy` ns. Without a `delay` its end is one
   completion event; with one (latency overlapped), a release of the slot at the end and the
-  chunk's arrival `delay` later. A completion moves the chunk to its next queue, then refills the
+  chunk's arrival `delay` later (a delay lost to rounding, end + delay == end, is none). A completion moves the chunk to its next queue, then refills the
   old dimension, then the new one (ASTRA-sim's order); an arrival refills only the new one.
 - Processor sharing (`shared`): the k running phases each progress at 1/k of the rate. A
   dimension keeps a virtual time V that grows at 1/k; a phase started at V with work w ends when
@@ -197,7 +197,7 @@ class _Run:
             o = ph.tie or (0.0, 0.0, 0.0)
             tie = (t + o[0], t + o[1], t + o[2], t, d if self.net.dim_tiebreak else 0)
         end = t + ph.busy
-        if ph.delay:
+        if ph.delay and end + ph.delay != end:  # a delay lost to rounding is none
             self.push(end, 1, tie, RELEASE, c, d)
             self.push(end + ph.delay, 0, tie, ARRIVE, c, d)
         else:
@@ -322,9 +322,12 @@ class _Run:
             return
         self.remaining[i] = len(plans)
         first = len(self.plans)
+        nd = self.net.ndims
         for p in plans:
             if not p:
                 raise ValueError("a chunk has no phases")
+            if not all(isinstance(ph.dim, int) and 0 <= ph.dim < nd for ph in p):
+                raise ValueError("phase dim out of range")
             self.plans.append(p)
             self.pos.append(0)
             self.owner.append(i)

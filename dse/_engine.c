@@ -46,19 +46,23 @@ static inline int ev_less(const Ev *x, const Ev *y) {
 
 /* Push an event made of its fields (written in place: no temporary struct to copy). `tie`: NULL, or
  * (a1, a2, a3, st) with `dk`. */
+/* The compact events live in a 4-ary heap: half the levels of a binary one, its children adjacent. */
+static inline int ev2_less(const Ev2 *x, const Ev2 *y) { return x->t < y->t || (x->t == y->t && x->key < y->key); }
+
 static int ev2_push(Sim *s, double t, int cls, int kind, int a, int b) {
     if (s->nev == s->evcap && grow((void **)&s->ev2, &s->evcap, s->nev + 1, sizeof(Ev2))) return -1;
     Ev2 *h = s->ev2;
-    unsigned long long key = ((unsigned long long)cls << 58) | (unsigned long long)s->counter++;
+    Ev2 e;
+    e.t = t; e.key = ((unsigned long long)cls << 58) | (unsigned long long)s->counter++;
+    e.kind = kind; e.a = a; e.b = b;
     Py_ssize_t i = s->nev++;
     while (i > 0) {
-        Py_ssize_t p = (i - 1) / 2;
-        if (t > h[p].t || (t == h[p].t && key > h[p].key)) break;
+        Py_ssize_t p = (i - 1) / 4;
+        if (!ev2_less(&e, &h[p])) break;
         h[i] = h[p];
         i = p;
     }
-    Ev2 *e = &h[i];
-    e->t = t; e->key = key; e->kind = kind; e->a = a; e->b = b;
+    h[i] = e;
     return 0;
 }
 
@@ -67,17 +71,85 @@ static void ev2_pop(Sim *s, Ev *out) {
     Ev2 top = h[0], last = h[--s->nev];
     Py_ssize_t i = 0, n = s->nev;
     for (;;) {
-        Py_ssize_t l = 2 * i + 1;
-        if (l >= n) break;
-        Py_ssize_t m = l;
-        if (l + 1 < n && (h[l + 1].t < h[l].t || (h[l + 1].t == h[l].t && h[l + 1].key < h[l].key))) m = l + 1;
-        if (h[m].t > last.t || (h[m].t == last.t && h[m].key > last.key)) break;
+        Py_ssize_t c = 4 * i + 1;
+        if (c >= n) break;
+        Py_ssize_t m = c, end = c + 4 < n ? c + 4 : n;
+        for (Py_ssize_t k = c + 1; k < end; k++) if (ev2_less(&h[k], &h[m])) m = k;
+        if (!ev2_less(&h[m], &last)) break;
         h[i] = h[m];
         i = m;
     }
     if (n > 0) h[i] = last;
     out->t = top.t; out->seq = (long long)(top.key & ((1ULL << 58) - 1)); out->cls = (short)(top.key >> 58);
     out->kind = top.kind; out->a = top.a; out->b = top.b;
+}
+
+static int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk);
+
+/* An arrival `delay` after now on dim d: into its lane if the lane is busy and the order holds. */
+static int arrive_push(Sim *s, double t, double delay, int c, int d) {
+    if (!s->notie) return ev_push(s, t, 0, ARRIVE, c, d, NULL, 0);
+    int k = 0;
+    while (k < s->nlanes && !(s->lanes[k].dim == d && s->lanes[k].delay == delay)) k++;
+    if (k == s->nlanes) {
+        if (s->nlanes == s->lanecap) {
+            int nc = s->lanecap ? 2 * s->lanecap : 8;
+            Lane *nl = realloc(s->lanes, (size_t)nc * sizeof(Lane));
+            if (!nl) return -1;
+            memset(nl + s->lanecap, 0, (size_t)(nc - s->lanecap) * sizeof(Lane));
+            s->lanes = nl; s->lanecap = nc;
+        }
+        s->lanes[k].dim = d; s->lanes[k].delay = delay; s->lanes[k].head = s->lanes[k].len = 0;
+        s->nlanes++;
+    }
+    Lane *L = &s->lanes[k];
+    if (L->len && L->buf[(L->head + L->len - 1) & (L->cap - 1)].t <= t) {  /* behind the lane's last */
+        if (L->len == L->cap) {
+            int nc = L->cap ? 2 * L->cap : 16;
+            Ev2 *nb = malloc((size_t)nc * sizeof(Ev2));
+            if (!nb) return -1;
+            for (int j = 0; j < L->len; j++) nb[j] = L->buf[(L->head + j) & (L->cap - 1)];
+            free(L->buf);
+            L->buf = nb; L->cap = nc; L->head = 0;
+        }
+        Ev2 *e = &L->buf[(L->head + L->len) & (L->cap - 1)];
+        e->t = t; e->key = (unsigned long long)s->counter++; e->kind = ARRIVE | ((k + 1) << 8); e->a = c; e->b = d;
+        L->len++;
+        return 0;
+    }
+    if (L->len == 0) {  /* the lane's head: in the heap, and remembered as the lane's first */
+        if (L->cap == 0) {
+            L->buf = malloc(16 * sizeof(Ev2));
+            if (!L->buf) return -1;
+            L->cap = 16;
+        }
+        L->head = 0; L->len = 1;
+        Ev2 *e = &L->buf[0];
+        e->t = t; e->key = (unsigned long long)s->counter; e->kind = ARRIVE | ((k + 1) << 8); e->a = c; e->b = d;
+        return ev2_push(s, t, 0, ARRIVE | ((k + 1) << 8), c, d);
+    }
+    return ev2_push(s, t, 0, ARRIVE, c, d);  /* out of the lane's order: the heap alone */
+}
+
+/* After the lane head `kind` left the heap: the lane's next into the heap. */
+static int lane_next(Sim *s, int kind) {
+    Lane *L = &s->lanes[(kind >> 8) - 1];
+    L->head = (L->head + 1) & (L->cap - 1);
+    L->len--;
+    if (!L->len) return 0;
+    Ev2 e = L->buf[L->head];
+    /* pushed with its own seq: the heap orders it as if it had been there all along */
+    if (s->nev == s->evcap && grow((void **)&s->ev2, &s->evcap, s->nev + 1, sizeof(Ev2))) return -1;
+    Ev2 *h = s->ev2;
+    Py_ssize_t i = s->nev++;
+    while (i > 0) {
+        Py_ssize_t p = (i - 1) / 4;
+        if (!ev2_less(&e, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = e;
+    return 0;
 }
 
 static int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk) {
@@ -323,7 +395,7 @@ static int start_phase(Sim *s, int c, int d, double t) {
     }
     if (delay != 0.0 && t + busy + delay != t + busy) {  /* a delay lost to rounding is none */
         if (ev_push(s, t + busy, 1, RELEASE, c, d, tp, dk)) return -1;
-        return ev_push(s, t + busy + delay, 0, ARRIVE, c, d, tp, dk);
+        return tp ? ev_push(s, t + busy + delay, 0, ARRIVE, c, d, tp, dk) : arrive_push(s, t + busy + delay, delay, c, d);
     }
     return ev_push(s, t + busy, 0, COMPLETE, c, d, tp, dk);
 }
@@ -386,7 +458,7 @@ static int share_done(Sim *s, int d, double t) {
         Py_ssize_t i = ph_index(s, c);
         if (s->track) s->lead = lead_after(s, s->phase_lead[c], i);
         if (s->ph.delay[i] != 0.0) {
-            if (ev_push(s, t + s->ph.delay[i], 0, ARRIVE, c, d, NULL, 0) || refill(s, d, t)) return -1;
+            if (ev_push(s, t + s->ph.delay[i], 0, ARRIVE, c, d, NULL, 0) || refill(s, d, t)) return -1;  /* shared: no lanes */
         } else if (phase_end(s, COMPLETE, c, d, t, 1)) return -1;
     }
     s->nscratch = first;
@@ -505,7 +577,13 @@ int sim_go(Sim *s) {
     if (dispatch(s, 0.0)) return -1;
     Ev e;
     while (s->nev > 0) {
-        if (s->notie) ev2_pop(s, &e); else ev_pop(s, &e);
+        if (s->notie) {
+            ev2_pop(s, &e);
+            if (e.kind >> 8) {  /* a lane's head */
+                if (lane_next(s, e.kind)) return -1;
+                e.kind &= 0xff;
+            }
+        } else ev_pop(s, &e);
         double t = e.t;
         int a = e.a;
         if (e.kind == SHARE_DONE) {
@@ -603,7 +681,9 @@ void sim_reset(Sim *s) {
         s->by_comm[i] = 0; s->remaining[i] = 0; s->node_lead[i] = 0;
     }
     s->nev = 0; s->counter = 0; s->nchunks = 0; s->nlog = 0; s->nscratch = 0; s->nroots = 0;
-    s->nlag = 0; s->lead = 0; s->in_flight = 0; s->comm_since = s->comm_ns = s->compute_ns = s->cpu_ns = 0.0;
+    s->nlag = 0; s->lead = 0; s->in_flight = 0;
+    for (int k = 0; k < s->nlanes; k++) s->lanes[k].head = s->lanes[k].len = 0;
+    s->comm_since = s->comm_ns = s->compute_ns = s->cpu_ns = 0.0;
     s->bytes_sent = 0.0; s->finish = 0.0;
 }
 
@@ -616,7 +696,9 @@ void sim_free(Sim *s) {
     free(s->wait); free(s->bq); free(s->aq); free(s->active); free(s->running); free(s->busy); free(s->sent);
     free(s->vtime); free(s->vlast); free(s->gen); free(s->need); free(s->start); free(s->end);
     free(s->comm_rel); free(s->other_rel); free(s->by_comm); free(s->remaining); free(s->node_lead);
-    free(s->scratch_roots); free(s->ev); free(s->ev2); free(s->cplan); free(s->pos); free(s->owner); free(s->prio);
+    free(s->scratch_roots); free(s->ev); free(s->ev2);
+    if (s->lanes) for (int k = 0; k < s->lanecap; k++) free(s->lanes[k].buf);
+    free(s->lanes); free(s->cplan); free(s->pos); free(s->owner); free(s->prio);
     free(s->started); free(s->chunk_end); free(s->phase_lead); free(s->logv); free(s->scratch);
     free(s->lagseq); free(s->laglead);
     memset(s, 0, sizeof *s);

@@ -18,7 +18,7 @@ typedef struct { KItem *buf; Py_ssize_t head, len, cap; } Deque;
 /* The smallest-first queues (_queues.c): rings of ints, buckets by key, ASTRA-sim's list with runs. */
 typedef struct { int *buf; int head, len, cap; } Ring;
 typedef struct { double key; Ring r; } KRing;
-typedef struct { KRing *b; int n, cap, last; long long count; } Buckets;
+typedef struct { KRing *b; int n, cap, last, first; long long count; } Buckets;
 typedef struct { double key; int item, prev, next; } QNode;
 typedef struct { QNode *nodes; int nn, capn, freelist, head, tail; KRing *runs; int nr, capr; long long count; } Astra;
 int bq_push(Buckets *q, double key, int item);
@@ -38,6 +38,9 @@ typedef struct {
 /* The same, when no phase has tie keys and same-tick ends are not ordered by dim (`notie`): ordered
  * by (t, key = cls << 58 | seq) alone, 32 bytes. */
 typedef struct { double t; unsigned long long key; int kind, a, b; } Ev2;
+/* Arrivals after one latency on one dim come in time order: each such lane keeps them first-in-
+ * first-out and only its head in the heap (latency-bound phases put hundreds in flight). */
+typedef struct { int dim; double delay; Ev2 *buf; int head, len, cap; } Lane;
 
 typedef struct { int c, step; double start, end; } LogRec;
 
@@ -75,6 +78,7 @@ struct Sim {
     KHeap ready[3]; int taken[3];
     /* events */
     Ev *ev; Ev2 *ev2; Py_ssize_t nev, evcap; long long counter; int notie;
+    Lane *lanes; int nlanes, lanecap;
     long long *lagseq, *laglead; Py_ssize_t nlag, lagcap;  /* a LAG event's lead, by its seq */
     long long lead; int in_flight;
     double comm_since, comm_ns, compute_ns, cpu_ns, bytes_sent, finish;

@@ -55,6 +55,7 @@ static inline int ring_pop_front(Ring *r) {
 int bq_push(Buckets *q, double key, int item) {
     if (q->last < q->n && q->b[q->last].key == key) {  /* keys repeat: the bucket used last */
         if (ring_push_back(&q->b[q->last].r, item)) return -1;
+        if (q->last < q->first) q->first = q->last;
         q->count++;
         return 0;
     }
@@ -74,16 +75,19 @@ int bq_push(Buckets *q, double key, int item) {
         memset(&q->b[lo], 0, sizeof(KRing));
         q->b[lo].key = key;
         q->n++;
+        if (lo <= q->first && q->count) q->first++;  /* the first non-empty bucket moved up one */
     }
     if (ring_push_back(&q->b[lo].r, item)) return -1;
     q->last = lo;
+    if (!q->count || lo < q->first) q->first = lo;
     q->count++;
     return 0;
 }
 
 int bq_pop(Buckets *q) {
-    int k = 0;
+    int k = q->first;  /* every bucket below it is empty */
     while (q->b[k].r.len == 0) k++;
+    q->first = k;
     q->count--;
     return ring_pop_front(&q->b[k].r);
 }
@@ -91,6 +95,7 @@ int bq_pop(Buckets *q) {
 void bq_clear(Buckets *q) {
     for (int k = 0; k < q->n; k++) q->b[k].r.len = 0, q->b[k].r.head = 0;
     q->count = 0;
+    q->first = 0;
 }
 
 void bq_free(Buckets *q) {

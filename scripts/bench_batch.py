@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--cost-model", default="paper")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        os.sched_setaffinity(0, {int(os.environ.get("DSE_BENCH_CORE", sorted(os.sched_getaffinity(0))[0]))})
     base = parse_topology(TOPOLOGY)
     rows = splits(args.points, base.ndims)
     topos = [Topology(tuple(dataclasses.replace(d, bandwidth=b) for d, b in zip(base.dims, r))) for r in rows]

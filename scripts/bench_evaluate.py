@@ -103,7 +103,7 @@ def main() -> None:
     ap.add_argument("--python", action="store_true", help="also time the pure-Python reference engine")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        os.sched_setaffinity(0, {int(os.environ.get("DSE_BENCH_CORE", sorted(os.sched_getaffinity(0))[0]))})
     chunk_list = [int(c) for c in args.chunks.split(",")]
     topo = parse_topology(TOPOLOGY)
     print(f"dse {dse.__version__}, Python {platform.python_version()}, {platform.machine()}, one core; "

@@ -8,7 +8,7 @@ import math
 import struct
 import subprocess
 import sys
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -96,6 +96,7 @@ def single_cases(draw, shared=False):
         net = NetRules(nd, draw(POLICIES), draw(st.integers(1, 4)), dim_tiebreak=draw(st.booleans()),
                        issue_priorities=draw(st.booleans()), track_lead=draw(st.booleans()))  # fmt: skip
     tied, grid = not shared and draw(st.booleans()), draw(st.booleans())
+    net = replace(net, tieless=not tied and draw(st.booleans()))  # the C engine's compact events and lanes
     return net, draw(chunk_plans(nd, tied, net.track_lead, grid)), draw(st.booleans())
 
 
@@ -135,6 +136,7 @@ def graph_cases(draw, track=None, prios=None, ideal=False):
     grid = draw(st.booleans())
     graph = draw(dags(ideal, grid))
     tied = not shared and draw(st.booleans())
+    net = replace(net, tieless=not tied and draw(st.booleans()))
     issues = {}
     for i, k in enumerate(graph.kinds):
         if k == N_COMM:

@@ -47,7 +47,9 @@ static inline int ev_less(const Ev *x, const Ev *y) {
 /* Push an event made of its fields (written in place: no temporary struct to copy). `tie`: NULL, or
  * (a1, a2, a3, st) with `dk`. */
 /* The compact events live in a 4-ary heap: half the levels of a binary one, its children adjacent. */
-static inline int ev2_less(const Ev2 *x, const Ev2 *y) { return x->t < y->t || (x->t == y->t && x->key < y->key); }
+static inline int ev2_less(const Ev2 *x, const Ev2 *y) {  /* branch-free: the order is data, not a pattern */
+    return (x->t < y->t) | ((x->t == y->t) & (x->key < y->key));
+}
 
 static int ev2_push(Sim *s, double t, int cls, int kind, int a, int b) {
     if (s->nev == s->evcap && grow((void **)&s->ev2, &s->evcap, s->nev + 1, sizeof(Ev2))) return -1;
@@ -74,7 +76,7 @@ static void ev2_pop(Sim *s, Ev *out) {
         Py_ssize_t c = 4 * i + 1;
         if (c >= n) break;
         Py_ssize_t m = c, end = c + 4 < n ? c + 4 : n;
-        for (Py_ssize_t k = c + 1; k < end; k++) if (ev2_less(&h[k], &h[m])) m = k;
+        for (Py_ssize_t k = c + 1; k < end; k++) m = ev2_less(&h[k], &h[m]) ? k : m;
         if (!ev2_less(&h[m], &last)) break;
         h[i] = h[m];
         i = m;

@@ -34,6 +34,7 @@ from .units import parse_int, size_family
 KEYWORDS = ("topology", "collective", "size", "chunks", "scheduler", "queue", "cost_model", "latency_mode",
             "active_chunks", "seed")  # fmt: skip
 _TABLES: dict[tuple, ShapeTable] = {}
+_SEEN: dict[tuple, bool] = {}  # shapes evaluated once, without a table
 #: the most dimensions a table runs (more go through `evaluate`'s Python path)
 MAX_DIMS = 5
 _MAX_TABLES = 256
@@ -69,7 +70,8 @@ def prepare(point: Mapping[str, Any]) -> Prepared:
 
 
 def tableable(p: Prepared) -> bool:
-    """Can a shape table run this point (module docstring)?"""
+    """Can a shape table run this point (module docstring)? (`table_for` may still decline a shape
+    seen once.)"""
     model, spec = p.spec.cost_model, p.spec
     if not engine_front.c_engine_built() or engine_front.DEFAULT == "python":
         return False
@@ -86,18 +88,30 @@ def _sched_key(sched: Scheduler, seed: int) -> tuple:
     return (type(sched), repr(sched), seed)
 
 
-def table_for(p: Prepared) -> ShapeTable:
-    """The shape table of a point, built once (a bounded cache)."""
+def shape_key(p: Prepared) -> tuple:
+    """What a point's shape table depends on (module docstring): all but bandwidths and latencies."""
     s = p.spec
-    topo = s.topology
-    key = (tuple((d.kind, d.npus, d.algorithm) for d in topo.dims), s.collective, s.size, s.chunks, s.cost_model,
-           s.latency_mode, _sched_key(p.sched, p.seed), p.queue, s.active_chunks)  # fmt: skip
+    return (tuple((d.kind, d.npus, d.algorithm) for d in s.topology.dims), s.collective, s.size, s.chunks,
+            s.cost_model, s.latency_mode, _sched_key(p.sched, p.seed), p.queue, s.active_chunks)  # fmt: skip
+
+
+def table_for(p: Prepared, *, now: bool = True) -> "ShapeTable | None":
+    """The shape table of a point, built once (a bounded cache). With `now` False a shape seen for
+    the first time gets none: a table holds every order, which costs more than one evaluation in
+    Python (a sweep over sizes or chunk counts has a new shape at every point)."""
+    key = shape_key(p)
     hit = _TABLES.get(key)
     if hit is None:
+        if not now and key not in _SEEN:
+            if len(_SEEN) >= 4 * _MAX_TABLES:
+                _SEEN.clear()
+            _SEEN[key] = True
+            return None
         if len(_TABLES) >= _MAX_TABLES:
             _TABLES.clear()
-        hit = _TABLES[key] = ShapeTable(topo, s.collective, s.size, s.chunks, s.cost_model, s.latency_mode, p.sched,
-                                        p.seed, p.queue, s.active_chunks)  # fmt: skip
+        s = p.spec
+        hit = _TABLES[key] = ShapeTable(s.topology, s.collective, s.size, s.chunks, s.cost_model, s.latency_mode,
+                                        p.sched, p.seed, p.queue, s.active_chunks)  # fmt: skip
     return hit
 
 
@@ -290,6 +304,7 @@ def _vectorised(bandwidths: Any, latencies: Any, common: Mapping[str, Any]) -> B
     res = BatchResult(vec)
     if n:
         table = table_for(base)
+        assert table is not None
         empty = array("d")
         res._fill(table, range(n), _run(table, (n, bw, lat, empty, empty, empty, empty, empty), n))
     return res
@@ -317,8 +332,14 @@ def evaluate_many(points: "Iterable[Mapping[str, Any] | Topology | str] | None" 
     groups: dict[int, _Group] = {}
     from .evaluate import evaluate
 
+    counts: dict[tuple, int] = {}
+    ok = [tableable(p) for p in prepared]
+    keys = [shape_key(p) if t else None for p, t in zip(prepared, ok)]
+    for k in keys:
+        counts[k] = counts.get(k, 0) + 1  # type: ignore[index]
     for i, p in enumerate(prepared):
-        if not tableable(p):
+        t = table_for(p, now=counts[keys[i]] > 1) if ok[i] else None  # type: ignore[index]
+        if t is None:
             s = p.spec
             r = evaluate(s.topology, collective=s.collective, size=s.size, chunks=s.chunks, scheduler=p.sched,
                          queue=p.queue, cost_model=s.cost_model, latency_mode=s.latency_mode,
@@ -326,7 +347,6 @@ def evaluate_many(points: "Iterable[Mapping[str, Any] | Topology | str] | None" 
             res._results[i] = r
             res.time_ns[i], res.dim_busy_ns[i], res.dim_bytes[i] = r.time_ns, r.dim_busy_ns, r.dim_bytes
             continue
-        t = table_for(p)
         g = groups.get(id(t))
         if g is None:
             p.spec.check_work(queue=p.queue)  # the same for every point of a shape

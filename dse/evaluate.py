@@ -67,8 +67,9 @@ def evaluate(
     topo, coll, nbytes, nchunks = spec.topology, spec.collective, spec.size, spec.chunks
     model, mode, active = spec.cost_model, spec.latency_mode, spec.active_chunks
 
-    if not timeline and tableable(prepared := Prepared(spec, sched, q, seed, size_unit)):
-        fast = (prepared, table_for(prepared))
+    if (not timeline and tableable(prepared := Prepared(spec, sched, q, seed, size_unit))
+            and (table := table_for(prepared, now=False)) is not None):  # a shape seen before
+        fast = (prepared, table)
         if key is not None:
             try:
                 if len(_FAST) >= 1024:

@@ -71,7 +71,11 @@ def test_compiled_evaluate_equals_the_python_path(point: tuple[Topology, dict]) 
         return  # a configuration both paths refuse (checked below)
     finally:
         mp.undo()
-    assert dse.evaluate(topo, **kw) == want
+    twice = evaluate_many([topo, topo], **kw)  # two points of one shape: its table, in C
+    assert twice._results == [None, None]  # neither went through `evaluate`
+    assert twice.result(1) == want
+    dse.evaluate(topo, **kw)
+    assert dse.evaluate(topo, **kw) == want  # a shape seen before: its table
 
 
 @needs_c
@@ -109,10 +113,13 @@ def test_vectorised_form_equals_topologies() -> None:
 
 
 def test_results_are_built_only_when_asked() -> None:
-    res = evaluate_many(["2D-SW_SW", "3D-FC_Ring_SW"], size="64MB", chunks=8)
+    """Points sharing a shape run on its table, their `Result`s built when asked; a shape with one
+    point (a table costs more than one evaluation) goes through `evaluate`."""
+    two = [parse_topology("3D-FC_Ring_SW"), parse_topology("3D-FC_Ring_SW").with_latency(5)]
+    res = evaluate_many(["2D-SW_SW", *two], size="64MB", chunks=8)
     built = [r is not None for r in res._results]
-    assert res.time_ns[0] > 0 and (not engine_mod.c_engine_built() or not any(built))
-    assert res.result(1) == dse.evaluate("3D-FC_Ring_SW", size="64MB", chunks=8)
+    assert res.time_ns[1] > 0 and (not engine_mod.c_engine_built() or built == [True, False, False])
+    assert res.result(2) == dse.evaluate(two[1], size="64MB", chunks=8)
 
 
 def test_points_the_tables_cannot_run_go_through_evaluate() -> None:

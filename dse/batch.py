@@ -330,7 +330,7 @@ def evaluate_many(points: "Iterable[Mapping[str, Any] | Topology | str] | None" 
     prepared = _prepare_all(points or (), common)
     res = BatchResult(prepared)
     groups: dict[int, _Group] = {}
-    from .evaluate import evaluate
+    from .evaluate import evaluate_prepared
 
     counts: dict[tuple, int] = {}
     ok = [tableable(p) for p in prepared]
@@ -338,12 +338,11 @@ def evaluate_many(points: "Iterable[Mapping[str, Any] | Topology | str] | None" 
     for k in keys:
         counts[k] = counts.get(k, 0) + 1  # type: ignore[index]
     for i, p in enumerate(prepared):
+        # a shape with one point gets a table only if it was seen before (`table_for`)
         t = table_for(p, now=counts[keys[i]] > 1) if ok[i] else None  # type: ignore[index]
         if t is None:
-            s = p.spec
-            r = evaluate(s.topology, collective=s.collective, size=s.size, chunks=s.chunks, scheduler=p.sched,
-                         queue=p.queue, cost_model=s.cost_model, latency_mode=s.latency_mode,
-                         active_chunks=s.active_chunks, seed=p.seed)  # fmt: skip
+            p.spec.check_work(queue=p.queue, extra_simulations=p.sched.simulations())
+            r = evaluate_prepared(p)
             res._results[i] = r
             res.time_ns[i], res.dim_busy_ns[i], res.dim_bytes[i] = r.time_ns, r.dim_busy_ns, r.dim_bytes
             continue

@@ -64,12 +64,9 @@ def evaluate(
     seed = parse_int(seed, "seed", minimum=0)
     size_unit = size_family(size)
     spec.check_work(queue=q, extra_simulations=sched.simulations())
-    topo, coll, nbytes, nchunks = spec.topology, spec.collective, spec.size, spec.chunks
-    model, mode, active = spec.cost_model, spec.latency_mode, spec.active_chunks
-
-    if (not timeline and tableable(prepared := Prepared(spec, sched, q, seed, size_unit))
-            and (table := table_for(prepared, now=False)) is not None):  # a shape seen before
-        fast = (prepared, table)
+    prepared = Prepared(spec, sched, q, seed, size_unit)
+    if not timeline and tableable(prepared) and (table := table_for(prepared, now=False)) is not None:
+        fast = (prepared, table)  # a shape seen before: its table
         if key is not None:
             try:
                 if len(_FAST) >= 1024:
@@ -78,6 +75,15 @@ def evaluate(
             except TypeError:  # an unhashable argument: nothing to remember
                 pass
         return _run_fast(*fast)
+    return evaluate_prepared(prepared, timeline=timeline)
+
+
+def evaluate_prepared(p: Prepared, *, timeline: bool = False) -> Result:
+    """`evaluate` of a validated point without a shape table: the scheduler's orders, the cost
+    model's phases, the engine (`dse.simulate`)."""
+    spec, sched, q, seed = p.spec, p.sched, p.queue, p.seed
+    topo, coll, nbytes, nchunks = spec.topology, spec.collective, spec.size, spec.chunks
+    model, mode, active = spec.cost_model, spec.latency_mode, spec.active_chunks
     plan = model.chunking(coll, nbytes, nchunks, topo, baseline=sched.is_baseline)
     problem = ScheduleProblem(topo, coll, plan, model, seed, q, mode, active)
     chunk_orders = sched.orders(problem)
@@ -96,7 +102,7 @@ def evaluate(
     )
     return make_result(
         topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed, chunk_orders, out,
-        size_unit=size_unit, keep_timeline=timeline,
+        size_unit=p.size_unit, keep_timeline=timeline,
     )  # fmt: skip
 
 

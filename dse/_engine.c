@@ -51,12 +51,10 @@ static inline int ev2_less(const Ev2 *x, const Ev2 *y) {  /* branch-free: the or
     return (x->t < y->t) | ((x->t == y->t) & (x->key < y->key));
 }
 
-static int ev2_push(Sim *s, double t, int cls, int kind, int a, int b) {
+/* Put a made event into the heap (its seq already given). */
+static int ev2_insert(Sim *s, Ev2 e) {
     if (s->nev == s->evcap && grow((void **)&s->ev2, &s->evcap, s->nev + 1, sizeof(Ev2))) return -1;
     Ev2 *h = s->ev2;
-    Ev2 e;
-    e.t = t; e.key = ((unsigned long long)cls << 58) | (unsigned long long)s->counter++;
-    e.kind = kind; e.a = a; e.b = b;
     Py_ssize_t i = s->nev++;
     while (i > 0) {
         Py_ssize_t p = (i - 1) / 4;
@@ -66,6 +64,13 @@ static int ev2_push(Sim *s, double t, int cls, int kind, int a, int b) {
     }
     h[i] = e;
     return 0;
+}
+
+static int ev2_push(Sim *s, double t, int cls, int kind, int a, int b) {
+    Ev2 e;
+    e.t = t; e.key = ((unsigned long long)cls << 58) | (unsigned long long)s->counter++;
+    e.kind = kind; e.a = a; e.b = b;
+    return ev2_insert(s, e);
 }
 
 static void ev2_pop(Sim *s, Ev *out) {
@@ -139,19 +144,7 @@ static int lane_next(Sim *s, int kind) {
     L->head = (L->head + 1) & (L->cap - 1);
     L->len--;
     if (!L->len) return 0;
-    Ev2 e = L->buf[L->head];
-    /* pushed with its own seq: the heap orders it as if it had been there all along */
-    if (s->nev == s->evcap && grow((void **)&s->ev2, &s->evcap, s->nev + 1, sizeof(Ev2))) return -1;
-    Ev2 *h = s->ev2;
-    Py_ssize_t i = s->nev++;
-    while (i > 0) {
-        Py_ssize_t p = (i - 1) / 4;
-        if (!ev2_less(&e, &h[p])) break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = e;
-    return 0;
+    return ev2_insert(s, L->buf[L->head]);  /* with its own seq: ordered as if it had been there all along */
 }
 
 static int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk) {

@@ -9,7 +9,7 @@ run finishes in minutes, not hours:
   Within them no result can overflow; a non-finite result is still refused as a last resort.
 - **Work** (`check_work`): before a run, dse estimates the steps it will take (chunk-phases the
   simulator handles, packets a cost model replays, queue scans that grow with the chunks; about a
-  third of a microsecond each with the C core) and refuses a run above `max_work()`, 2e7 steps by
+  third of a microsecond each with the C engine) and refuses a run above `max_work()`, 2e7 steps by
   default: measured, 2.5 million chunks of a 4D all-reduce (paper model, Themis+SCF) take 8 s and
   560 MB. The environment variable ``DSE_MAX_WORK`` raises or lowers it for every command and
   every worker process (``DSE_MAX_WORK=1e9 dse ...``).

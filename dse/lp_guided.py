@@ -14,7 +14,7 @@ drains, and interleaving the mix by running deficit lands 1-8 % above the bound 
 
 Because Themis's orders are a starting point and changes are kept only when not slower, lp_guided
 is never behind Themis under the same queue and cost model. The search is deterministic for a seed
-and costs `budget` simulations (~50 us each at 64 chunks with the C core).
+and costs `budget` simulations (~50 us each at 64 chunks with the C engine).
 
 This scheduler needs the bounds and the simulator, so it lives at the bounds layer and registers
 itself with `dse.schedulers.register_scheduler`.

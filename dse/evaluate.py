@@ -6,15 +6,16 @@ import math
 import warnings
 from collections.abc import Sequence
 
-from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, nominal_bytes_sent
+from .collectives import ALL_GATHER, ALL_REDUCE, nominal_bytes_sent
 from .costs import CostModel, Phase
+from .batch import Prepared, run_table, table_for, tableable
 from .errors import InputError
+from .limits import check_work
 from .result import Result
 from .schedulers import ScheduleProblem, Scheduler, get_scheduler, parse_queue
-from .batch import Prepared, run_table, table_for, tableable
-from .tables import ShapeTable
 from .simulate import SimOutput, TimelineEntry, simulate
-from .spec import CollectiveSpec
+from .spec import CollectiveSpec, simulation_steps
+from .tables import ShapeTable
 from .topology import Topology, parse_topology
 from .units import parse_int, size_family
 
@@ -53,8 +54,8 @@ def evaluate(
         key = (topology, name, collective, size, chunks, scheduler, queue, cost_model, latency_mode, active_chunks, seed)
         hit = _FAST.get(key)
         if hit is not None:  # the same arguments again: validated before, checked against the work limit now
-            hit[0].spec.check_work(queue=hit[0].queue)
-            return _run_fast(*hit)
+            check_work(*hit[2])
+            return _run_fast(hit[0], hit[1], hit[3])
     spec = CollectiveSpec.parse(
         topology, collective=collective, size=size, chunks=chunks, cost_model=cost_model,
         latency_mode=latency_mode, active_chunks=active_chunks, work_check=False,
@@ -66,15 +67,16 @@ def evaluate(
     spec.check_work(queue=q, extra_simulations=sched.simulations())
     prepared = Prepared(spec, sched, q, seed, size_unit)
     if not timeline and tableable(prepared) and (table := table_for(prepared, now=False)) is not None:
-        fast = (prepared, table)  # a shape seen before: its table
-        if key is not None:
+        consts = result_constants(topo := spec.topology, spec.collective, spec.size, spec.cost_model)
+        if key is not None:  # a shape seen before: its table, the work estimate and the result's constants
             try:
                 if len(_FAST) >= 1024:
                     _FAST.clear()
-                _FAST[key] = fast
+                _FAST[key] = (prepared, table, simulation_steps(topo, spec.collective, spec.chunks, spec.cost_model, q),
+                              consts)  # fmt: skip
             except TypeError:  # an unhashable argument: nothing to remember
                 pass
-        return _run_fast(*fast)
+        return _run_fast(prepared, table, consts)
     return evaluate_prepared(prepared, timeline=timeline)
 
 
@@ -110,14 +112,15 @@ def evaluate_prepared(p: Prepared, *, timeline: bool = False) -> Result:
 _FAST: dict[tuple, tuple] = {}
 
 
-def _run_fast(p: Prepared, table: ShapeTable) -> Result:
+def _run_fast(p: Prepared, table: ShapeTable, consts: tuple) -> Result:
     """One point through its shape table (`dse.batch`), as a `Result`."""
     s = p.spec
     time, busy, sent, ids = run_table(table, (s.topology,))
     out = SimOutput(time[0], tuple(busy), tuple(sent), (), None)
     chunk_orders = list(map(table.perms.__getitem__, ids))
     return make_result(s.topology, s.collective, s.size, s.chunks, p.sched, p.queue, s.cost_model, s.latency_mode,
-                       s.active_chunks, p.seed, chunk_orders, out, size_unit=p.size_unit, keep_timeline=False)  # fmt: skip
+                       s.active_chunks, p.seed, chunk_orders, out, size_unit=p.size_unit, keep_timeline=False,
+                       consts=consts)  # fmt: skip
 
 
 def build_plans(
@@ -173,22 +176,30 @@ def _warn_capped(model: CostModel, active: int, raw: float) -> None:
                   "bw_utilization_uncapped in --json", stacklevel=4)  # fmt: skip
 
 
-def make_result(  # type: ignore[no-untyped-def]
-    topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed, chunk_orders, out, *,
-    size_unit: str = "decimal", keep_timeline: bool = True,
-) -> Result:  # fmt: skip
-    """Assemble a `Result` from a simulation's output (see `Result` for what each number means).
-
-    Phases that overlap on a dimension (`active` > 1 without shared bandwidth) need the timeline,
-    whose union gives the busy time; `keep_timeline=False` then leaves it out of the result."""
-    t = out.time_ns
+def result_constants(topo: Topology, coll: str, nbytes: int, model: CostModel) -> tuple[float, float, float, float, str]:
+    """What a `Result` takes from the point alone: the bytes one NPU must send, the sum of the
+    dims' bandwidths (model's unit), the data algbw counts, busbw's factor, the topology's label."""
     need = nominal_bytes_sent(coll, nbytes, topo.shape, ag_input_shard=model.ag_input_shard)
     total_bw = sum(model.bytes_per_ns(d, coll) for d in topo.dims)
     n = topo.npus
     # nccl-tests: algbw over the per-NPU data (AG: its output); busbw scales by the bytes on the wire
     data = nbytes * n if coll == ALL_GATHER and model.ag_input_shard else nbytes
+    factor = 2 * (n - 1) / n if coll == ALL_REDUCE else (n - 1) / n
+    return need, total_bw, data, factor, topo.label()
+
+
+def make_result(  # type: ignore[no-untyped-def]
+    topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed, chunk_orders, out, *,
+    size_unit: str = "decimal", keep_timeline: bool = True, consts: tuple | None = None,
+) -> Result:  # fmt: skip
+    """Assemble a `Result` from a simulation's output (see `Result` for what each number means).
+
+    Phases that overlap on a dimension (`active` > 1 without shared bandwidth) need the timeline,
+    whose union gives the busy time; `keep_timeline=False` then leaves it out of the result.
+    `consts`: the point's `result_constants`, if known."""
+    t = out.time_ns
+    need, total_bw, data, factor, label = consts or result_constants(topo, coll, nbytes, model)
     algbw = data / t if t > 0 else 0.0
-    factor = {ALL_REDUCE: 2 * (n - 1) / n, REDUCE_SCATTER: (n - 1) / n, ALL_GATHER: (n - 1) / n, ALL_TO_ALL: (n - 1) / n}[coll]
     if t <= 0:
         raise InputError("size", "the collective takes no time", "a size of at least one byte per chunk")
     if not math.isfinite(t):  # the input ranges (dse.limits) keep every time finite: a last guard
@@ -200,7 +211,7 @@ def make_result(  # type: ignore[no-untyped-def]
     if raw > 1 + 1e-9:
         _warn_capped(model, active, raw)
     return Result(
-        topology=topo.label(),
+        topology=label,
         collective=coll,
         size_bytes=nbytes,
         size_unit=size_unit,

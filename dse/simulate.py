@@ -24,7 +24,6 @@ This is the one-collective front of dse's event engine (`dse.engine`, whose refe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
 from . import engine as _engine_front
@@ -45,8 +44,9 @@ class TimelineEntry(NamedTuple):
     busy: float
 
 
-@dataclass(frozen=True)
-class SimOutput:
+class SimOutput(NamedTuple):
+    """One collective's run: its time, per-dim busy ns and bytes, per-chunk ends, the timeline."""
+
     time_ns: float
     dim_busy_ns: tuple[float, ...]
     dim_bytes: tuple[float, ...]

@@ -11,9 +11,10 @@ on one core (this process), and the time per chunk. Engines:
 - `new bw`: each evaluation on new bandwidths (the shape table cached, the costs not: a sweep or a
   study over bandwidth splits);
 - `python`: the pure-Python reference engine (`--python`).
-`floor`: scripts/minimal_loop.c, compiled here with `cc -O2`, on the same chunks' phases (dims and
-busy times, FIFO queues, nothing else); `x floor` = one `evaluate` / one minimal loop, both timed
-in this run (median over median).
+`floor`: scripts/minimal_loop.c, compiled here with `cc -O2`, on the same chunks' phases and the
+same events (a release and an arrival per phase where latency is overlapped), with FIFO queues and
+nothing else; `x floor` = one `evaluate` / one minimal loop, both timed in this run (median over
+median).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def compile_floor(tmp: str):  # type: ignore[no-untyped-def]
         return None
     fn = ctypes.CDLL(lib).minimal_loop
     fn.restype = ctypes.c_double
-    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     return fn
 
 
@@ -79,8 +80,9 @@ def floor_call(fn, topo: Topology, model: str, chunks: int):  # type: ignore[no-
         return None
     dims = array("i", [ph.dim for p in plans for ph in p])
     busy = array("d", [ph.busy for p in plans for ph in p])
-    a, b = dims.buffer_info()[0], busy.buffer_info()[0]
-    return lambda: fn(len(plans), nph, topo.ndims, a, b), (dims, busy)
+    delay = array("d", [ph.delay for p in plans for ph in p])
+    a, b, c = dims.buffer_info()[0], busy.buffer_info()[0], delay.buffer_info()[0]
+    return lambda: fn(len(plans), nph, topo.ndims, a, b, c), (dims, busy, delay)
 
 
 def variants(topo: Topology, n: int, seed: int = 0) -> list[Topology]:

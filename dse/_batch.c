@@ -11,7 +11,6 @@
  *                  dimkey, base, seed_latency, highest_first, ag, serialized, endpoint_ns)
  *   points: (npoints, bw, lat, busy, delay, ties, bwt, gbw): per point rows (empty where unused)
  *   outputs: (time, dim_busy, dim_bytes, orders) writable buffers (orders may be empty)
- * orders: the Themis orders alone, batch_orders(capsule, points, orders).
  */
 #include "_engine.h"
 #include <math.h>
@@ -498,38 +497,5 @@ PyObject *batch_run(PyObject *self, PyObject *args) {
     if (rc == -3) { PyErr_SetString(PyExc_NotImplementedError, "OfflineGreedy needs 128-bit integers"); return NULL; }
     if (rc == -2) { PyErr_SetString(PyExc_RuntimeError, "engine stalled"); return NULL; }
     if (rc) return PyErr_NoMemory();
-    Py_RETURN_NONE;
-}
-
-PyObject *batch_orders(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *table, *points, *orders;
-    if (!PyArg_ParseTuple(args, "OO!O", &table, &PyTuple_Type, &points, &orders)) return NULL;
-    Held *h = PyCapsule_GetPointer(table, "dse.batch_table");
-    if (!h) return NULL;
-    Table tb = h->tb;
-    Points pt;
-    Bufs bs;
-    bs.n = 0;
-    if (parse_points(points, &tb, &pt, &bs)) { bufs_release(&bs); return NULL; }
-    PyObject *tup = PyTuple_Pack(1, orders);
-    if (!tup) { bufs_release(&bs); return NULL; }
-    int *o = (int *)buf(&bs, tup, 0, "i", pt.np * tb.nchunks, 1, NULL);
-    Py_DECREF(tup);
-    if (PyErr_Occurred()) { bufs_release(&bs); return NULL; }
-    double *scratch = malloc((size_t)(tb.nchk + tb.ncombo * 2 + 1) * sizeof(double));
-    int rc = scratch ? 0 : -1;
-    for (Py_ssize_t p = 0; p < pt.np && rc == 0; p++) {
-        const double *bwtp = pt.bwt ? pt.bwt + p * tb.nchk : NULL;
-        if (tb.kernel != K_NONE && tb.tracker == LOAD_TRACKER) {
-            costs(&tb, pt.bw + p * tb.nd, pt.lat + p * tb.nd, scratch + tb.nchk, scratch + tb.nchk + tb.ncombo, scratch);
-            bwtp = scratch;
-        }
-        rc = point_orders(&tb, &pt, p, bwtp, o + p * tb.nchunks);
-    }
-    free(scratch);
-    bufs_release(&bs);
-    if (rc == -1 && !scratch) return PyErr_NoMemory();
-    if (rc) { PyErr_SetString(PyExc_NotImplementedError, "OfflineGreedy needs 128-bit integers"); return NULL; }
     Py_RETURN_NONE;
 }

@@ -4,7 +4,6 @@
 #include <math.h>
 
 PyObject *batch_run(PyObject *self, PyObject *args);  /* _batch.c */
-PyObject *batch_orders(PyObject *self, PyObject *args);
 PyObject *batch_table(PyObject *self, PyObject *args);
 
 /* ----- phases from Phase tuples --------------------------------------------------------------- */
@@ -369,10 +368,19 @@ static PyMethodDef methods[] = {
     {"run", run, METH_VARARGS, "Run the event engine (see dse/engine_ref.py for the algorithm)."},
     {"batch_table", batch_table, METH_VARARGS, "Parse a shape table once (dse.tables)."},
     {"batch_run", batch_run, METH_VARARGS, "Many points of one shape (dse.batch)."},
-    {"batch_orders", batch_orders, METH_VARARGS, "Themis orders of many points (dse.batch)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_engine", "dse's event engine in C.", -1, methods};
 
-PyMODINIT_FUNC PyInit__engine(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__engine(void) {
+    PyObject *m = PyModule_Create(&module);
+#ifdef __SIZEOF_INT128__
+    int big = 1;
+#else
+    int big = 0;
+#endif
+    /* OfflineGreedy's big-integer arithmetic needs 128-bit integers in the batch (dse.batch asks) */
+    if (m && PyModule_AddIntConstant(m, "HAVE_INT128", big)) { Py_DECREF(m); return NULL; }
+    return m;
+}

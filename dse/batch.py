@@ -79,6 +79,8 @@ def tableable(p: Prepared) -> bool:
         return False
     if spec.topology.ndims > MAX_DIMS:  # Themis' table holds every order: 5! = 120
         return False
+    if model.themis_flavor == "offline_greedy" and not getattr(engine_front._engine, "HAVE_INT128", 0):
+        return False  # a build without 128-bit integers cannot run OfflineGreedy's exact arithmetic
     return compiled(p.sched, spec.collective) and type(model).phases is CostModel.phases
 
 

@@ -8,7 +8,7 @@ from setuptools import Extension, setup
 
 ENGINE = Extension(
     "dse._engine",
-    ["dse/_engine.c", "dse/_queues.c", "dse/_engine_mod.c", "dse/_batch.c"],
+    ["dse/_engine.c", "dse/_graph.c", "dse/_queues.c", "dse/_engine_mod.c", "dse/_batch.c"],
     depends=["dse/_engine.h"],
     optional=True,
     extra_compile_args=["-O2"],

@@ -1,4 +1,5 @@
-/* dse's one event engine in C: dse/engine_ref.py step for step (its docstring is the algorithm).
+/* dse's one event engine in C, its events and network half (the graph half: _graph.c): dse/engine_ref.py
+ * step for step (its docstring is the algorithm).
  *
  * Why C: a 1,024-NPU all-reduce at 64 chunks is about 1,000 events; Python spends about 1 ms on
  * them, C about 10 us. One engine serves single collectives (servers with `slots` places, or
@@ -22,7 +23,7 @@
 #include "_engine.h"
 
 /* ----- small growable arrays ------------------------------------------------------------------ */
-static int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
+int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
     if (need <= *cap) return 0;
     Py_ssize_t nc = *cap ? *cap : 16;
     while (nc < need) nc *= 2;
@@ -91,7 +92,6 @@ static void ev2_pop(Sim *s, Ev *out) {
     out->kind = top.kind; out->a = top.a; out->b = top.b;
 }
 
-static int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk);
 
 /* An arrival `delay` after now on dim d: into its lane if the lane is busy and the order holds. */
 static int arrive_push(Sim *s, double t, double delay, int c, int d) {
@@ -147,7 +147,7 @@ static int lane_next(Sim *s, int kind) {
     return ev2_insert(s, L->buf[L->head]);  /* with its own seq: ordered as if it had been there all along */
 }
 
-static int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk) {
+int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk) {
     if (s->notie) return ev2_push(s, t, cls, kind, a, b);
     if (s->nev == s->evcap && grow((void **)&s->ev, &s->evcap, s->nev + 1, sizeof(Ev))) return -1;
     Ev *h = s->ev;
@@ -200,7 +200,7 @@ static inline int kh_less(const KItem *x, const KItem *y) {
     return x->seq < y->seq;
 }
 
-static int kh_push(KHeap *hp, KItem it) {
+int kh_push(KHeap *hp, KItem it) {
     if (hp->n == hp->cap && grow((void **)&hp->h, &hp->cap, hp->n + 1, sizeof(KItem))) return -1;
     Py_ssize_t i = hp->n++;
     while (i > 0) {
@@ -213,7 +213,7 @@ static int kh_push(KHeap *hp, KItem it) {
     return 0;
 }
 
-static KItem kh_pop(KHeap *hp) {
+KItem kh_pop(KHeap *hp) {
     KItem top = hp->h[0];
     KItem last = hp->h[--hp->n];
     Py_ssize_t i = 0, n = hp->n;
@@ -305,7 +305,7 @@ static inline long long lead_after(const Sim *s, long long lead, Py_ssize_t i) {
 }
 
 /* ----- the network ---------------------------------------------------------------------------- */
-static int enqueue(Sim *s, int c) {
+int enqueue(Sim *s, int c) {
     Py_ssize_t i = ph_index(s, c);
     int d = s->ph.dim[i];
     double key = s->ph.key[i];
@@ -395,7 +395,7 @@ static int start_phase(Sim *s, int c, int d, double t) {
     return ev_push(s, t + busy, 0, COMPLETE, c, d, tp, dk);
 }
 
-static int refill(Sim *s, int d, double t) {
+int refill(Sim *s, int d, double t) {
     while (s->running[d] < s->slots && q_waiting(s, d)) {
         int c = q_next(s, d);
         if (c < 0 || start_phase(s, c, d, t)) return -1;
@@ -403,8 +403,6 @@ static int refill(Sim *s, int d, double t) {
     return 0;
 }
 
-static int network_end(Sim *s, int i, double t);
-static int dispatch(Sim *s, double t);
 
 static int phase_end(Sim *s, int ev, int c, int d, double t, int freed) {
     if (s->record) {
@@ -457,104 +455,6 @@ static int share_done(Sim *s, int d, double t) {
         } else if (phase_end(s, COMPLETE, c, d, t, 1)) return -1;
     }
     s->nscratch = first;
-    return 0;
-}
-
-/* ----- the graph ------------------------------------------------------------------------------ */
-static int release_node(Sim *s, int x, double t);
-
-static int issue(Sim *s, int i, double t) {
-    s->start[i] = t;
-    s->node_lead[i] = s->lead;
-    if (s->in_flight == 0) s->comm_since = t;
-    s->in_flight += 1;
-    if (s->g.ideal) return ev_push(s, t + s->g.ideal[i], 2, COMM_DONE, i, 0, NULL, 0);
-    Py_ssize_t first = s->nchunks;
-    if (s->issue_cb(s, i, t)) return -1;
-    int n = (int)(s->nchunks - first);
-    if (n == 0) return ev_push(s, t, 2, COMM_DONE, i, 0, NULL, 0);
-    s->remaining[i] = n;
-    for (Py_ssize_t c = first; c < s->nchunks; c++) {
-        int d = enqueue(s, (int)c);
-        if (d < 0 || refill(s, d, t)) return -1;
-    }
-    return 0;
-}
-
-static int arrive(Sim *s, int src, int x, double t) {
-    Graph *g = &s->g;
-    if (g->kinds[src] == N_COMM || s->by_comm[src]) {
-        if (t > s->comm_rel[x]) s->comm_rel[x] = t;
-    } else if (t > s->other_rel[x]) s->other_rel[x] = t;
-    if (--s->need[x]) return 0;
-    if (s->comm_rel[x] > s->other_rel[x]) {
-        s->by_comm[x] = 1;
-        if (g->kinds[x] != N_COMM && s->resumed_cb && s->resumed_cb(s)) return -1;
-    }
-    int r = g->res[x];
-    if (r < 0) {
-        s->start[x] = s->end[x] = t;
-        return release_node(s, x, t);
-    }
-    if (r == NET && !g->comm_exclusive && g->kinds[x] == N_COMM) return issue(s, x, t);
-    KItem w; w.key = g->by_id ? (double)x : t; w.seq = s->counter++; w.item = x;
-    return kh_push(&s->ready[r], w);
-}
-
-static int release_node(Sim *s, int x, double t) {
-    Graph *g = &s->g;
-    for (Py_ssize_t k = g->soff[x]; k < g->soff[x + 1]; k++) {
-        int y = g->sdst[k];
-        double lag = g->slag[k];
-        if (lag != 0.0) {
-            if (s->track) {  /* the lead this LAG event will carry, by its seq (pushed in seq order) */
-                Py_ssize_t n = s->nlag;
-                if (n == s->lagcap) {
-                    Py_ssize_t c2 = s->lagcap;
-                    if (grow((void **)&s->lagseq, &c2, n + 1, sizeof(long long))) return -1;
-                    c2 = s->lagcap;
-                    if (grow((void **)&s->laglead, &c2, n + 1, sizeof(long long))) return -1;
-                    s->lagcap = c2;
-                }
-                s->lagseq[n] = s->counter; s->laglead[n] = s->lead; s->nlag = n + 1;
-            }
-            if (ev_push(s, t + lag, 4, LAG, x, y, NULL, 0)) return -1;
-        } else if (arrive(s, x, y, t)) return -1;
-    }
-    return 0;
-}
-
-static int network_end(Sim *s, int i, double t) {
-    if (s->g.comm_exclusive) s->taken[NET] = 0;
-    if (--s->in_flight == 0) s->comm_ns += t - s->comm_since;
-    s->end[i] = t;
-    s->node_lead[i] = s->lead;
-    double delay = s->g.delays[i];
-    if (delay != 0.0) return ev_push(s, t + delay, 2, COMM_DONE, i, 1, NULL, 0);
-    return release_node(s, i, t);
-}
-
-static int dispatch(Sim *s, double t) {
-    Graph *g = &s->g;
-    for (int r = GPU; r <= NET; r++) {
-        KHeap *q = &s->ready[r];
-        while (q->n && !s->taken[r]) {
-            int x = kh_pop(q).item;
-            s->taken[r] = r == NET ? g->comm_exclusive : 1;
-            if (g->kinds[x] == N_COMM) {
-                if (issue(s, x, t)) return -1;
-                continue;
-            }
-            double dur = g->dur[x];
-            if (g->kinds[x] == N_COMPUTE) {
-                if (r == GPU) s->compute_ns += dur; else s->cpu_ns += dur;
-            }
-            if (dur < g->min_ns) dur = g->min_ns;
-            s->start[x] = t;
-            s->node_lead[x] = s->lead;
-            if (ev_push(s, t + dur, 3, COMPUTE_DONE, x, r, NULL, 0)) return -1;
-        }
-    }
     return 0;
 }
 
@@ -621,90 +521,3 @@ int sim_go(Sim *s) {
     return 0;
 }
 
-/* ----- set-up and tear-down ------------------------------------------------------------------- */
-int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int use_prio, int track, int record,
-             int nnodes) {
-    memset(s, 0, sizeof *s);
-    s->nd = nd; s->policy = policy; s->slots = slots; s->shared = shared; s->dimkey = dimkey;
-    s->use_prio = use_prio; s->track = track; s->record = record;
-    s->qmode = use_prio || policy == FIFO ? 0 : policy == SCF_PRIORITY ? 1 : 2;
-    s->wait = calloc(nd, sizeof(Deque));
-    s->bq = calloc(nd, sizeof(Buckets));
-    s->aq = calloc(nd, sizeof(Astra));
-    if (s->aq) for (int d = 0; d < nd; d++) aq_free(&s->aq[d]);
-    s->active = calloc(nd, sizeof(KHeap));
-    s->running = calloc(nd, sizeof(int));
-    s->busy = calloc(nd, sizeof(double));
-    s->sent = calloc(nd, sizeof(double));
-    s->vtime = calloc(nd, sizeof(double));
-    s->vlast = calloc(nd, sizeof(double));
-    s->gen = calloc(nd, sizeof(int));
-    int n = nnodes > 0 ? nnodes : 1;
-    s->need = calloc(n, sizeof(int));
-    s->start = malloc(n * sizeof(double));
-    s->end = malloc(n * sizeof(double));
-    s->comm_rel = malloc(n * sizeof(double));
-    s->other_rel = malloc(n * sizeof(double));
-    s->by_comm = calloc(n, 1);
-    s->remaining = calloc(n, sizeof(int));
-    s->node_lead = calloc(n, sizeof(long long));
-    s->scratch_roots = malloc(n * sizeof(int));
-    if (!s->wait || !s->bq || !s->aq || !s->active || !s->running || !s->busy || !s->sent || !s->vtime || !s->vlast ||
-        !s->gen || !s->need || !s->start || !s->end || !s->comm_rel || !s->other_rel || !s->by_comm ||
-        !s->remaining || !s->node_lead || !s->scratch_roots)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        s->start[i] = s->end[i] = NAN;
-        s->comm_rel[i] = s->other_rel[i] = -1.0;
-    }
-    return 0;
-}
-
-void sim_reset(Sim *s) {
-    /* Back to the state after sim_init, keeping the allocations (the batch runs many points). */
-    int nd = s->nd, n = s->g.n > 0 ? s->g.n : 1;
-    for (int d = 0; d < nd; d++) {
-        s->wait[d].head = s->wait[d].len = 0;
-        bq_clear(&s->bq[d]); aq_clear(&s->aq[d]); s->active[d].n = 0;
-        s->running[d] = 0; s->busy[d] = s->sent[d] = 0.0;
-        s->vtime[d] = s->vlast[d] = 0.0; s->gen[d] = 0;
-    }
-    for (int r = 0; r < 3; r++) { s->ready[r].n = 0; s->taken[r] = 0; }
-    for (int i = 0; i < n; i++) {
-        s->need[i] = 0; s->start[i] = s->end[i] = NAN;
-        s->comm_rel[i] = s->other_rel[i] = -1.0;
-        s->by_comm[i] = 0; s->remaining[i] = 0; s->node_lead[i] = 0;
-    }
-    s->nev = 0; s->counter = 0; s->nchunks = 0; s->nlog = 0; s->nscratch = 0; s->nroots = 0;
-    s->nlag = 0; s->lead = 0; s->in_flight = 0;
-    for (int k = 0; k < s->nlanes; k++) s->lanes[k].head = s->lanes[k].len = 0;
-    s->comm_since = s->comm_ns = s->compute_ns = s->cpu_ns = 0.0;
-    s->bytes_sent = 0.0; s->finish = 0.0;
-}
-
-void sim_free(Sim *s) {
-    if (s->wait) for (int d = 0; d < s->nd; d++) free(s->wait[d].buf);
-    if (s->bq) for (int d = 0; d < s->nd; d++) bq_free(&s->bq[d]);
-    if (s->aq) for (int d = 0; d < s->nd; d++) aq_free(&s->aq[d]);
-    if (s->active) for (int d = 0; d < s->nd; d++) free(s->active[d].h);
-    for (int r = 0; r < 3; r++) free(s->ready[r].h);
-    free(s->wait); free(s->bq); free(s->aq); free(s->active); free(s->running); free(s->busy); free(s->sent);
-    free(s->vtime); free(s->vlast); free(s->gen); free(s->need); free(s->start); free(s->end);
-    free(s->comm_rel); free(s->other_rel); free(s->by_comm); free(s->remaining); free(s->node_lead);
-    free(s->scratch_roots); free(s->ev); free(s->ev2);
-    if (s->lanes) for (int k = 0; k < s->lanecap; k++) free(s->lanes[k].buf);
-    free(s->lanes); free(s->cplan); free(s->pos); free(s->owner); free(s->prio);
-    free(s->started); free(s->chunk_end); free(s->phase_lead); free(s->logv); free(s->scratch);
-    free(s->lagseq); free(s->laglead);
-    memset(s, 0, sizeof *s);
-}
-
-/* The one-node graph of a single collective. */
-void graph_single(Graph *g) {
-    static const int kinds[1] = {N_COMM}, res[1] = {NET}, sdst[1] = {0};
-    static const double zero[1] = {0.0};
-    static const Py_ssize_t soff[2] = {0, 0};
-    memset(g, 0, sizeof *g);
-    g->n = 1; g->kinds = kinds; g->res = res; g->dur = zero; g->delays = zero;
-    g->soff = soff; g->sdst = sdst; g->slag = zero; g->end = 0;
-}

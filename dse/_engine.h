@@ -90,6 +90,19 @@ struct Sim {
     void *ctx;
 };
 
+/* shared by the engine's two halves (_engine.c: events and network; _graph.c: nodes, set-up) */
+int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size);
+int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk);
+int kh_push(KHeap *hp, KItem it);
+KItem kh_pop(KHeap *hp);
+int enqueue(Sim *s, int c);
+int refill(Sim *s, int d, double t);
+int issue(Sim *s, int i, double t);
+int arrive(Sim *s, int src, int x, double t);
+int release_node(Sim *s, int x, double t);
+int network_end(Sim *s, int i, double t);
+int dispatch(Sim *s, double t);
+
 int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int use_prio, int track, int record,
              int nnodes);
 void sim_reset(Sim *s);

@@ -8,9 +8,10 @@ library's single-threaded server. It listens on 127.0.0.1 by default, so only th
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer, make_server
 
 from .errors import InputError
 from .storage import load_study, open_storage
@@ -18,11 +19,40 @@ from .storage import load_study, open_storage
 INSTALL = "pip install '.[dashboard]' (or pip install optuna-dashboard)"
 
 
+class _StoppableHandler(ServerHandler):
+    """wsgiref's handler, except that a Ctrl-C during a request stops the server: wsgiref's `run`
+    catches every exception, KeyboardInterrupt included, answers with an error page and serves on."""
+
+    def handle_error(self) -> None:
+        if isinstance(sys.exc_info()[1], KeyboardInterrupt):
+            raise
+        super().handle_error()
+
+    def close(self) -> None:
+        if self.status is None:  # stopped before an answer began: wsgiref's request log needs a status
+            self.status = "500 Interrupted"
+        super().close()
+
+
 class _QuietHandler(WSGIRequestHandler):
-    """No line on stderr per request: the terminal shows the URL and nothing else."""
+    """No line on stderr per request: the terminal shows the URL and nothing else; a Ctrl-C while
+    a request is served stops the server as one between requests does (`_StoppableHandler`)."""
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def handle(self) -> None:
+        """One request, read and answered as `WSGIRequestHandler.handle` does, by `_StoppableHandler`."""
+        self.raw_requestline = self.rfile.readline(65537)
+        if len(self.raw_requestline) > 65536:  # the request line is too long: 414, as wsgiref answers
+            self.requestline = self.request_version = self.command = ""
+            self.send_error(414)
+            return
+        if not self.parse_request():  # parse_request has answered the error
+            return
+        handler = _StoppableHandler(self.rfile, self.wfile, self.get_stderr(), self.get_environ(), multithread=False)
+        handler.request_handler = self
+        handler.run(self.server.get_app())
 
 
 def require() -> Any:

@@ -111,3 +111,32 @@ def test_bad_dashboard_input_is_one_line(journal, run_cli):
             assert code == 2 and out == "" and err.count("\n") == 1, err
             for w in words:
                 assert w in err, (w, err)
+
+
+def test_a_ctrl_c_while_a_request_is_served_stops_the_server():
+    """wsgiref answers any exception of the application with an error page and serves on; the
+    dashboard's handler lets a KeyboardInterrupt through, so Ctrl-C stops `dse study dashboard`
+    even when it lands in the middle of a request."""
+    from wsgiref.simple_server import make_server
+
+    from dse.study_dashboard import _QuietHandler
+
+    def app(environ, start_response):
+        raise KeyboardInterrupt
+
+    server = make_server("127.0.0.1", 0, app, handler_class=_QuietHandler)
+    client = threading.Thread(target=lambda: _get_quietly(f"http://127.0.0.1:{server.server_port}/"), daemon=True)
+    client.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            server.handle_request()
+    finally:
+        server.server_close()
+        client.join(timeout=30)
+
+
+def _get_quietly(url: str) -> None:
+    try:
+        urllib.request.urlopen(url, timeout=30).read()
+    except (urllib.error.URLError, ConnectionError, OSError):
+        pass  # the server stopped mid-request: no answer is what is expected

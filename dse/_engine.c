@@ -6,16 +6,6 @@
  * processor sharing) and workload graphs (computes, dependencies, several collectives in flight);
  * the tests hold it equal to the Python reference to the bit. dse/_batch.c drives the same engine
  * for many points without Python objects (dse.evaluate_many).
- *
- * run(ndims, policy, slots, shared, dimkey, use_prio, track, record, tieless, plans, graph, hooks)
- *   plans: for a single collective (graph None), a list with one tuple of Phase per chunk
- *          (dse.costs.base.Phase: dim, kind, busy, delay, key, sent, fifo_only, tie, lead);
- *          chunks sharing one tuple object share its conversion.
- *   graph: None, or (kinds, resources, durations, delays, succ_offsets, succ_nodes, succ_lags, end,
- *          comm_exclusive, by_id, min_ns, end_before_release, ideal or None), sequences of numbers
- *   hooks: with a graph, an object with issue(node, t, lead) -> (plans, priority) and resumed()
- * returns (finish, dim_busy, dim_bytes, chunk_end, node_start, node_end, compute, cpu, comm,
- *          bytes_sent, log list of (chunk, step, start, end) or None)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

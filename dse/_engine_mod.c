@@ -1,5 +1,16 @@
 /* The Python entry of the C engine (module dse._engine): converts phases and graphs, calls back the
- * planner, returns the numbers. See dse/_engine.c for run()'s arguments. */
+ * planner, returns the numbers.
+ *
+ * run(ndims, policy, slots, shared, dimkey, use_prio, track, record, tieless, plans, graph, hooks)
+ *   plans: for a single collective (graph None), a list with one tuple of Phase per chunk
+ *          (dse.costs.base.Phase: dim, kind, busy, delay, key, sent, fifo_only, tie, lead);
+ *          chunks sharing one tuple object share its conversion.
+ *   graph: None, or (kinds, resources, durations, delays, succ_offsets, succ_nodes, succ_lags, end,
+ *          comm_exclusive, by_id, min_ns, end_before_release, ideal or None), sequences of numbers
+ *   hooks: with a graph, an object with issue(node, t, lead) -> (plans, priority) and resumed()
+ * returns (finish, dim_busy, dim_bytes, chunk_end, node_start, node_end, compute, cpu, comm,
+ *          bytes_sent, log list of (chunk, step, start, end) or None)
+ */
 #include "_engine.h"
 #include <math.h>
 

@@ -23,10 +23,11 @@ from typing import Any
 from . import engine as engine_front
 from .costs.base import CostModel
 from .errors import InputError
+from .limits import MAX_BANDWIDTH, MAX_NS, MIN_BANDWIDTH
 from .result import Result
 from .schedulers import Scheduler, ThemisScheduler, get_scheduler, parse_queue
 from .spec import CollectiveSpec
-from .tables import OFFLINE_GREEDY, ShapeTable, compiled
+from .tables import OFFLINE_GREEDY, ShapeTable, schedulable
 from .topology import Topology
 from .units import parse_int, size_family
 
@@ -81,7 +82,7 @@ def tableable(p: Prepared) -> bool:
         return False
     if model.themis_flavor == "offline_greedy" and not getattr(engine_front._engine, "HAVE_INT128", 0):
         return False  # a build without 128-bit integers cannot run OfflineGreedy's exact arithmetic
-    return compiled(p.sched, spec.collective) and type(model).phases is CostModel.phases
+    return schedulable(p.sched, spec.collective) and type(model).phases is CostModel.phases
 
 
 def _sched_key(sched: Scheduler, seed: int) -> tuple:
@@ -290,8 +291,6 @@ def _matrix(values: Any, n_cols: int, name: str, low: float, high: float) -> arr
 
 
 def _vectorised(bandwidths: Any, latencies: Any, common: Mapping[str, Any]) -> BatchResult:
-    from .limits import MAX_BANDWIDTH, MAX_NS, MIN_BANDWIDTH
-
     base = prepare(common)
     topo = base.spec.topology
     nd = topo.ndims

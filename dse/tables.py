@@ -51,9 +51,10 @@ class Combo:
     tied: bool
 
 
-def compiled(sched: Scheduler, collective: str) -> bool:
-    """Can a shape table run this scheduler (its orders from the shape, or Themis' trackers)?"""
-    return sched.shape_only or (type(sched) is ThemisScheduler and collective != ALL_TO_ALL) or collective == ALL_TO_ALL
+def schedulable(sched: Scheduler, collective: str) -> bool:
+    """Can a shape table run this scheduler: its orders from the shape alone, Themis' trackers, or
+    an all-to-all (always in ascending order)?"""
+    return sched.shape_only or type(sched) is ThemisScheduler or collective == ALL_TO_ALL
 
 
 class ShapeTable:
@@ -64,7 +65,6 @@ class ShapeTable:
         self.nd = nd = topo.ndims
         self.coll, self.model, self.mode, self.sched = coll, model, mode, sched
         self.queue, self.active = queue, active
-        self.shape = topo.shape
         self._dims = topo.dims  # for the sizes, kinds and algorithms only
         plan = model.chunking(coll, nbytes, nchunks, topo, baseline=sched.is_baseline)
         self.sizes, self.charges = plan.sizes, plan.charges

@@ -9,7 +9,7 @@ from setuptools import Extension, setup
 ENGINE = Extension(
     "dse._engine",
     ["dse/_engine.c", "dse/_graph.c", "dse/_queues.c", "dse/_engine_mod.c", "dse/_batch.c"],
-    depends=["dse/_engine.h"],
+    depends=["dse/_engine.h", "dse/_ranked.h"],
     optional=True,
     extra_compile_args=["-O2"],
 )

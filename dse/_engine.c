@@ -11,6 +11,13 @@
 #include <Python.h>
 #include <math.h>
 #include "_engine.h"
+#include "_ranked.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define HOT static inline __attribute__((always_inline))
+#else
+#define HOT static inline
+#endif
 
 /* ----- small growable arrays ------------------------------------------------------------------ */
 int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
@@ -83,12 +90,35 @@ static void ev2_pop(Sim *s, Ev *out) {
 }
 
 
-/* An arrival `delay` after now on dim d: into its lane if the lane is busy and the order holds. */
-static int arrive_push(Sim *s, double t, double delay, int c, int d) {
-    if (!s->notie) return ev_push(s, t, 0, ARRIVE, c, d, NULL, 0);
-    int k = 0;
-    while (k < s->nlanes && !(s->lanes[k].dim == d && s->lanes[k].delay == delay)) k++;
+/* ----- event sources beside the heap (compact events only) -------------------------------------
+ * heads[0..nd) hold each dim's one pending server event (COMPLETE or RELEASE) when a dim serves one
+ * phase at a time (`srv`), heads[nd + k] lane k's first arrival; an empty head has t = inf. The next
+ * event is the least of the heap's top and the heads, by the same (t, key) order. */
+static int heads_room(Sim *s, int n) {
+    if (n <= s->headcap) return 0;
+    int nc = s->headcap ? s->headcap : 8;
+    while (nc < n) nc *= 2;
+    Ev2 *nh = realloc(s->heads, (size_t)nc * sizeof(Ev2));
+    if (!nh) return -1;
+    for (int k = s->headcap; k < nc; k++) nh[k].t = INFINITY, nh[k].key = ~0ULL;
+    s->heads = nh; s->headcap = nc;
+    return 0;
+}
+
+static inline void head_set(Sim *s, int k, double t, unsigned long long key, int kind, int a, int b) {
+    Ev2 *e = &s->heads[k];
+    e->t = t; e->key = key; e->kind = kind; e->a = a; e->b = b;
+    s->nlive++;
+}
+
+/* The lane of arrivals `delay` after a phase on dim d (made if new); -1 out of memory, -2 none (the
+ * heads are 64 at most). */
+static int lane_of(Sim *s, int d, double delay) {
+    int k = s->lastlane[d];
+    if (k < s->nlanes && s->lanes[k].dim == d && s->lanes[k].delay == delay) return k;
+    for (k = 0; k < s->nlanes && !(s->lanes[k].dim == d && s->lanes[k].delay == delay); k++) {}
     if (k == s->nlanes) {
+        if (s->nd + k >= MAX_HEADS) return -2;
         if (s->nlanes == s->lanecap) {
             int nc = s->lanecap ? 2 * s->lanecap : 8;
             Lane *nl = realloc(s->lanes, (size_t)nc * sizeof(Lane));
@@ -96,45 +126,74 @@ static int arrive_push(Sim *s, double t, double delay, int c, int d) {
             memset(nl + s->lanecap, 0, (size_t)(nc - s->lanecap) * sizeof(Lane));
             s->lanes = nl; s->lanecap = nc;
         }
+        if (heads_room(s, s->nd + k + 1)) return -1;
         s->lanes[k].dim = d; s->lanes[k].delay = delay; s->lanes[k].head = s->lanes[k].len = 0;
         s->nlanes++;
     }
-    Lane *L = &s->lanes[k];
-    if (L->len && L->buf[(L->head + L->len - 1) & (L->cap - 1)].t <= t) {  /* behind the lane's last */
-        if (L->len == L->cap) {
-            int nc = L->cap ? 2 * L->cap : 16;
-            Ev2 *nb = malloc((size_t)nc * sizeof(Ev2));
-            if (!nb) return -1;
-            for (int j = 0; j < L->len; j++) nb[j] = L->buf[(L->head + j) & (L->cap - 1)];
-            free(L->buf);
-            L->buf = nb; L->cap = nc; L->head = 0;
-        }
-        Ev2 *e = &L->buf[(L->head + L->len) & (L->cap - 1)];
-        e->t = t; e->key = (unsigned long long)s->counter++; e->kind = ARRIVE | ((k + 1) << 8); e->a = c; e->b = d;
-        L->len++;
-        return 0;
-    }
-    if (L->len == 0) {  /* the lane's head: in the heap, and remembered as the lane's first */
-        if (L->cap == 0) {
-            L->buf = malloc(16 * sizeof(Ev2));
-            if (!L->buf) return -1;
-            L->cap = 16;
-        }
-        L->head = 0; L->len = 1;
-        Ev2 *e = &L->buf[0];
-        e->t = t; e->key = (unsigned long long)s->counter; e->kind = ARRIVE | ((k + 1) << 8); e->a = c; e->b = d;
-        return ev2_push(s, t, 0, ARRIVE | ((k + 1) << 8), c, d);
-    }
-    return ev2_push(s, t, 0, ARRIVE, c, d);  /* out of the lane's order: the heap alone */
+    s->lastlane[d] = k;
+    return k;
 }
 
-/* After the lane head `kind` left the heap: the lane's next into the heap. */
-static int lane_next(Sim *s, int kind) {
-    Lane *L = &s->lanes[(kind >> 8) - 1];
+/* An arrival `delay` after now on dim d: into its lane if the order holds, else into the heap. */
+static int arrive_push(Sim *s, double t, double delay, int c, int d) {
+    if (!s->notie) return ev_push(s, t, 0, ARRIVE, c, d, NULL, 0);
+    int k = lane_of(s, d, delay);
+    if (k == -1) return -1;
+    Lane *L = &s->lanes[k];
+    if (k == -2 || (L->len && L->buf[(L->head + L->len - 1) & (L->cap - 1)].t > t))
+        return ev2_push(s, t, 0, ARRIVE, c, d);  /* out of the lane's order: the heap */
+    if (L->len == L->cap) {
+        int nc = L->cap ? 2 * L->cap : 16;
+        Ev2 *nb = malloc((size_t)nc * sizeof(Ev2));
+        if (!nb) return -1;
+        for (int j = 0; j < L->len; j++) nb[j] = L->buf[(L->head + j) & (L->cap - 1)];
+        free(L->buf);
+        L->buf = nb; L->cap = nc; L->head = 0;
+    }
+    Ev2 *e = &L->buf[(L->head + L->len) & (L->cap - 1)];
+    e->t = t; e->key = (unsigned long long)s->counter++; e->kind = ARRIVE; e->a = c; e->b = d;
+    if (L->len++ == 0) { s->heads[s->nd + k] = *e; s->nlive++; }
+    return 0;
+}
+
+/* Take the next event (the least of the heap's top and the heads). */
+static inline unsigned long long time_bits(double t) {  /* ordered as t for t >= +0 and inf */
+    unsigned long long u;
+    memcpy(&u, &t, sizeof u);
+    return u;
+}
+
+HOT void ev2_take(Sim *s, Ev *out) {
+    int n = s->nd + s->nlanes, best = -1;
+    /* (t, key) compared as one number: the time's bits (which order as the times do, every time
+     * being +0 or more, sums of non-negative costs), then the key. */
+    const Ev2 *h = s->heads;
+#ifdef __SIZEOF_INT128__
+    typedef unsigned __int128 u128;
+    u128 b = ~(u128)0;
+    if (s->nev) b = (u128)time_bits(s->ev2[0].t) << 64 | s->ev2[0].key;
+    for (int k = 0; k < n; k++) {
+        u128 v = (u128)time_bits(h[k].t) << 64 | h[k].key;
+        if (v < b) { b = v; best = k; }
+    }
+#else
+    unsigned long long bt = time_bits(INFINITY), bk = ~0ULL;
+    if (s->nev) bt = time_bits(s->ev2[0].t), bk = s->ev2[0].key;
+    for (int k = 0; k < n; k++) {
+        unsigned long long ht = time_bits(h[k].t), hk = h[k].key;
+        if (ht < bt || (ht == bt && hk < bk)) { bt = ht; bk = hk; best = k; }
+    }
+#endif
+    if (best < 0) { ev2_pop(s, out); return; }
+    Ev2 e = s->heads[best];
+    out->t = e.t; out->seq = (long long)(e.key & ((1ULL << 58) - 1)); out->cls = (short)(e.key >> 58);
+    out->kind = e.kind; out->a = e.a; out->b = e.b;
+    s->nlive--;
+    if (best < s->nd) { s->heads[best].t = INFINITY; s->heads[best].key = ~0ULL; return; }
+    Lane *L = &s->lanes[best - s->nd];
     L->head = (L->head + 1) & (L->cap - 1);
-    L->len--;
-    if (!L->len) return 0;
-    return ev2_insert(s, L->buf[L->head]);  /* with its own seq: ordered as if it had been there all along */
+    if (--L->len) { s->heads[best] = L->buf[L->head]; s->nlive++; }
+    else { s->heads[best].t = INFINITY; s->heads[best].key = ~0ULL; }
 }
 
 int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk) {
@@ -294,10 +353,22 @@ static inline long long lead_after(const Sim *s, long long lead, Py_ssize_t i) {
     return lead + ((long long)s->ph.lpool[off + c] - c) * stride;
 }
 
-/* ----- the network ---------------------------------------------------------------------------- */
-int enqueue(Sim *s, int c) {
+/* ----- the network ----------------------------------------------------------------------------
+ * The hot steps take `fast` and `qm`: constants where sim_go runs its specialised loop (FAST_OK:
+ * compact events, one phase per dim at a time, ranked smallest-first queues, no lead, log or
+ * priorities), so the compiler drops every test those settle; 0 and s->qmode elsewhere. */
+
+HOT int enqueue_(Sim *s, int c, int fast, int qm) {
     Py_ssize_t i = ph_index(s, c);
     int d = s->ph.dim[i];
+    if (fast) {
+        if (qm == 3) {
+            s->counter++;  /* the seq dse's rule gives every waiting phase (kept: later seqs depend on it) */
+            return rb_push(&s->rb[d], s->ph.rank[i], c) ? -1 : d;
+        }
+        int back = s->ph.fifo[i] || plan_len(s, c) - s->pos[c] - 1 == 1;
+        return ra_insert(&s->ra[d], s->ph.rank[i], c, back) ? -1 : d;
+    }
     double key = s->ph.key[i];
     KItem w; w.key = key; w.seq = 0; w.item = c;
     if (s->use_prio && (s->policy == FIFO || s->ph.fifo[i])) {
@@ -313,7 +384,9 @@ int enqueue(Sim *s, int c) {
         if (q_insert(&s->wait[d], s->wait[d].len, w)) return -1;
     } else if (s->policy == SCF_PRIORITY) {
         w.seq = s->counter++;
-        if (s->qmode == 1) {
+        if (qm == 3) {
+            if (rb_push(&s->rb[d], s->ph.rank[i], c)) return -1;
+        } else if (qm == 1) {
             if (bq_push(&s->bq[d], key, c)) return -1;
         } else {  /* insort_right on (key, seq) into a list that priorities may disorder */
             Deque *q = &s->wait[d];
@@ -326,7 +399,9 @@ int enqueue(Sim *s, int c) {
         }
     } else {
         int back = s->ph.fifo[i] || plan_len(s, c) - s->pos[c] - 1 == 1;
-        if (s->qmode == 2) {
+        if (qm == 4) {
+            if (ra_insert(&s->ra[d], s->ph.rank[i], c, back)) return -1;
+        } else if (qm == 2) {
             if (aq_insert(&s->aq[d], key, c, back)) return -1;
         } else {
             Deque *q = &s->wait[d];
@@ -338,12 +413,26 @@ int enqueue(Sim *s, int c) {
     return d;
 }
 
-static inline int q_waiting(const Sim *s, int d) {
-    return s->qmode == 1 ? s->bq[d].count > 0 : s->qmode == 2 ? s->aq[d].count > 0 : s->wait[d].len > 0;
+int enqueue(Sim *s, int c) { return enqueue_(s, c, 0, s->qmode); }
+
+HOT int q_waiting(const Sim *s, int d, int qm) {
+    switch (qm) {
+    case 1: return s->bq[d].count > 0;
+    case 2: return s->aq[d].count > 0;
+    case 3: return s->rb[d].mask != 0;
+    case 4: return s->ra[d].mask != 0;
+    default: return s->wait[d].len > 0;
+    }
 }
 
-static inline int q_next(Sim *s, int d) {
-    return s->qmode == 1 ? bq_pop(&s->bq[d]) : s->qmode == 2 ? aq_pop(&s->aq[d]) : q_pop_front(&s->wait[d]).item;
+HOT int q_next(Sim *s, int d, int qm) {
+    switch (qm) {
+    case 1: return bq_pop(&s->bq[d]);
+    case 2: return aq_pop(&s->aq[d]);
+    case 3: return rb_pop(&s->rb[d]);
+    case 4: return ra_pop(&s->ra[d]);
+    default: return q_pop_front(&s->wait[d]).item;
+    }
 }
 
 static int share_schedule(Sim *s, int d) {
@@ -354,56 +443,72 @@ static int share_schedule(Sim *s, int d) {
     return ev_push(s, dt > 0.0 ? s->vlast[d] + dt : s->vlast[d], 0, SHARE_DONE, d, s->gen[d], NULL, 0);
 }
 
-static int start_phase(Sim *s, int c, int d, double t) {
+static int start_shared(Sim *s, int c, int d, double t, double busy) {
+    KHeap *act = &s->active[d];
+    if (act->n) s->vtime[d] += (t - s->vlast[d]) / (double)act->n;
+    s->vlast[d] = t;
+    KItem w; w.key = s->vtime[d] + busy; w.seq = s->counter++; w.item = c;
+    if (kh_push(act, w)) return -1;
+    return share_schedule(s, d);
+}
+
+HOT int start_phase(Sim *s, int c, int d, double t, int fast) {
     Py_ssize_t i = ph_index(s, c);
     double busy = s->ph.busy[i], delay = s->ph.delay[i], sent = s->ph.sent[i];
     s->running[d] += 1;
     s->busy[d] += busy;
     s->sent[d] += sent;
     s->bytes_sent += sent;
-    s->started[c] = t;
-    if (s->track) s->phase_lead[c] = s->lead;
-    if (s->shared) {
-        KHeap *act = &s->active[d];
-        if (act->n) s->vtime[d] += (t - s->vlast[d]) / (double)act->n;
-        s->vlast[d] = t;
-        KItem w; w.key = s->vtime[d] + busy; w.seq = s->counter++; w.item = c;
-        if (kh_push(act, w)) return -1;
-        return share_schedule(s, d);
+    if (!fast) {
+        s->started[c] = t;
+        if (s->track) s->phase_lead[c] = s->lead;
+        if (s->shared) return start_shared(s, c, d, t, busy);
     }
     double tie[4], *tp = NULL;
     int dk = 0;
-    if (s->ph.hastie[i] || s->dimkey) {
+    if (!fast && (s->ph.hastie[i] || s->dimkey)) {
         tie[0] = t + s->ph.t1[i]; tie[1] = t + s->ph.t2[i]; tie[2] = t + s->ph.t3[i]; tie[3] = t;
         tp = tie;
         dk = s->dimkey ? d : 0;
     }
+    int srv = fast || s->srv;
     if (delay != 0.0 && t + busy + delay != t + busy) {  /* a delay lost to rounding is none */
-        if (ev_push(s, t + busy, 1, RELEASE, c, d, tp, dk)) return -1;
+        if (srv) head_set(s, d, t + busy, (1ULL << 58) | (unsigned long long)s->counter++, RELEASE, c, d);
+        else if (ev_push(s, t + busy, 1, RELEASE, c, d, tp, dk)) return -1;
         return tp ? ev_push(s, t + busy + delay, 0, ARRIVE, c, d, tp, dk) : arrive_push(s, t + busy + delay, delay, c, d);
     }
+    if (srv) { head_set(s, d, t + busy, (unsigned long long)s->counter++, COMPLETE, c, d); return 0; }
     return ev_push(s, t + busy, 0, COMPLETE, c, d, tp, dk);
 }
 
-int refill(Sim *s, int d, double t) {
-    while (s->running[d] < s->slots && q_waiting(s, d)) {
-        int c = q_next(s, d);
-        if (c < 0 || start_phase(s, c, d, t)) return -1;
+HOT int refill_(Sim *s, int d, double t, int fast, int qm) {
+    if (fast) {  /* one place per dim */
+        if (s->running[d] || !q_waiting(s, d, qm)) return 0;
+        int c = q_next(s, d, qm);
+        return c < 0 || start_phase(s, c, d, t, 1) ? -1 : 0;
+    }
+    while (s->running[d] < s->slots && q_waiting(s, d, qm)) {
+        int c = q_next(s, d, qm);
+        if (c < 0 || start_phase(s, c, d, t, 0)) return -1;
     }
     return 0;
 }
 
+int refill(Sim *s, int d, double t) { return refill_(s, d, t, 0, s->qmode); }
 
-static int phase_end(Sim *s, int ev, int c, int d, double t, int freed) {
-    if (s->record) {
-        if (s->nlog == s->logcap && grow((void **)&s->logv, &s->logcap, s->nlog + 1, sizeof(LogRec))) return -1;
-        LogRec *r = &s->logv[s->nlog++];
-        r->c = c; r->step = s->pos[c]; r->start = s->started[c]; r->end = t;
-    }
+static int log_phase(Sim *s, int c, double t) {
+    if (s->nlog == s->logcap && grow((void **)&s->logv, &s->logcap, s->nlog + 1, sizeof(LogRec))) return -1;
+    LogRec *r = &s->logv[s->nlog++];
+    r->c = c; r->step = s->pos[c]; r->start = s->started[c]; r->end = t;
+    return 0;
+}
+
+HOT int phase_end_(Sim *s, int ev, int c, int d, double t, int freed, int fast, int qm) {
+    if (!fast && s->record && log_phase(s, c, t)) return -1;
     s->pos[c] += 1;
     int done = -1, d2 = -1;
     if (s->pos[c] < plan_len(s, c)) {
-        d2 = enqueue(s, c);
+        d2 = enqueue_(s, c, fast, qm);
         if (d2 < 0) return -1;
     } else {
         s->chunk_end[c] = t;
@@ -417,11 +522,15 @@ static int phase_end(Sim *s, int ev, int c, int d, double t, int freed) {
     }
     if (ev == COMPLETE) {
         if (!freed) s->running[d] -= 1;
-        if (refill(s, d, t)) return -1;
-        if (d2 >= 0 && d2 != d && refill(s, d2, t)) return -1;
-    } else if (d2 >= 0 && refill(s, d2, t)) return -1;
+        if (refill_(s, d, t, fast, qm)) return -1;
+        if (d2 >= 0 && d2 != d && refill_(s, d2, t, fast, qm)) return -1;
+    } else if (d2 >= 0 && refill_(s, d2, t, fast, qm)) return -1;
     if (done >= 0 && (network_end(s, done, t) || dispatch(s, t))) return -1;
     return 0;
+}
+
+static int phase_end(Sim *s, int ev, int c, int d, double t, int freed) {
+    return phase_end_(s, ev, c, d, t, freed, 0, s->qmode);
 }
 
 static int share_done(Sim *s, int d, double t) {
@@ -448,34 +557,30 @@ static int share_done(Sim *s, int d, double t) {
     return 0;
 }
 
-/* Run the loop; 0, -1 (error set, or out of memory: s->nomem), or -2 (stalled). */
-int sim_go(Sim *s) {
-    Graph *g = &s->g;
-    int n = g->n;
-    for (Py_ssize_t k = 0; k < g->soff[n]; k++) s->need[g->sdst[k]] += 1;
-    for (int i = 0; i < n; i++) if (s->need[i] == 0) s->scratch_roots[s->nroots++] = i;
-    for (int k = 0; k < s->nroots; k++) {
-        int i = s->scratch_roots[k];
-        s->need[i] = 1;
-        if (arrive(s, i, i, 0.0)) return -1;
-    }
-    if (dispatch(s, 0.0)) return -1;
+/* The loop over events; `fast` and `qm` as for the hot steps above. */
+HOT int loop_(Sim *s, int fast, int qm) {
     Ev e;
-    while (s->nev > 0) {
-        if (s->notie) {
-            ev2_pop(s, &e);
-            if (e.kind >> 8) {  /* a lane's head */
-                if (lane_next(s, e.kind)) return -1;
-                e.kind &= 0xff;
-            }
-        } else ev_pop(s, &e);
+    while (s->nev > 0 || s->nlive > 0) {
+        if (fast || s->notie) ev2_take(s, &e);
+        else ev_pop(s, &e);
         double t = e.t;
         int a = e.a;
+        if (fast) {  /* the network's events first: they are nearly all */
+            if (e.kind == RELEASE) {
+                s->running[e.b] -= 1;
+                if (refill_(s, (int)e.b, t, 1, qm)) return -1;
+                continue;
+            }
+            if (e.kind <= ARRIVE) {
+                if (phase_end_(s, e.kind, a, (int)e.b, t, 0, 1, qm)) return -1;
+                continue;
+            }
+        }
         if (e.kind == SHARE_DONE) {
             if (e.b == s->gen[a] && share_done(s, a, t)) return -1;
             continue;
         }
-        if (s->track) {
+        if (!fast && s->track) {
             if (e.kind == LAG) {  /* binary search of its seq */
                 Py_ssize_t lo = 0, hi = s->nlag - 1;
                 while (lo < hi) { Py_ssize_t mid = (lo + hi) / 2; if (s->lagseq[mid] < e.seq) lo = mid + 1; else hi = mid; }
@@ -506,8 +611,31 @@ int sim_go(Sim *s) {
         }
         if (rc) return -1;
     }
+    return 0;
+}
+
+static int loop_generic(Sim *s) { return loop_(s, 0, s->qmode); }
+static int loop_ranked_dse(Sim *s) { return loop_(s, 1, 3); }
+static int loop_ranked_astra(Sim *s) { return loop_(s, 1, 4); }
+
+/* Run the loop; 0, -1 (error set, or out of memory: s->nomem), or -2 (stalled). */
+int sim_go(Sim *s) {
+    Graph *g = &s->g;
+    int n = g->n;
+    s->srv = s->notie && s->slots == 1 && !s->shared;
+    if (s->notie && heads_room(s, s->nd)) return -1;
+    for (Py_ssize_t k = 0; k < g->soff[n]; k++) s->need[g->sdst[k]] += 1;
+    for (int i = 0; i < n; i++) if (s->need[i] == 0) s->scratch_roots[s->nroots++] = i;
+    for (int k = 0; k < s->nroots; k++) {
+        int i = s->scratch_roots[k];
+        s->need[i] = 1;
+        if (arrive(s, i, i, 0.0)) return -1;
+    }
+    if (dispatch(s, 0.0)) return -1;
+    int fast = s->srv && !s->track && !s->record && !s->use_prio && !s->dimkey;
+    int rc = fast && s->qmode == 3 ? loop_ranked_dse(s) : fast && s->qmode == 4 ? loop_ranked_astra(s) : loop_generic(s);
+    if (rc) return rc;
     for (int i = 0; i < n; i++) if (s->need[i]) return -2;
     for (int r = 0; r < 3; r++) if (s->ready[r].n || s->taken[r]) return -2;
     return 0;
 }
-

@@ -29,6 +29,27 @@ int aq_insert(Astra *q, double key, int item, int back);
 int aq_pop(Astra *q);
 void aq_clear(Astra *q);
 void aq_free(Astra *q);
+/* The same two rules when every key's rank among its dim's distinct keys is known up front (at most
+ * 64: the batch's tables): a ring per rank and a bitmask of the non-empty ones, O(1) per operation. */
+#define MAX_RANKS 64
+#define MAX_HEADS 64  /* event sources beside the heap (_engine.c) */
+typedef struct { Ring *r; unsigned long long mask; long long count; } RBuckets;
+typedef struct { int rank, item, prev, next; } RNode;
+typedef struct {
+    RNode *nodes; int nn, capn, freelist, head, tail; Ring *runs; unsigned long long mask; long long count;
+    int *tmp; int tmpcap;
+} RAstra;
+#if defined(__GNUC__) || defined(__clang__)
+static inline int low_bit(unsigned long long m) { return __builtin_ctzll(m); }
+static inline int high_bit(unsigned long long m) { return 63 - __builtin_clzll(m); }
+#else
+static inline int low_bit(unsigned long long m) { int k = 0; while (!(m >> k & 1)) k++; return k; }
+static inline int high_bit(unsigned long long m) { int k = 63; while (!(m >> k & 1)) k--; return k; }
+#endif
+int ring_grow(Ring *r);
+int rnode_grow(RAstra *q);
+void rq_clear(RBuckets *b, RAstra *a);
+void rq_free(RBuckets *b, RAstra *a);
 
 /* One event: ordered by (t, cls, a1, a2, a3, st, dk, seq); kind, a, b say what it is (64 bytes). */
 typedef struct {
@@ -47,6 +68,7 @@ typedef struct { int c, step; double start, end; } LogRec;
 /* Flat phases: plan p's phases are [poff[p], poff[p+1]). */
 typedef struct {
     int *dim; double *busy, *delay, *key, *sent, *t1, *t2, *t3; unsigned char *fifo, *hastie;
+    const int *rank;  /* each phase's key rank on its dim (NULL: not known up front) */
     long long *lstride; int *lp, *loff; int *lpool;
     Py_ssize_t len, cap, npool, poolcap;
 } Phases;
@@ -62,7 +84,8 @@ typedef struct {
 
 typedef struct Sim Sim;
 struct Sim {
-    int nd, policy, slots, shared, dimkey, use_prio, track, record, qmode;  /* qmode: 0 deque, 1 buckets, 2 ASTRA */
+    int nd, policy, slots, shared, dimkey, use_prio, track, record;
+    int qmode;  /* 0 deque, 1 buckets, 2 ASTRA-sim's list, 3 and 4 the same two ranked (sim_use_ranks) */
     Phases ph;
     Py_ssize_t *poff; Py_ssize_t nplans, poffcap;
     const int *pmap;  /* plan position -> phase index (the batch's combos); NULL: the identity */
@@ -71,14 +94,15 @@ struct Sim {
     int *cplan, *pos, *owner; long long *prio; double *started, *chunk_end; long long *phase_lead;
     Py_ssize_t nchunks, chcap;
     /* dimensions */
-    Deque *wait; Buckets *bq; Astra *aq; KHeap *active; int *running; double *busy, *sent, *vtime, *vlast; int *gen;
+    Deque *wait; Buckets *bq; Astra *aq; RBuckets *rb; RAstra *ra; KHeap *active; int *running; double *busy, *sent, *vtime, *vlast; int *gen;
     /* nodes */
     int *need; double *start, *end, *comm_rel, *other_rel; unsigned char *by_comm; int *remaining;
     long long *node_lead; int *scratch_roots; int nroots;
     KHeap ready[3]; int taken[3];
     /* events */
     Ev *ev; Ev2 *ev2; Py_ssize_t nev, evcap; long long counter; int notie;
-    Lane *lanes; int nlanes, lanecap;
+    Lane *lanes; int nlanes, lanecap, *lastlane;
+    Ev2 *heads; int headcap, nlive, srv;  /* event sources beside the heap (_engine.c) */
     long long *lagseq, *laglead; Py_ssize_t nlag, lagcap;  /* a LAG event's lead, by its seq */
     long long lead; int in_flight;
     double comm_since, comm_ns, compute_ns, cpu_ns, bytes_sent, finish;
@@ -108,6 +132,7 @@ int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int 
 void sim_reset(Sim *s);
 void sim_free(Sim *s);
 int sim_go(Sim *s);
+int sim_use_ranks(Sim *s, const int *rank);
 int sim_add_chunks(Sim *s, const int *ids, int n, int owner, long long prio);
 void graph_single(Graph *g);
 

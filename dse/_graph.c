@@ -118,6 +118,7 @@ int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int 
     s->vtime = calloc(nd, sizeof(double));
     s->vlast = calloc(nd, sizeof(double));
     s->gen = calloc(nd, sizeof(int));
+    s->lastlane = calloc(nd, sizeof(int));
     int n = nnodes > 0 ? nnodes : 1;
     s->need = calloc(n, sizeof(int));
     s->start = malloc(n * sizeof(double));
@@ -129,7 +130,7 @@ int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int 
     s->node_lead = calloc(n, sizeof(long long));
     s->scratch_roots = malloc(n * sizeof(int));
     if (!s->wait || !s->bq || !s->aq || !s->active || !s->running || !s->busy || !s->sent || !s->vtime || !s->vlast ||
-        !s->gen || !s->need || !s->start || !s->end || !s->comm_rel || !s->other_rel || !s->by_comm ||
+        !s->gen || !s->lastlane || !s->need || !s->start || !s->end || !s->comm_rel || !s->other_rel || !s->by_comm ||
         !s->remaining || !s->node_lead || !s->scratch_roots)
         return -1;
     for (int i = 0; i < n; i++) {
@@ -145,6 +146,7 @@ void sim_reset(Sim *s) {
     for (int d = 0; d < nd; d++) {
         s->wait[d].head = s->wait[d].len = 0;
         bq_clear(&s->bq[d]); aq_clear(&s->aq[d]); s->active[d].n = 0;
+        if (s->rb) rq_clear(&s->rb[d], &s->ra[d]);
         s->running[d] = 0; s->busy[d] = s->sent[d] = 0.0;
         s->vtime[d] = s->vlast[d] = 0.0; s->gen[d] = 0;
     }
@@ -156,7 +158,8 @@ void sim_reset(Sim *s) {
     }
     s->nev = 0; s->counter = 0; s->nchunks = 0; s->nlog = 0; s->nscratch = 0; s->nroots = 0;
     s->nlag = 0; s->lead = 0; s->in_flight = 0;
-    for (int k = 0; k < s->nlanes; k++) s->lanes[k].head = s->lanes[k].len = 0;
+    s->nlanes = 0; s->nlive = 0;
+    for (int k = 0; k < s->headcap; k++) s->heads[k].t = INFINITY, s->heads[k].key = ~0ULL;
     s->comm_since = s->comm_ns = s->compute_ns = s->cpu_ns = 0.0;
     s->bytes_sent = 0.0; s->finish = 0.0;
 }
@@ -165,6 +168,8 @@ void sim_free(Sim *s) {
     if (s->wait) for (int d = 0; d < s->nd; d++) free(s->wait[d].buf);
     if (s->bq) for (int d = 0; d < s->nd; d++) bq_free(&s->bq[d]);
     if (s->aq) for (int d = 0; d < s->nd; d++) aq_free(&s->aq[d]);
+    if (s->rb) for (int d = 0; d < s->nd; d++) rq_free(&s->rb[d], &s->ra[d]);
+    free(s->rb); free(s->ra);
     if (s->active) for (int d = 0; d < s->nd; d++) free(s->active[d].h);
     for (int r = 0; r < 3; r++) free(s->ready[r].h);
     free(s->wait); free(s->bq); free(s->aq); free(s->active); free(s->running); free(s->busy); free(s->sent);
@@ -172,10 +177,30 @@ void sim_free(Sim *s) {
     free(s->comm_rel); free(s->other_rel); free(s->by_comm); free(s->remaining); free(s->node_lead);
     free(s->scratch_roots); free(s->ev); free(s->ev2);
     if (s->lanes) for (int k = 0; k < s->lanecap; k++) free(s->lanes[k].buf);
-    free(s->lanes); free(s->cplan); free(s->pos); free(s->owner); free(s->prio);
+    free(s->lanes); free(s->lastlane); free(s->heads); free(s->cplan); free(s->pos); free(s->owner); free(s->prio);
     free(s->started); free(s->chunk_end); free(s->phase_lead); free(s->logv); free(s->scratch);
     free(s->lagseq); free(s->laglead);
     memset(s, 0, sizeof *s);
+}
+
+/* Serve the smallest-first queues by rank: `rank[i]` is phase i's key rank among its dim's
+ * distinct keys, each below MAX_RANKS (the caller checks). Before the run; 0 or -1 (no memory). */
+int sim_use_ranks(Sim *s, const int *rank) {
+    if (s->qmode != 1 && s->qmode != 2) return 0;
+    if (!s->rb) {
+        s->rb = calloc((size_t)s->nd, sizeof(RBuckets));
+        s->ra = calloc((size_t)s->nd, sizeof(RAstra));
+        if (!s->rb || !s->ra) { free(s->rb); free(s->ra); s->rb = NULL; s->ra = NULL; return -1; }
+        for (int d = 0; d < s->nd; d++) {
+            s->rb[d].r = calloc(MAX_RANKS, sizeof(Ring));
+            s->ra[d].runs = calloc(MAX_RANKS, sizeof(Ring));
+            if (!s->rb[d].r || !s->ra[d].runs) return -1;
+            rq_clear(&s->rb[d], &s->ra[d]);
+        }
+    }
+    s->ph.rank = rank;
+    s->qmode += 2;
+    return 0;
 }
 
 /* The one-node graph of a single collective. */

@@ -14,10 +14,10 @@
  * most once per distinct key above its own. The Python reference (dse/engine_ref.py) scans a list;
  * the order served is the same. */
 #include "_engine.h"
+#include "_ranked.h"
 
-/* ----- rings of ints (capacities are powers of two) ---------------------------------------------------------------------------- */
-static int ring_room(Ring *r) {
-    if (r->len < r->cap) return 0;
+/* A full ring's room: twice the capacity (8 at first). */
+int ring_grow(Ring *r) {
     int nc = r->cap ? 2 * r->cap : 8;
     int *nb = malloc((size_t)nc * sizeof(int));
     if (!nb) return -1;
@@ -27,28 +27,16 @@ static int ring_room(Ring *r) {
     return 0;
 }
 
-static int ring_push_back(Ring *r, int x) {
-    if (ring_room(r)) return -1;
-    r->buf[(r->head + r->len) & (r->cap - 1)] = x;
-    r->len++;
+/* Room for one more node of a ranked ASTRA-sim list (and its scratch). */
+int rnode_grow(RAstra *q) {
+    int nc = q->capn ? 2 * q->capn : 16;
+    RNode *nb = realloc(q->nodes, (size_t)nc * sizeof(RNode));
+    if (nb) q->nodes = nb;
+    int *nt = realloc(q->tmp, (size_t)nc * sizeof(int));
+    if (nt) q->tmp = nt;
+    if (!nb || !nt) return -1;
+    q->capn = q->tmpcap = nc;
     return 0;
-}
-
-static int ring_push_front(Ring *r, int x) {
-    if (ring_room(r)) return -1;
-    r->head = (r->head + r->cap - 1) & (r->cap - 1);
-    r->buf[r->head] = x;
-    r->len++;
-    return 0;
-}
-
-static inline int ring_front(const Ring *r) { return r->buf[r->head]; }
-
-static inline int ring_pop_front(Ring *r) {
-    int x = r->buf[r->head];
-    r->head = (r->head + 1) & (r->cap - 1);
-    r->len--;
-    return x;
 }
 
 /* ----- dse's rule: buckets -------------------------------------------------------------------- */
@@ -220,4 +208,22 @@ void aq_free(Astra *q) {
     free(q->runs); free(q->nodes);
     memset(q, 0, sizeof *q);
     q->freelist = -1; q->head = q->tail = -1;
+}
+
+void rq_clear(RBuckets *b, RAstra *a) {
+    for (int k = 0; k < MAX_RANKS && (b->count || a->count); k++) {  /* a run ends with both empty */
+        if (b->r) b->r[k].len = b->r[k].head = 0;
+        if (a->runs) a->runs[k].len = a->runs[k].head = 0;
+    }
+    b->mask = a->mask = 0; b->count = a->count = 0;
+    a->nn = 0; a->freelist = -1; a->head = a->tail = -1;
+}
+
+void rq_free(RBuckets *b, RAstra *a) {
+    for (int k = 0; k < MAX_RANKS; k++) {
+        if (b->r) free(b->r[k].buf);
+        if (a->runs) free(a->runs[k].buf);
+    }
+    free(b->r); free(a->runs); free(a->nodes); free(a->tmp);
+    memset(b, 0, sizeof *b); memset(a, 0, sizeof *a);
 }

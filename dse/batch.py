@@ -179,7 +179,8 @@ class BatchResult:
         self.time_ns: list[float] = [0.0] * n
         self.dim_busy_ns: list[tuple[float, ...]] = [()] * n
         self.dim_bytes: list[tuple[float, ...]] = [()] * n
-        self._orders: list[tuple[tuple[int, ...], ...]] = [()] * n
+        self._orders: list[tuple] = [()] * n  # (table, order ids, row): the orders, made in `result`
+        self._all: "tuple[ShapeTable, array] | None" = None  # the same for every point at once
         self._results: list[Result | None] = [None] * n
 
     def __len__(self) -> int:
@@ -194,10 +195,13 @@ class BatchResult:
 
             p = self._prepared[i]
             s = p.spec
+            table, ids, k = self._orders[i] if self._all is None else (*self._all, i)
+            nc = table.nchunks
+            orders = tuple(map(table.perms.__getitem__, ids[k * nc : (k + 1) * nc]))
             out = SimOutput(self.time_ns[i], self.dim_busy_ns[i], self.dim_bytes[i], (), None)
             r = self._results[i] = make_result(
                 s.topology, s.collective, s.size, s.chunks, p.sched, p.queue, s.cost_model, s.latency_mode,
-                s.active_chunks, p.seed, self._orders[i], out, size_unit=p.size_unit, keep_timeline=False,
+                s.active_chunks, p.seed, orders, out, size_unit=p.size_unit, keep_timeline=False,
             )  # fmt: skip
         return r
 
@@ -206,12 +210,17 @@ class BatchResult:
 
     def _fill(self, table: ShapeTable, index: Sequence[int], got: tuple[array, array, array, array]) -> None:
         time, busy, sent, orders = got
-        nd, nc, perms = table.nd, table.nchunks, table.perms
+        nd = table.nd
+        rows_busy, rows_sent = list(zip(*[iter(busy)] * nd)), list(zip(*[iter(sent)] * nd))  # rows of nd, in C
+        if isinstance(index, range) and index == range(len(self)):  # every point (the vectorised form)
+            self.time_ns, self.dim_busy_ns, self.dim_bytes = time.tolist(), rows_busy, rows_sent
+            self._all = (table, orders)
+            return
         for k, i in enumerate(index):
             self.time_ns[i] = time[k]
-            self.dim_busy_ns[i] = tuple(busy[k * nd : (k + 1) * nd])
-            self.dim_bytes[i] = tuple(sent[k * nd : (k + 1) * nd])
-            self._orders[i] = tuple(map(perms.__getitem__, orders[k * nc : (k + 1) * nc]))
+            self.dim_busy_ns[i] = rows_busy[k]
+            self.dim_bytes[i] = rows_sent[k]
+            self._orders[i] = (table, orders, k)
 
 
 class _Vector:
@@ -276,16 +285,42 @@ def _prepare_all(points: Iterable["Mapping[str, Any] | Topology | str"], common:
 
 
 def _matrix(values: Any, n_cols: int, name: str, low: float, high: float) -> array:
-    """A flat array of `values` (rows of `n_cols` numbers), each in [low, high]."""
+    """A flat array of `values` (rows of `n_cols` numbers), each in [low, high]: converted and checked
+    by numpy at once; anything it cannot take goes through `_matrix_rows` for its error line."""
+    import numpy as np
+
+    try:
+        a = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return _matrix_rows(values, n_cols, name, low, high)
+    if a.size == 0:
+        return array("d")
+    if a.ndim != 2 or a.shape[1] != n_cols:
+        return _matrix_rows(values, n_cols, name, low, high)
+    bad = ~((a >= low) & (a <= high))  # NaN fails too
+    if bad.any():
+        i, j = (int(x) for x in np.argwhere(bad)[0])
+        raise InputError(f"{name} row {i}", f"{float(a[i, j])!r} is out of range", f"{low:g} to {high:g}")
     flat = array("d")
+    flat.frombytes(np.ascontiguousarray(a).tobytes())
+    return flat
+
+
+def _matrix_rows(values: Any, n_cols: int, name: str, low: float, high: float) -> array:
+    """`_matrix` row by row: the first bad row's error, or the array."""
+    flat = array("d")
+    if not isinstance(values, Iterable) or isinstance(values, (str, bytes)):
+        raise InputError(name, f"{values!r} is not rows of numbers", f"a list of rows of {n_cols} numbers")
     for i, row in enumerate(values):
-        row = list(row)
+        try:
+            row = [float(x) for x in row]
+        except (TypeError, ValueError):
+            raise InputError(f"{name} row {i}", f"{row!r} is not a row of numbers", f"{n_cols} numbers") from None
         if len(row) != n_cols:
             raise InputError(f"{name} row {i}", f"{len(row)} values", f"one per dimension ({n_cols})")
-        for x in row:
-            v = float(x)
+        for v in row:
             if not low <= v <= high:  # NaN fails too
-                raise InputError(f"{name} row {i}", f"{x!r} is out of range", f"{low:g} to {high:g}")
+                raise InputError(f"{name} row {i}", f"{v!r} is out of range", f"{low:g} to {high:g}")
             flat.append(v)
     return flat
 

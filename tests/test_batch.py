@@ -144,12 +144,33 @@ def test_points_the_tables_cannot_run_go_through_evaluate() -> None:
         (dict(bandwidths=[[100.0, 50.0]], latencies=[[1.0, -2.0]], topology="2D-SW_SW"), "latencies row 0"),
         (dict(bandwidths=[[100.0, 50.0]], latencies=[[1.0, 2.0]] * 2, topology="2D-SW_SW"), "latencies"),
         (dict(latencies=[[1.0, 2.0]], topology="2D-SW_SW"), "latencies"),
+        (dict(bandwidths=[[100.0, 50.0], [100.0, "fast"]], topology="2D-SW_SW"), "bandwidths row 1"),
+        (dict(bandwidths=[[100.0, 50.0], [100.0, None]], topology="2D-SW_SW"), "bandwidths row 1"),
+        (dict(bandwidths="100,50", topology="2D-SW_SW"), "bandwidths"),
+        (dict(bandwidths=7, topology="2D-SW_SW"), "bandwidths"),
+        (dict(bandwidths=[[100.0, 50.0, 25.0]], topology="2D-SW_SW"), "bandwidths row 0"),
     ],
 )
 def test_bad_vectorised_input_is_one_line(kwargs: dict, field: str) -> None:
     with pytest.raises(InputError) as e:
         evaluate_many(size="1GB", **kwargs)
     assert e.value.field == field and "\n" not in str(e.value)
+
+
+@needs_c
+def test_vectorised_rows_may_be_any_array_like() -> None:
+    """Lists, tuples, a numpy array and a generator of rows give the same numbers."""
+    import numpy as np
+
+    rows = [[100.0 + i, 50.0 + 2 * i] for i in range(6)]
+    kw = dict(topology="2D-SW_SW", size="256MB", chunks=8)
+    want = evaluate_many(bandwidths=rows, **kw)
+    for form in (tuple(map(tuple, rows)), np.array(rows), (r for r in rows), [np.array(r) for r in rows]):
+        got = evaluate_many(bandwidths=form, **kw)
+        assert got.time_ns == want.time_ns and got.dim_busy_ns == want.dim_busy_ns
+    assert want.results() == [dse.evaluate(Topology(tuple(dataclasses.replace(d, bandwidth=b) for d, b in
+                                                    zip(parse_topology("2D-SW_SW").dims, r))), size="256MB", chunks=8)
+                              for r in rows]  # fmt: skip
 
 
 def test_bad_point_names_its_index() -> None:

@@ -244,6 +244,17 @@ typedef long long big;
 
 /* Charges by position: position i gets dims[i]'s volume (0 where skipped), c evolving. */
 static void greedy_charge(const Table *tb, const double *bw, const int *dims, long long r, const int *skip, double *out) {
+    if (!tb->ag) {  /* the bytes only shrink: 64 bits hold them, and divide faster than 128 */
+        long long c = r;
+        for (int i = 0; i < tb->nd; i++) {
+            int d = dims[i];
+            if (skip[i]) { out[i] = 0.0; continue; }
+            long long p = tb->dim_p[d];
+            out[i] = ((double)c / MIB * ((double)(p - 1) / (double)p)) / (bw[d] / bw[0]);
+            c = c / p;
+        }
+        return;
+    }
     big c = r;
     for (int i = 0; i < tb->nd; i++) {
         int d = dims[i];

@@ -13,11 +13,6 @@
 #include "_engine.h"
 #include "_ranked.h"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define HOT static inline __attribute__((always_inline))
-#else
-#define HOT static inline
-#endif
 
 /* ----- small growable arrays ------------------------------------------------------------------ */
 int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
@@ -318,17 +313,18 @@ static inline KItem q_pop_front(Deque *q) {
 
 /* ----- chunks --------------------------------------------------------------------------------- */
 static inline Py_ssize_t ph_index(const Sim *s, int c) {
-    Py_ssize_t j = s->poff[s->cplan[c]] + s->pos[c];
+    Py_ssize_t j = s->cbase[c] + s->pos[c];
     return s->pmap ? s->pmap[j] : j;
 }
-static inline int plan_len(const Sim *s, int c) { return (int)(s->poff[s->cplan[c] + 1] - s->poff[s->cplan[c]]); }
+static inline int plan_len(const Sim *s, int c) { return s->clen[c]; }
 
 /* Add chunks for plan ids `ids[0..n)`, owned by node `owner` with priority `prio`. */
 int sim_add_chunks(Sim *s, const int *ids, int n, int owner, long long prio) {
     Py_ssize_t need = s->nchunks + n;
     if (need > s->chcap) {
         Py_ssize_t cap = s->chcap, c2 = cap;
-        if (grow((void **)&s->cplan, &c2, need, sizeof(int))) return -1;
+        if (grow((void **)&s->cbase, &c2, need, sizeof(Py_ssize_t))) return -1;
+        c2 = cap; if (grow((void **)&s->clen, &c2, need, sizeof(int))) return -1;
         c2 = cap; if (grow((void **)&s->pos, &c2, need, sizeof(int))) return -1;
         c2 = cap; if (grow((void **)&s->owner, &c2, need, sizeof(int))) return -1;
         c2 = cap; if (grow((void **)&s->prio, &c2, need, sizeof(long long))) return -1;
@@ -339,7 +335,7 @@ int sim_add_chunks(Sim *s, const int *ids, int n, int owner, long long prio) {
     }
     for (int k = 0; k < n; k++) {
         Py_ssize_t c = s->nchunks++;
-        s->cplan[c] = ids[k]; s->pos[c] = 0; s->owner[c] = owner; s->prio[c] = prio;
+        s->cbase[c] = s->poff[ids[k]]; s->clen[c] = (int)(s->poff[ids[k] + 1] - s->poff[ids[k]]); s->pos[c] = 0; s->owner[c] = owner; s->prio[c] = prio;
         s->started[c] = 0.0; s->chunk_end[c] = 0.0; s->phase_lead[c] = s->lead;
     }
     return 0;

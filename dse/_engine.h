@@ -6,6 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A step the compiler must inline: the engine's specialised loop runs it with constants. */
+#if defined(__GNUC__) || defined(__clang__)
+#define HOT static inline __attribute__((always_inline))
+#else
+#define HOT static inline
+#endif
+
 enum { FIFO = 0, SCF_PRIORITY = 1, SCF_ASTRA = 2 };
 enum { COMPLETE = 0, RELEASE = 1, ARRIVE = 2, COMM_DONE = 3, COMPUTE_DONE = 4, LAG = 5, SHARE_DONE = 6 };
 enum { N_COMPUTE = 0, N_COMM = 1, N_MARK = 2, N_REPLAY = 3 };
@@ -91,7 +98,8 @@ struct Sim {
     const int *pmap;  /* plan position -> phase index (the batch's combos); NULL: the identity */
     Graph g;
     /* chunks */
-    int *cplan, *pos, *owner; long long *prio; double *started, *chunk_end; long long *phase_lead;
+    Py_ssize_t *cbase; int *clen, *pos, *owner;  /* cbase, clen: where the chunk's plan starts, its length */
+    long long *prio; double *started, *chunk_end; long long *phase_lead;
     Py_ssize_t nchunks, chcap;
     /* dimensions */
     Deque *wait; Buckets *bq; Astra *aq; RBuckets *rb; RAstra *ra; KHeap *active; int *running; double *busy, *sent, *vtime, *vlast; int *gen;

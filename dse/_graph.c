@@ -177,7 +177,7 @@ void sim_free(Sim *s) {
     free(s->comm_rel); free(s->other_rel); free(s->by_comm); free(s->remaining); free(s->node_lead);
     free(s->scratch_roots); free(s->ev); free(s->ev2);
     if (s->lanes) for (int k = 0; k < s->lanecap; k++) free(s->lanes[k].buf);
-    free(s->lanes); free(s->lastlane); free(s->heads); free(s->cplan); free(s->pos); free(s->owner); free(s->prio);
+    free(s->lanes); free(s->lastlane); free(s->heads); free(s->cbase); free(s->clen); free(s->pos); free(s->owner); free(s->prio);
     free(s->started); free(s->chunk_end); free(s->phase_lead); free(s->logv); free(s->scratch);
     free(s->lagseq); free(s->laglead);
     memset(s, 0, sizeof *s);

@@ -69,7 +69,7 @@ static inline void rlink_before(RAstra *q, int i, int x) {  /* x = -1: at the ba
 }
 
 /* As aq_insert: the runs are indexed by rank, and records of equal keys share one run. */
-static inline int ra_insert(RAstra *q, int rank, int item, int back) {
+HOT int ra_insert(RAstra *q, int rank, int item, int back) {
     int i = rnode_new(q, rank, item);
     if (i < 0) return -1;
     unsigned long long bit = 1ULL << rank;
@@ -96,7 +96,7 @@ static inline int ra_insert(RAstra *q, int rank, int item, int back) {
 
 /* As aq_pop. The new records up to the next one have ranks at most its own; those of its rank go
  * before its run's records, in list order. */
-static inline int ra_pop(RAstra *q) {
+HOT int ra_pop(RAstra *q) {
     RNode *nd = q->nodes;
     int f = q->head, j = low_bit(q->mask);
     ring_pop_front(&q->runs[j]);  /* the front is the lowest run's first record */

@@ -1,49 +1,32 @@
 /* Many points of one shape in one call (dse.batch, dse.tables), the GIL released: per point, the
- * phase costs (from the cost model's kernel, or given), the Themis orders (the paper's load tracker
- * or ASTRA-sim's OfflineGreedy, exactly as dse/schedulers/themis.py computes them), then the
- * engine (dse/_engine.c) on the shape's plan slots.
+ * phase costs (from the cost model's kernel, dse/_kernels.c, or given), the Themis orders (the
+ * paper's load tracker or ASTRA-sim's OfflineGreedy, exactly as dse/schedulers/themis.py computes
+ * them), then the engine (dse/_engine.c) on the shape's plan slots.
  *
  * batch_table(table) -> a capsule holding the parsed table; batch_run(capsule, points, outputs)
  *   table: (ints, combo_dim, combo_key, combo_sent, combo_fifo, combo_tied, plan_off, plan_combo,
  *           slot_of, chunk_sc, chunk_cc, fixed, perm, permcode, thr_idx, ch_off, ch_idx, ch_dim, ch_fac,
- *           dim_steps, dim_p, greedy_r, combo_kind, combo_c, dim_algo, dim_switch, chk_num, chk_dim)
+ *           dim_steps, dim_p, greedy_r, combo_kind, combo_c, dim_algo, dim_switch, chk_num, chk_dim,
+ *           dim_kind, dim_links, dim_nic, dim_router)
  *          ints = (nd, nchunks, ncombo, norder, nsc, ncc, nchk, tracker, kernel, policy, slots, shared,
  *                  dimkey, base, seed_latency, highest_first, ag, serialized, endpoint_ns)
  *   points: (npoints, bw, lat, busy, delay, ties, bwt, gbw): per point rows (empty where unused)
  *   outputs: (time, dim_busy, dim_bytes, orders) writable buffers (orders may be empty)
  */
-#include "_engine.h"
+#include "_batch.h"
 #include <math.h>
 
-enum { NO_TRACKER = 0, LOAD_TRACKER = 1, OFFLINE_GREEDY = 2 };
-enum { K_NONE = 0, K_PAPER = 1, K_ASTRA = 2 };
-enum { RS = 0, AG = 1, AR = 2, A2A = 3 };
-enum { A_RING = 0, A_DIRECT = 1, A_HD = 2 };
 #define NI 19
 #define MIB 1048576.0
-#define GIB 1073741824.0
 
-typedef struct {
-    int nd, nchunks, ncombo, norder, nsc, ncc, nchk, tracker, kernel, policy, slots, shared, dimkey, base,
-        seed_latency, highest_first, ag, serialized, endpoint;
-    const int *chk_dim, *combo_dim, *combo_tied, *plan_off, *plan_combo, *slot_of, *chunk_sc, *chunk_cc, *fixed, *perm,
-        *permcode, *thr_idx, *ch_off, *ch_idx, *ch_dim, *dim_steps, *dim_p, *combo_kind, *dim_algo, *dim_switch;
-    const unsigned char *combo_fifo;
-    const double *combo_key, *combo_sent, *ch_fac, *chk_num;
-    const long long *greedy_r, *combo_c;
-    Py_ssize_t nfixed;
-} Table;
-
-typedef struct { Py_buffer b[48]; int n; } Bufs;
-
-static void bufs_release(Bufs *bs) {
+void bufs_release(Bufs *bs) {
     for (int k = 0; k < bs->n; k++) PyBuffer_Release(&bs->b[k]);
     bs->n = 0;
 }
 
 /* A C-contiguous buffer of `fmt` items from tuple item k; `want` items (-1: any), or none if `opt`. */
-static const void *buf(Bufs *bs, PyObject *tup, Py_ssize_t k, const char *fmt, Py_ssize_t want, int writable,
-                       Py_ssize_t *len) {
+const void *buf(Bufs *bs, PyObject *tup, Py_ssize_t k, const char *fmt, Py_ssize_t want, int writable,
+                Py_ssize_t *len) {
     Py_buffer *b = &bs->b[bs->n];
     if (PyObject_GetBuffer(PyTuple_GET_ITEM(tup, k), b, (writable ? PyBUF_WRITABLE : 0) | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS))
         return NULL;
@@ -61,8 +44,10 @@ static const void *buf(Bufs *bs, PyObject *tup, Py_ssize_t k, const char *fmt, P
     return n ? b->buf : NULL;
 }
 
-static int parse_table(PyObject *t, Table *tb, Bufs *bs) {
-    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 28) { PyErr_SetString(PyExc_TypeError, "malformed table"); return -1; }
+int parse_table(PyObject *t, Table *tb, Bufs *bs) {
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 32) {
+        PyErr_SetString(PyExc_TypeError, "malformed table"); return -1;
+    }
     PyObject *ints = PyTuple_GET_ITEM(t, 0);
     if (!PyTuple_Check(ints) || PyTuple_GET_SIZE(ints) != NI) { PyErr_SetString(PyExc_TypeError, "malformed table"); return -1; }
     int v[NI];
@@ -110,6 +95,10 @@ static int parse_table(PyObject *t, Table *tb, Bufs *bs) {
     tb->dim_switch = B(25, "i", nd, NULL);
     tb->chk_num = B(26, "d", tb->nchk, NULL);
     tb->chk_dim = B(27, "i", tb->nchk, NULL);
+    tb->dim_kind = B(28, "i", nd, NULL);
+    tb->dim_links = B(29, "q", nd, NULL);
+    tb->dim_nic = B(30, "d", nd, NULL);
+    tb->dim_router = B(31, "d", nd, NULL);
 #undef B
     if (PyErr_Occurred()) return -1;
     if (tb->plan_off[tb->norder * tb->nsc] != npos) { PyErr_SetString(PyExc_ValueError, "malformed plan offsets"); return -1; }
@@ -127,73 +116,21 @@ static int parse_table(PyObject *t, Table *tb, Bufs *bs) {
     if (tb->kernel == K_PAPER && tb->tracker == LOAD_TRACKER && tb->nchk && (!tb->chk_num || !tb->chk_dim)) {
         PyErr_SetString(PyExc_ValueError, "paper kernel charge tables missing"); return -1;
     }
-    if (tb->kernel == K_ASTRA && !tb->combo_c) { PyErr_SetString(PyExc_ValueError, "astra kernel bytes missing"); return -1; }
+    if ((tb->kernel == K_ASTRA || tb->kernel == K_ASTRA1) && !tb->combo_c) {
+        PyErr_SetString(PyExc_ValueError, "astra kernel bytes missing"); return -1;
+    }
+    if (tb->kernel == K_ASTRA1 && (!tb->dim_kind || !tb->dim_links || !tb->dim_nic || !tb->dim_router ||
+                                   tb->tracker == LOAD_TRACKER)) {
+        PyErr_SetString(PyExc_ValueError, "astra-sim-1 kernel tables missing"); return -1;
+    }
+    if (tb->kernel < K_NONE || tb->kernel > K_ASTRA1) {
+        PyErr_SetString(PyExc_ValueError, "unknown kernel"); return -1;
+    }
     if (tb->kernel != K_NONE && (!tb->combo_kind || !tb->dim_algo || !tb->dim_switch || !tb->dim_p ||
                                  !tb->dim_steps)) {
         PyErr_SetString(PyExc_ValueError, "kernel tables missing"); return -1;
     }
     return 0;
-}
-
-/* ----- the cost kernels: CostModel._make_phase and bandwidth_time of `paper` and `astra-sim` ----- */
-static double astra_phase(const Table *tb, int d, int kind, long long c, double bw, double lat) {
-    long long p = tb->dim_p[d], e = tb->endpoint;
-    double beta = bw * GIB / 1e9;
-    double hop = (tb->dim_switch[d] ? 2.0 : 1.0) * lat;
-    int algo = tb->dim_algo[d];
-    if (kind == A2A) {
-        if (algo == A_RING) {
-            long long s = p * (p - 1) / 2;
-            return (double)s * (hop + floor((double)(c / p) / beta)) + (double)(e * (s + 1));
-        }
-        return hop + floor((double)(c / p) / beta) + (double)(2 * e);
-    }
-    if (algo == A_RING) {
-        if (kind == AG) return (double)(p - 1) * (hop + floor((double)c / beta)) + (double)(e * p);
-        if (kind == AR) return (double)(2 * (p - 1)) * (hop + floor((double)(c / p) / beta)) + (double)(e * (2 * p - 1));
-        return (double)(p - 1) * (hop + floor((double)(c / p) / beta)) + (double)(e * p);
-    }
-    if (algo == A_DIRECT) {
-        if (kind == AG) return hop + floor((double)c / beta) + (double)(2 * e);
-        if (kind == AR) return 2.0 * hop + 2.0 * floor((double)(c / p) / beta) + (double)(3 * e);
-        return hop + floor((double)(c / p) / beta) + (double)(2 * e);
-    }
-    int steps = 0;
-    while ((1LL << (steps + 1)) <= p) steps++;
-    double sum = 0.0;
-    if (kind == AG) {
-        for (int k = 0; k < steps; k++) sum += floor(ldexp((double)c, k) / beta);
-        return ((double)steps * hop + sum) + (double)(e * (steps + 1));
-    }
-    for (int k = 1; k <= steps; k++) sum += floor((double)(c >> k) / beta);
-    double rs = (double)steps * hop + sum;
-    if (kind == AR) {
-        long long q = c / p;
-        double s2 = 0.0;
-        for (int k = 0; k < steps; k++) s2 += floor(ldexp((double)q, k) / beta);
-        return ((rs + (double)steps * hop) + s2) + (double)(e * (2 * steps + 1));
-    }
-    return rs + (double)(e * (steps + 1));
-}
-
-static void costs(const Table *tb, const double *bw, const double *lat, double *busy, double *delay, double *bwt) {
-    if (tb->kernel == K_PAPER) {
-        for (int k = 0; k < tb->ncombo; k++) {
-            int d = tb->combo_dim[k];
-            double l = (double)tb->dim_steps[d] * lat[d];
-            if (tb->combo_kind[k] == AR) l = 2.0 * l;
-            double transfer = tb->combo_sent[k] / bw[d];
-            if (tb->serialized) { busy[k] = transfer + l; delay[k] = 0.0; }
-            else { busy[k] = transfer; delay[k] = l; }
-        }
-        if (bwt) for (int k = 0; k < tb->nchk; k++) bwt[k] = tb->chk_num[k] / bw[tb->chk_dim[k]];
-        return;
-    }
-    for (int k = 0; k < tb->ncombo; k++) {
-        int d = tb->combo_dim[k];
-        busy[k] = astra_phase(tb, d, tb->combo_kind[k], tb->combo_c[k], bw[d], lat[d]);
-        delay[k] = 0.0;
-    }
 }
 
 /* ----- Themis: the paper's load tracker (ThemisScheduler.track) --------------------------------- */
@@ -357,21 +294,23 @@ static int parse_points(PyObject *t, const Table *tb, Points *pt, Bufs *bs) {
     if (tb->tracker == LOAD_TRACKER && !kernel && tb->seed_latency && !pt->lat) {
         PyErr_SetString(PyExc_ValueError, "points lack latencies"); return -1;
     }
-    if (tb->tracker == OFFLINE_GREEDY && !pt->gbw && !(tb->kernel == K_ASTRA && pt->bw)) {
+    if (tb->tracker == OFFLINE_GREEDY && !pt->gbw && !(kernel && pt->bw)) {
         PyErr_SetString(PyExc_ValueError, "points lack the greedy bandwidths"); return -1;
     }
     return 0;
 }
 
-/* The orders of point p into oids; 0, or -1 when this build cannot (no 128-bit integers). */
-static int point_orders(const Table *tb, const Points *pt, Py_ssize_t p, const double *bwt, int *oids) {
+/* The orders of point p into oids (gbw: the kernel's greedy bandwidths, unless the point gives them);
+ * 0, or -1 when this build cannot (no 128-bit integers). */
+static int point_orders(const Table *tb, const Points *pt, Py_ssize_t p, const double *bwt, const double *gbw,
+                        int *oids) {
     if (tb->tracker == NO_TRACKER) {
         memcpy(oids, tb->fixed, (size_t)tb->nchunks * sizeof(int));
     } else if (tb->tracker == LOAD_TRACKER) {
         load_tracker(tb, pt->lat ? pt->lat + p * tb->nd : NULL, bwt, oids);
     } else {
         if (!HAVE_BIG) return -1;
-        offline_greedy(tb, pt->gbw ? pt->gbw + p * tb->nd : pt->bw + p * tb->nd, oids);
+        offline_greedy(tb, pt->gbw ? pt->gbw + p * tb->nd : gbw, oids);
     }
     return 0;
 }
@@ -457,10 +396,13 @@ static int run_points(const Table *tb, const Points *pt, Outs *out, Work *w) {
     int nd = tb->nd, nc = tb->ncombo;
     Sim *s = &w->s;
     BatchCtx bx; bx.ids = w->ids; bx.n = tb->nchunks;
+    double gbw[8];
     for (Py_ssize_t p = 0; p < pt->np; p++) {
         const double *bwtp = w->bwt;
-        if (tb->kernel != K_NONE) costs(tb, pt->bw + p * nd, pt->lat + p * nd, w->busy, w->delay, tb->tracker == LOAD_TRACKER ? w->bwt : NULL);
-        else {
+        if (tb->kernel != K_NONE) {
+            if (costs(tb, pt->bw + p * nd, pt->lat + p * nd, w->busy, w->delay, w->t123,
+                      tb->tracker == LOAD_TRACKER ? w->bwt : NULL, gbw)) return -4;
+        } else {
             memcpy(w->busy, pt->busy + p * nc, (size_t)nc * sizeof(double));
             memcpy(w->delay, pt->delay + p * nc, (size_t)nc * sizeof(double));
             if (pt->ties) for (int k = 0; k < nc; k++) {
@@ -469,7 +411,7 @@ static int run_points(const Table *tb, const Points *pt, Outs *out, Work *w) {
             }
             if (pt->bwt) bwtp = pt->bwt + p * tb->nchk;
         }
-        if (point_orders(tb, pt, p, bwtp, w->oids)) return -3;
+        if (point_orders(tb, pt, p, bwtp, gbw, w->oids)) return -3;
         for (int k = 0; k < tb->nchunks; k++) w->ids[k] = tb->slot_of[w->oids[k] * tb->nsc + tb->chunk_sc[k]];
         sim_reset(s);
         s->ctx = &bx; s->issue_cb = issue_batch; s->resumed_cb = NULL;
@@ -537,6 +479,7 @@ PyObject *batch_run(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     if (mine) work_free(&own); else h->in_use = 0;
     bufs_release(&bs);
+    if (rc == -4) { PyErr_SetString(PyExc_OverflowError, "a time beyond the cost kernel's integers"); return NULL; }
     if (rc == -3) { PyErr_SetString(PyExc_NotImplementedError, "OfflineGreedy needs 128-bit integers"); return NULL; }
     if (rc == -2) { PyErr_SetString(PyExc_RuntimeError, "engine stalled"); return NULL; }
     if (rc) return PyErr_NoMemory();

@@ -16,6 +16,7 @@
 
 PyObject *batch_run(PyObject *self, PyObject *args);  /* _batch.c */
 PyObject *batch_table(PyObject *self, PyObject *args);
+PyObject *batch_costs(PyObject *self, PyObject *args);  /* _kernels.c */
 
 /* ----- phases from Phase tuples --------------------------------------------------------------- */
 static double num(PyObject *o, int *err) {
@@ -379,6 +380,7 @@ static PyMethodDef methods[] = {
     {"run", run, METH_VARARGS, "Run the event engine (see dse/engine_ref.py for the algorithm)."},
     {"batch_table", batch_table, METH_VARARGS, "Parse a shape table once (dse.tables)."},
     {"batch_run", batch_run, METH_VARARGS, "Many points of one shape (dse.batch)."},
+    {"batch_costs", batch_costs, METH_VARARGS, "One point's costs from a shape table's kernel (the tests')."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,7 +16,7 @@ time is the union of the phases' intervals), and every point when the C engine i
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -92,10 +92,14 @@ def _sched_key(sched: Scheduler, seed: int) -> tuple:
 
 
 def shape_key(p: Prepared) -> tuple:
-    """What a point's shape table depends on (module docstring): all but bandwidths and latencies."""
+    """What a point's shape table depends on (module docstring): all but bandwidths and latencies.
+    Of a dim, its kind, size and algorithm, and what else the model's kernel takes from the table
+    (`CostModel.shape_fields`: astra-sim-1's links, NIC and router latencies)."""
     s = p.spec
-    return (tuple((d.kind, d.npus, d.algorithm) for d in s.topology.dims), s.collective, s.size, s.chunks,
-            s.cost_model, s.latency_mode, _sched_key(p.sched, p.seed), p.queue, s.active_chunks)  # fmt: skip
+    fields = s.cost_model.shape_fields
+    dims = tuple((d.kind, d.npus, d.algorithm, *[getattr(d, f) for f in fields]) for d in s.topology.dims)
+    return (dims, s.collective, s.size, s.chunks, s.cost_model, s.latency_mode, _sched_key(p.sched, p.seed),
+            p.queue, s.active_chunks)  # fmt: skip
 
 
 def table_for(p: Prepared, *, now: bool = True) -> "ShapeTable | None":
@@ -132,10 +136,12 @@ def _points(table: ShapeTable, topos: Sequence[Topology]) -> tuple:
     return _rows(table, topos)
 
 
-def _rows(table: ShapeTable, topos: Sequence[Topology]) -> tuple:
+def _rows(table: ShapeTable, topos: Sequence[Topology], kernel: bool = True) -> tuple:
+    """`_points`; with `kernel` False (or a table without one) the costs from the model's own methods."""
     n, model = len(topos), table.model
+    kernel = kernel and table.kernel is not None
     bw, lat, busy, delay, ties, bwt, gbw = (array("d") for _ in range(7))
-    if model.batch_kernel is not None:
+    if kernel:
         for t in topos:
             for d in t.dims:
                 bw.append(d.bandwidth)
@@ -150,7 +156,7 @@ def _rows(table: ShapeTable, topos: Sequence[Topology]) -> tuple:
             if bt is not None:
                 bwt.extend(bt)
             lat.extend(d.latency for d in t.dims)
-    if table.tracker == OFFLINE_GREEDY and model.batch_kernel != "astra-sim":
+    if table.tracker == OFFLINE_GREEDY and not kernel:
         for t in topos:
             gbw.extend(model.greedy_bandwidth(d) for d in t.dims)
     return (n, bw, lat, busy, delay, ties, bwt, gbw)
@@ -242,15 +248,24 @@ class _Vector:
 
 def run_table(table: ShapeTable, topos: Sequence[Topology]) -> tuple[array, array, array, array]:
     """Run points of one shape in C: (time, per-dim busy, per-dim bytes, order ids per chunk)."""
-    return _run(table, _points(table, topos), len(topos))
+    return _run(table, _points(table, topos), len(topos), lambda: topos)
 
 
-def _run(table: ShapeTable, rows: tuple, n: int) -> tuple[array, array, array, array]:
+def _run(table: ShapeTable, rows: tuple, n: int,
+         topos: Callable[[], Sequence[Topology]]) -> tuple[array, array, array, array]:  # fmt: skip
+    """`run_table` on the rows of `_points`; `topos` gives the points as topologies, for when the
+    table's kernel refuses one (a time beyond its integers, `KERNEL_INTS`): then the model's own
+    methods cost them all."""
     nd = table.nd
     time, busy, sent = array("d", bytes(8 * n)), array("d", bytes(8 * n * nd)), array("d", bytes(8 * n * nd))
     orders = array("i", bytes(4 * n * table.nchunks))
     eng = engine_front._engine
-    eng.batch_run(table.compiled(eng), rows, (time, busy, sent, orders))  # type: ignore[union-attr]
+    outs = (time, busy, sent, orders)
+    try:
+        eng.batch_run(table.compiled(eng), rows, outs)  # type: ignore[union-attr]
+    except OverflowError:
+        rows = _rows(table, topos(), kernel=False)
+        eng.batch_run(table.compiled(eng, kernel=False), rows, outs)  # type: ignore[union-attr]
     return time, busy, sent, orders
 
 
@@ -335,14 +350,16 @@ def _vectorised(bandwidths: Any, latencies: Any, common: Mapping[str, Any]) -> B
     if len(lat) != len(bw):
         raise InputError("latencies", f"{len(lat) // nd} rows for {n} rows of bandwidths", "one row per point")
     vec = _Vector(base, bw, lat)
-    if not (tableable(base) and base.spec.cost_model.batch_kernel is not None):
-        return evaluate_many([vec[i].spec.topology for i in range(n)], **common)
+    table = table_for(base) if n and tableable(base) else None
+
+    def topos() -> list[Topology]:
+        return [vec[i].spec.topology for i in range(n)]
+
+    if table is None or table.kernel is None:  # the rows need the model's own methods: as topologies
+        return evaluate_many(topos(), **common)
     res = BatchResult(vec)
-    if n:
-        table = table_for(base)
-        assert table is not None
-        empty = array("d")
-        res._fill(table, range(n), _run(table, (n, bw, lat, empty, empty, empty, empty, empty), n))
+    empty = array("d")
+    res._fill(table, range(n), _run(table, (n, bw, lat, empty, empty, empty, empty, empty), n, topos))
     return res
 
 

@@ -15,8 +15,9 @@ smallest-first key, bytes sent) depends only on the shape; what they cost depend
 
 Per point, `point_costs` gives each combo's busy, delay and tie offsets and each charge combo's
 time, from the cost model's own methods (`CostModel.phase_costs`, `CostModel.bandwidth_time`),
-or the C kernel that replicates them (`CostModel.batch_kernel`: ``paper``, ``astra-sim``; the tests
-hold both equal). `dse.batch` runs the points in C.
+or the C kernel that replicates them from the point's bandwidths and latencies (`ShapeTable.kernel`,
+dse/_kernels.c: ``paper``, ``astra-sim``, ``astra-sim-1``, whose per-dim constants, such as links,
+the table carries; the tests hold both equal). `dse.batch` runs the points in C.
 """
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ from .topology import Topology
 NO_TRACKER, LOAD_TRACKER, OFFLINE_GREEDY = 0, 1, 2
 KIND_CODES = {RS: 0, AG: 1, AR: 2, A2A: 3}
 ALGO_CODES = {"ring": 0, "direct": 1, "halving_doubling": 2}
-KERNELS = {None: 0, "paper": 1, "astra-sim": 2}
+KERNELS = {None: 0, "paper": 1, "astra-sim": 2, "astra-sim-1": 3}
+DIM_KINDS = {"ring": 0, "fc": 1, "switch": 2}
+#: the integer kernels hold bytes (and astra-sim-1 its links and ns) below this; larger run in Python
+KERNEL_INTS = 2**61
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ class ShapeTable:
         self.nd = nd = topo.ndims
         self.coll, self.model, self.mode, self.sched = coll, model, mode, sched
         self.queue, self.active = queue, active
-        self._dims = topo.dims  # for the sizes, kinds and algorithms only
+        self._dims = topo.dims  # for what the shape fixes only (`dse.batch.shape_key`)
         plan = model.chunking(coll, nbytes, nchunks, topo, baseline=sched.is_baseline)
         self.sizes, self.charges = plan.sizes, plan.charges
         self.nchunks = len(plan.sizes)
@@ -84,6 +88,7 @@ class ShapeTable:
         self.size_classes = list(dict.fromkeys(self.sizes))
         self.charge_classes = list(dict.fromkeys(self.charges))
         self._build_combos(topo)
+        self.kernel = self._kernel()
         if self.tracker == LOAD_TRACKER:
             self._build_charges(topo, sched)  # type: ignore[arg-type]
 
@@ -110,6 +115,18 @@ class ShapeTable:
                 self.plan_off.append(len(self.plan_combo))
         self.combos = combos
         self.tied = any(c.tied for c in combos)
+
+    def _kernel(self) -> str | None:
+        """The model's C kernel (`CostModel.batch_kernel`), unless this shape's byte counts or links
+        are beyond its integers (`KERNEL_INTS`); None: the model's own methods cost each point."""
+        name = self.model.batch_kernel
+        if name not in KERNELS:
+            return None
+        if name in ("astra-sim", "astra-sim-1") and any(int(c.c) >= KERNEL_INTS for c in self.combos):
+            return None
+        if name == "astra-sim-1" and any(d.links is None or d.links >= KERNEL_INTS for d in self._dims):
+            return None
+        return name
 
     def _build_charges(self, topo: Topology, sched: ThemisScheduler) -> None:
         """What Algorithm 1 charges per (order, charge size), and its thresholds, as charge combos."""
@@ -173,20 +190,26 @@ class ShapeTable:
             bwt = array("d", [model.bandwidth_time(dims[d], kind, c) for d, kind, c in self.charge_combos])
         return busy, delay, ties, bwt
 
-    def compiled(self, engine: Any) -> Any:
-        """The table parsed by the C engine once (`dse._engine.batch_table`), for `batch_run`."""
-        hit = self.__dict__.get("_compiled")
+    def compiled(self, engine: Any, kernel: bool = True) -> Any:
+        """The table parsed by the C engine once (`dse._engine.batch_table`), for `batch_run`; with
+        `kernel` False, one whose points bring their costs (`point_costs`)."""
+        cache = self.__dict__.setdefault("_compiled", {})
+        hit = cache.get(kernel)
         if hit is None:
-            hit = self._compiled = engine.batch_table(self.packed())
+            hit = cache[kernel] = engine.batch_table(self.packed(kernel))
         return hit
 
-    def packed(self) -> tuple:
-        """The table as `dse._engine.batch_table` reads it (dse/_batch.c lists the fields)."""
-        hit = getattr(self, "_packed", None)
-        if hit is not None:
-            return hit
+    def packed(self, kernel: bool = True) -> tuple:
+        """The table as `dse._engine.batch_table` reads it (dse/_batch.c lists the fields), with its
+        cost kernel (`kernel`: `self.kernel`'s, else none)."""
+        cache = self.__dict__.setdefault("_packed", {})
+        hit = cache.get(kernel)
+        if hit is None:
+            hit = cache[kernel] = self._pack(KERNELS[self.kernel] if kernel else 0)
+        return hit
+
+    def _pack(self, kernel: int) -> tuple:
         nd, model, combos = self.nd, self.model, self.combos
-        kernel = KERNELS.get(model.batch_kernel, 0)
         load = self.tracker == LOAD_TRACKER
         chk = self.charge_combos if load else []
         shape_dims = self._dims
@@ -201,7 +224,8 @@ class ShapeTable:
         sc = {s: i for i, s in enumerate(self.size_classes)}
         cc = {s: i for i, s in enumerate(self.charge_classes)}
         empty_i, empty_d = array("i"), array("d")
-        self._packed = (
+        a1 = kernel == KERNELS["astra-sim-1"]
+        return (
             ints,
             array("i", [c.dim for c in combos]), array("d", [c.key for c in combos]), array("d", [c.sent for c in combos]),
             array("B", [c.fifo_only for c in combos]), array("i", [c.tied for c in combos]),
@@ -214,12 +238,15 @@ class ShapeTable:
             array("i", [d.steps for d in shape_dims]), array("i", [d.npus for d in shape_dims]),
             array("q", [int(r) for r in self.charges]) if self.tracker == OFFLINE_GREEDY else array("q"),
             array("i", [KIND_CODES[c.kind] for c in combos]),
-            array("q", [int(c.c) for c in combos]) if kernel == KERNELS["astra-sim"] else array("q"),
+            array("q", [int(c.c) for c in combos]) if kernel >= KERNELS["astra-sim"] else array("q"),
             array("i", [ALGO_CODES[d.algorithm] for d in shape_dims]), array("i", [d.kind == "switch" for d in shape_dims]),
             array("d", [_numerator(c, kind, shape_dims[d].npus) for d, kind, c in chk]) if kernel == 1 else empty_d,
             array("i", [d for d, _, _ in chk]) if kernel == 1 else empty_i,
+            array("i", [DIM_KINDS[d.kind] for d in shape_dims]) if a1 else empty_i,
+            array("q", [d.links for d in shape_dims]) if a1 else array("q"),
+            array("d", [d.nic_latency for d in shape_dims]) if a1 else empty_d,
+            array("d", [d.router_latency for d in shape_dims]) if a1 else empty_d,
         )  # fmt: skip
-        return self._packed
 
 
 def _numerator(c: float, kind: str, p: int) -> float:

@@ -1,14 +1,16 @@
 """The compiled evaluation (dse.tables, dse/_batch.c) and `evaluate_many` against the Python path.
 
-`evaluate` runs a shape table in C when it can (Themis' trackers and the `paper` and `astra-sim`
-phase costs compiled, the C engine); with the reference engine forced (`dse.engine.DEFAULT =
-"python"`) it runs the schedulers, the cost models' own methods and `dse.engine_ref` in Python. The
-two must agree to the bit on every field of the `Result`; `evaluate_many` must equal `evaluate`.
+`evaluate` runs a shape table in C when it can (Themis' trackers and the `paper`, `astra-sim` and
+`astra-sim-1` phase costs compiled, dse/_kernels.c, the C engine); with the reference engine forced
+(`dse.engine.DEFAULT = "python"`) it runs the schedulers, the cost models' own methods and
+`dse.engine_ref` in Python. The two must agree to the bit on every field of the `Result`;
+`evaluate_many` must equal `evaluate`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from array import array
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 
 import dse
 from dse import engine as engine_mod
-from dse.batch import evaluate_many
+from dse.batch import evaluate_many, prepare, table_for
 from dse.errors import InputError
 from dse.topology import Dim, Topology, parse_topology
 
@@ -104,12 +106,136 @@ def test_vectorised_form_equals_topologies() -> None:
     lats = [[d.latency * (1 + i % 3) for d in base.dims] for i in range(25)]
     topos = [Topology(tuple(dataclasses.replace(d, bandwidth=b, latency=lt) for d, b, lt in zip(base.dims, r, lr)))
              for r, lr in zip(rows, lats)]  # fmt: skip
-    for model in ("paper", "astra-sim"):
+    for model in ("paper", "astra-sim", "astra-sim-1"):
         kw = dict(size="1GB", chunks=16, cost_model=model)
         vec = evaluate_many(bandwidths=rows, latencies=lats, topology=base, **kw)
         by_topo = evaluate_many(topos, **kw)
         assert vec.time_ns == by_topo.time_ns and vec.dim_bytes == by_topo.dim_bytes
         assert vec.results() == by_topo.results() == [dse.evaluate(t, **kw) for t in topos]
+
+
+# ----- astra-sim-1's kernel (dse/_kernels.c) against dse/costs/astra_sim1.py ----------------------
+ASTRA1_SHAPES = ("ring", "direct", "halving_doubling")
+
+
+@st.composite
+def astra1_dim(draw: st.DrawFn) -> Dim:
+    """A dim astra-sim-1 accepts: any kind and algorithm (halving-doubling on powers of two), links
+    not always a multiple of what a message uses, fractional latencies."""
+    kind = draw(st.sampled_from(KINDS))
+    npus = draw(st.sampled_from((2, 4, 8, 16))) if draw(st.booleans()) else draw(st.integers(2, 12))
+    algos = ASTRA1_SHAPES if npus & (npus - 1) == 0 else ASTRA1_SHAPES[:2]
+    unit = {"ring": 2, "fc": npus - 1, "switch": 1}[kind]
+    links = unit * draw(st.integers(1, 3)) + draw(st.integers(0, 2))
+
+    def ns() -> float:
+        return draw(st.sampled_from((0.0, 1.0, 10.5, 700.0, draw(st.floats(0.0, 5000.0)))))
+
+    return Dim(kind, npus, draw(st.floats(0.01, 1000.0)), ns(), algorithm=draw(st.sampled_from(algos)), links=links,
+               nic_latency=ns(), router_latency=ns())  # fmt: skip
+
+
+@st.composite
+def astra1_points(draw: st.DrawFn) -> tuple[list[Topology], dict]:
+    """Points of one shape: a topology, then copies with new bandwidths and latencies (what a point
+    brings) and some with new links, NIC or router latencies (what the shape fixes)."""
+    base = [draw(astra1_dim()) for _ in range(draw(st.integers(1, 4)))]
+    topos = [Topology(tuple(base))]
+    for _ in range(draw(st.integers(1, 4))):
+        dims = []
+        for d in base:
+            d = dataclasses.replace(d, bandwidth=draw(st.floats(0.01, 1000.0)), latency=draw(st.floats(0.0, 5000.0)))
+            if draw(st.integers(0, 3)) == 0:
+                unit = {"ring": 2, "fc": d.npus - 1, "switch": 1}[d.kind]
+                d = dataclasses.replace(d, links=unit * draw(st.integers(1, 3)),
+                                        nic_latency=draw(st.floats(0.0, 100.0)),
+                                        router_latency=draw(st.floats(0.0, 100.0)))  # fmt: skip
+            dims.append(d)
+        topos.append(Topology(tuple(dims)))
+    kw: dict = dict(cost_model="astra-sim-1", scheduler=draw(st.sampled_from(("themis", "baseline", "round_robin"))),
+                    queue=draw(st.sampled_from(("fifo", "scf"))),
+                    collective=draw(st.sampled_from(("all_reduce", "reduce_scatter", "all_gather", "all_to_all"))),
+                    size=draw(st.sampled_from(("1GB", "64MiB", "3000017", "256KB", "1000"))),
+                    chunks=draw(st.sampled_from((1, 2, 7, 16, 64))))  # fmt: skip
+    return topos, kw
+
+
+def kernel_costs(table: object, topo: Topology) -> tuple:
+    """One point's (busy, delay, ties, greedy bandwidths) from the table's C kernel."""
+    rows = (array("d", [d.bandwidth for d in topo.dims]), array("d", [d.latency for d in topo.dims]))
+    eng = engine_mod._engine
+    busy, delay, ties, _, gbw = eng.batch_costs(table.packed(), rows)  # type: ignore[union-attr,attr-defined]
+    return busy, delay, ties, gbw
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(astra1_points())
+def test_astra_sim1_kernel_equals_the_cost_model(point: tuple[list[Topology], dict]) -> None:
+    """Per combo the kernel's busy, delay and tie offsets are `_make_phase`'s (`phase_timing`), and
+    per dim its greedy bandwidth is `greedy_bandwidth`, to the bit, at every point of the shape."""
+    topos, kw = point
+    try:
+        prepared = [prepare(dict(kw, topology=t)) for t in topos]
+    except InputError:
+        return
+    model = prepared[0].spec.cost_model
+    for p in prepared:
+        table = table_for(p)
+        assert table is not None and table.kernel == "astra-sim-1"
+        busy, delay, ties, gbw = kernel_costs(table, p.spec.topology)
+        want_busy, want_delay, want_ties, _ = table._point_costs(p.spec.topology)
+        assert busy == want_busy.tolist() and delay == want_delay.tolist() == [0.0] * len(busy)
+        assert want_ties is not None and ties == want_ties.tolist()
+        assert gbw == [model.greedy_bandwidth(d) for d in p.spec.topology.dims]
+
+
+@needs_c
+@pytest.mark.filterwarnings("ignore:BW utilisation above 100")
+@settings(max_examples=300, deadline=None)
+@given(astra1_points())
+def test_astra_sim1_evaluate_many_equals_the_python_path(point: tuple[list[Topology], dict]) -> None:
+    """Random astra-sim-1 points, several of a shape with new bandwidths and latencies (and some
+    with new links, NIC or router latencies, another shape): `evaluate_many` runs them on the
+    kernel and equals the pure-Python path and `evaluate`, to the bit."""
+    topos, kw = point
+    mp = pytest.MonkeyPatch()
+    try:
+        want = [python_evaluate(mp, t, **kw) for t in topos]
+    except InputError:
+        return
+    finally:
+        mp.undo()
+    res = evaluate_many(topos, **kw)
+    assert res.results() == want
+    assert [dse.evaluate(t, **kw) for t in topos] == want
+
+
+@needs_c
+def test_astra_sim1_beyond_the_kernel_integers_runs_in_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Times the kernel cannot hold exactly (2^61 ns and more) are refused by it, and such points,
+    with the rest of their batch, get the model's own costs; byte counts that large (an all-gather
+    grows its chunk by every dim's size) leave the shape without a kernel. Both equal `evaluate`."""
+    fast = Topology((Dim("ring", 4, 100.0, 10.0, links=2), Dim("switch", 8, 50.0, 5.5, links=1, router_latency=3.0)))
+    slow = Topology((dataclasses.replace(fast.dims[0], bandwidth=1e-8), fast.dims[1]))
+    kw = dict(cost_model="astra-sim-1", size="1TB", chunks=2)
+    table = table_for(prepare(dict(kw, topology=fast)))
+    assert table is not None and table.kernel == "astra-sim-1"
+    kernel_costs(table, fast)
+    with pytest.raises(OverflowError):
+        kernel_costs(table, slow)
+    want = [python_evaluate(monkeypatch, t, **kw) for t in (fast, slow, fast)]
+    assert max(want[1].dim_busy_ns) >= 2**61
+    assert evaluate_many([fast, slow, fast], **kw).results() == want
+    rows = [[d.bandwidth for d in t.dims] for t in (fast, slow, fast)]
+    assert evaluate_many(bandwidths=rows, topology=fast, **kw).results() == want
+    huge = "Switch(1048576,100,1,links=1)_Switch(1048576,100,1,links=1)"
+    for model in ("astra-sim", "astra-sim-1"):
+        kw = dict(cost_model=model, collective="all_gather", size=2**53, chunks=1)
+        table = table_for(prepare(dict(kw, topology=huge)))
+        assert table is not None and table.kernel is None
+        want = [python_evaluate(monkeypatch, huge, **kw)] * 2
+        assert evaluate_many([huge, huge], **kw).results() == want
 
 
 def test_results_are_built_only_when_asked() -> None:

@@ -25,6 +25,10 @@ whose last dim is FC): one direct RS round then one unreduced direct AG round of
 all-to-all: an RS-shaped exchange with no reduction; halving-doubling or direct on a Ring dim:
 hops = the shorter ring distance to each peer (HD partners at P/2, P/4, … for RS, 1, 2, … for AG).
 Only the serialized latency mode and one active chunk per dim exist, as in ASTRA-sim 1.0.
+
+`evaluate_many` (and `evaluate` on a shape seen before) runs `phase_timing` and `greedy_bandwidth`
+in C (dse/_kernels.c, `batch_kernel`), in integers as exact as Python's up to 2^61 ns; the tests
+hold both equal to the bit (tests/test_batch.py).
 """
 
 from __future__ import annotations
@@ -152,6 +156,8 @@ class AstraSim1Model(CostModel):
     fixed_splits = True
     themis_across = "astra-sim-1"
     issue_priorities = True
+    batch_kernel = "astra-sim-1"  # dse/_kernels.c: phase_timing and greedy_bandwidth, to the bit
+    shape_fields = ("links", "nic_latency", "router_latency")  # the kernel's per-dim constants
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")

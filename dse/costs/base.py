@@ -95,9 +95,13 @@ class CostModel(ABC):
     #: which nodes of a workload run at once on one NPU (`dse.workload_graph.ResourceRules`):
     #: "dse" (collectives overlap each other) or "astra-sim-2" (one collective at a time)
     workload_rules: ClassVar[str] = "dse"
-    #: the C kernel that computes exactly what `_make_phase` and `bandwidth_time` do, for many
-    #: points at once (`dse.tables`; "paper", "astra-sim"); None: they are called per point
+    #: the C kernel that computes exactly what `_make_phase`, `bandwidth_time` and `greedy_bandwidth`
+    #: do, for many points at once (`dse.tables`, dse/_kernels.c; "paper", "astra-sim",
+    #: "astra-sim-1"); None: they are called per point
     batch_kernel: ClassVar[str | None] = None
+    #: Dim fields besides kind, npus and algorithm that the kernel takes from the shape table, not
+    #: the point: part of a point's shape (`dse.batch.shape_key`), like the kind
+    shape_fields: ClassVar[tuple[str, ...]] = ()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -322,6 +322,7 @@ typedef struct { double *time, *busy, *bytes; int *orders; } Outs;
 typedef struct {
     Sim s; int ready;
     double *busy, *delay, *t123, *bwt; unsigned char *tied; int *oids, *ids, *rank; Py_ssize_t *poff;
+    double last_bw[8], last_lat[8], gbw[8]; int have_last;  /* the costs above are those of these rows */
 } Work;
 
 static void work_free(Work *w) {
@@ -396,13 +397,21 @@ static int run_points(const Table *tb, const Points *pt, Outs *out, Work *w) {
     int nd = tb->nd, nc = tb->ncombo;
     Sim *s = &w->s;
     BatchCtx bx; bx.ids = w->ids; bx.n = tb->nchunks;
-    double gbw[8];
+    double *gbw = w->gbw;
     for (Py_ssize_t p = 0; p < pt->np; p++) {
         const double *bwtp = w->bwt;
         if (tb->kernel != K_NONE) {
-            if (costs(tb, pt->bw + p * nd, pt->lat + p * nd, w->busy, w->delay, w->t123,
-                      tb->tracker == LOAD_TRACKER ? w->bwt : NULL, gbw)) return -4;
+            const double *bw = pt->bw + p * nd, *lat = pt->lat + p * nd;
+            size_t row = (size_t)nd * sizeof(double);
+            if (!w->have_last || memcmp(bw, w->last_bw, row) || memcmp(lat, w->last_lat, row)) {  /* else: kept */
+                w->have_last = 0;
+                if (costs(tb, bw, lat, w->busy, w->delay, w->t123, tb->tracker == LOAD_TRACKER ? w->bwt : NULL, gbw))
+                    return -4;
+                memcpy(w->last_bw, bw, row); memcpy(w->last_lat, lat, row);
+                w->have_last = 1;
+            }
         } else {
+            w->have_last = 0;
             memcpy(w->busy, pt->busy + p * nc, (size_t)nc * sizeof(double));
             memcpy(w->delay, pt->delay + p * nc, (size_t)nc * sizeof(double));
             if (pt->ties) for (int k = 0; k < nc; k++) {

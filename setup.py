@@ -8,7 +8,7 @@ from setuptools import Extension, setup
 
 ENGINE = Extension(
     "dse._engine",
-    ["dse/_engine.c", "dse/_graph.c", "dse/_queues.c", "dse/_engine_mod.c", "dse/_batch.c", "dse/_kernels.c"],
+    ["dse/_engine.c", "dse/_graph.c", "dse/_heaps.c", "dse/_queues.c", "dse/_engine_mod.c", "dse/_batch.c", "dse/_kernels.c"],
     depends=["dse/_engine.h", "dse/_ranked.h", "dse/_batch.h"],
     optional=True,
     extra_compile_args=["-O2"],

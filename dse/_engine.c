@@ -14,29 +14,7 @@
 #include "_ranked.h"
 
 
-/* ----- small growable arrays ------------------------------------------------------------------ */
-int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
-    if (need <= *cap) return 0;
-    Py_ssize_t nc = *cap ? *cap : 16;
-    while (nc < need) nc *= 2;
-    void *q = realloc(*p, (size_t)nc * size);
-    if (!q) return -1;
-    *p = q; *cap = nc;
-    return 0;
-}
-
 /* ----- the event heap ------------------------------------------------------------------------- */
-static inline int ev_less(const Ev *x, const Ev *y) {
-    if (x->t != y->t) return x->t < y->t;
-    if (x->cls != y->cls) return x->cls < y->cls;
-    if (x->a1 != y->a1) return x->a1 < y->a1;
-    if (x->a2 != y->a2) return x->a2 < y->a2;
-    if (x->a3 != y->a3) return x->a3 < y->a3;
-    if (x->st != y->st) return x->st < y->st;
-    if (x->dk != y->dk) return x->dk < y->dk;
-    return x->seq < y->seq;
-}
-
 /* Push an event made of its fields (written in place: no temporary struct to copy). `tie`: NULL, or
  * (a1, a2, a3, st) with `dk`. */
 /* The compact events live in a 4-ary heap: half the levels of a binary one, its children adjacent. */
@@ -221,125 +199,12 @@ int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie
     return 0;
 }
 
-static void ev_pop(Sim *s, Ev *out) {
-    Ev *h = s->ev;
-    *out = h[0];
-    Ev last = h[--s->nev];
-    Py_ssize_t i = 0, n = s->nev;
-    for (;;) {
-        Py_ssize_t l = 2 * i + 1;
-        if (l >= n) break;
-        Py_ssize_t m = l;
-        if (l + 1 < n && ev_less(&h[l + 1], &h[l])) m = l + 1;
-        if (!ev_less(&h[m], &last)) break;
-        h[i] = h[m];
-        i = m;
-    }
-    if (n > 0) h[i] = last;
-}
-
-/* ----- keyed min-heaps: (key, seq, item) -------------------------------------------------------- */
-static inline int kh_less(const KItem *x, const KItem *y) {
-    if (x->key != y->key) return x->key < y->key;
-    return x->seq < y->seq;
-}
-
-int kh_push(KHeap *hp, KItem it) {
-    if (hp->n == hp->cap && grow((void **)&hp->h, &hp->cap, hp->n + 1, sizeof(KItem))) return -1;
-    Py_ssize_t i = hp->n++;
-    while (i > 0) {
-        Py_ssize_t p = (i - 1) / 2;
-        if (!kh_less(&it, &hp->h[p])) break;
-        hp->h[i] = hp->h[p];
-        i = p;
-    }
-    hp->h[i] = it;
-    return 0;
-}
-
-KItem kh_pop(KHeap *hp) {
-    KItem top = hp->h[0];
-    KItem last = hp->h[--hp->n];
-    Py_ssize_t i = 0, n = hp->n;
-    for (;;) {
-        Py_ssize_t l = 2 * i + 1;
-        if (l >= n) break;
-        Py_ssize_t m = l;
-        if (l + 1 < n && kh_less(&hp->h[l + 1], &hp->h[l])) m = l + 1;
-        if (!kh_less(&hp->h[m], &last)) break;
-        hp->h[i] = hp->h[m];
-        i = m;
-    }
-    if (n > 0) hp->h[i] = last;
-    return top;
-}
-
-/* ----- a dimension's waiting phases: a deque with insertion (O(1) at both ends) ----------------- */
-static inline KItem *q_at(Deque *q, Py_ssize_t j) { return &q->buf[q->head + j]; }
-
-static int q_room_back(Deque *q) {
-    if (q->head + q->len < q->cap) return 0;
-    if (q->len >= q->cap / 2) {
-        Py_ssize_t nc = q->cap ? 2 * q->cap : 16;
-        KItem *nb = realloc(q->buf, (size_t)nc * sizeof(KItem));
-        if (!nb) return -1;
-        q->buf = nb; q->cap = nc;
-    }
-    Py_ssize_t nh = (q->cap - q->len) / 4;
-    memmove(&q->buf[nh], &q->buf[q->head], (size_t)q->len * sizeof(KItem));
-    q->head = nh;
-    return 0;
-}
-
-static int q_insert(Deque *q, Py_ssize_t j, KItem w) {
-    if (j < q->len - j && q->head > 0) {
-        memmove(&q->buf[q->head - 1], &q->buf[q->head], (size_t)j * sizeof(KItem));
-        q->head -= 1;
-    } else {
-        if (q_room_back(q)) return -1;
-        memmove(q_at(q, j + 1), q_at(q, j), (size_t)(q->len - j) * sizeof(KItem));
-    }
-    *q_at(q, j) = w;
-    q->len += 1;
-    return 0;
-}
-
-static inline KItem q_pop_front(Deque *q) {
-    KItem w = q->buf[q->head];
-    q->head += 1;
-    q->len -= 1;
-    return w;
-}
-
 /* ----- chunks --------------------------------------------------------------------------------- */
 static inline Py_ssize_t ph_index(const Sim *s, int c) {
     Py_ssize_t j = s->cbase[c] + s->pos[c];
     return s->pmap ? s->pmap[j] : j;
 }
 static inline int plan_len(const Sim *s, int c) { return s->clen[c]; }
-
-/* Add chunks for plan ids `ids[0..n)`, owned by node `owner` with priority `prio`. */
-int sim_add_chunks(Sim *s, const int *ids, int n, int owner, long long prio) {
-    Py_ssize_t need = s->nchunks + n;
-    if (need > s->chcap) {
-        Py_ssize_t cap = s->chcap, c2 = cap;
-        if (grow((void **)&s->cbase, &c2, need, sizeof(Py_ssize_t))) return -1;
-        c2 = cap; if (grow((void **)&s->clen, &c2, need, sizeof(int))) return -1;
-        c2 = cap; if (grow((void **)&s->pos, &c2, need, sizeof(int))) return -1;
-        c2 = cap; if (grow((void **)&s->owner, &c2, need, sizeof(int))) return -1;
-        c2 = cap; if (grow((void **)&s->prio, &c2, need, sizeof(long long))) return -1;
-        c2 = cap; if (grow((void **)&s->started, &c2, need, sizeof(double))) return -1;
-        c2 = cap; if (grow((void **)&s->chunk_end, &c2, need, sizeof(double))) return -1;
-        c2 = cap; if (grow((void **)&s->phase_lead, &c2, need, sizeof(long long))) return -1;
-        s->chcap = c2;
-    }
-    for (int k = 0; k < n; k++) {
-        Py_ssize_t c = s->nchunks++;
-        s->cbase[c] = s->poff[ids[k]]; s->clen[c] = (int)(s->poff[ids[k] + 1] - s->poff[ids[k]]); s->pos[c] = 0; s->owner[c] = owner; s->prio[c] = prio;
-        s->started[c] = 0.0; s->chunk_end[c] = 0.0; s->phase_lead[c] = s->lead;
-    }
-    return 0;
-}
 
 static inline long long lead_after(const Sim *s, long long lead, Py_ssize_t i) {
     int off = s->ph.loff[i];

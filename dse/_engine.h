@@ -122,11 +122,24 @@ struct Sim {
     void *ctx;
 };
 
-/* shared by the engine's two halves (_engine.c: events and network; _graph.c: nodes, set-up) */
+/* shared by the engine's parts (_engine.c: events and network; _graph.c: nodes, set-up; _heaps.c: containers) */
 int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size);
 int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk);
 int kh_push(KHeap *hp, KItem it);
 KItem kh_pop(KHeap *hp);
+void ev_pop(Sim *s, Ev *out);
+int q_insert(Deque *q, Py_ssize_t j, KItem w);
+static inline int kh_less(const KItem *x, const KItem *y) {
+    if (x->key != y->key) return x->key < y->key;
+    return x->seq < y->seq;
+}
+static inline KItem *q_at(Deque *q, Py_ssize_t j) { return &q->buf[q->head + j]; }
+static inline KItem q_pop_front(Deque *q) {
+    KItem w = q->buf[q->head];
+    q->head += 1;
+    q->len -= 1;
+    return w;
+}
 int enqueue(Sim *s, int c);
 int refill(Sim *s, int d, double t);
 int issue(Sim *s, int i, double t);

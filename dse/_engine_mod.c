@@ -328,6 +328,7 @@ static PyObject *results(Sim *s) {
 }
 
 static PyObject *run(PyObject *self, PyObject *args) {
+    (void)self;
     int nd, policy, slots, shared, dimkey, use_prio, track, record, tieless;
     PyObject *plans, *graph, *hooks;
     if (!PyArg_ParseTuple(args, "iiiiiiiiiOOO", &nd, &policy, &slots, &shared, &dimkey, &use_prio, &track, &record,
@@ -384,7 +385,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_engine", "dse's event engine in C.", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_engine", "dse's event engine in C.", -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__engine(void) {
     PyObject *m = PyModule_Create(&module);

@@ -100,6 +100,30 @@ int dispatch(Sim *s, double t) {
     return 0;
 }
 
+/* Add chunks for plan ids `ids[0..n)`, owned by node `owner` with priority `prio`. */
+int sim_add_chunks(Sim *s, const int *ids, int n, int owner, long long prio) {
+    Py_ssize_t need = s->nchunks + n;
+    if (need > s->chcap) {
+        Py_ssize_t cap = s->chcap, c2 = cap;
+        if (grow((void **)&s->cbase, &c2, need, sizeof(Py_ssize_t))) return -1;
+        c2 = cap; if (grow((void **)&s->clen, &c2, need, sizeof(int))) return -1;
+        c2 = cap; if (grow((void **)&s->pos, &c2, need, sizeof(int))) return -1;
+        c2 = cap; if (grow((void **)&s->owner, &c2, need, sizeof(int))) return -1;
+        c2 = cap; if (grow((void **)&s->prio, &c2, need, sizeof(long long))) return -1;
+        c2 = cap; if (grow((void **)&s->started, &c2, need, sizeof(double))) return -1;
+        c2 = cap; if (grow((void **)&s->chunk_end, &c2, need, sizeof(double))) return -1;
+        c2 = cap; if (grow((void **)&s->phase_lead, &c2, need, sizeof(long long))) return -1;
+        s->chcap = c2;
+    }
+    for (int k = 0; k < n; k++) {
+        Py_ssize_t c = s->nchunks++;
+        s->cbase[c] = s->poff[ids[k]]; s->clen[c] = (int)(s->poff[ids[k] + 1] - s->poff[ids[k]]);
+        s->pos[c] = 0; s->owner[c] = owner; s->prio[c] = prio;
+        s->started[c] = 0.0; s->chunk_end[c] = 0.0; s->phase_lead[c] = s->lead;
+    }
+    return 0;
+}
+
 /* ----- set-up and tear-down ------------------------------------------------------------------- */
 int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int use_prio, int track, int record,
              int nnodes) {

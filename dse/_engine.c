@@ -215,9 +215,11 @@ static inline long long lead_after(const Sim *s, long long lead, Py_ssize_t i) {
 }
 
 /* ----- the network ----------------------------------------------------------------------------
- * The hot steps take `fast` and `qm`: constants where sim_go runs its specialised loop (FAST_OK:
- * compact events, one phase per dim at a time, ranked smallest-first queues, no lead, log or
- * priorities), so the compiler drops every test those settle; 0 and s->qmode elsewhere. */
+ * The hot steps take `fast` and `qm`, constants where sim_go runs a specialised loop (one phase
+ * per dim at a time, ranked smallest-first queues, no lead, log or priorities; COMPACT: compact
+ * events, each dim's in its head; TIED: events with tie keys), so the compiler drops every test
+ * those settle; 0 and s->qmode elsewhere. */
+enum { COMPACT = 1, TIED = 2 };
 
 HOT int enqueue_(Sim *s, int c, int fast, int qm) {
     Py_ssize_t i = ph_index(s, c);
@@ -327,12 +329,12 @@ HOT int start_phase(Sim *s, int c, int d, double t, int fast) {
     }
     double tie[4], *tp = NULL;
     int dk = 0;
-    if (!fast && (s->ph.hastie[i] || s->dimkey)) {
+    if (fast != COMPACT && (s->ph.hastie[i] || s->dimkey)) {
         tie[0] = t + s->ph.t1[i]; tie[1] = t + s->ph.t2[i]; tie[2] = t + s->ph.t3[i]; tie[3] = t;
         tp = tie;
         dk = s->dimkey ? d : 0;
     }
-    int srv = fast || s->srv;
+    int srv = fast == COMPACT || (!fast && s->srv);
     if (delay != 0.0 && t + busy + delay != t + busy) {  /* a delay lost to rounding is none */
         if (srv) head_set(s, d, t + busy, (1ULL << 58) | (unsigned long long)s->counter++, RELEASE, c, d);
         else if (ev_push(s, t + busy, 1, RELEASE, c, d, tp, dk)) return -1;
@@ -346,7 +348,7 @@ HOT int refill_(Sim *s, int d, double t, int fast, int qm) {
     if (fast) {  /* one place per dim */
         if (s->running[d] || !q_waiting(s, d, qm)) return 0;
         int c = q_next(s, d, qm);
-        return c < 0 || start_phase(s, c, d, t, 1) ? -1 : 0;
+        return c < 0 || start_phase(s, c, d, t, fast) ? -1 : 0;
     }
     while (s->running[d] < s->slots && q_waiting(s, d, qm)) {
         int c = q_next(s, d, qm);
@@ -422,18 +424,18 @@ static int share_done(Sim *s, int d, double t) {
 HOT int loop_(Sim *s, int fast, int qm) {
     Ev e;
     while (s->nev > 0 || s->nlive > 0) {
-        if (fast || s->notie) ev2_take(s, &e);
+        if (fast == COMPACT || (!fast && s->notie)) ev2_take(s, &e);
         else ev_pop(s, &e);
         double t = e.t;
         int a = e.a;
         if (fast) {  /* the network's events first: they are nearly all */
             if (e.kind == RELEASE) {
                 s->running[e.b] -= 1;
-                if (refill_(s, (int)e.b, t, 1, qm)) return -1;
+                if (refill_(s, (int)e.b, t, fast, qm)) return -1;
                 continue;
             }
             if (e.kind <= ARRIVE) {
-                if (phase_end_(s, e.kind, a, (int)e.b, t, 0, 1, qm)) return -1;
+                if (phase_end_(s, e.kind, a, (int)e.b, t, 0, fast, qm)) return -1;
                 continue;
             }
         }
@@ -476,8 +478,10 @@ HOT int loop_(Sim *s, int fast, int qm) {
 }
 
 static int loop_generic(Sim *s) { return loop_(s, 0, s->qmode); }
-static int loop_ranked_dse(Sim *s) { return loop_(s, 1, 3); }
-static int loop_ranked_astra(Sim *s) { return loop_(s, 1, 4); }
+static int loop_compact_dse(Sim *s) { return loop_(s, COMPACT, 3); }
+static int loop_compact_astra(Sim *s) { return loop_(s, COMPACT, 4); }
+static int loop_tied_dse(Sim *s) { return loop_(s, TIED, 3); }
+static int loop_tied_astra(Sim *s) { return loop_(s, TIED, 4); }
 
 /* Run the loop; 0, -1 (error set, or out of memory: s->nomem), or -2 (stalled). */
 int sim_go(Sim *s) {
@@ -493,8 +497,11 @@ int sim_go(Sim *s) {
         if (arrive(s, i, i, 0.0)) return -1;
     }
     if (dispatch(s, 0.0)) return -1;
-    int fast = s->srv && !s->track && !s->record && !s->use_prio && !s->dimkey;
-    int rc = fast && s->qmode == 3 ? loop_ranked_dse(s) : fast && s->qmode == 4 ? loop_ranked_astra(s) : loop_generic(s);
+    int plain = s->slots == 1 && !s->shared && !s->track && !s->record && !s->use_prio && s->qmode >= 3;
+    int rc;
+    if (plain && s->srv && !s->dimkey) rc = s->qmode == 3 ? loop_compact_dse(s) : loop_compact_astra(s);
+    else if (plain && !s->notie) rc = s->qmode == 3 ? loop_tied_dse(s) : loop_tied_astra(s);
+    else rc = loop_generic(s);
     if (rc) return rc;
     for (int i = 0; i < n; i++) if (s->need[i]) return -2;
     for (int r = 0; r < 3; r++) if (s->ready[r].n || s->taken[r]) return -2;

@@ -321,7 +321,7 @@ typedef struct { double *time, *busy, *bytes; int *orders; } Outs;
  * table's capsule between calls, or made for one call when another thread holds them). */
 typedef struct {
     Sim s; int ready;
-    double *busy, *delay, *t123, *bwt; unsigned char *tied; int *oids, *ids, *rank; Py_ssize_t *poff;
+    double *busy, *delay, *t123, *bwt; unsigned char *tied; int *oids, *ids; Py_ssize_t *poff;
     double last_bw[8], last_lat[8], gbw[8]; int have_last;  /* the costs above are those of these rows */
 } Work;
 
@@ -332,11 +332,9 @@ static void work_free(Work *w) {
         sim_free(&w->s);
     }
     free(w->busy); free(w->delay); free(w->t123); free(w->tied); free(w->bwt); free(w->oids); free(w->ids);
-    free(w->poff); free(w->rank);
+    free(w->poff);
     memset(w, 0, sizeof *w);
 }
-
-static int ranks(Work *w, const Table *tb);
 
 static int work_init(Work *w, const Table *tb) {
     int nd = tb->nd, nc = tb->ncombo;
@@ -360,38 +358,10 @@ static int work_init(Work *w, const Table *tb) {
     s->ph.fifo = (unsigned char *)tb->combo_fifo; s->ph.hastie = w->tied; s->ph.busy = w->busy; s->ph.delay = w->delay;
     s->ph.t1 = w->t123; s->ph.t2 = w->t123 + nc; s->ph.t3 = w->t123 + 2 * nc;
     s->poff = w->poff; s->pmap = tb->plan_combo;
-    return ranks(w, tb);
+    s->ph.len = nc;
+    return sim_rank_keys(s);
 }
 
-/* Each combo's key rank among its dim's distinct keys, for the engine's ranked queues (none if a
- * dim has more than MAX_RANKS). */
-static const Table *sort_tb;
-static int by_dim_key(const void *x, const void *y) {
-    int i = *(const int *)x, j = *(const int *)y;
-    int di = sort_tb->combo_dim[i], dj = sort_tb->combo_dim[j];
-    if (di != dj) return di < dj ? -1 : 1;
-    double a = sort_tb->combo_key[i], b = sort_tb->combo_key[j];
-    return a < b ? -1 : a > b ? 1 : 0;
-}
-
-static int ranks(Work *w, const Table *tb) {
-    int nc = tb->ncombo;
-    int *ix = malloc((size_t)nc * sizeof(int));
-    if (!ix || !(w->rank = malloc((size_t)nc * sizeof(int)))) { free(ix); return -1; }
-    for (int k = 0; k < nc; k++) ix[k] = k;
-    sort_tb = tb;  /* under the GIL: work_init runs before the GIL is released */
-    qsort(ix, (size_t)nc, sizeof(int), by_dim_key);
-    int r = 0, ok = 1;
-    for (int k = 0; k < nc; k++) {
-        int a = ix[k], b = k ? ix[k - 1] : -1;
-        if (b < 0 || tb->combo_dim[a] != tb->combo_dim[b]) r = 0;
-        else if (tb->combo_key[a] != tb->combo_key[b]) r++;
-        if (r >= MAX_RANKS) ok = 0;
-        w->rank[a] = r;
-    }
-    free(ix);
-    return ok ? sim_use_ranks(&w->s, w->rank) : 0;
-}
 
 static int run_points(const Table *tb, const Points *pt, Outs *out, Work *w) {
     int nd = tb->nd, nc = tb->ncombo;

@@ -102,7 +102,7 @@ struct Sim {
     long long *prio; double *started, *chunk_end; long long *phase_lead;
     Py_ssize_t nchunks, chcap;
     /* dimensions */
-    Deque *wait; Buckets *bq; Astra *aq; RBuckets *rb; RAstra *ra; KHeap *active; int *running; double *busy, *sent, *vtime, *vlast; int *gen;
+    Deque *wait; Buckets *bq; Astra *aq; RBuckets *rb; RAstra *ra; int *ownrank; KHeap *active; int *running; double *busy, *sent, *vtime, *vlast; int *gen;
     /* nodes */
     int *need; double *start, *end, *comm_rel, *other_rel; unsigned char *by_comm; int *remaining;
     long long *node_lead; int *scratch_roots; int nroots;
@@ -154,6 +154,7 @@ void sim_reset(Sim *s);
 void sim_free(Sim *s);
 int sim_go(Sim *s);
 int sim_use_ranks(Sim *s, const int *rank);
+int sim_rank_keys(Sim *s);
 int sim_add_chunks(Sim *s, const int *ids, int n, int owner, long long prio);
 void graph_single(Graph *g);
 

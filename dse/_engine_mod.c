@@ -194,7 +194,8 @@ static int add_plans(Sim *s, Ctx *cx, PyObject *seq, int owner, long long prio) 
 static int issue_fixed(Sim *s, int i, double t) {
     (void)t;
     Ctx *cx = s->ctx;
-    return add_plans(s, cx, cx->plans, i, 0);
+    if (add_plans(s, cx, cx->plans, i, 0)) return -1;
+    return sim_rank_keys(s) ? (PyErr_NoMemory(), -1) : 0;  /* every phase is known: queues by rank */
 }
 
 static int issue_hook(Sim *s, int i, double t) {

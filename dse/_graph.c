@@ -193,7 +193,7 @@ void sim_free(Sim *s) {
     if (s->bq) for (int d = 0; d < s->nd; d++) bq_free(&s->bq[d]);
     if (s->aq) for (int d = 0; d < s->nd; d++) aq_free(&s->aq[d]);
     if (s->rb) for (int d = 0; d < s->nd; d++) rq_free(&s->rb[d], &s->ra[d]);
-    free(s->rb); free(s->ra);
+    free(s->rb); free(s->ra); free(s->ownrank);
     if (s->active) for (int d = 0; d < s->nd; d++) free(s->active[d].h);
     for (int r = 0; r < 3; r++) free(s->ready[r].h);
     free(s->wait); free(s->bq); free(s->aq); free(s->active); free(s->running); free(s->busy); free(s->sent);
@@ -205,6 +205,41 @@ void sim_free(Sim *s) {
     free(s->started); free(s->chunk_end); free(s->phase_lead); free(s->logv); free(s->scratch);
     free(s->lagseq); free(s->laglead);
     memset(s, 0, sizeof *s);
+}
+
+static int by_value(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/* Rank each phase's key among its dim's distinct keys and serve the smallest-first queues by rank
+ * (sim_use_ranks) if no dim has more than MAX_RANKS; once every phase is known, before the first
+ * enqueue. 0, or -1 (no memory). */
+int sim_rank_keys(Sim *s) {
+    Py_ssize_t n = s->ph.len;
+    if ((s->qmode != 1 && s->qmode != 2) || n == 0) return 0;
+    double *keys = malloc((size_t)n * sizeof(double));
+    int *rank = malloc((size_t)n * sizeof(int));
+    if (!keys || !rank) { free(keys); free(rank); return -1; }
+    int ok = 1;
+    for (int d = 0; d < s->nd && ok; d++) {
+        Py_ssize_t m = 0, u = 0;
+        for (Py_ssize_t i = 0; i < n; i++) if (s->ph.dim[i] == d) keys[m++] = s->ph.key[i];
+        qsort(keys, (size_t)m, sizeof(double), by_value);
+        for (Py_ssize_t i = 0; i < m; i++) if (u == 0 || keys[i] != keys[u - 1]) keys[u++] = keys[i];
+        ok = u <= MAX_RANKS;
+        for (Py_ssize_t i = 0; i < n && ok; i++) {
+            if (s->ph.dim[i] != d) continue;
+            int lo = 0, hi = (int)u;  /* the key's place among the distinct ones */
+            while (lo < hi) { int mid = (lo + hi) / 2; if (keys[mid] < s->ph.key[i]) lo = mid + 1; else hi = mid; }
+            rank[i] = lo;
+        }
+    }
+    free(keys);
+    if (!ok) { free(rank); return 0; }
+    free(s->ownrank);
+    s->ownrank = rank;
+    return sim_use_ranks(s, rank);
 }
 
 /* Serve the smallest-first queues by rank: `rank[i]` is phase i's key rank among its dim's

@@ -101,6 +101,18 @@ def single_cases(draw, shared=False):
 
 
 @st.composite
+def plain_cases(draw):
+    """(net, plans) the C engine runs in its specialised loop (one phase per dim at a time,
+    smallest-first queues served by key rank, no lead, log or priorities): compact events and
+    lanes, or events with tie keys; up to 60 chunks of up to 12 phases, few keys."""
+    nd = draw(st.integers(1, 5))
+    tied, grid = draw(st.booleans()), draw(st.booleans())
+    net = NetRules(nd, draw(st.sampled_from([SCF_PRIORITY, SCF_ASTRA])), 1,
+                   dim_tiebreak=tied and draw(st.booleans()), tieless=not tied)  # fmt: skip
+    return net, draw(chunk_plans(nd, tied, False, grid, max_chunks=60, max_phases=12))
+
+
+@st.composite
 def dags(draw, ideal=False, grid=False):
     """A random acyclic EngineGraph (edges forward in a random order, then nodes relabelled)."""
     n = draw(st.integers(1, 30))
@@ -215,6 +227,16 @@ def test_servers_c_equals_reference(case):
     net, plans, record = case
     out, _ = both(net, plans=plans, record=record)
     assert_same(engine.run(net, plans=unshared(plans), record=record, engine="c"), out)
+
+
+@needs_c
+@MANY
+@given(plain_cases())
+def test_plain_servers_c_equals_reference(case):
+    """The specialised loop and the ranked queues (dse/_engine.c, dse/_ranked.h) against the reference."""
+    net, plans = case
+    out, _ = both(net, plans=plans, record=False)
+    assert_same(engine.run(net, plans=unshared(plans), record=False, engine="c"), out)
 
 
 @needs_c

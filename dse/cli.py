@@ -347,9 +347,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _warn_one_line
     _warned.clear()
     sys.unraisablehook = _unraisable
-    parser = build_parser()
     args: argparse.Namespace | None = None
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # `dse.__main__` blocks it while loading
+        parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "command", None):
             parser.print_help()
@@ -376,9 +377,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> int:
-    """The console script: `main`, then Ctrl-C is ignored while the interpreter shuts down (its
-    exit handlers join worker threads; an interrupt there would end the process by SIGINT after the
-    work is done and its exit code chosen).
+    """The command (`dse.__main__.run` calls it): `main`, then Ctrl-C is ignored while the interpreter
+    shuts down (its exit handlers join worker threads; an interrupt there would end the process by
+    SIGINT after the work is done and its exit code chosen).
 
     SIGINT is blocked before it is ignored: a Ctrl-C that arrived while `signal.signal` installed
     SIG_IGN would otherwise be raised after this function's ``try`` (Python runs the handler at a

@@ -144,6 +144,36 @@ def test_ctrl_c_inside_a_dataclass_being_made_is_one_line_and_exit_130(where, tm
     assert (p.returncode, p.stderr, p.stdout) == (130, "dse: interrupted\n", "")
 
 
+# `python -m` this module: `python -m dse evaluate ...` (or what the console script runs), with a
+# SIGINT sent as the command line starts to load
+CTRL_C_AT_START = """
+import os, runpy, signal, sys
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as started from a shell
+
+class Hook:
+    def find_spec(self, name, path=None, target=None):
+        if name == "dse.cli":
+            os.kill(os.getpid(), signal.SIGINT)
+
+sys.meta_path.insert(0, Hook())
+{start}
+"""
+
+
+@pytest.mark.parametrize("start", [
+    "runpy.run_module('dse', run_name='__main__', alter_sys=True)",  # python -m dse
+    "from dse.__main__ import run; sys.exit(run())",  # the console script
+], ids=["python-m", "console-script"])  # fmt: skip
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130(start, tmp_path):
+    """A Ctrl-C before `main` handles it (while the command line imports, tens of ms) ended the
+    process with a traceback, by SIGINT: it now waits until `main` runs."""
+    (tmp_path / "ctrl_c.py").write_text(CTRL_C_AT_START.format(start=start))
+    p = subprocess.run([sys.executable, "-m", "ctrl_c", "evaluate", "Ring(4,100,10)", "--size", "1MB"], cwd=tmp_path,
+                       env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert (p.returncode, p.stderr, p.stdout) == (130, "dse: interrupted\n", "")
+
+
 def test_every_option_of_every_command_has_help() -> None:
     """`--json` and every other option say what they do in --help (issue: `--json` had no help)."""
     import argparse

@@ -1,7 +1,19 @@
-"""`python -m dse`: the same as the `dse` command."""
+"""`python -m dse` and the `dse` console script: `dse.cli.run`, with Ctrl-C held back while it loads.
 
+Loading the command line takes tens of ms, more on a loaded machine; a Ctrl-C then ended the
+process with a traceback, by SIGINT (exit -2). SIGINT is blocked first, so such a Ctrl-C waits in
+the kernel until `dse.cli.main` unblocks it inside its handling: one line, exit 130."""
+
+import signal
 import sys
 
-from .cli import run
 
-sys.exit(run())
+def run() -> int:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    from .cli import run as cli_run
+
+    return cli_run()
+
+
+if __name__ == "__main__":
+    sys.exit(run())

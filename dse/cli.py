@@ -331,6 +331,14 @@ def _unraisable(args: "sys.UnraisableHookArgs") -> None:
         sys.__unraisablehook__(args)
 
 
+def _interrupted(args: argparse.Namespace | None) -> int:
+    """Ctrl-C: one line on stderr (how to resume, where that applies), exit code 130."""
+    if not getattr(args, "quiet", False):
+        hint = "; nothing finished is lost: run the same command again to resume" if _resumable(args) else ""
+        print(f"dse: interrupted{hint}", file=sys.stderr)
+    return 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `dse` console script; returns the exit code.
 
@@ -339,9 +347,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _warn_one_line
     _warned.clear()
     sys.unraisablehook = _unraisable
-    parser = build_parser()
     args: argparse.Namespace | None = None
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # `dse.__main__` blocks it while loading
+        parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "command", None):
             parser.print_help()
@@ -351,15 +360,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dse: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        if not getattr(args, "quiet", False):
-            hint = "; nothing finished is lost: run the same command again to resume" if _resumable(args) else ""
-            print(f"dse: interrupted{hint}", file=sys.stderr)
-        return 130
+        return _interrupted(args)
     except BrokenPipeError:  # e.g. `dse ... | head`
         return 0
     except RunError as e:
         print(f"dse: error: {_one_line(e)}", file=sys.stderr)
         return 1
+    except RuntimeError as e:  # Python 3.11 wraps a Ctrl-C that lands in a `__set_name__` (as a dataclass is made)
+        if not isinstance(e.__cause__, KeyboardInterrupt):
+            raise
+        return _interrupted(args)
     except OSError as e:
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         print(f"dse: error: {where}{_one_line(e.strerror or e)}", file=sys.stderr)
@@ -367,14 +377,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> int:
-    """The console script: `main`, then Ctrl-C is ignored while the interpreter shuts down (its
-    exit handlers join worker threads; an interrupt there would end the process by SIGINT after the
-    work is done and its exit code chosen).
+    """The command (`dse.__main__.run` calls it): `main`, then Ctrl-C is ignored while the interpreter
+    shuts down (its exit handlers join worker threads; an interrupt there would end the process by
+    SIGINT after the work is done and its exit code chosen).
 
     SIGINT is blocked before it is ignored: a Ctrl-C that arrived while `signal.signal` installed
     SIG_IGN would otherwise be raised after this function's ``try`` (Python runs the handler at a
     later instruction) and end the process by SIGINT. Blocked, it waits in the kernel and is
-    discarded once ignored; one already caught is raised by `signal.signal`, inside the ``try``."""
+    discarded once ignored; one already caught is raised by `signal.signal`, inside the ``try``.
+    Last, `_forget_handled_interrupt`: no Ctrl-C is left unhandled once this function returns."""
     code = 130
     try:
         try:
@@ -384,7 +395,19 @@ def run() -> int:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
     except KeyboardInterrupt:  # after main's return: `code` is what main chose, or 130 before it
         pass
+    finally:
+        _forget_handled_interrupt()
     return code
+
+
+def _forget_handled_interrupt() -> None:
+    """Clear CPython's note of a KeyboardInterrupt that left a string `exec` or `eval`.
+
+    CPython notes such an interrupt as unhandled even when it is caught later, and under
+    ``python -m dse`` it then ends the process by SIGINT (exit -2) in place of the exit code chosen.
+    Dataclasses build their methods with a string `exec` as a module loads, so a Ctrl-C during a
+    command's imports did that. Each string `exec` clears the note as it starts."""
+    exec("pass", {})
 
 
 if __name__ == "__main__":  # pragma: no cover

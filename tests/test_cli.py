@@ -1,12 +1,16 @@
 """The command line: tables, JSON, and bad input as one line with exit code 2."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from dse import evaluate
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_evaluate_json_has_the_result_fields(run_cli):
@@ -100,6 +104,74 @@ def test_console_script_has_no_traceback():
     )
     assert p.returncode == 2 and "Traceback" not in p.stderr and p.stdout == ""
     assert p.stderr.count("\n") == 1
+
+
+# `python -m` this module with ARGS: `python -m dse ARGS`, with a Ctrl-C where {where} as the
+# command imports dse.evaluate (the KeyboardInterrupt is raised there, as SIGINT's handler does), and
+# a thread that takes signals, as numpy's OpenBLAS pool in every command that loads numpy
+CTRL_C_AS_A_MODULE_LOADS = """
+import runpy, sys, threading, time
+
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+
+class Interrupt:
+    def __set_name__(self, owner, name):
+        raise KeyboardInterrupt
+
+class Hook:
+    def find_spec(self, name, path=None, target=None):
+        if name == "dse.evaluate":
+            {where}
+
+sys.meta_path.insert(0, Hook())
+runpy.run_module("dse", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("where", [
+    "exec('raise KeyboardInterrupt', {})",  # a string exec: dataclasses make their methods so
+    "type('C', (), {'field': Interrupt()})",  # a __set_name__: a dataclass field's, say
+], ids=["string-exec", "set-name"])  # fmt: skip
+def test_ctrl_c_inside_a_dataclass_being_made_is_one_line_and_exit_130(where, tmp_path):
+    """Under `python -m dse` (as the fault suite and study workers run it), a Ctrl-C that landed in a
+    string exec ended the process by SIGINT (exit -2) after `main` had handled it (CPython notes it
+    as unhandled; its re-raised SIGINT reaches a thread that does not block it), and one in a
+    `__set_name__` came out as a RuntimeError (a traceback, exit 1). The reproduce SIGINT fault case
+    did both on a loaded machine: its signal, sent at 60 %, landed as `dse.plots`' dataclasses loaded."""
+    (tmp_path / "ctrl_c.py").write_text(CTRL_C_AS_A_MODULE_LOADS.format(where=where))
+    p = subprocess.run([sys.executable, "-m", "ctrl_c", "evaluate", "Ring(4,100,10)", "--size", "1MB"], cwd=tmp_path,
+                       env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert (p.returncode, p.stderr, p.stdout) == (130, "dse: interrupted\n", "")
+
+
+# `python -m` this module: `python -m dse evaluate ...` (or what the console script runs), with a
+# SIGINT sent as the command line starts to load
+CTRL_C_AT_START = """
+import os, runpy, signal, sys
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as started from a shell
+
+class Hook:
+    def find_spec(self, name, path=None, target=None):
+        if name == "dse.cli":
+            os.kill(os.getpid(), signal.SIGINT)
+
+sys.meta_path.insert(0, Hook())
+{start}
+"""
+
+
+@pytest.mark.parametrize("start", [
+    "runpy.run_module('dse', run_name='__main__', alter_sys=True)",  # python -m dse
+    "from dse.__main__ import run; sys.exit(run())",  # the console script
+], ids=["python-m", "console-script"])  # fmt: skip
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130(start, tmp_path):
+    """A Ctrl-C before `main` handles it (while the command line imports, tens of ms) ended the
+    process with a traceback, by SIGINT: it now waits until `main` runs."""
+    (tmp_path / "ctrl_c.py").write_text(CTRL_C_AT_START.format(start=start))
+    p = subprocess.run([sys.executable, "-m", "ctrl_c", "evaluate", "Ring(4,100,10)", "--size", "1MB"], cwd=tmp_path,
+                       env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert (p.returncode, p.stderr, p.stdout) == (130, "dse: interrupted\n", "")
 
 
 def test_every_option_of_every_command_has_help() -> None:

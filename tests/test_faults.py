@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -113,3 +114,21 @@ def test_the_damage_generator_makes_both_kinds(tmp_path):
     _, ref = faults.sweep_reference(tmp_path)
     kinds = {faults.damage_csv(ref, random.Random(s))[1] for s in range(40)}
     assert kinds == {True, False}
+
+
+def test_output_size_skips_a_file_gone_as_it_is_counted(tmp_path, monkeypatch):
+    """The interrupted runs poll `_size` while dse renames its temporary files into place: one gone
+    between being listed and its size read is skipped (it raised FileNotFoundError, failing the case)."""
+    (tmp_path / "done.csv").write_bytes(b"x" * 10)
+    tmp = tmp_path / ".out.csv.1.tmp"
+    tmp.write_bytes(b"y" * 5)
+    is_file = Path.is_file
+
+    def gone_once_seen(self: Path) -> bool:
+        seen = is_file(self)
+        if self == tmp:
+            tmp.unlink()
+        return seen
+
+    monkeypatch.setattr(Path, "is_file", gone_once_seen)
+    assert faults._size(tmp_path) == 10

@@ -400,9 +400,14 @@ def kill_command(target: str, folder: Path) -> tuple[list[str], Path, Callable[[
 
 
 def _size(out: Path) -> int:
-    """Bytes written so far: the output file, or every file of an output folder."""
+    """Bytes written so far: the output file, or every file of an output folder (a temporary file
+    renamed or removed while it is counted is skipped: an atomic write in progress)."""
     if out.is_dir():
-        return sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+        total = 0
+        for p in out.rglob("*"):
+            with contextlib.suppress(FileNotFoundError):
+                total += p.stat().st_size if p.is_file() else 0
+        return total
     return out.stat().st_size if out.exists() else 0
 
 

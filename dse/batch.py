@@ -251,6 +251,16 @@ def run_table(table: ShapeTable, topos: Sequence[Topology]) -> tuple[array, arra
     return _run(table, _points(table, topos), len(topos), lambda: topos)
 
 
+def point_rows(table: ShapeTable, topo: Topology) -> tuple:
+    """One point's rows for `run_point` (made once, for a caller that runs the point again)."""
+    return _points(table, (topo,))
+
+
+def run_point(table: ShapeTable, topo: Topology, rows: tuple) -> tuple[array, array, array, array]:
+    """`run_table` of one point whose rows (`point_rows`) are known."""
+    return _run(table, rows, 1, lambda: (topo,))
+
+
 def _run(table: ShapeTable, rows: tuple, n: int,
          topos: Callable[[], Sequence[Topology]]) -> tuple[array, array, array, array]:  # fmt: skip
     """`run_table` on the rows of `_points`; `topos` gives the points as topologies, for when the

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from .collectives import ALL_GATHER, ALL_REDUCE, nominal_bytes_sent
 from .costs import CostModel, Phase
-from .batch import Prepared, run_table, table_for, tableable
+from .batch import Prepared, point_rows, run_point, table_for, tableable
 from .errors import InputError
 from .limits import check_work
 from .result import Result
@@ -55,7 +55,7 @@ def evaluate(
         hit = _FAST.get(key)
         if hit is not None:  # the same arguments again: validated before, checked against the work limit now
             check_work(*hit[2])
-            return _run_fast(hit[0], hit[1], hit[3])
+            return _run_fast(hit[0], hit[1], hit[3], hit[4])
     spec = CollectiveSpec.parse(
         topology, collective=collective, size=size, chunks=chunks, cost_model=cost_model,
         latency_mode=latency_mode, active_chunks=active_chunks, work_check=False,
@@ -68,15 +68,16 @@ def evaluate(
     prepared = Prepared(spec, sched, q, seed, size_unit)
     if not timeline and tableable(prepared) and (table := table_for(prepared, now=False)) is not None:
         consts = result_constants(topo := spec.topology, spec.collective, spec.size, spec.cost_model)
-        if key is not None:  # a shape seen before: its table, the work estimate and the result's constants
+        rows = point_rows(table, topo)
+        if key is not None:  # a shape seen before: its table, the work estimate, the result's constants, its rows
             try:
                 if len(_FAST) >= 1024:
                     _FAST.clear()
                 _FAST[key] = (prepared, table, simulation_steps(topo, spec.collective, spec.chunks, spec.cost_model, q),
-                              consts)  # fmt: skip
+                              consts, rows)  # fmt: skip
             except TypeError:  # an unhashable argument: nothing to remember
                 pass
-        return _run_fast(prepared, table, consts)
+        return _run_fast(prepared, table, consts, rows)
     return evaluate_prepared(prepared, timeline=timeline)
 
 
@@ -112,10 +113,10 @@ def evaluate_prepared(p: Prepared, *, timeline: bool = False) -> Result:
 _FAST: dict[tuple, tuple] = {}
 
 
-def _run_fast(p: Prepared, table: ShapeTable, consts: tuple) -> Result:
+def _run_fast(p: Prepared, table: ShapeTable, consts: tuple, rows: tuple) -> Result:
     """One point through its shape table (`dse.batch`), as a `Result`."""
     s = p.spec
-    time, busy, sent, ids = run_table(table, (s.topology,))
+    time, busy, sent, ids = run_point(table, s.topology, rows)
     out = SimOutput(time[0], tuple(busy), tuple(sent), (), None)
     chunk_orders = list(map(table.perms.__getitem__, ids))
     return make_result(s.topology, s.collective, s.size, s.chunks, p.sched, p.queue, s.cost_model, s.latency_mode,

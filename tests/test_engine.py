@@ -220,13 +220,17 @@ def small_graph(kinds, res, dur, succ, **kw):
 
 
 # ----- C == reference ----------------------------------------------------------------------------
+def single_agrees(net, plans, record) -> None:
+    """C and the reference agree on one collective, its plans shared or each chunk's its own."""
+    out, _ = both(net, plans=plans, record=record)
+    assert_same(engine.run(net, plans=unshared(plans), record=record, engine="c"), out)
+
+
 @needs_c
 @MANY
 @given(single_cases())
 def test_servers_c_equals_reference(case):
-    net, plans, record = case
-    out, _ = both(net, plans=plans, record=record)
-    assert_same(engine.run(net, plans=unshared(plans), record=record, engine="c"), out)
+    single_agrees(*case)
 
 
 @needs_c
@@ -234,18 +238,14 @@ def test_servers_c_equals_reference(case):
 @given(plain_cases())
 def test_plain_servers_c_equals_reference(case):
     """The specialised loop and the ranked queues (dse/_engine.c, dse/_ranked.h) against the reference."""
-    net, plans = case
-    out, _ = both(net, plans=plans, record=False)
-    assert_same(engine.run(net, plans=unshared(plans), record=False, engine="c"), out)
+    single_agrees(*case, record=False)
 
 
 @needs_c
 @MANY
 @given(single_cases(shared=True))
 def test_processor_sharing_c_equals_reference(case):
-    net, plans, record = case
-    out, _ = both(net, plans=plans, record=record)
-    assert_same(engine.run(net, plans=unshared(plans), record=record, engine="c"), out)
+    single_agrees(*case)
 
 
 @needs_c

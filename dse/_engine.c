@@ -145,6 +145,9 @@ HOT void ev2_take(Sim *s, Ev *out) {
     typedef unsigned __int128 u128;
     u128 b = ~(u128)0;
     if (s->nev) b = (u128)time_bits(s->ev2[0].t) << 64 | s->ev2[0].key;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 8
+#endif
     for (int k = 0; k < n; k++) {
         u128 v = (u128)time_bits(h[k].t) << 64 | h[k].key;
         if (v < b) { b = v; best = k; }

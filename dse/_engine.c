@@ -224,14 +224,16 @@ static inline long long lead_after(const Sim *s, long long lead, Py_ssize_t i) {
  * those settle; 0 and s->qmode elsewhere. */
 enum { COMPACT = 1, TIED = 2 };
 
-HOT int enqueue_(Sim *s, int c, int fast, int qm) {
+/* Put chunk c's next phase in its dim's queue; the dim, or -1. The ranked queues (qm 3, 4) exist
+ * only for smallest-first without priorities (sim_use_ranks). */
+HOT int enqueue_(Sim *s, int c, int qm) {
     Py_ssize_t i = ph_index(s, c);
     int d = s->ph.dim[i];
-    if (fast) {
-        if (qm == 3) {
-            s->counter++;  /* the seq dse's rule gives every waiting phase (kept: later seqs depend on it) */
-            return rb_push(&s->rb[d], s->ph.rank[i], c) ? -1 : d;
-        }
+    if (qm == 3) {
+        s->counter++;  /* the seq dse's rule gives every waiting phase (kept: later seqs depend on it) */
+        return rb_push(&s->rb[d], s->ph.rank[i], c) ? -1 : d;
+    }
+    if (qm == 4) {
         int back = s->ph.fifo[i] || plan_len(s, c) - s->pos[c] - 1 == 1;
         return ra_insert(&s->ra[d], s->ph.rank[i], c, back) ? -1 : d;
     }
@@ -250,9 +252,7 @@ HOT int enqueue_(Sim *s, int c, int fast, int qm) {
         if (q_insert(&s->wait[d], s->wait[d].len, w)) return -1;
     } else if (s->policy == SCF_PRIORITY) {
         w.seq = s->counter++;
-        if (qm == 3) {
-            if (rb_push(&s->rb[d], s->ph.rank[i], c)) return -1;
-        } else if (qm == 1) {
+        if (qm == 1) {
             if (bq_push(&s->bq[d], key, c)) return -1;
         } else {  /* insort_right on (key, seq) into a list that priorities may disorder */
             Deque *q = &s->wait[d];
@@ -265,9 +265,7 @@ HOT int enqueue_(Sim *s, int c, int fast, int qm) {
         }
     } else {
         int back = s->ph.fifo[i] || plan_len(s, c) - s->pos[c] - 1 == 1;
-        if (qm == 4) {
-            if (ra_insert(&s->ra[d], s->ph.rank[i], c, back)) return -1;
-        } else if (qm == 2) {
+        if (qm == 2) {
             if (aq_insert(&s->aq[d], key, c, back)) return -1;
         } else {
             Deque *q = &s->wait[d];
@@ -279,7 +277,7 @@ HOT int enqueue_(Sim *s, int c, int fast, int qm) {
     return d;
 }
 
-int enqueue(Sim *s, int c) { return enqueue_(s, c, 0, s->qmode); }
+int enqueue(Sim *s, int c) { return enqueue_(s, c, s->qmode); }
 
 HOT int q_waiting(const Sim *s, int d, int qm) {
     switch (qm) {
@@ -374,7 +372,7 @@ HOT int phase_end_(Sim *s, int ev, int c, int d, double t, int freed, int fast, 
     s->pos[c] += 1;
     int done = -1, d2 = -1;
     if (s->pos[c] < plan_len(s, c)) {
-        d2 = enqueue_(s, c, fast, qm);
+        d2 = enqueue_(s, c, qm);
         if (d2 < 0) return -1;
     } else {
         s->chunk_end[c] = t;

@@ -53,6 +53,17 @@ static inline int high_bit(unsigned long long m) { return 63 - __builtin_clzll(m
 static inline int low_bit(unsigned long long m) { int k = 0; while (!(m >> k & 1)) k++; return k; }
 static inline int high_bit(unsigned long long m) { int k = 63; while (!(m >> k & 1)) k--; return k; }
 #endif
+/* Take list q's front node f off (nodes nd): relink its successor, put f on the free list, and set
+ * `item` to its item. Both ASTRA-sim lists (QNode, RNode) have these fields. */
+#define LIST_TAKE_FRONT(q, nd, f, item)                                    \
+    do {                                                                   \
+        (q)->head = (nd)[f].next;                                          \
+        if ((q)->head >= 0) (nd)[(q)->head].prev = -1; else (q)->tail = -1; \
+        (item) = (nd)[f].item;                                             \
+        (nd)[f].prev = (q)->freelist;                                      \
+        (q)->freelist = (f);                                               \
+        (q)->count--;                                                      \
+    } while (0)
 int ring_grow(Ring *r);
 int rnode_grow(RAstra *q);
 void rq_clear(RBuckets *b, RAstra *a);
@@ -153,7 +164,6 @@ int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int 
 void sim_reset(Sim *s);
 void sim_free(Sim *s);
 int sim_go(Sim *s);
-int sim_use_ranks(Sim *s, const int *rank);
 int sim_rank_keys(Sim *s);
 int sim_add_chunks(Sim *s, const int *ids, int n, int owner, long long prio);
 void graph_single(Graph *g);

@@ -207,6 +207,26 @@ void sim_free(Sim *s) {
     memset(s, 0, sizeof *s);
 }
 
+/* Serve the smallest-first queues by rank: `rank[i]` is phase i's key rank among its dim's
+ * distinct keys, each below MAX_RANKS (the caller checks). Before the run; 0 or -1 (no memory). */
+static int sim_use_ranks(Sim *s, const int *rank) {
+    if (s->qmode != 1 && s->qmode != 2) return 0;
+    if (!s->rb) {
+        s->rb = calloc((size_t)s->nd, sizeof(RBuckets));
+        s->ra = calloc((size_t)s->nd, sizeof(RAstra));
+        if (!s->rb || !s->ra) { free(s->rb); free(s->ra); s->rb = NULL; s->ra = NULL; return -1; }
+        for (int d = 0; d < s->nd; d++) {
+            s->rb[d].r = calloc(MAX_RANKS, sizeof(Ring));
+            s->ra[d].runs = calloc(MAX_RANKS, sizeof(Ring));
+            if (!s->rb[d].r || !s->ra[d].runs) return -1;
+            rq_clear(&s->rb[d], &s->ra[d]);
+        }
+    }
+    s->ph.rank = rank;
+    s->qmode += 2;
+    return 0;
+}
+
 static int by_value(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;
     return a < b ? -1 : a > b ? 1 : 0;
@@ -240,26 +260,6 @@ int sim_rank_keys(Sim *s) {
     free(s->ownrank);
     s->ownrank = rank;
     return sim_use_ranks(s, rank);
-}
-
-/* Serve the smallest-first queues by rank: `rank[i]` is phase i's key rank among its dim's
- * distinct keys, each below MAX_RANKS (the caller checks). Before the run; 0 or -1 (no memory). */
-int sim_use_ranks(Sim *s, const int *rank) {
-    if (s->qmode != 1 && s->qmode != 2) return 0;
-    if (!s->rb) {
-        s->rb = calloc((size_t)s->nd, sizeof(RBuckets));
-        s->ra = calloc((size_t)s->nd, sizeof(RAstra));
-        if (!s->rb || !s->ra) { free(s->rb); free(s->ra); s->rb = NULL; s->ra = NULL; return -1; }
-        for (int d = 0; d < s->nd; d++) {
-            s->rb[d].r = calloc(MAX_RANKS, sizeof(Ring));
-            s->ra[d].runs = calloc(MAX_RANKS, sizeof(Ring));
-            if (!s->rb[d].r || !s->ra[d].runs) return -1;
-            rq_clear(&s->rb[d], &s->ra[d]);
-        }
-    }
-    s->ph.rank = rank;
-    s->qmode += 2;
-    return 0;
 }
 
 /* The one-node graph of a single collective. */

@@ -174,12 +174,8 @@ int aq_pop(Astra *q) {
     ring_pop_front(&q->runs[0].r);  /* the front is the first run's first record */
     if (q->runs[0].r.len == 0) run_remove_first(q);
     int stop = q->nr ? ring_front(&q->runs[0].r) : -1;
-    q->head = nd[f].next;
-    if (q->head >= 0) nd[q->head].prev = -1; else q->tail = -1;
-    int item = nd[f].item;
-    nd[f].prev = q->freelist;
-    q->freelist = f;
-    q->count--;
+    int item;
+    LIST_TAKE_FRONT(q, nd, f, item);
     /* the elements up to the next record: records from the new front on, new runs before the others */
     int j = 0;
     double max = 0.0;

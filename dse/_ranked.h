@@ -103,12 +103,8 @@ HOT int ra_pop(RAstra *q) {
     if (!q->runs[j].len) q->mask &= ~(1ULL << j);
     int stop = -1, srank = MAX_RANKS;
     if (q->mask) { srank = low_bit(q->mask); stop = ring_front(&q->runs[srank]); }
-    q->head = nd[f].next;
-    if (q->head >= 0) nd[q->head].prev = -1; else q->tail = -1;
-    int item = nd[f].item;
-    nd[f].prev = q->freelist;
-    q->freelist = f;
-    q->count--;
+    int item;
+    LIST_TAKE_FRONT(q, nd, f, item);
     int max = -1, nt = 0;
     for (int e = q->head; e >= 0 && e != stop; e = nd[e].next) {
         int r = nd[e].rank;

@@ -1,15 +1,15 @@
-"""Builds the optional C engine (dse/_engine.c, its entry, batch and cost kernels); the rest is in pyproject.toml.
+"""Builds the optional C engine (dse/sim/_engine.c, its entry, batch and cost kernels); the rest is in pyproject.toml.
 
 The extension is optional: without a C compiler the install still succeeds and `dse` runs the
-pure-Python reference engine (dse/engine_ref.py), with the same results, about 30x slower.
+pure-Python reference engine (dse/sim/engine_ref.py), with the same results, about 30x slower.
 """
 
 from setuptools import Extension, setup
 
 ENGINE = Extension(
-    "dse._engine",
-    ["dse/_engine.c", "dse/_graph.c", "dse/_heaps.c", "dse/_queues.c", "dse/_engine_mod.c", "dse/_batch.c", "dse/_kernels.c"],
-    depends=["dse/_engine.h", "dse/_ranked.h", "dse/_batch.h"],
+    "dse.sim._engine",
+    ["dse/sim/_engine.c", "dse/sim/_graph.c", "dse/sim/_heaps.c", "dse/sim/_queues.c", "dse/sim/_engine_mod.c", "dse/sim/_batch.c", "dse/sim/_kernels.c"],
+    depends=["dse/sim/_engine.h", "dse/sim/_ranked.h", "dse/sim/_batch.h"],
     optional=True,
     extra_compile_args=["-O2"],
 )

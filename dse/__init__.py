@@ -1,47 +1,45 @@
 """dse: collectives, Themis scheduling, bounds and design-space search for multi-dimensional networks.
 
 `import dse` loads nothing but this file: each public name (`dse.evaluate`, `dse.Topology`, ...)
-imports its module on first use (PEP 562), and so does each submodule (`dse.topology`), so a
-command loads only what it runs. `dse.evaluate` is the function, as `from .evaluate import
-evaluate` made it: importing the submodule `dse.evaluate` later does not replace it (`_Package`).
+imports its module on first use (PEP 562), and so does each layer package (`dse.core`, `dse.sim`),
+so a command loads only what it runs. The layers, lowest first: core, costs, schedulers, sim,
+bounds, training, explore, output, cli (docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import importlib as _importlib
-import sys as _sys
-import types as _types
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read the name)
 if TYPE_CHECKING:  # the names for type checkers and IDEs; at run time `__getattr__` imports them
     from typing import Any
 
-    from .batch import BatchResult, evaluate_many
-    from .bounds import Bounds, lower_bounds
-    from .costs import COST_MODELS, CostModel, get_cost_model
-    from .errors import InputError
-    from .evaluate import compare, evaluate
-    from .iteration import IterationResult, iterate
-    from .result import Result
-    from .schedulers import SCHEDULERS, Scheduler, get_scheduler
-    from .topology import PRESETS, Dim, Topology, parse_topology
-    from .workloads import Workload, bundled_workloads, load_workload
+    from dse.sim.batch import BatchResult, evaluate_many
+    from dse.bounds.api import Bounds, lower_bounds
+    from dse.costs import COST_MODELS, CostModel, get_cost_model
+    from dse.core.errors import InputError
+    from dse.sim.evaluate import compare, evaluate
+    from dse.training.iteration import IterationResult, iterate
+    from dse.sim.result import Result
+    from dse.schedulers import SCHEDULERS, Scheduler, get_scheduler
+    from dse.core.topology import PRESETS, Dim, Topology, parse_topology
+    from dse.training.workloads import Workload, bundled_workloads, load_workload
 del TYPE_CHECKING
 
 __version__ = "0.1.0"
 
 #: Public name -> the submodule (relative to this package) that defines it.
 _LAZY: dict[str, str] = {
-    "BatchResult": "batch", "evaluate_many": "batch",
-    "Bounds": "bounds", "lower_bounds": "bounds",
+    "BatchResult": "sim.batch", "evaluate_many": "sim.batch",
+    "Bounds": "bounds.api", "lower_bounds": "bounds.api",
     "COST_MODELS": "costs", "CostModel": "costs", "get_cost_model": "costs",
-    "InputError": "errors",
-    "compare": "evaluate", "evaluate": "evaluate",
-    "IterationResult": "iteration", "iterate": "iteration",
-    "Result": "result",
+    "InputError": "core.errors",
+    "compare": "sim.evaluate", "evaluate": "sim.evaluate",
+    "IterationResult": "training.iteration", "iterate": "training.iteration",
+    "Result": "sim.result",
     "SCHEDULERS": "schedulers", "Scheduler": "schedulers", "get_scheduler": "schedulers",
-    "PRESETS": "topology", "Dim": "topology", "Topology": "topology", "parse_topology": "topology",
-    "Workload": "workloads", "bundled_workloads": "workloads", "load_workload": "workloads",
+    "PRESETS": "core.topology", "Dim": "core.topology", "Topology": "core.topology", "parse_topology": "core.topology",
+    "Workload": "training.workloads", "bundled_workloads": "training.workloads", "load_workload": "training.workloads",
 }  # fmt: skip
 
 __all__ = [
@@ -52,7 +50,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """A public name from its module, or a submodule (`dse.topology`), imported on first use and
+    """A public name from its module, or a layer package (`dse.core`), imported on first use and
     then kept in this module's namespace; anything else is an AttributeError."""
     module = _LAZY.get(name)
     if module is not None:
@@ -68,19 +66,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _lazy_submodules(package: str) -> Any:
+    """A layer package's `__getattr__`: its submodules (`dse.core.topology`) imported on first use."""
+
+    def getattr_(name: str) -> Any:
+        if name.isidentifier() and not name.startswith("_"):
+            try:
+                return _importlib.import_module(f"{package}.{name}")
+            except ModuleNotFoundError as e:
+                if e.name != f"{package}.{name}":
+                    raise
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return getattr_
+
+
 def __dir__() -> list[str]:
     """The names loaded so far and every public name, loaded or not."""
     return sorted(set(globals()) | set(_LAZY))
 
-
-class _Package(_types.ModuleType):
-    """This package's module type: importing a submodule whose name is also a public function of
-    the package (`dse.evaluate`) keeps the function as the package's attribute, not the module."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, _types.ModuleType) and _LAZY.get(name) == name and value.__name__ == f"{__name__}.{name}":
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-_sys.modules[__name__].__class__ = _Package

@@ -1,8 +1,8 @@
-"""`python -m dse` and the `dse` console script: `dse.cli.run`, with Ctrl-C held back while it loads.
+"""`python -m dse` and the `dse` console script: `dse.cli.main.run`, with Ctrl-C held back while it loads.
 
 Loading the command line takes tens of ms, more on a loaded machine; a Ctrl-C then ended the
 process with a traceback, by SIGINT (exit -2). SIGINT is blocked first, so such a Ctrl-C waits in
-the kernel until `dse.cli.main` unblocks it inside its handling: one line, exit 130."""
+the kernel until `dse.cli.main.main` unblocks it inside its handling: one line, exit 130."""
 
 import signal
 import sys
@@ -10,7 +10,7 @@ import sys
 
 def run() -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    from .cli import run as cli_run
+    from dse.cli.main import run as cli_run
 
     return cli_run()
 

@@ -24,8 +24,8 @@ import statistics
 import time
 
 import dse
-from dse import engine as engine_mod
-from dse.topology import Topology, parse_topology
+from dse.sim import engine as engine_mod
+from dse.core.topology import Topology, parse_topology
 
 TOPOLOGY = "4D-Ring_FC_Ring_SW"
 KW = dict(size="1GB", chunks=64, scheduler="themis", queue="scf")

@@ -4,9 +4,9 @@
 Run: .venv/bin/python scripts/bench_bounds.py [--topologies K] [--time-limit S] [--seed N]
 For each (dimensions, chunks) cell, K random topologies (seeded: kinds, power-of-two sizes,
 bandwidths 25-400 GB/s, latencies 0-2000 ns; 1 GB all-reduce, paper model) are bounded. Printed:
-median and maximum of the load-only ILP as `lower_bounds` solves it (`dse.bounds.ilp_bound`: the
+median and maximum of the load-only ILP as `lower_bounds` solves it (`dse.bounds.api.ilp_bound`: the
 fluid LP, the whole-step floor, from four dimensions up the searches for a schedule at the floor
-(`dse.floorfit`), and when they find none the PuLP flow model solved by HiGHS in process; all of
+(`dse.bounds.floorfit`), and when they find none the PuLP flow model solved by HiGHS in process; all of
 it is timed), how many solves hit the time limit (they report the proven floor or HiGHS's dual
 bound), and the median of the whole `lower_bounds` call (LP + ILP + pipeline bound). One untimed
 call first loads the solver libraries, so the first cell does not carry their import time.
@@ -19,9 +19,9 @@ import random
 import statistics
 import time
 
-from dse.bounds import chunk_types, ilp_bound, lower_bounds
-from dse.spec import CollectiveSpec
-from dse.topology import Dim, Topology
+from dse.bounds.api import chunk_types, ilp_bound, lower_bounds
+from dse.sim.spec import CollectiveSpec
+from dse.core.topology import Dim, Topology
 
 KINDS = ("ring", "fc", "switch")
 

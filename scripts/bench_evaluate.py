@@ -33,9 +33,9 @@ from array import array
 from pathlib import Path
 
 import dse
-from dse import engine as engine_mod
-from dse.evaluate import build_plans
-from dse.topology import Topology, parse_topology
+from dse.sim import engine as engine_mod
+from dse.sim.evaluate import build_plans
+from dse.core.topology import Topology, parse_topology
 
 TOPOLOGY = "4D-Ring_FC_Ring_SW"
 MINIMAL = Path(__file__).resolve().parent / "minimal_loop.c"

@@ -28,10 +28,10 @@ import time
 
 from pathlib import Path
 
-from dse.chakra_read import load_trace
-from dse.iteration import iterate
-from dse.topology import PAPER_PRESETS
-from dse.workloads import bundled_workloads, load_workload
+from dse.training.chakra_read import load_trace
+from dse.training.iteration import iterate
+from dse.core.topology import PAPER_PRESETS
+from dse.training.workloads import bundled_workloads, load_workload
 
 DEFAULT = "transformer_1t_fused_only_t"
 ARTIFACT = ("Resnet50_DataParallel_fused", "gnmt_fp16_fused", "large_DLRM_fused", "medium_DLRM_fused",

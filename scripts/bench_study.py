@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
-from dse.search import load_studies, run_study  # noqa: E402
+from dse.explore.search import load_studies, run_study  # noqa: E402
 
 STUDY = ROOT / "studies" / "bw_split_4d.toml"
 

@@ -5,7 +5,7 @@ Run: .venv/bin/python scripts/lp_guided_table.py  (prints a Markdown table)
 """
 
 import dse
-from dse.units import format_time
+from dse.core.units import format_time
 print("| topology | chunks | Themis+SCF | lp_guided+SCF | bound (status) | Themis gap | lp_guided gap |")
 print("|---|---|---|---|---|---|---|")
 for n in dse.PRESETS:

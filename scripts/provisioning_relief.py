@@ -14,7 +14,7 @@ import random
 import statistics
 
 from dse import evaluate, lower_bounds
-from dse.topology import Dim, Topology
+from dse.core.topology import Dim, Topology
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ def read_csv(name: str) -> list[dict[str, str]]:
 @pytest.fixture
 def run_cli(capsys):
     """Run `dse` in process: returns (exit code, stdout, stderr)."""
-    from dse.cli import main
+    from dse.cli.main import main
 
     def run(*argv: str) -> tuple[int, str, str]:
         code = main(list(argv))

@@ -1,6 +1,6 @@
 """ASTRA-sim 2.x's Themis across a workload's collectives: node 0's load state, who issues first.
 
-The rules (`dse.iteration_planner` module docstring, `AstraSimModel.lead_after`,
+The rules (`dse.training.iteration_planner` module docstring, `AstraSimModel.lead_after`,
 `ResourceRules.end_before_release`) were read off instrumented ASTRA-sim 2.x runs; here they are
 checked in closed form, on small graphs, and by ablation: each rule switched off breaks real runs
 (tests/data/astra-sim-2-workloads.csv and our own runs, tests/data/astra-sim-2-workloads-extra.csv).
@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-import dse.iteration_engine as engine_mod
-from dse.collectives import A2A, AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, REDUCE_SCATTER, RS
+import dse.training.iteration_engine as engine_mod
+from dse.core.collectives import A2A, AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, REDUCE_SCATTER, RS
 from dse.costs import get_cost_model
 from dse.costs.base import Phase
-from dse.iteration import iterate
-from dse.iteration_planner import Planner
+from dse.training.iteration import iterate
+from dse.training.iteration_planner import Planner
 from dse.schedulers import get_scheduler
 from dse.schedulers.themis import OfflineGreedy
-from dse.topology import parse_topology
+from dse.core.topology import parse_topology
 
 from .conftest import DATA, read_csv
 from .test_chakra import MIB, _golden, coll, comp, write_trace

@@ -8,7 +8,7 @@ variable chunk sizes) is not a dse scheduler; its rows are skipped.
 import pytest
 
 from dse import evaluate
-from dse.topology import Topology
+from dse.core.topology import Topology
 
 from .conftest import read_csv
 

@@ -12,12 +12,12 @@ import pytest
 
 from dse import InputError, evaluate
 from dse.costs import AstraSim1Model, get_cost_model
-from dse.evaluate import build_plans
+from dse.sim.evaluate import build_plans
 from dse.schedulers import get_scheduler
 from dse.schedulers.base import ScheduleProblem
-from dse.engine import _engine as _csim
-from dse.simulate import simulate
-from dse.topology import PRESETS, Dim, Topology
+from dse.sim.engine import _engine as _csim
+from dse.sim.simulate import simulate
+from dse.core.topology import PRESETS, Dim, Topology
 
 from .conftest import read_csv
 

@@ -1,9 +1,9 @@
-"""The compiled evaluation (dse.tables, dse/_batch.c) and `evaluate_many` against the Python path.
+"""The compiled evaluation (dse.sim.tables, dse/sim/_batch.c) and `evaluate_many` against the Python path.
 
 `evaluate` runs a shape table in C when it can (Themis' trackers and the `paper`, `astra-sim` and
-`astra-sim-1` phase costs compiled, dse/_kernels.c, the C engine); with the reference engine forced
-(`dse.engine.DEFAULT = "python"`) it runs the schedulers, the cost models' own methods and
-`dse.engine_ref` in Python. The two must agree to the bit on every field of the `Result`;
+`astra-sim-1` phase costs compiled, dse/sim/_kernels.c, the C engine); with the reference engine forced
+(`dse.sim.engine.DEFAULT = "python"`) it runs the schedulers, the cost models' own methods and
+`dse.sim.engine_ref` in Python. The two must agree to the bit on every field of the `Result`;
 `evaluate_many` must equal `evaluate`.
 """
 
@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dse
-from dse import engine as engine_mod
-from dse.batch import evaluate_many, prepare, table_for
-from dse.errors import InputError
-from dse.topology import Dim, Topology, parse_topology
+from dse.sim import engine as engine_mod
+from dse.sim.batch import evaluate_many, prepare, table_for
+from dse.core.errors import InputError
+from dse.core.topology import Dim, Topology, parse_topology
 
 needs_c = pytest.mark.skipif(not engine_mod.c_engine_built(), reason="the C engine is not built")
 KINDS = ("ring", "fc", "switch")
@@ -114,7 +114,7 @@ def test_vectorised_form_equals_topologies() -> None:
         assert vec.results() == by_topo.results() == [dse.evaluate(t, **kw) for t in topos]
 
 
-# ----- astra-sim-1's kernel (dse/_kernels.c) against dse/costs/astra_sim1.py ----------------------
+# ----- astra-sim-1's kernel (dse/sim/_kernels.c) against dse/costs/astra_sim1.py ----------------------
 ASTRA1_SHAPES = ("ring", "direct", "halving_doubling")
 
 

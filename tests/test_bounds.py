@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dse import InputError, evaluate, lower_bounds
-from dse.bounds import (
+from dse.bounds.api import (
     _flow_edges,
     _grid_floor,
     _objective,
@@ -18,8 +18,8 @@ from dse.bounds import (
     chunk_types,
     ilp_bound,
 )
-from dse.spec import CollectiveSpec
-from dse.topology import PAPER_PRESETS
+from dse.sim.spec import CollectiveSpec
+from dse.core.topology import PAPER_PRESETS
 
 from .test_invariants import topologies
 
@@ -159,7 +159,7 @@ def test_compare_is_deterministic(run_cli):
     assert runs[0] == runs[1]
 
 
-# --- the flow model and the whole-step floor (dse.bounds._grid_floor, _solve_flow) ---------------
+# --- the flow model and the whole-step floor (dse.bounds.api._grid_floor, _solve_flow) ---------------
 
 
 def _spec_types(topo, coll, chunks, mode, model="paper", size="64MiB"):

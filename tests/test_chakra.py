@@ -2,7 +2,7 @@
 
 Times are checked against closed forms: the trace's own durations, `dse.evaluate` of one collective
 alone, and real ASTRA-sim 2.x runs (tests/data/astra-sim-2-workloads.csv). Traces are built here
-from the schema (`dse.chakra_schema`) with a length-prefix writer of the test's own.
+from the schema (`dse.training.chakra_schema`) with a length-prefix writer of the test's own.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse import chakra_schema as cs
-from dse.chakra_read import load_trace
-from dse.chakra_write import export_chakra
-from dse.errors import InputError
-from dse.evaluate import evaluate
-from dse.iteration import iterate
-from dse.topology import Topology, parse_topology
+from dse.training import chakra_schema as cs
+from dse.training.chakra_read import load_trace
+from dse.training.chakra_write import export_chakra
+from dse.core.errors import InputError
+from dse.sim.evaluate import evaluate
+from dse.training.iteration import iterate
+from dse.core.topology import Topology, parse_topology
 
 from .conftest import DATA, SHARED, read_csv
 
@@ -315,8 +315,8 @@ SPLIT = "Ring(16,100,500)_Ring(16,100,500)_Ring(4,100,500)"  # a 128-NPU model-p
                          ("transformer_1t_fused_only_t", T3), ("transformer_1t_fused_only_t", SPLIT),
                          (str(CHAKRA / "e_hybrid.0.et"), T3)])  # fmt: skip
 def test_export_import_is_the_identity(tmp_path: Path, workload: str, topo: str) -> None:
-    from dse.workload_graph import compile_workload
-    from dse.workloads import load_workload
+    from dse.training.workload_graph import compile_workload
+    from dse.training.workloads import load_workload
 
     wl = load_workload(workload)
     graph = wl.graph if workload.endswith(".et") else compile_workload(wl)

@@ -107,7 +107,7 @@ def test_console_script_has_no_traceback():
 
 
 # `python -m` this module with ARGS: `python -m dse ARGS`, with a Ctrl-C where {where} as the
-# command imports dse.evaluate (the KeyboardInterrupt is raised there, as SIGINT's handler does), and
+# command imports dse.sim.evaluate (the KeyboardInterrupt is raised there, as SIGINT's handler does), and
 # a thread that takes signals, as numpy's OpenBLAS pool in every command that loads numpy
 CTRL_C_AS_A_MODULE_LOADS = """
 import runpy, sys, threading, time
@@ -120,7 +120,7 @@ class Interrupt:
 
 class Hook:
     def find_spec(self, name, path=None, target=None):
-        if name == "dse.evaluate":
+        if name == "dse.sim.evaluate":
             {where}
 
 sys.meta_path.insert(0, Hook())
@@ -137,7 +137,7 @@ def test_ctrl_c_inside_a_dataclass_being_made_is_one_line_and_exit_130(where, tm
     string exec ended the process by SIGINT (exit -2) after `main` had handled it (CPython notes it
     as unhandled; its re-raised SIGINT reaches a thread that does not block it), and one in a
     `__set_name__` came out as a RuntimeError (a traceback, exit 1). The reproduce SIGINT fault case
-    did both on a loaded machine: its signal, sent at 60 %, landed as `dse.plots`' dataclasses loaded."""
+    did both on a loaded machine: its signal, sent at 60 %, landed as `dse.output.plots`' dataclasses loaded."""
     (tmp_path / "ctrl_c.py").write_text(CTRL_C_AS_A_MODULE_LOADS.format(where=where))
     p = subprocess.run([sys.executable, "-m", "ctrl_c", "evaluate", "Ring(4,100,10)", "--size", "1MB"], cwd=tmp_path,
                        env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -153,7 +153,7 @@ signal.signal(signal.SIGINT, signal.default_int_handler)  # as started from a sh
 
 class Hook:
     def find_spec(self, name, path=None, target=None):
-        if name == "dse.cli":
+        if name == "dse.cli.main":
             os.kill(os.getpid(), signal.SIGINT)
 
 sys.meta_path.insert(0, Hook())
@@ -178,7 +178,7 @@ def test_every_option_of_every_command_has_help() -> None:
     """`--json` and every other option say what they do in --help (issue: `--json` had no help)."""
     import argparse
 
-    from dse.cli import build_parser
+    from dse.cli.main import build_parser
 
     def walk(parser: argparse.ArgumentParser, path: str) -> list[str]:
         missing = []

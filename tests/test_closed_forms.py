@@ -5,7 +5,7 @@ import math
 import pytest
 
 from dse import evaluate
-from dse.topology import Dim, Topology
+from dse.core.topology import Dim, Topology
 
 KINDS = {"ring": 7, "fc": 1, "switch": 3}  # steps on 8 NPUs: P-1, 1, log2 P
 P, B, ALPHA = 8, 50.0, 500.0

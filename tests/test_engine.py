@@ -1,4 +1,4 @@
-"""The event engine: the C engine (dse/_engine.c) equal to the Python reference (dse/engine_ref.py)
+"""The event engine: the C engine (dse/sim/_engine.c) equal to the Python reference (dse/sim/engine_ref.py)
 to the bit on random single collectives, processor sharing and workload graphs (hypothesis), the
 same refusals of bad input, and closed forms and invariants of the reference."""
 
@@ -14,15 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dse import engine
+from dse.sim import engine
 from dse.costs.base import Phase
-from dse.engine_io import (
+from dse.sim.engine_io import (
     CPU, FIFO, GPU, N_COMM, N_COMPUTE, N_MARK, N_REPLAY, NET, SCF_ASTRA, SCF_PRIORITY, EngineGraph, EngineOutput,
     NetRules,
 )  # fmt: skip
 
 C_BUILT = engine.c_engine_built()
-needs_c = pytest.mark.skipif(not C_BUILT, reason="the C engine (dse/_engine.c) is not built: nothing to compare")
+needs_c = pytest.mark.skipif(not C_BUILT, reason="the C engine (dse/sim/_engine.c) is not built: nothing to compare")
 ENGINES = ["python"] + (["c"] if C_BUILT else [])
 MANY = settings(max_examples=300, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
@@ -41,7 +41,7 @@ SENT = st.integers(0, 1000).map(float)  # whole bytes: their sums are exact
 OFFSET = st.sampled_from([0.0, 0.0, 0.5, 1.0, -1.0, 2.0])
 DURATION = st.one_of(st.sampled_from([0.0, 1.0, 2.0, 5.0]), st.floats(0.0, 50.0))
 LAG = st.one_of(st.just(0.0), st.sampled_from([1.0, 2.0]), st.floats(0.0, 20.0))
-#: (kind, resource) as dse.iteration_engine makes them; collectives twice as likely
+#: (kind, resource) as dse.training.iteration_engine makes them; collectives twice as likely
 NODE_TYPES = st.sampled_from([(N_COMPUTE, GPU), (N_COMPUTE, CPU), (N_REPLAY, CPU), (N_REPLAY, NET), (N_MARK, -1),
                               (N_COMM, NET), (N_COMM, NET)])  # fmt: skip
 
@@ -237,7 +237,7 @@ def test_servers_c_equals_reference(case):
 @MANY
 @given(plain_cases())
 def test_plain_servers_c_equals_reference(case):
-    """The specialised loop and the ranked queues (dse/_engine.c, dse/_ranked.h) against the reference."""
+    """The specialised loop and the ranked queues (dse/sim/_engine.c, dse/sim/_ranked.h) against the reference."""
     single_agrees(*case, record=False)
 
 
@@ -340,9 +340,9 @@ def test_bad_input_refused_by_both(plans, graph):
 
 
 VANISHING = """
-from dse import engine
+from dse.sim import engine
 from dse.costs.base import Phase
-from dse.engine_io import NetRules
+from dse.sim.engine_io import NetRules
 plans = [(Phase(0, "rs", 2.0**53, 0.5, 1.0, 1.0, False, 0, None),)]
 try:
     print(repr(engine.run(NetRules(1, track_lead=True), plans=plans, engine={eng!r})))

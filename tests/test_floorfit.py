@@ -1,4 +1,4 @@
-"""The search for a schedule at the whole-step floor (dse.floorfit, dse.bounds._floor_search):
+"""The search for a schedule at the whole-step floor (dse.bounds.floorfit, dse.bounds.api._floor_search):
 exact when it finds one, a proof when the exhaustive search finds none, and the ILP either way."""
 
 import itertools
@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dse import evaluate, lower_bounds
-from dse.bounds import (
+from dse.bounds.api import (
     _edge_steps,
     _flow_edges,
     _floor_search,
@@ -20,10 +20,10 @@ from dse.bounds import (
     distinct_types,
     ilp_bound,
 )
-from dse.floorfit import Lattice, OutOfBudget, targets
-from dse.spec import CollectiveSpec
+from dse.bounds.floorfit import Lattice, OutOfBudget, targets
+from dse.sim.spec import CollectiveSpec
 
-from dse.topology import Dim, Topology
+from dse.core.topology import Dim, Topology
 
 
 @st.composite

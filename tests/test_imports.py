@@ -25,12 +25,12 @@ HEAVY = (
 
 #: dse's own modules that only other commands need (bounds, search, workloads, figures...).
 NOT_FOR_EVALUATE = (
-    "dse.bounds", "dse.lp_guided", "dse.floorfit", "dse.iteration", "dse.chakra_read", "dse.workloads", "dse.search",
-    "dse.storage", "dse.sweep", "dse.plots", "dse.timeline_plot", "dse.reproduce",
+    "dse.bounds", "dse.schedulers.lp_guided", "dse.bounds.floorfit", "dse.training.iteration", "dse.training.chakra_read", "dse.training.workloads", "dse.explore.search",
+    "dse.explore.storage", "dse.explore.sweep", "dse.output.plots", "dse.output.timeline_plot", "dse.output.reproduce",
 )  # fmt: skip
 
 #: The simulator's modules, which `dse --help` does not need.
-SIMULATOR = ("dse.evaluate", "dse.simulate", "dse.topology", "dse.costs", "dse.schedulers", "dse.report", "dse.units")
+SIMULATOR = ("dse.evaluate", "dse.sim.simulate", "dse.core.topology", "dse.costs", "dse.schedulers", "dse.output.report", "dse.core.units")
 
 
 def fresh_modules(code: str) -> list[str]:
@@ -53,8 +53,8 @@ def loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
 
 
 def run_cli(*argv: str) -> str:
-    """Code that runs `dse ARGV` through `dse.cli.main`; --help's exit is caught."""
-    return f"from dse.cli import main\ntry:\n    main({list(argv)!r})\nexcept SystemExit:\n    pass"
+    """Code that runs `dse ARGV` through `dse.cli.main.main`; --help's exit is caught."""
+    return f"from dse.cli.main import main\ntry:\n    main({list(argv)!r})\nexcept SystemExit:\n    pass"
 
 
 def test_import_dse_loads_only_the_package() -> None:
@@ -66,13 +66,13 @@ def test_import_dse_loads_only_the_package() -> None:
 def test_help_loads_only_the_parser() -> None:
     modules = fresh_modules(run_cli("--help"))
     assert loaded(modules, HEAVY) == [] and loaded(modules, SIMULATOR) == []
-    assert "dse.cli" in modules
+    assert "dse.cli.main" in modules
 
 
 def test_evaluate_loads_the_simulator_and_nothing_heavy() -> None:
     modules = fresh_modules(run_cli("evaluate", "4D-Ring_FC_Ring_SW", "--size", "1GB"))
     assert loaded(modules, HEAVY) == [] and loaded(modules, NOT_FOR_EVALUATE) == []
-    assert "dse.evaluate" in modules and "dse.simulate" in modules  # it did run
+    assert "dse.sim.evaluate" in modules and "dse.sim.simulate" in modules  # it did run
 
 
 def test_evaluate_json_loads_nothing_heavy() -> None:
@@ -84,8 +84,8 @@ def test_every_subcommand_help_lists_its_names() -> None:
     """The help texts' name lists are filled in when printed, from the registries themselves."""
     import argparse
 
-    from dse.cli import build_parser
-    from dse.cli_parser import NAME_LISTS
+    from dse.cli.main import build_parser
+    from dse.cli.parser import NAME_LISTS
     from dse.costs import COST_MODELS
     from dse.schedulers import SCHEDULERS
 
@@ -125,7 +125,7 @@ def test_every_public_name_resolves_in_a_fresh_process() -> None:
         "assert callable(evaluate) and callable(compare) and callable(lower_bounds) and callable(iterate)"
     )
     modules = fresh_modules(code)
-    assert "dse.evaluate" in modules
+    assert "dse.sim.evaluate" in modules
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:
@@ -135,33 +135,33 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
 
 
 def test_evaluate_stays_the_function_after_its_module_is_imported() -> None:
-    """`dse.evaluate` is the function even when the submodule `dse.evaluate` is imported first (as
-    `dse.sweep` does), as when the package imported it eagerly."""
+    """`dse.evaluate` is the function even when its module `dse.sim.evaluate` is imported first (as
+    `dse.explore.sweep` does), as when the package imported it eagerly."""
     code = (
-        "import dse.sweep, dse\n"
-        "import dse.evaluate as ev\n"
+        "import dse.explore.sweep, dse\n"
+        "import dse.sim.evaluate as ev\n"
         "from dse import evaluate\n"
-        "assert callable(dse.evaluate) and dse.evaluate is evaluate is ev is sys.modules['dse.evaluate'].evaluate\n"
-        "assert dse.evaluate.__module__ == 'dse.evaluate'"
+        "assert callable(dse.evaluate) and dse.evaluate is evaluate is ev.evaluate\n"
+        "assert dse.evaluate.__module__ == 'dse.sim.evaluate'"
     )
     fresh_modules(code)
 
 
 def test_submodules_are_attributes_of_the_package() -> None:
-    code = "import dse\nassert dse.topology.parse_topology is dse.parse_topology\nassert dse.units.parse_size"
+    code = "import dse\nassert dse.core.topology.parse_topology is dse.parse_topology\nassert dse.core.units.parse_size"
     modules = fresh_modules(code)
-    assert "dse.topology" in modules and "dse.bounds" not in modules
+    assert "dse.core.topology" in modules and "dse.bounds" not in modules
 
 
 def test_lp_guided_resolves_without_importing_anything_else() -> None:
     code = (
         "from dse.schedulers import SCHEDULERS, get_scheduler\n"
-        "assert 'lp_guided' in SCHEDULERS and 'dse.lp_guided' not in sys.modules\n"
+        "assert 'lp_guided' in SCHEDULERS and 'dse.schedulers.lp_guided' not in sys.modules\n"
         "assert list(SCHEDULERS)[-1] == 'lp_guided'\n"
         "s = get_scheduler('lp_guided')\n"
         "assert type(s).__name__ == 'LPGuidedScheduler' and SCHEDULERS['lp_guided'] is type(s)"
     )
-    assert "dse.lp_guided" in fresh_modules(code)
+    assert "dse.schedulers.lp_guided" in fresh_modules(code)
 
 
 def test_lp_guided_from_the_command_line() -> None:
@@ -176,7 +176,7 @@ def test_lp_guided_from_the_command_line() -> None:
 
 def test_lazy_registry_imports_on_lookup_only() -> None:
     """Names, `in` and `len` import nothing; a lookup imports the module, which must register it."""
-    from dse.registry import LazyRegistry
+    from dse.core.registry import LazyRegistry
 
     r: LazyRegistry[int] = LazyRegistry([("a", 1)], {"b": "dse.no_such_module", "c": "json"})
     assert list(r) == ["a", "b", "c"] and "b" in r and "z" not in r and len(r) == 3 and r["a"] == 1

@@ -7,13 +7,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dse import evaluate
-from dse.collectives import nominal_bytes_sent
-from dse.evaluate import build_plans
+from dse.core.collectives import nominal_bytes_sent
+from dse.sim.evaluate import build_plans
 from dse.costs import get_cost_model
 from dse.schedulers import ScheduleProblem, get_scheduler
-from dse.engine import _engine as _csim
-from dse.simulate import simulate
-from dse.topology import Dim, Topology
+from dse.sim.engine import _engine as _csim
+from dse.sim.simulate import simulate
+from dse.core.topology import Dim, Topology
 
 KIND = st.sampled_from(["ring", "fc", "switch"])
 

@@ -8,12 +8,12 @@ from dataclasses import replace
 import pytest
 
 import dse
-from dse.iteration_engine import RULES
-from dse.errors import InputError
-from dse.evaluate import evaluate
-from dse.iteration import chunk_count, end_to_end_markdown, end_to_end_rows, iterate, scope_dims
-from dse.topology import PRESETS
-from dse.workloads import ALL, DP, MP, Layer, Workload, load_workload
+from dse.training.iteration_engine import RULES
+from dse.core.errors import InputError
+from dse.sim.evaluate import evaluate
+from dse.training.iteration import chunk_count, end_to_end_markdown, end_to_end_rows, iterate, scope_dims
+from dse.core.topology import PRESETS
+from dse.training.workloads import ALL, DP, MP, Layer, Workload, load_workload
 
 T4 = "4D-Ring_FC_Ring_SW"
 GIB = 2**30
@@ -234,7 +234,7 @@ def test_cli_table_and_json(capsys: pytest.CaptureFixture) -> None:
     import argparse
     import json
 
-    from dse.cli_iterate import add_iterate_parser
+    from dse.cli.iterate import add_iterate_parser
 
     parser = argparse.ArgumentParser(prog="dse")
     add_iterate_parser(parser.add_subparsers(dest="command"))
@@ -276,8 +276,8 @@ def test_end_to_end_never_drops_a_workload_silently(monkeypatch: pytest.MonkeyPa
     md = end_to_end_markdown(rows)
     assert f"| Transformer-1T | {odd} | not run |" in md and f"- Transformer-1T on {odd}: " in md
     assert "| Transformer-1T | 0 of 1 |" in md
-    import dse.iteration
+    import dse.training.iteration
 
-    monkeypatch.setitem(dse.iteration.END_TO_END, "GNMT", "no_such_workload")
+    monkeypatch.setitem(dse.training.iteration.END_TO_END, "GNMT", "no_such_workload")
     with pytest.raises(InputError, match="no_such_workload"):
         end_to_end_rows(topologies=["2D-SW_SW"])

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from dse import iterate
-from dse.iteration import IterationResult
-from dse.placement import group_topology, split_dim
-from dse.topology import parse_topology
-from dse.workloads import Layer, Workload
+from dse.training.iteration import IterationResult
+from dse.training.placement import group_topology, split_dim
+from dse.core.topology import parse_topology
+from dse.training.workloads import Layer, Workload
 
 from .conftest import read_csv
 from .test_reliability import one_line

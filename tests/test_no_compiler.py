@@ -1,5 +1,5 @@
 """Without a C compiler `dse` still runs: the C engine missing, every path falls back to the Python
-reference (`dse.engine_ref`) and gives the same numbers. A fresh process hides `dse._engine` (as an
+reference (`dse.sim.engine_ref`) and gives the same numbers. A fresh process hides `dse.sim._engine` (as an
 install without a compiler has none) and prints what it computes; this process compares."""
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ warnings.simplefilter("ignore")
 
 class NoEngine(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name == "dse._engine":
+        if name == "dse.sim._engine":
             raise ImportError("no C engine in this test")
         return None
 
 sys.meta_path.insert(0, NoEngine())
 import dse
-from dse import engine
+from dse.sim import engine
 assert not engine.c_engine_built()
 out = {
     "paper": dse.evaluate("4D-Ring_FC_Ring_SW", size="1GB", chunks=16).time_ns,

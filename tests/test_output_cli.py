@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from dse.cli import build_parser
-from dse.plots import sweep_plot_data, varying_columns
-from dse.report import ComparisonRow, comparison_text, format_percent
-from dse.sweep import read_rows, run_sweep
-from dse.sweepfile import parse_sweep
+from dse.cli.main import build_parser
+from dse.output.plots import sweep_plot_data, varying_columns
+from dse.output.report import ComparisonRow, comparison_text, format_percent
+from dse.explore.sweep import read_rows, run_sweep
+from dse.explore.sweepfile import parse_sweep
 
 
 @pytest.mark.parametrize("x,text", [(-1e-12, "0.00 %"), (-0.00004, "0.00 %"), (0.0, "0.00 %"), (0.00005, "0.01 %"),

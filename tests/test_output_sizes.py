@@ -7,10 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dse import evaluate
-from dse.limits import MAX_BYTES
-from dse.report import bounds_text, result_text
-from dse.topology import parse_topology
-from dse.units import format_size, parse_size, size_family
+from dse.core.limits import MAX_BYTES
+from dse.output.report import bounds_text, result_text
+from dse.core.topology import parse_topology
+from dse.core.units import format_size, parse_size, size_family
 
 MULT = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
         "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}  # fmt: skip

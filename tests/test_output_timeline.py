@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 from dse import evaluate
-from dse.timeline_plot import json_timeline_data, result_timeline_data, time_unit
-from dse.topology import parse_topology
+from dse.output.timeline_plot import json_timeline_data, result_timeline_data, time_unit
+from dse.core.topology import parse_topology
 
 TOPO = "Ring(4,375,20)_FC(8,175,700)_SW(8,100,1700)"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -57,7 +57,7 @@ def test_astra_sim_baseline_draws_its_all_reduce_phase_in_the_legend():
 
 
 def test_reproduction_timeline_legend_matches_its_colours(tmp_path):
-    from dse.reproduce import draw_timeline, timeline_data
+    from dse.output.reproduce import draw_timeline, timeline_data
 
     panels = timeline_data("paper")
     assert len(panels) == 2

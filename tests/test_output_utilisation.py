@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dse import evaluate
-from dse.collectives import nominal_bytes_sent
+from dse.core.collectives import nominal_bytes_sent
 from dse.costs import get_cost_model
-from dse.evaluate import busy_union
+from dse.sim.evaluate import busy_union
 
 from .test_invariants import topologies
 
@@ -40,7 +40,7 @@ def test_the_case_that_passed_100_percent_is_capped_with_a_warning():
                      active_chunks=CASE["active_chunks"], timeline=True)  # fmt: skip
     assert len([w for w in rec if "BW utilisation" in str(w.message)]) == 1
     model = get_cost_model("astra-sim")
-    topo_bw = sum(model.bytes_per_ns(d) for d in __import__("dse").topology.parse_topology("2D-SW_SW").dims)
+    topo_bw = sum(model.bytes_per_ns(d) for d in __import__("dse").core.topology.parse_topology("2D-SW_SW").dims)
     raw = nominal_bytes_sent("all_reduce", 10**9, (16, 64), ag_input_shard=True) / (r.time_ns * topo_bw)
     assert raw > 2 and math.isclose(r.bw_utilization_uncapped, raw, rel_tol=1e-12)  # the old, uncapped value
     assert r.bw_utilization == 1.0
@@ -66,7 +66,7 @@ def test_one_phase_at_a_time_keeps_the_sum():
 
 
 def test_busy_union_merges_overlaps():
-    from dse.simulate import TimelineEntry as E
+    from dse.sim.simulate import TimelineEntry as E
 
     tl = [E(0, 0, "RS", 0, 9, 4), E(1, 0, "RS", 1, 9, 2), E(2, 0, "RS", 6, 9, 1), E(3, 1, "AG", 2, 9, 3)]
     assert busy_union(tl, 3) == (5.0, 3.0, 0.0)  # [0,4] U [1,3] U [6,7]; [2,5]; nothing
@@ -124,7 +124,7 @@ def test_compare_warns_once(run_cli):
 
 
 def test_a_schedule_below_the_bound_is_explained(run_cli):
-    from dse.report import ComparisonRow, below_bound_note
+    from dse.output.report import ComparisonRow, below_bound_note
 
     rows = [ComparisonRow("baseline", "fifo", 1.0, 1.0, 1.0, -0.5), ComparisonRow("themis", "scf", 1.0, 1.0, 1.0, 0.1)]
     note = below_bound_note(rows, "astra-sim", 4)

@@ -7,11 +7,11 @@ import re
 import pytest
 
 import dse
-from dse.errors import InputError
-from dse.reproduce import SIZES_GIB, finish_rows, summarize, sweeps, topology_for
-from dse.sweep import read_rows, run_sweep
-from dse.sweepfile import parse_sweep
-from dse.topology import (
+from dse.core.errors import InputError
+from dse.output.reproduce import SIZES_GIB, finish_rows, summarize, sweeps, topology_for
+from dse.explore.sweep import read_rows, run_sweep
+from dse.explore.sweepfile import parse_sweep
+from dse.core.topology import (
     ARTIFACT_PRESETS,
     PAPER_PRESETS,
     PRESET_INFO,
@@ -155,7 +155,7 @@ def test_topologies_table_and_json_carry_the_same_fields(run_cli):
 
 
 def test_topologies_json_has_help(run_cli, capsys):
-    from dse.cli import main
+    from dse.cli.main import main
 
     with pytest.raises(SystemExit):
         main(["topologies", "--help"])

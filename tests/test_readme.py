@@ -100,7 +100,7 @@ def test_readme_command(cmd: Command, workspace: Path, capsys: pytest.CaptureFix
         assert (REPO / cmd.argv[1]).is_file()  # a benchmark: measured, not a fixed output
         return
     assert cmd.argv[0] == "dse", f"README line {cmd.line}: a command that is not dse: {cmd.argv}"
-    from dse.cli import main
+    from dse.cli.main import main
 
     monkeypatch.chdir(workspace)
     argv, redirect = list(cmd.argv[1:]), None

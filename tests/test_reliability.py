@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import dse
-from dse.errors import InputError
-from dse.search import load_studies, run_study, summary
+from dse.core.errors import InputError
+from dse.explore.search import load_studies, run_study, summary
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = ROOT / "studies" / "sweeps" / "sizes.toml"
@@ -120,7 +120,7 @@ def test_a_repeated_row_and_a_row_cut_in_the_middle_are_repaired(run_cli, tmp_pa
 
 
 def test_two_sweeps_never_write_one_file_at_once(tmp_path):
-    from dse.sweepcsv import SweepFile
+    from dse.explore.sweepcsv import SweepFile
 
     with SweepFile(tmp_path / "r.csv", ("point", "x"), [("a",)]) as first:
         first.open()

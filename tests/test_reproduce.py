@@ -2,8 +2,8 @@
 
 import csv
 
-from dse.reproduce import PAPER_PRESETS, summarize, summary_markdown, topology_for
-from dse.topology import parse_topology
+from dse.output.reproduce import PAPER_PRESETS, summarize, summary_markdown, topology_for
+from dse.core.topology import parse_topology
 
 
 def _header(path):

@@ -4,7 +4,7 @@ import pytest
 
 from dse import evaluate
 from dse.costs.base import Phase
-from dse.simulate import simulate
+from dse.sim.simulate import simulate
 
 
 def ph(dim, busy, key=1.0, delay=0.0, fifo=False):
@@ -16,7 +16,7 @@ ENGINES = ["python", "c"]
 
 @pytest.fixture(params=ENGINES)
 def engine(request):
-    from dse.engine import _engine as _csim
+    from dse.sim.engine import _engine as _csim
 
     if request.param == "c" and _csim is None:
         pytest.skip("the C simulator core is not built")

@@ -15,7 +15,7 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
-from dse.search import load_studies, open_storage, run_study  # noqa: E402
+from dse.explore.search import load_studies, open_storage, run_study  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BW = ROOT / "studies" / "bw_split_4d.toml"
@@ -56,7 +56,7 @@ def _check_trials(base: str, url: str) -> None:
 
 def test_the_dashboard_serves_the_trials_of_a_journal(journal):
     pytest.importorskip("optuna_dashboard")
-    from dse.study_dashboard import dashboard_server
+    from dse.explore.study_dashboard import dashboard_server
 
     server, page = dashboard_server(NAME, journal, "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -119,7 +119,7 @@ def test_a_ctrl_c_while_a_request_is_served_stops_the_server():
     even when it lands in the middle of a request."""
     from wsgiref.simple_server import make_server
 
-    from dse.study_dashboard import _QuietHandler
+    from dse.explore.study_dashboard import _QuietHandler
 
     def app(environ, start_response):
         raise KeyboardInterrupt

@@ -1,5 +1,5 @@
 """Study reports in the study's terms: objectives named by metric, bandwidths in GB/s, figures with
-units and every objective, importances only over parameters that vary (dse.study_report, study_plots)."""
+units and every objective, importances only over parameters that vary (dse.output.study_report, study_plots)."""
 
 import csv
 import math
@@ -9,11 +9,11 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
-from dse.search import load_studies, run_study, write_report  # noqa: E402
-from dse.storage import load_study  # noqa: E402
-from dse.study_plots import history_data, importance_data, pareto_data  # noqa: E402
-from dse.study_report import axis, complete_trials, objective_names  # noqa: E402
-from dse.topology import parse_topology  # noqa: E402
+from dse.explore.search import load_studies, run_study, write_report  # noqa: E402
+from dse.explore.storage import load_study  # noqa: E402
+from dse.output.study_plots import history_data, importance_data, pareto_data  # noqa: E402
+from dse.output.study_report import axis, complete_trials, objective_names  # noqa: E402
+from dse.core.topology import parse_topology  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BW = ROOT / "studies" / "bw_split_4d.toml"

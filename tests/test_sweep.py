@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import dse
-from dse.sweep import load_sweep, parse_sweep, read_rows, run_sweep
+from dse.explore.sweep import load_sweep, parse_sweep, read_rows, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -155,7 +155,7 @@ def test_plot_writes_png(tmp_path, run_cli):
                      "schedules": ["baseline+fifo", "themis+scf"]})
     out = tmp_path / "r.csv"
     run_sweep(s, out, jobs=1)
-    from dse.plots import sweep_plot_data
+    from dse.output.plots import sweep_plot_data
 
     data = sweep_plot_data(read_rows(out), "chunks", "bw_utilization", "scheduler", "topology")
     assert list(data.panels) == ["2D-SW_SW", "3D-FC_Ring_SW"] and data.panels["2D-SW_SW"][0].x == [2, 4, 8]

@@ -2,8 +2,8 @@ import warnings
 
 import pytest
 
-from dse.errors import InputError
-from dse.topology import (
+from dse.core.errors import InputError
+from dse.core.topology import (
     PAPER_PRESETS,
     PRESETS,
     SYSTEM_PRESETS,

@@ -1,7 +1,7 @@
 import pytest
 
-from dse.errors import InputError
-from dse.units import format_time, parse_int, parse_positive, parse_size
+from dse.core.errors import InputError
+from dse.core.units import format_time, parse_int, parse_positive, parse_size
 
 
 @pytest.mark.parametrize(

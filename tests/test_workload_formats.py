@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dse.iteration import iterate
-from dse.workload_formats import convert, figures_sha256, to_astra_text, to_toml
-from dse.workloads import bundled_workloads, load_toml_text, load_workload
+from dse.training.iteration import iterate
+from dse.training.workload_formats import convert, figures_sha256, to_astra_text, to_toml
+from dse.training.workloads import bundled_workloads, load_toml_text, load_workload
 
 SHARED_WL = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "astra-sim-1.0"
 BUNDLED = ["Resnet50_DataParallel_fused", "gnmt_fp16_fused", "large_DLRM_fused", "medium_DLRM_fused",
@@ -104,7 +104,7 @@ def test_cli_list(run_cli) -> None:  # type: ignore[no-untyped-def]
     ],
 )
 def test_bad_parallelism_line(tmp_path: Path, header: str, words: str) -> None:
-    from dse.errors import InputError
+    from dse.core.errors import InputError
 
     f = tmp_path / "w.txt"
     f.write_text(f"{header}\n1\nx -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 0\n")
@@ -114,7 +114,7 @@ def test_bad_parallelism_line(tmp_path: Path, header: str, words: str) -> None:
 
 
 def test_bundled_names_any_case_and_unknown_names_listed() -> None:
-    from dse.errors import InputError
+    from dse.core.errors import InputError
 
     assert load_workload("GNMT_FP16_FUSED") == load_workload("gnmt_fp16_fused")
     with pytest.raises(InputError, match="gnmt_fp16_fused.*resnet152"):

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from dse.errors import InputError
-from dse.generators import generate, parameter_count, resnet152, transformer
-from dse.workload_formats import to_astra_text
-from dse.workloads import ALL, DP, MP, Layer, Workload, load_workload
+from dse.core.errors import InputError
+from dse.training.generators import generate, parameter_count, resnet152, transformer
+from dse.training.workload_formats import to_astra_text
+from dse.training.workloads import ALL, DP, MP, Layer, Workload, load_workload
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -97,7 +97,7 @@ def test_wrong_layer_count(tmp_path: Path) -> None:
 
 
 def test_damaged_file_cli_exit_2_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from dse.cli_iterate import add_iterate_parser
+    from dse.cli.iterate import add_iterate_parser
 
     path = _damage(tmp_path, 6, "Var5\t-1\t136174\tNONE\t0\t136174\tNONE\t0\t50592\tNONE\t-3\t33554")
     parser = argparse.ArgumentParser(prog="dse")
@@ -109,12 +109,12 @@ def test_damaged_file_cli_exit_2_one_line(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_damaged_file_via_dse_cli(tmp_path: Path, run_cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Through `dse.cli.main`; until dse.cli hooks `iterate` itself, the test hooks it."""
-    import dse.cli
-    from dse.cli_iterate import add_iterate_parser
+    """Through `dse.cli.main.main`; until dse.cli.main hooks `iterate` itself, the test hooks it."""
+    import dse.cli.main
+    from dse.cli.iterate import add_iterate_parser
 
-    if "iterate" not in dse.cli.build_parser().format_help():
-        original = dse.cli.build_parser
+    if "iterate" not in dse.cli.main.build_parser().format_help():
+        original = dse.cli.main.build_parser
 
         def hooked() -> argparse.ArgumentParser:
             parser = original()
@@ -122,7 +122,7 @@ def test_damaged_file_via_dse_cli(tmp_path: Path, run_cli, monkeypatch) -> None:
             add_iterate_parser(sub)
             return parser
 
-        monkeypatch.setattr(dse.cli, "build_parser", hooked)
+        monkeypatch.setattr(dse.cli.main, "build_parser", hooked)
     path = _damage(tmp_path, 6, "Var5\t-1\t136174\tNONE\t0\t136174\tNONE\t0\t50592\tNONE\t-3\t33554")
     code, out, err = run_cli("iterate", str(path), "--topology", "2D-SW_SW")
     assert code == 2 and out == ""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ..errors import InputError
-from .astra_sim import AstraSimModel
-from .astra_sim1 import AstraSim1Model
-from .base import ChunkPlan, CostModel, Phase
-from .paper import PaperModel
+from dse.core.errors import InputError
+from dse.costs.astra_sim import AstraSimModel
+from dse.costs.astra_sim1 import AstraSim1Model
+from dse.costs.base import ChunkPlan, CostModel, Phase
+from dse.costs.paper import PaperModel
 
 COST_MODELS: dict[str, type[CostModel]] = {
     PaperModel.name: PaperModel,

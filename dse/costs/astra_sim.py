@@ -18,8 +18,8 @@ All-to-all (no single-collective reference data; pinned by the workload runs of
 reference/astra-sim-2-workloads.md): per dimension, P(P−1)/2 messages of c/P in turn on a ring,
 P−1 at once when direct (Switch dimensions run it direct, as the reference configures them).
 
-Workloads (`dse.iteration`): Themis keeps node 0's one load state across collectives
-(`themis_across = "astra-sim-2"`, `dse.iteration_planner`), which needs the NPU that issues each
+Workloads (`dse.training.iteration`): Themis keeps node 0's one load state across collectives
+(`themis_across = "astra-sim-2"`, `dse.training.iteration_planner`), which needs the NPU that issues each
 collective first (`lead_after`), and a finished collective holds its dimension until the nodes it
 frees are issued (`ResourceRules.end_before_release`).
 """
@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import math
 
-from ..collectives import A2A, AG, AR, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL
-from ..errors import InputError
-from ..topology import Dim, Topology
-from .base import ChunkPlan, CostModel, is_power_of_two, log2_int
+from dse.core.collectives import A2A, AG, AR, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL
+from dse.core.errors import InputError
+from dse.core.topology import Dim, Topology
+from dse.costs.base import ChunkPlan, CostModel, is_power_of_two, log2_int
 
 GIB = 2**30
 

@@ -27,7 +27,7 @@ hops = the shorter ring distance to each peer (HD partners at P/2, P/4, … for 
 Only the serialized latency mode and one active chunk per dim exist, as in ASTRA-sim 1.0.
 
 `evaluate_many` (and `evaluate` on a shape seen before) runs `phase_timing` and `greedy_bandwidth`
-in C (dse/_kernels.c, `batch_kernel`), in integers as exact as Python's up to 2^61 ns; the tests
+in C (dse/sim/_kernels.c, `batch_kernel`), in integers as exact as Python's up to 2^61 ns; the tests
 hold both equal to the bit (tests/test_batch.py).
 """
 
@@ -37,10 +37,10 @@ import math
 
 from functools import lru_cache
 
-from ..collectives import A2A, AG, AR, RS
-from ..errors import InputError
-from ..topology import Dim, Topology
-from .base import ChunkPlan, CostModel, Phase, is_power_of_two, log2_int
+from dse.core.collectives import A2A, AG, AR, RS
+from dse.core.errors import InputError
+from dse.core.topology import Dim, Topology
+from dse.costs.base import ChunkPlan, CostModel, Phase, is_power_of_two, log2_int
 
 GIB = 2**30
 #: NPU memory bandwidth for the reduction's one write and two reads, B/ns
@@ -156,7 +156,7 @@ class AstraSim1Model(CostModel):
     fixed_splits = True
     themis_across = "astra-sim-1"
     issue_priorities = True
-    batch_kernel = "astra-sim-1"  # dse/_kernels.c: phase_timing and greedy_bandwidth, to the bit
+    batch_kernel = "astra-sim-1"  # dse/sim/_kernels.c: phase_timing and greedy_bandwidth, to the bit
     shape_fields = ("links", "nic_latency", "router_latency")  # the kernel's per-dim constants
 
     def __setattr__(self, name: str, value: object) -> None:

@@ -18,9 +18,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
-from ..collectives import AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, A2A, RS
-from ..errors import InputError
-from ..topology import Dim, Topology
+from dse.core.collectives import AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, A2A, RS
+from dse.core.errors import InputError
+from dse.core.topology import Dim, Topology
 
 LATENCY_MODES = ("overlapped", "serialized")
 
@@ -46,7 +46,7 @@ class Phase(NamedTuple):
     tie: object = 0
     #: who ends the phase first, as ``(stride, table)``: the NPU at flat index i (dim 0 fastest)
     #: that started it first hands over to i + (table[j] − j)·stride, j = i // stride mod len(table);
-    #: None keeps it (`dse.engine_ref.lead_after`, ASTRA-sim 2.x's Themis rule)
+    #: None keeps it (`dse.sim.engine_ref.lead_after`, ASTRA-sim 2.x's Themis rule)
     lead: object = None
 
 
@@ -79,7 +79,7 @@ class CostModel(ABC):
     dim_tiebreak: ClassVar[bool] = False
     #: its phases carry tie keys (`Phase.tie`); if not, the engine keeps smaller events
     phase_ties: ClassVar[bool] = False
-    # ----- training iterations (`dse.iteration`) ------------------------------------------------
+    # ----- training iterations (`dse.training.iteration`) ------------------------------------------------
     #: ns per workload state change: a compute starts this long after the previous one, or after
     #: the collective it waited for at the previous one's end (ASTRA-sim 1.0: one cycle)
     workload_tick: ClassVar[float] = 0.0
@@ -92,15 +92,15 @@ class CostModel(ABC):
     themis_across: ClassVar[str] = "carry"
     #: collectives of a workload enter the dims' queues by ASTRA-sim 1.0's issue priorities
     issue_priorities: ClassVar[bool] = False
-    #: which nodes of a workload run at once on one NPU (`dse.workload_graph.ResourceRules`):
+    #: which nodes of a workload run at once on one NPU (`dse.training.workload_graph.ResourceRules`):
     #: "dse" (collectives overlap each other) or "astra-sim-2" (one collective at a time)
     workload_rules: ClassVar[str] = "dse"
     #: the C kernel that computes exactly what `_make_phase`, `bandwidth_time` and `greedy_bandwidth`
-    #: do, for many points at once (`dse.tables`, dse/_kernels.c; "paper", "astra-sim",
+    #: do, for many points at once (`dse.sim.tables`, dse/sim/_kernels.c; "paper", "astra-sim",
     #: "astra-sim-1"); None: they are called per point
     batch_kernel: ClassVar[str | None] = None
     #: Dim fields besides kind, npus and algorithm that the kernel takes from the shape table, not
-    #: the point: part of a point's shape (`dse.batch.shape_key`), like the kind
+    #: the point: part of a point's shape (`dse.sim.batch.shape_key`), like the kind
     shape_fields: ClassVar[tuple[str, ...]] = ()
 
     def __repr__(self) -> str:
@@ -125,7 +125,7 @@ class CostModel(ABC):
         """Model-specific validation of the topology (raise `InputError`)."""
 
     def replay_steps(self, topology: Topology, collective: str, chunks: int) -> float:
-        """Work steps this model spends costing phases, beyond the simulation (`dse.limits`); none here."""
+        """Work steps this model spends costing phases, beyond the simulation (`dse.core.limits`); none here."""
         return 0.0
 
     # ----- chunking ---------------------------------------------------------------------

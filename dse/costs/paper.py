@@ -8,9 +8,9 @@ moves on steps·α later; `serialized` holds the dimension for the whole phase.
 
 from __future__ import annotations
 
-from ..collectives import AG, AR, RS
-from ..topology import Dim
-from .base import CostModel, Phase
+from dse.core.collectives import AG, AR, RS
+from dse.core.topology import Dim
+from dse.costs.base import CostModel, Phase
 
 
 class PaperModel(CostModel):

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from ..errors import InputError
-from ..registry import LazyRegistry
-from .base import Order, ScheduleProblem, Scheduler, ascending, baseline_order
-from .simple import BaselineScheduler, FixedScheduler, RandomScheduler, RoundRobinScheduler, parse_orders
-from .themis import ThemisScheduler
+from dse.core.errors import InputError
+from dse.core.registry import LazyRegistry
+from dse.schedulers.base import Order, ScheduleProblem, Scheduler, ascending, baseline_order
+from dse.schedulers.simple import BaselineScheduler, FixedScheduler, RandomScheduler, RoundRobinScheduler, parse_orders
+from dse.schedulers.themis import ThemisScheduler
 
 SCHEDULERS: LazyRegistry[type[Scheduler]] = LazyRegistry(
     ((cls.name, cls) for cls in (BaselineScheduler, ThemisScheduler, RoundRobinScheduler, RandomScheduler, FixedScheduler)),
-    {"lp_guided": "dse.lp_guided"},  # needs the bounds and the simulator: imported on its first lookup
+    {"lp_guided": "dse.schedulers.lp_guided"},  # needs the bounds and the simulator: imported on its first lookup
 )
 QUEUES: tuple[str, ...] = ("fifo", "scf")
 

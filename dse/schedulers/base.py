@@ -14,9 +14,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..collectives import ALL_GATHER, ALL_TO_ALL
-from ..costs.base import ChunkPlan, CostModel
-from ..topology import Topology
+from dse.core.collectives import ALL_GATHER, ALL_TO_ALL
+from dse.costs.base import ChunkPlan, CostModel
+from dse.core.topology import Topology
 
 Order = tuple[int, ...]
 
@@ -65,7 +65,7 @@ class Scheduler(ABC):
     is_baseline: ClassVar[bool] = False
     #: the orders depend only on the shape (collective, chunk sizes, dimension sizes, the seed and
     #: the scheduler's own settings, which its repr shows), not on bandwidths or latencies, so
-    #: `dse.tables` computes them once for many points
+    #: `dse.sim.tables` computes them once for many points
     shape_only: ClassVar[bool] = False
 
     def __repr__(self) -> str:

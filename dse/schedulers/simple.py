@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from ..errors import InputError
-from .base import Order, ScheduleProblem, Scheduler, baseline_order
+from dse.core.errors import InputError
+from dse.schedulers.base import Order, ScheduleProblem, Scheduler, baseline_order
 
 
 class BaselineScheduler(Scheduler):

@@ -20,8 +20,8 @@ from __future__ import annotations
 from itertools import groupby
 from operator import add, itemgetter
 
-from ..collectives import AG, ALL_GATHER, ALL_REDUCE, RS
-from .base import Order, ScheduleProblem, Scheduler, baseline_order
+from dse.core.collectives import AG, ALL_GATHER, ALL_REDUCE, RS
+from dse.schedulers.base import Order, ScheduleProblem, Scheduler, baseline_order
 
 MIB = 2**20
 
@@ -106,7 +106,7 @@ def offline_greedy_orders(problem: ScheduleProblem) -> list[Order]:
 class OfflineGreedy:
     """ASTRA-sim's OfflineGreedy load state over all (logical) dims of a topology.
 
-    Loads live until `reset` (ASTRA-sim 1.0 keeps them across collectives, `dse.iteration_planner`
+    Loads live until `reset` (ASTRA-sim 1.0 keeps them across collectives, `dse.training.iteration_planner`
     decides when they are reset); each `order` call schedules one chunk of a collective that
     involves the dims flagged in `involved`, and returns an order over all dims (the uninvolved
     ones included, where the simulator's list has them; the caller skips them). Quirks kept: the

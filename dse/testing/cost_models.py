@@ -15,9 +15,9 @@ import math
 
 import pytest
 
-from dse.collectives import ALL_GATHER, ALL_REDUCE, COLLECTIVES, nominal_bytes_sent
-from dse.errors import InputError
-from dse.topology import parse_topology
+from dse.core.collectives import ALL_GATHER, ALL_REDUCE, COLLECTIVES, nominal_bytes_sent
+from dse.core.errors import InputError
+from dse.core.topology import parse_topology
 
 # Links per NPU are given for the models that need them (astra-sim-1); the others ignore them.
 TOPOLOGIES = ("Ring(8,50,500,links=2)", "SW(16,200,700,links=4)_FC(4,100,30,links=3)", "4D-Ring_FC_Ring_SW")

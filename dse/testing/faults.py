@@ -130,7 +130,7 @@ def mutate(text: str, rng: random.Random, ops: int | None = None) -> str:
 
 def run_cli(argv: Sequence[str]) -> tuple[int, str, str]:
     """`dse` in this process: (exit code, stdout, stderr); an exception escaping main is a traceback."""
-    from ..cli import main
+    from dse.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -228,7 +228,7 @@ def file_argv(kind: str, rng: random.Random, folder: Path) -> tuple[list[str], l
 # ------------------------------------------------------------------ damaged sweep CSVs
 def sweep_reference(folder: Path) -> tuple[Path, bytes]:
     """A small sweep file and its uninterrupted CSV (one job: rows in point order)."""
-    from ..sweep import run_sweep
+    from dse.explore.sweep import run_sweep
 
     spec = folder / "ref.toml"
     spec.write_text(SWEEP)
@@ -293,7 +293,7 @@ def csv_case(folder: Path, rng: random.Random) -> list[str]:
 
 # ------------------------------------------------------------------ damaged journals
 def _trials(url: str) -> list[tuple]:
-    from ..search import report_data
+    from dse.explore.search import report_data
 
     _, rep = report_data("bw_split_4d.themis", url)
     return [tuple(sorted((k, str(v)) for k, v in r.items() if k != "trial")) for r in rep.rows]

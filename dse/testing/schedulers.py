@@ -14,11 +14,11 @@ import itertools
 
 import pytest
 
-from dse.collectives import ALL_TO_ALL, COLLECTIVES
+from dse.core.collectives import ALL_TO_ALL, COLLECTIVES
 from dse.costs import COST_MODELS, get_cost_model
-from dse.errors import InputError
+from dse.core.errors import InputError
 from dse.schedulers.base import ScheduleProblem
-from dse.topology import parse_topology
+from dse.core.topology import parse_topology
 
 TOPOLOGIES = (
     "Ring(8,100,500)",

@@ -1,0 +1,414 @@
+"""The `dse` command line: one function per subcommand, argparse, one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import warnings
+from collections.abc import Sequence
+
+from dse.cli.iterate import add_iterate_parser
+from dse.cli.parser import Parser as _Parser
+from dse.cli.reproduce import add_reproduce_parser
+from dse.cli.study import add_study_parser
+from dse.cli.workload import add_workload_parser
+from dse.core.errors import InputError, RunError, note_swallowed_interrupt
+
+# Each command imports what it runs when it runs (`dse --help` builds every parser and imports none
+# of the simulator): keep the imports above to the parser's own modules.
+
+
+def _add_topology(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topology_pos", nargs="?", metavar="TOPOLOGY", help="preset name or notation")
+    p.add_argument("-t", "--topology", help="preset name or notation (same as the positional argument)")
+
+
+def _topology_arg(args: argparse.Namespace) -> str:
+    if args.topology and args.topology_pos:
+        raise InputError("topology", "given twice (positional and --topology)", "one of them")
+    spec = args.topology or args.topology_pos
+    if not spec:
+        raise InputError("topology", "missing", "a preset name (dse topologies) or a notation such as Ring(4,375,20)_SW(8,100,1700)")
+    return spec
+
+
+def _add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
+    """The collective's flags; `seed=False` for commands with no randomness (`dse bound`)."""
+    p.add_argument("--collective", default="all_reduce", help="one of {collectives} (default all_reduce)")
+    p.add_argument("--size", required=True, help="bytes per NPU, e.g. 1GB, 256MiB, 1e9")
+    p.add_argument("--chunks", default="64", help="chunks per collective (default 64)")
+    p.add_argument("--cost-model", default="paper", help="one of {cost_models} (default paper)")
+    p.add_argument("--latency-mode", default=None, help="overlapped or serialized (default: the cost model's)")
+    p.add_argument("--active-chunks", default="1", help="phases a dimension serves at once (default 1)")
+    if seed:
+        p.add_argument("--seed", default="0", help="seed of the random scheduler (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table (every number unrounded)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dse", description="Collectives on multi-dimensional networks: Themis, bounds, search.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("evaluate", help="simulate one collective")
+    _add_topology(p)
+    _add_common(p)
+    p.add_argument("--scheduler", default="themis", help="one of {schedulers} (default themis)")
+    p.add_argument("--queue", default="scf", help="one of {queues} (default scf)")
+    p.add_argument("--orders", default=None, help="orders for --scheduler fixed, e.g. 0123 or '0123;3210'")
+    p.add_argument("--timeline", action="store_true", help="with --json: include every phase's start and end")
+    p.add_argument("--plot", default=None, metavar="FILE", help="also draw the per-dimension timeline of the phases "
+                   "to FILE (.png or .svg); the table or JSON is printed as usual")  # fmt: skip
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("compare", help="every scheduler x queue on one topology, with the bound and gaps")
+    _add_topology(p)
+    _add_common(p)
+    p.add_argument("--time-limit", default="60", help="seconds for each bound solve, a safety net (default 60)")
+    p.add_argument("--node-limit", default="100", help="branch-and-bound nodes per bound solve (default 100; "
+                   "a work limit, so the bound is the same on every run)")  # fmt: skip
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("bound", help="lower bounds: ideal, fluid LP, ILP, pipeline; the optimal order mix")
+    _add_topology(p)
+    _add_common(p, seed=False)  # the bound has no randomness: no --seed
+    p.add_argument("--time-limit", default="10", help="seconds per solve (default 10); a cut-short solve reports its dual bound")
+    p.add_argument("--solver", default="highs", help="highs (in process, default) or cbc")
+    p.add_argument("--no-pipeline", action="store_true", help="skip the pipeline-tightened ILP")
+    p.add_argument("--node-limit", default="100", help="branch-and-bound nodes per HiGHS solve (default 100, as "
+                   "dse compare uses, so both print the same bound on every run; 'none' for no limit)")  # fmt: skip
+    p.set_defaults(func=cmd_bound)
+
+    p = sub.add_parser("sweep", help="evaluate every point of a TOML sweep file in parallel, into a resumable CSV")
+    p.add_argument("file", metavar="FILE.toml", help="a sweep file: a [sweep] table of evaluate() parameters")
+    p.add_argument("--out", required=True, help="the CSV to write; re-running resumes it")
+    p.add_argument("--jobs", default="1", help="worker processes (default 1; -1 for every core)")
+    p.add_argument("--backend", default="processes", help="processes (forked workers, default) or dask")
+    p.add_argument("--scheduler-address", default=None, help="dask.distributed scheduler, e.g. tcp://host:8786")
+    p.add_argument("--batch", default=None, help="points per task (default: automatic, at most 200)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a progress bar on stderr (default: when stderr is a terminal)")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("plot", help="figures: a sweep CSV (dse plot sweep) or one evaluation's phases (dse plot timeline)")
+    psub = p.add_subparsers(dest="plot_kind", metavar="KIND", parser_class=_Parser, required=True)
+    q = psub.add_parser("sweep", help="a sweep CSV: y against x, one line per hue, one panel per facet")
+    q.add_argument("csv", metavar="RESULTS.csv")
+    q.add_argument("--x", required=True, help="a column, e.g. chunks or size_bytes")
+    q.add_argument("--y", required=True, help="a numeric column, e.g. bw_utilization or time_ns")
+    q.add_argument("--hue", default=None, help="column(s) naming the lines, e.g. scheduler or scheduler,queue")
+    q.add_argument("--facet", default=None, help="column(s) naming the panels, e.g. topology")
+    q.add_argument("--logx", action="store_true", help="logarithmic x axis")
+    q.add_argument("--mean", action="store_true", help="average rows that differ only in columns the plot does "
+                   "not show (without it such rows are refused, naming the columns)")  # fmt: skip
+    q.add_argument("--out", required=True, help="the figure: .png or .svg")
+    q.set_defaults(func=cmd_plot_sweep)
+    q = psub.add_parser("timeline", help="the per-dimension phases of one evaluation (dse evaluate --json --timeline), "
+                        "or each resource's nodes of an iteration (dse iterate --json --timeline)")  # fmt: skip
+    q.add_argument("result", metavar="RESULT.json", help="the output of dse evaluate or dse iterate ... --json --timeline")
+    q.add_argument("--out", required=True, help="the figure: .png or .svg")
+    q.set_defaults(func=cmd_plot_timeline)
+
+    add_study_parser(sub)
+    add_reproduce_parser(sub)
+    add_iterate_parser(sub)
+    add_workload_parser(sub)
+
+    p = sub.add_parser("topologies", help="list the preset topologies: the paper's, NAME@artifact, real systems")
+    p.add_argument("--json", action="store_true", help="print a JSON list: every field of the table, and each source")
+    p.set_defaults(func=cmd_topologies)
+    return parser
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from dse.sim.evaluate import evaluate
+    from dse.output.report import result_text
+    from dse.core.topology import parse_topology
+
+    if args.timeline and not args.json:
+        raise InputError("--timeline", "given without --json",
+                         "--json --timeline (the phases are listed in the JSON), or --plot FILE.png to draw them")  # fmt: skip
+    if args.plot is not None:
+        from dse.output.plots import figure_path
+
+        figure_path(args.plot, "plot")  # refused before any work
+    topo = parse_topology(_topology_arg(args))
+    res = evaluate(
+        topo, collective=args.collective, size=args.size, chunks=args.chunks, scheduler=args.scheduler,
+        queue=args.queue, cost_model=args.cost_model, latency_mode=args.latency_mode,
+        active_chunks=args.active_chunks, seed=args.seed, orders=args.orders,
+        timeline=args.timeline or args.plot is not None,
+    )  # fmt: skip
+    if args.plot is not None:
+        from dse.output.timeline_plot import draw_timelines, result_timeline_data
+
+        draw_timelines([result_timeline_data(res, topo)], args.plot)
+    if args.json:
+        import json
+
+        d = res.to_dict(timeline=args.timeline)
+        d = {"topology": d.pop("topology"), "notation": topo.notation(), **d}
+        print(json.dumps(d))
+    else:
+        print(result_text(res, topo))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    import json
+
+    from dse.bounds.api import lower_bounds
+    from dse.costs import COST_MODELS
+    from dse.sim.evaluate import COMPARE_SCHEDULERS, compare
+    from dse.schedulers.lp_guided import too_many_orders
+    from dse.output.report import ALL_TO_ALL_NOTE, below_bound_note, comparison_rows, comparison_text
+    from dse.core.topology import parse_topology
+    from dse.core.units import format_size, format_time, parse_int, parse_positive
+
+    topo = parse_topology(_topology_arg(args))
+    skipped = {"lp_guided": why} if (why := too_many_orders(topo.ndims)) else {}
+    results = compare(
+        topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
+        latency_mode=args.latency_mode, active_chunks=args.active_chunks, seed=args.seed,
+        schedulers=tuple(s for s in COMPARE_SCHEDULERS if s not in skipped),
+    )  # fmt: skip
+    bounds = lower_bounds(
+        topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
+        latency_mode=args.latency_mode, active_chunks=args.active_chunks,
+        time_limit_s=parse_positive(args.time_limit, "time_limit"),
+        node_limit=parse_int(args.node_limit, "node_limit", minimum=1),
+    )  # fmt: skip
+    rows = comparison_rows(results, bounds)
+    first = results[0]
+    if args.json:
+        out = {
+            "topology": first.topology,
+            "notation": topo.notation(),
+            "collective": first.collective,
+            "size_bytes": first.size_bytes,
+            "chunks": first.chunks,
+            "cost_model": first.cost_model,
+            "latency_mode": first.latency_mode,
+            "bound": bounds.to_dict(),
+            "rows": [r.to_dict() for r in rows],
+            "not_run": skipped,
+        }
+        print(json.dumps(out))
+    else:
+        title = (
+            f"{first.topology} ({topo.npus} NPUs), {first.collective} of "
+            f"{format_size(first.size_bytes, first.size_unit)} per NPU, "
+            f"{first.chunks} chunks, cost model {first.cost_model} ({first.latency_mode} latency)"
+        )
+        print(comparison_text(rows, title))
+        print(f"bound {format_time(bounds.bound_ns)} ({bounds.status}): ideal {format_time(bounds.ideal_ns)}, "
+              f"ILP {format_time(bounds.ilp_ns)}, pipeline {format_time(bounds.pipeline_ns)}")  # fmt: skip
+        for note in bounds.notes if bounds.status in ("lp_only", "ideal_only") else ():
+            print(f"note: {note}")
+        if first.collective == "all_to_all":
+            print(f"note: {ALL_TO_ALL_NOTE}")
+        concurrent = first.active_chunks if not COST_MODELS[first.cost_model].shares_bandwidth else 1
+        if (below := below_bound_note(rows, first.cost_model, concurrent)) is not None:
+            print(f"note: {below}")
+        for name, why in skipped.items():
+            print(f"{name} not run: {why}")
+    return 0
+
+
+def cmd_bound(args: argparse.Namespace) -> int:
+    import json
+
+    from dse.bounds.api import lower_bounds
+    from dse.output.report import bounds_text
+    from dse.core.topology import parse_topology
+    from dse.core.units import parse_int, parse_positive, size_family
+
+    topo = parse_topology(_topology_arg(args))
+    no_limit = args.node_limit.strip().lower() == "none"
+    b = lower_bounds(
+        topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
+        latency_mode=args.latency_mode, active_chunks=args.active_chunks,
+        time_limit_s=parse_positive(args.time_limit, "time_limit"), solver=args.solver,
+        pipeline=not args.no_pipeline,
+        node_limit=None if no_limit else parse_int(args.node_limit, "node_limit", minimum=1),
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(b.to_dict()))
+        return 0
+    print(bounds_text(b, topo, size_family(args.size)))
+    return 0
+
+
+def cmd_topologies(args: argparse.Namespace) -> int:
+    """The presets: name, size, bandwidth, what each is (paper Table 2, the Themis artifact's
+    configuration, a real system) and its notation; then where the figures come from."""
+    import json
+    import textwrap
+
+    from dse.output.report import format_table
+    from dse.core.topology import NOT_PRESETS, preset_records
+
+    records = preset_records()
+    if args.json:
+        print(json.dumps(records))
+        return 0
+    rows = [(r["name"], r["npus"], "x".join(map(str, r["shape"])), f"{r['total_bandwidth_gbps']:g}", r["what"],
+             r["notation"]) for r in records]  # fmt: skip
+    print(format_table(("name", "NPUs", "shape", "GB/s/NPU", "what", "notation"), rows, align="lrrrll"))
+    print("\nSources (NAME@artifact is accepted wherever a topology is):")
+    sources: dict[str, list[str]] = {}
+    for r in records:
+        key = str(r["source"])
+        sources.setdefault(key, []).append(str(r["name"]) if r["family"] == "system" else str(r["family"]))
+    for source, who in sources.items():
+        label = who[0] if len(who) == 1 or who[0] not in ("paper", "artifact") else f"{who[0]} ({len(who)} presets)"
+        print(textwrap.fill(source, width=100, initial_indent=f"- {label}: ", subsequent_indent="  "))
+    for name, why in NOT_PRESETS.items():
+        print(textwrap.fill(why, width=100, initial_indent=f"- {name}: ", subsequent_indent="  "))
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from dse.explore.sweep import load_sweep, run_sweep
+    from dse.core.units import parse_int
+
+    sweep = load_sweep(args.file)
+    jobs = parse_int(args.jobs, "jobs", minimum=-1)
+    batch = parse_int(args.batch, "batch", minimum=1) if args.batch is not None else None
+    counts = run_sweep(
+        sweep, args.out, jobs=jobs, backend=args.backend, scheduler_address=args.scheduler_address,
+        batch=batch, progress=args.progress,
+    )  # fmt: skip
+    print(f"{args.out}: {counts['points']} points, {counts['done_before']} already there, "
+          f"{counts['evaluated']} evaluated")  # fmt: skip
+    return 0
+
+
+def cmd_plot_sweep(args: argparse.Namespace) -> int:
+    from dse.output.plots import plot_sweep_file
+
+    data = plot_sweep_file(args.csv, args.out, x=args.x, y=args.y, hue=args.hue, facet=args.facet, logx=args.logx,
+                           mean=args.mean)  # fmt: skip
+    if data.averaged:
+        most = max(n for lines in data.panels.values() for line in lines for n in line.n)
+        print(f"note: each point averages the rows that differ in {', '.join(data.averaged)} (up to {most} rows)")
+    print(args.out)
+    return 0
+
+
+def cmd_plot_timeline(args: argparse.Namespace) -> int:
+    from dse.output.timeline_plot import plot_timeline_file
+
+    plot_timeline_file(args.result, args.out)
+    print(args.out)
+    return 0
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+_warned: set[str] = set()  # the warnings this command printed: each once, however often it is raised
+
+
+def _warn_one_line(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+    text = _one_line(message)
+    if text not in _warned:
+        _warned.add(text)
+        print(f"dse: warning: {text}", file=sys.stderr)
+
+
+def _resumable(args: argparse.Namespace | None) -> bool:
+    """Whether the command's work survives an interruption (the same command resumes it)."""
+    command = getattr(args, "command", None)
+    return command in ("sweep", "reproduce") or (command == "study" and getattr(args, "study_command", None) == "run")
+
+
+def _unraisable(args: "sys.UnraisableHookArgs") -> None:
+    if args.exc_type is not None and issubclass(args.exc_type, KeyboardInterrupt):
+        note_swallowed_interrupt()  # raised again at the next safe point, never printed as a traceback
+    else:
+        sys.__unraisablehook__(args)
+
+
+def _interrupted(args: argparse.Namespace | None) -> int:
+    """Ctrl-C: one line on stderr (how to resume, where that applies), exit code 130."""
+    if not getattr(args, "quiet", False):
+        hint = "; nothing finished is lost: run the same command again to resume" if _resumable(args) else ""
+        print(f"dse: interrupted{hint}", file=sys.stderr)
+    return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `dse` console script; returns the exit code.
+
+    Bad input: one line on stderr, exit 2. Ctrl-C: one line (how to resume, where that applies),
+    exit 130. A file-system failure no check foresaw (a full disk, say): one line, exit 1."""
+    warnings.showwarning = _warn_one_line
+    _warned.clear()
+    sys.unraisablehook = _unraisable
+    args: argparse.Namespace | None = None
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # `dse.__main__` blocks it while loading
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_help()
+            return 2
+        return int(args.func(args))
+    except InputError as e:
+        print(f"dse: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return _interrupted(args)
+    except BrokenPipeError:  # e.g. `dse ... | head`
+        return 0
+    except RunError as e:
+        print(f"dse: error: {_one_line(e)}", file=sys.stderr)
+        return 1
+    except RuntimeError as e:  # Python 3.11 wraps a Ctrl-C that lands in a `__set_name__` (as a dataclass is made)
+        if not isinstance(e.__cause__, KeyboardInterrupt):
+            raise
+        return _interrupted(args)
+    except OSError as e:
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"dse: error: {where}{_one_line(e.strerror or e)}", file=sys.stderr)
+        return 1
+
+
+def run() -> int:
+    """The command (`dse.__main__.run` calls it): `main`, then Ctrl-C is ignored while the interpreter
+    shuts down (its exit handlers join worker threads; an interrupt there would end the process by
+    SIGINT after the work is done and its exit code chosen).
+
+    SIGINT is blocked before it is ignored: a Ctrl-C that arrived while `signal.signal` installed
+    SIG_IGN would otherwise be raised after this function's ``try`` (Python runs the handler at a
+    later instruction) and end the process by SIGINT. Blocked, it waits in the kernel and is
+    discarded once ignored; one already caught is raised by `signal.signal`, inside the ``try``.
+    Last, `_forget_handled_interrupt`: no Ctrl-C is left unhandled once this function returns."""
+    code = 130
+    try:
+        try:
+            code = main()
+        finally:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt:  # after main's return: `code` is what main chose, or 130 before it
+        pass
+    finally:
+        _forget_handled_interrupt()
+    return code
+
+
+def _forget_handled_interrupt() -> None:
+    """Clear CPython's note of a KeyboardInterrupt that left a string `exec` or `eval`.
+
+    CPython notes such an interrupt as unhandled even when it is caught later, and under
+    ``python -m dse`` it then ends the process by SIGINT (exit -2) in place of the exit code chosen.
+    Dataclasses build their methods with a string `exec` as a module loads, so a Ctrl-C during a
+    command's imports did that. Each string `exec` clears the note as it starts."""
+    exec("pass", {})
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(run())

@@ -1,0 +1,95 @@
+"""The argparse pieces every `dse` command shares, kept light so that building the whole parser
+(`dse --help`) imports nothing of the simulator.
+
+Help texts that list a registry's names say so with a placeholder, ``{schedulers}``,
+``{cost_models}``, ``{queues}`` or ``{collectives}``: `HelpFormatter` fills it in when a help text is
+printed, from the registry itself, so the lists never go stale and cost nothing otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Iterable
+
+from dse.core.errors import InputError
+
+
+def _collectives() -> Iterable[str]:
+    from dse.core.collectives import COLLECTIVES
+
+    return COLLECTIVES
+
+
+def _cost_models() -> Iterable[str]:
+    from dse.costs import COST_MODELS
+
+    return COST_MODELS
+
+
+def _schedulers() -> Iterable[str]:
+    from dse.schedulers import SCHEDULERS
+
+    return SCHEDULERS
+
+
+def _queues() -> Iterable[str]:
+    from dse.schedulers import QUEUES
+
+    return QUEUES
+
+
+#: Placeholder (without its braces) -> the names it stands for.
+NAME_LISTS: dict[str, Callable[[], Iterable[str]]] = {
+    "collectives": _collectives, "cost_models": _cost_models, "schedulers": _schedulers, "queues": _queues,
+}  # fmt: skip
+
+
+def fill_names(text: str) -> str:
+    """`text` with each placeholder ``{kind}`` of `NAME_LISTS` replaced by its names, comma-separated."""
+    for kind, names in NAME_LISTS.items():
+        marker = "{" + kind + "}"
+        if marker in text:
+            text = text.replace(marker, ", ".join(names()))
+    return text
+
+
+def terminal_columns(fallback: int = 80) -> int:
+    """`shutil.get_terminal_size().columns` without importing shutil (and with it bz2, lzma...),
+    which argparse's formatter does once per argument: $COLUMNS, else the terminal's, else `fallback`."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or fallback
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, with the name-list placeholders of the help texts filled in."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None,
+                 **kwargs: object) -> None:  # fmt: skip
+        if width is None:
+            width = terminal_columns() - 2  # what argparse does, through shutil
+        super().__init__(prog, indent_increment, max_help_position, width, **kwargs)  # type: ignore[arg-type]
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        return fill_names(text) if text else text
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line and exit code 2, and fills in name lists."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError(self.prog, message)

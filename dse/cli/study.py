@@ -1,0 +1,161 @@
+"""`dse study ...`: run, report, list and browse Optuna design-space studies (see dse.explore.search).
+
+`report`, `list` and `dashboard` find a study where `run` put it when no --storage is given:
+``studies/out/<name up to its first dot>.journal`` under the current folder (`dse.explore.storage.storage_for`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from dse.core.errors import InputError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read the name)
+if TYPE_CHECKING:
+    from typing import Any
+
+STORAGE_HELP = ("journal file, sqlite:///file.db or postgresql+psycopg://... (default: "
+                "studies/out/<NAME up to its first dot>.journal under the current folder, where "
+                "'dse study run studies/<file>.toml' writes it)")  # fmt: skip
+
+
+def add_study_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("study", help="design-space search with Optuna: run, report, list, dashboard")
+    ssub = p.add_subparsers(dest="study_command", metavar="STUDY_COMMAND", parser_class=type(p))
+
+    r = ssub.add_parser("run", help="run a study file until it has N complete trials (resumes)")
+    r.add_argument("file", help="a studies/*.toml file")
+    r.add_argument("--trials", default=None, help="complete trials in total (default: the file's)")
+    r.add_argument("--workers", default="1", help="worker processes on the same storage (default 1)")
+    r.add_argument("--storage", default=None, help="journal file, sqlite:///file.db or postgresql+psycopg://... "
+                   "(default: a journal file under the study file's out/ folder, named after the study: "
+                   "studies/out/bw_split_4d.journal for studies/bw_split_4d.toml)")  # fmt: skip
+    r.add_argument("--only", default=None, help="run only this study of the file (a variant's full name)")
+    r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a bar of complete trials per study on stderr (default: when stderr is a terminal)")
+    r.add_argument("--quiet", action="store_true", help="print nothing (workers started by --workers)")
+    r.add_argument("--json", action="store_true", help="print one JSON object per study instead of a line")
+    r.set_defaults(func=cmd_study_run)
+
+    rep = ssub.add_parser("report", help="CSV of the trials and the best or the Pareto front, and PNG figures")
+    rep.add_argument("name", help="the study's name, e.g. bw_split_4d.themis (dse study list shows them)")
+    rep.add_argument("--storage", default=None, help=STORAGE_HELP)
+    rep.add_argument("--out", required=True, help="folder for trials.csv, best.csv or pareto.csv, and figures")
+    rep.set_defaults(func=cmd_study_report)
+
+    ls = ssub.add_parser("list", help="the studies on a storage (default: the journals in studies/out/)")
+    ls.add_argument("--storage", default=None, help="journal file, sqlite:///file.db or postgresql+psycopg://... "
+                    "(default: every journal in studies/out/ under the current folder, where "
+                    "'dse study run studies/<file>.toml' writes)")  # fmt: skip
+    ls.add_argument("--json", action="store_true", help="print a JSON list: every field of the table")
+    ls.set_defaults(func=cmd_study_list)
+
+    d = ssub.add_parser("dashboard", help="serve optuna-dashboard on a study's storage (pip install '.[dashboard]')")
+    d.add_argument("name", help="the study's name, e.g. bw_split_4d.themis")
+    d.add_argument("--storage", default=None, help=STORAGE_HELP)
+    d.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    d.add_argument("--port", default="8080", help="port to listen on (default 8080; 0: any free port)")
+    d.set_defaults(func=cmd_study_dashboard)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _best_text(res: dict[str, Any]) -> str:
+    from dse.core.units import format_time
+
+    if "best_value" in res:
+        v = res["best_value"]
+        return f"best {format_time(v) if v > 1e3 else f'{v:.6g}'} (trial {res['best_trial']}): {res['best_topology']}"
+    if "pareto_size" in res:
+        return f"Pareto front of {res['pareto_size']} designs"
+    return ""
+
+
+def run_line(res: dict[str, Any]) -> str:
+    """The line `dse study run` prints for one study (one that needed no trial says so)."""
+    if res["complete_before"] >= res["asked"]:
+        return (f"{res['study']}: already {res['complete']} complete trials (asked for {res['asked']}); nothing to run "
+                f"on {res['storage']}; {_best_text(res)}")  # fmt: skip
+    return f"{res['study']}: {res['complete']} complete trials ({res['failed']} failed) on {res['storage']}; {_best_text(res)}"
+
+
+def cmd_study_run(args: argparse.Namespace) -> int:
+    import json
+
+    from dse.core.progress import wanted
+    from dse.explore.search import load_studies, run_study
+    from dse.core.units import parse_int
+
+    specs = load_studies(args.file)
+    if args.only:
+        specs = [s for s in specs if s.name == args.only]
+        if not specs:
+            raise InputError("--only", f"no study {args.only!r} in {args.file}")
+    trials = parse_int(args.trials, "--trials", minimum=1) if args.trials is not None else None
+    workers = parse_int(args.workers, "--workers", minimum=1)
+    progress = not args.quiet and wanted(args.progress)
+    results = [run_study(s, trials=trials, workers=workers, storage=args.storage, progress=progress) for s in specs]
+    if args.quiet:
+        return 0
+    if args.json:
+        print(json.dumps(results))
+        return 0
+    for res in results:
+        print(run_line(res))
+    return 0
+
+
+def cmd_study_report(args: argparse.Namespace) -> int:
+    from dse.explore.search import write_report
+    from dse.explore.storage import storage_for
+
+    rep = write_report(args.name, storage_for(args.name, args.storage), args.out)
+    print(f"{args.name}: {len(rep.rows)} complete trials; {'Pareto front' if rep.multi else 'best'}: {len(rep.best)} rows")
+    for f in rep.files:
+        print(f"  {f}")
+    for note in rep.notes:
+        print(note)
+    return 0
+
+
+def cmd_study_list(args: argparse.Namespace) -> int:
+    import json
+
+    from dse.output.report import format_table
+    from dse.explore.search import list_studies
+    from dse.explore.storage import STUDIES_OUT, default_journals
+    from dse.core.units import format_time
+
+    urls = [args.storage] if args.storage is not None else default_journals()
+    if not urls:
+        raise InputError("storage", f"no journal in {STUDIES_OUT}/ (where dse study run studies/<file>.toml writes "
+                         "by default)", "--storage S, or run a study first")  # fmt: skip
+    rows = [row for url in urls for row in list_studies(url)]
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    body = []
+    for r in rows:
+        best = r.get("best_value")
+        body.append((r["study"], r["complete"], r["failed"], "" if best is None else (format_time(best) if best > 1e3 else f"{best:.6g}"),
+                     r.get("pareto_size", ""), r["storage"]))  # fmt: skip
+    print(format_table(("study", "complete", "failed", "best", "pareto", "storage"), body, align="lrrrrl"))
+    return 0
+
+
+def cmd_study_dashboard(args: argparse.Namespace) -> int:
+    from dse.explore.storage import storage_for
+    from dse.explore.study_dashboard import require, serve
+    from dse.core.units import parse_int
+
+    require()
+    port = parse_int(args.port, "--port", minimum=0, maximum=65535)
+    url = storage_for(args.name, args.storage)
+
+    def announce(page: str) -> None:
+        print(f"{args.name}: optuna-dashboard on {url} at {page} (Ctrl-C stops it)", flush=True)
+
+    try:
+        serve(args.name, url, args.host, port, announce)
+    except KeyboardInterrupt:  # the way to stop a server: nothing to resume, nothing to report
+        return 0
+    return 0

@@ -1,0 +1,474 @@
+"""Topologies: `Dim`, `Topology`, the notation parser and the named presets (DESIGN.md §3).
+
+A topology is an ordered list of dimensions, innermost (fastest) first. Each dimension's
+`bandwidth` is the aggregate uni-directional bandwidth one NPU has into it, in GB/s (the Themis
+paper's "Aggr BW/NPU"); `latency` is ns per algorithm step.
+
+Two notations are accepted wherever a topology is asked for::
+
+    Ring(4,375,20)_FC(8,175,700)_Ring(4,150,700)_SW(8,100,1700)
+    Ring_FC_Ring_SW 4x8x4x8 375,175,150,100 20,700,700,1700
+
+The first takes optional keywords after the three numbers: ``links=`` (links per NPU, used by the
+`astra-sim-1` model), ``nic=`` and ``router=`` (ns), ``algorithm=`` (``ring``, ``direct``,
+``halving_doubling``). In the second form the parts are separated by spaces or ``;`` and the
+latency part may be left out (0 ns).
+
+Presets (`PRESET_INFO`, listed by `dse topologies`): the paper's six with Table 2's latencies, each
+also as ``NAME@artifact`` (the Themis artifact's ASTRA-sim 1.0 configuration: 1 ns links, what the
+paper's figures ran on), and real systems with their cited figures (`SYSTEM_PRESETS`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from dse.core.errors import InputError
+from dse.core.limits import MAX_BANDWIDTH, MAX_NPUS, MAX_NS, MIN_BANDWIDTH
+from dse.core.units import parse_int, parse_positive
+
+KINDS = ("ring", "fc", "switch")
+ALGORITHMS = ("ring", "direct", "halving_doubling")
+DEFAULT_ALGORITHM = {"ring": "ring", "fc": "direct", "switch": "halving_doubling"}
+_KIND_ALIASES = {
+    "ring": "ring",
+    "fc": "fc",
+    "fullyconnected": "fc",
+    "fully_connected": "fc",
+    "sw": "switch",
+    "switch": "switch",
+}
+_ALGO_ALIASES = {
+    "ring": "ring",
+    "direct": "direct",
+    "halving_doubling": "halving_doubling",
+    "halvingdoubling": "halving_doubling",
+    "hd": "halving_doubling",
+}
+_NOTATION_KIND = {"ring": "Ring", "fc": "FC", "switch": "SW"}
+KIND_CHOICES = "Ring, FC (or FullyConnected), SW (or Switch)"
+
+
+def parse_kind(text: str, field_name: str = "kind") -> str:
+    """The canonical kind (`ring`, `fc`, `switch`) of a case-insensitive name or alias."""
+    kind = _KIND_ALIASES.get(str(text).strip().lower())
+    if kind is None:
+        raise InputError(field_name, f"unknown kind {text!r}", KIND_CHOICES)
+    return kind
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One network dimension as one NPU sees it.
+
+    `bandwidth` is aggregate GB/s per NPU into this dimension, `latency` ns per algorithm step.
+    `links` (links per NPU) and `nic_latency`/`router_latency` (ns) are only needed by the
+    `astra-sim-1` cost model; per-link bandwidth there is bandwidth / links.
+    """
+
+    kind: str
+    npus: int
+    bandwidth: float
+    latency: float = 0.0
+    algorithm: str | None = None
+    links: int | None = None
+    nic_latency: float = 0.0
+    router_latency: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", parse_kind(self.kind))
+        object.__setattr__(self, "npus", parse_int(self.npus, "npus", minimum=1, maximum=MAX_NPUS))
+        bw = parse_positive(self.bandwidth, "bandwidth", maximum=MAX_BANDWIDTH)
+        if bw < MIN_BANDWIDTH:
+            raise InputError("bandwidth", f"{self.bandwidth!r} GB/s is too small", f"{MIN_BANDWIDTH:g} to {MAX_BANDWIDTH:g} GB/s")
+        object.__setattr__(self, "bandwidth", bw)
+        object.__setattr__(self, "latency", parse_positive(self.latency, "latency", allow_zero=True, maximum=MAX_NS))
+        algo = self.algorithm if self.algorithm is not None else DEFAULT_ALGORITHM[self.kind]
+        canon = _ALGO_ALIASES.get(str(algo).strip().lower())
+        if canon is None:
+            raise InputError("algorithm", f"unknown algorithm {algo!r}", ", ".join(ALGORITHMS))
+        object.__setattr__(self, "algorithm", canon)
+        if self.links is not None:
+            object.__setattr__(self, "links", parse_int(self.links, "links", minimum=1))
+        object.__setattr__(self, "nic_latency", parse_positive(self.nic_latency, "nic", allow_zero=True, maximum=MAX_NS))
+        object.__setattr__(
+            self, "router_latency", parse_positive(self.router_latency, "router", allow_zero=True, maximum=MAX_NS)
+        )
+
+    @property
+    def steps(self) -> int:
+        """Algorithm steps of one reduce-scatter (or all-gather) phase on this dimension."""
+        if self.algorithm == "ring":
+            return self.npus - 1
+        if self.algorithm == "direct":
+            return 1
+        return max(1, math.ceil(math.log2(self.npus)))
+
+    def notation(self) -> str:
+        """This dimension in the ``Kind(npus,bandwidth,latency[,key=value...])`` notation."""
+        args = [str(self.npus), f"{self.bandwidth:g}", f"{self.latency:g}"]
+        if self.algorithm != DEFAULT_ALGORITHM[self.kind]:
+            args.append(f"algorithm={self.algorithm}")
+        if self.links is not None:
+            args.append(f"links={self.links}")
+        if self.nic_latency:
+            args.append(f"nic={self.nic_latency:g}")
+        if self.router_latency:
+            args.append(f"router={self.router_latency:g}")
+        return f"{_NOTATION_KIND[self.kind]}({','.join(args)})"
+
+
+@dataclass(frozen=True)
+class Topology:
+    """An ordered tuple of dimensions, innermost first; `name` is a preset's name if any.
+
+    Dimensions of one NPU are dropped with a warning; at least one dimension must remain, and the
+    NPUs multiply to at most 2^40 (`dse.core.limits.MAX_NPUS`).
+    """
+
+    dims: tuple[Dim, ...]
+    name: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        dims = tuple(self.dims)
+        for d in dims:
+            if not isinstance(d, Dim):
+                raise InputError("topology", f"{d!r} is not a Dim")
+        kept = tuple(d for d in dims if d.npus > 1)
+        if not kept:
+            raise InputError("topology", "no dimension with 2 or more NPUs", "at least one dim with npus >= 2")
+        npus = 1
+        for d in kept:
+            npus *= d.npus
+            if npus > MAX_NPUS:
+                raise InputError("topology", f"more than 2^40 NPUs ({len(kept)} dimensions)", "at most 2^40 NPUs in all")
+        if len(kept) < len(dims):
+            warnings.warn("dropping dimension(s) with 1 NPU", stacklevel=3)
+        object.__setattr__(self, "dims", kept)
+
+    @property
+    def ndims(self) -> int:
+        return len(self.dims)
+
+    @property
+    def npus(self) -> int:
+        """Total NPU count: the product of the dimension sizes."""
+        return math.prod(d.npus for d in self.dims)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(d.npus for d in self.dims)
+
+    @property
+    def bandwidths(self) -> tuple[float, ...]:
+        return tuple(d.bandwidth for d in self.dims)
+
+    @property
+    def total_bandwidth(self) -> float:
+        """Σ_d B_d, GB/s per NPU."""
+        return sum(d.bandwidth for d in self.dims)
+
+    def notation(self) -> str:
+        """The topology in the ``Ring(4,375,20)_FC(8,175,700)`` notation (round-trips)."""
+        return "_".join(d.notation() for d in self.dims)
+
+    def label(self) -> str:
+        """The preset name if there is one, else the notation."""
+        return self.name or self.notation()
+
+    def kinds_label(self) -> str:
+        return "_".join(_NOTATION_KIND[d.kind] for d in self.dims)
+
+    def with_latency(self, latency_ns: "float | Sequence[float]") -> "Topology":
+        """A copy with every dimension's link latency replaced (one value, or one per dimension).
+
+        E.g. ``PRESETS["2D-SW_SW"].with_latency(1)``: the Themis artifact's 1 ns network (the preset
+        ``2D-SW_SW@artifact``). A named topology's copy is labelled ``"{name}@{latency}ns"``
+        (``"2D-SW_SW@1ns"``, or ``"2D-SW_SW@1/2ns"`` per dimension) for reports; that label is not a
+        preset name, and `notation()` still round-trips. An unnamed topology stays unnamed.
+        """
+        if isinstance(latency_ns, (str, bytes)) or not isinstance(latency_ns, Sequence):
+            values = [latency_ns] * self.ndims
+            tag = f"{parse_positive(latency_ns, 'latency', allow_zero=True):g}"
+        else:
+            values = list(latency_ns)
+            if len(values) != self.ndims:
+                raise InputError(
+                    "latency", f"{len(values)} latencies for {self.ndims} dimensions", "one value, or one per dimension"
+                )
+            tag = "/".join(f"{parse_positive(v, 'latency', allow_zero=True):g}" for v in values)
+        dims = tuple(replace(d, latency=v) for d, v in zip(self.dims, values))
+        return Topology(dims, name=f"{self.name}@{tag}ns" if self.name else None)
+
+    @classmethod
+    def from_paper(
+        cls,
+        *,
+        kinds: str | list[str],
+        shape: str | list[int],
+        bandwidth: str | list[float],
+        latency: str | list[float] | None = None,
+        name: str | None = None,
+    ) -> "Topology":
+        """The paper's form: kinds ``Ring_FC_Ring_SW``, shape ``4x8x4x8``, bandwidths, latencies."""
+        ks = kinds.split("_") if isinstance(kinds, str) else list(kinds)
+        ps = re.split(r"[xX*,]", shape) if isinstance(shape, str) else list(shape)
+        bs = bandwidth.split(",") if isinstance(bandwidth, str) else list(bandwidth)
+        if latency is None:
+            ls: list = [0.0] * len(ks)
+        else:
+            ls = latency.split(",") if isinstance(latency, str) else list(latency)
+        n = len(ks)
+        for fname, seq in (("shape", ps), ("bandwidth", bs), ("latency", ls)):
+            if len(seq) != n:
+                raise InputError(
+                    "topology", f"{len(ks)} kinds but {len(seq)} {fname} values", "one value per dimension"
+                )
+        dims = tuple(
+            Dim(parse_kind(k), parse_int(str(p).strip(), "npus", minimum=1), b, lat)
+            for k, p, b, lat in zip(ks, ps, bs, ls)
+        )
+        return cls(dims, name=name)
+
+
+_DIM_RE = re.compile(r"^\s*([A-Za-z_]+)\s*\((.*)\)\s*$")
+_KEYWORDS = {"links": "links", "nic": "nic_latency", "router": "router_latency", "algorithm": "algorithm", "algo": "algorithm"}
+NOTATION_HELP = "e.g. Ring(4,375,20)_FC(8,175,700) or 'Ring_FC 4x8 375,175 20,700' or a preset name"
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on '_' outside parentheses."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "_" and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+def _parse_dim(token: str) -> Dim:
+    m = _DIM_RE.match(token)
+    if not m:
+        raise InputError("topology", f"cannot read {token.strip()!r} as a dimension", NOTATION_HELP)
+    kind = parse_kind(m.group(1), "topology kind")
+    args = [a.strip() for a in m.group(2).split(",")]
+    positional: list[str] = []
+    kw: dict[str, str] = {}
+    for a in args:
+        if "=" in a:
+            key, _, val = a.partition("=")
+            key = key.strip().lower()
+            if key not in _KEYWORDS:
+                raise InputError("topology", f"unknown keyword {key!r} in {token.strip()!r}", ", ".join(sorted(_KEYWORDS)))
+            if _KEYWORDS[key] in kw:
+                same = [k for k, v in _KEYWORDS.items() if v == _KEYWORDS[key]]
+                raise InputError("topology", f"{' or '.join(same)} given twice in {token.strip()!r}", "each keyword once")
+            kw[_KEYWORDS[key]] = val.strip()
+        elif kw:
+            raise InputError("topology", f"positional value after a keyword in {token.strip()!r}", NOTATION_HELP)
+        else:
+            positional.append(a)
+    if len(positional) != 3 or any(not p for p in positional):
+        raise InputError(
+            "topology", f"{token.strip()!r} needs three numbers: npus, bandwidth GB/s, latency ns", NOTATION_HELP
+        )
+    try:
+        return Dim(kind, positional[0], positional[1], positional[2], **kw)
+    except InputError as e:
+        raise InputError(f"topology {token.strip()}: {e.field}", e.problem, e.allowed) from None
+
+
+def parse_topology(spec: "str | Topology") -> Topology:
+    """A `Topology` from a preset name (``NAME@artifact`` too), either notation, or a `Topology`
+    (returned as is)."""
+    if isinstance(spec, Topology):
+        return spec
+    if not isinstance(spec, str) or not spec.strip():
+        raise InputError("topology", f"{spec!r} is not a topology", NOTATION_HELP)
+    text = spec.strip()
+    preset = _PRESET_INDEX.get(text.lower())
+    if preset is not None:
+        return PRESET_INFO[preset].topology
+    if "@" in text and "(" not in text:
+        return _preset_variant(text)
+    if "(" not in text:
+        parts = [p for p in re.split(r"[\s;]+", text) if p]
+        if len(parts) in (3, 4):
+            return Topology.from_paper(
+                kinds=parts[0], shape=parts[1], bandwidth=parts[2], latency=parts[3] if len(parts) == 4 else None
+            )
+        raise InputError(
+            "topology",
+            f"unknown preset or malformed topology {text!r}",
+            f"presets: {', '.join(PRESETS)} (the paper's six also as NAME{ARTIFACT_SUFFIX}); or {NOTATION_HELP}",
+        )
+    return Topology(tuple(_parse_dim(tok) for tok in _split_top(text)))
+
+
+_PRESET_INDEX: dict[str, str] = {}
+
+
+def _preset(name: str, notation: str) -> Topology:
+    return Topology(parse_topology(notation).dims, name=name)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named topology with what it is and where its figures come from (`dse topologies`).
+
+    `family`: ``paper`` (Table 2), ``artifact`` (the Themis artifact's ASTRA-sim 1.0 runs) or
+    ``system`` (a real machine); `base`: the paper preset an ``artifact`` variant derives from.
+    """
+
+    name: str
+    topology: Topology
+    family: str
+    what: str
+    source: str
+    base: str | None = None
+
+
+ARTIFACT_SUFFIX = "@artifact"
+_PAPER_WHAT = "paper Table 2"
+_PAPER_SOURCE = (
+    "Rashidi et al., Themis, ISCA 2022, Table 2: shape, aggregate GB/s per NPU and ns per step (700 / 1700 ns, 20 ns "
+    "on the 4D rings); links per NPU (for the astra-sim-1 model) from the artifact's network files "
+    "(reference/astra-sim-1.0.md §7)"
+)
+_ARTIFACT_WHAT = "Themis artifact (ASTRA-sim 1.0 runs): 1 ns latency, links"
+_ARTIFACT_SOURCE = (
+    "the Themis artifact's network files (reference/astra-sim-1.0.md §7): the Table 2 shape and bandwidths as links x "
+    "per-link GB/s, every link latency 1 ns, NIC and router 0 ns; what the paper's figures were simulated with"
+)
+
+# The named base presets: the six topologies of the Themis paper (Table 2: aggregate GB/s per NPU
+# and ns per step), carrying the artifact's links per NPU (reference/astra-sim-1.0.md §7); the
+# real systems below are added after them.
+PRESETS: dict[str, Topology] = {
+    t.name: t  # type: ignore[misc]
+    for t in (
+        _preset("2D-SW_SW", "SW(16,150,700,links=6)_SW(64,100,1700,links=1)"),
+        _preset("3D-SW_SW_SW_homo", "SW(16,100,700,links=4)_SW(8,100,700,links=4)_SW(8,100,1700,links=1)"),
+        _preset("3D-SW_SW_SW_hetero", "SW(16,200,700,links=8)_SW(8,100,700,links=4)_SW(8,50,1700,links=1)"),
+        _preset("3D-FC_Ring_SW", "FC(8,175,700,links=7)_Ring(16,100,700,links=4)_SW(8,50,1700,links=1)"),
+        _preset(
+            "4D-Ring_SW_SW_SW",
+            "Ring(4,250,20,links=2)_SW(4,200,700,links=8)_SW(8,100,700,links=4)_SW(8,50,1700,links=1)",
+        ),
+        _preset(
+            "4D-Ring_FC_Ring_SW",
+            "Ring(4,375,20,links=2)_FC(8,175,700,links=7)_Ring(4,150,700,links=6)_SW(8,100,1700,links=1)",
+        ),
+    )
+}
+PAPER_PRESETS: tuple[str, ...] = tuple(PRESETS)
+
+#: `NAME@artifact` for each paper preset: the same network at the artifact's 1 ns link latency, the
+#: configuration behind the paper's figures and the one `dse reproduce themis --cost-model
+#: astra-sim-1` runs (`dse.output.reproduce.topology_for`). Every command accepts these names.
+ARTIFACT_PRESETS: dict[str, Topology] = {
+    f"{n}{ARTIFACT_SUFFIX}": Topology(PRESETS[n].with_latency(1).dims, name=f"{n}{ARTIFACT_SUFFIX}")
+    for n in PAPER_PRESETS
+}
+
+# Real systems the seed documents name with their kinds (the Themis talk: "NVIDIA HGX-H100: SW_SW_SW",
+# "Google TPUv4: Ring_Ring_Ring"); the seeds give no figures, so these come from public documents
+# (the vendors' and others'), cited in each source text. No latency is published for either: Table
+# 2's value for the same tier is used. "Facebook Zion: FC_SW", named there too, is left out: no
+# source at hand states its per-accelerator bandwidths, and none is invented (`NOT_PRESETS`).
+NOT_PRESETS = {"Zion-like FC_SW": "named by the Themis talk (\"Facebook Zion: FC_SW\"), but no source at hand "
+                                  "gives its per-accelerator bandwidths, so it is not a preset (no invented figures)"}
+_SYSTEMS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "HGX-H100-pod",
+        "SW(8,450,700,links=18)_SW(32,225,700,links=9)_SW(4,50,1700,links=1)",
+        "real system: HGX H100-like (sources below)",
+        (
+            "kinds SW_SW_SW: the Themis talk (ISCA 2022). dim 0: an HGX H100 board, 8 GPUs on 4 NVSwitches, each "
+            "GPU 900 GB/s bidirectional over 18 NVLink 4 links = 450 GB/s one way, 25 GB/s a link (NVIDIA, "
+            "'Introducing NVIDIA HGX H100', developer blog, 2022; NVIDIA Hopper architecture page). dim 1: the "
+            "NVLink Switch System, 32 boards = 256 GPUs; 72 NVLinks leave each board, 9 per GPU = 225 GB/s one "
+            "way (FiberMall's and NADDOD's DGX H100 SuperPOD analyses), the 57.6 TB/s over 256 GPUs NVIDIA quotes"
+            " for the NVLink Switch System. dim 2: InfiniBand NDR, one ConnectX-7 at 400 Gb/s = 50 GB/s per GPU "
+            "(NVIDIA DGX H100 datasheet); 4 NVLink domains is a scale choice (1024 GPUs, as the paper's presets),"
+            " not a published figure. Latency: none published; Table 2's 700 ns (node and pod dims) and 1700 ns "
+            "(scale-out NIC) assumed. dims 0 and 1 share the GPU's 18 NVLinks, which dse's per-dimension "
+            "bandwidths cannot express: optimistic when both are busy at once."
+        ),
+    ),
+    (
+        "TPUv4-torus",
+        "Ring(16,100,700,links=2)_Ring(16,100,700,links=2)_Ring(16,100,700,links=2)",
+        "real system: TPU v4-like 3D torus (sources below)",
+        (
+            "kinds Ring_Ring_Ring: the Themis talk (ISCA 2022). 4096 chips a pod, 3D torus slices in multiples of"
+            " 4 (Google Cloud TPU v4 documentation), built of 64 4x4x4 cubes (Jouppi et al., TPU v4, ISCA 2023): "
+            "16x16x16. Each ICI link carries 400 Gb/s = 50 GB/s each way (Jouppi et al., as summarised at "
+            "glennklockwood.com/garden/processors/TPUv4); a torus gives a chip 2 links per dimension = 100 GB/s. "
+            "Check: 4096 chips x 6 links x 50 GB/s = 1.2e15 B/s = 1.1 PiB/s, Google's 'all-reduce bandwidth per "
+            "pod 1.1 PB/s'. Latency: none published; Table 2's 700 ns for a dimension inside a pod assumed."
+        ),
+    ),
+)
+SYSTEM_PRESETS: tuple[str, ...] = tuple(n for n, *_ in _SYSTEMS)
+PRESETS.update({n: _preset(n, notation) for n, notation, *_ in _SYSTEMS})
+
+#: Every named topology with what it is, in listing order: each paper preset followed by its
+#: `@artifact` variant, then the real systems.
+PRESET_INFO: dict[str, Preset] = {}
+for _n in PAPER_PRESETS:
+    PRESET_INFO[_n] = Preset(_n, PRESETS[_n], "paper", _PAPER_WHAT, _PAPER_SOURCE)
+    _a = f"{_n}{ARTIFACT_SUFFIX}"
+    PRESET_INFO[_a] = Preset(_a, ARTIFACT_PRESETS[_a], "artifact", _ARTIFACT_WHAT, _ARTIFACT_SOURCE, base=_n)
+for _n, _notation, _what, _source in _SYSTEMS:
+    PRESET_INFO[_n] = Preset(_n, PRESETS[_n], "system", _what, _source)
+del _n, _a, _notation, _what, _source
+_PRESET_INDEX.update({n.lower(): n for n in PRESET_INFO})
+VARIANTS: dict[str, tuple[str, ...]] = {ARTIFACT_SUFFIX[1:]: PAPER_PRESETS}
+
+
+def _preset_variant(text: str) -> Topology:
+    """`NAME@variant` (``@artifact`` on a paper preset), or one line naming what is allowed."""
+    base, _, variant = text.rpartition("@")
+    base_name = _PRESET_INDEX.get(base.strip().lower())
+    if base_name is None or "@" in base_name:
+        raise InputError("topology", f"unknown preset {base.strip()!r} in {text!r}", f"presets: {', '.join(PRESETS)}")
+    allowed = ", ".join(f"@{v} (on {', '.join(names)})" for v, names in VARIANTS.items())
+    names = VARIANTS.get(variant.strip().lower())
+    if names is None:
+        raise InputError("topology", f"unknown variant '@{variant.strip()}' of {base_name}", allowed)
+    if base_name not in names:
+        raise InputError("topology", f"{base_name} has no '@{variant.strip().lower()}' variant", allowed)
+    return PRESET_INFO[f"{base_name}@{variant.strip().lower()}"].topology
+
+
+def preset_records() -> list[dict[str, object]]:
+    """Every preset as a dict of the fields `dse topologies` shows (table and ``--json`` alike)."""
+    return [
+        {
+            "name": p.name,
+            "family": p.family,
+            "what": p.what,
+            "npus": p.topology.npus,
+            "shape": list(p.topology.shape),
+            "total_bandwidth_gbps": p.topology.total_bandwidth,
+            "bandwidth_gbps": list(p.topology.bandwidths),
+            "latency_ns": [d.latency for d in p.topology.dims],
+            "links": [d.links for d in p.topology.dims],
+            "notation": p.topology.notation(),
+            "base": p.base,
+            "source": p.source,
+        }
+        for p in PRESET_INFO.values()
+    ]

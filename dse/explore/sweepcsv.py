@@ -1,0 +1,300 @@
+"""A sweep's CSV: checked before anything is written, repaired only when every damaged line is its own.
+
+What dse does with the file it is given as a sweep's output:
+
+- missing or empty: a new file (the header goes in with the first rows, so a run that fails before
+  any row leaves no file behind);
+- this sweep's header and rows: kept; the sweep evaluates the points that have no row;
+- damage dse can repair, because every damaged line is recognisably one of this sweep's rows: a
+  last line cut short (a kill during a write), a row cut short or glued to the next one, a blank
+  line, a row repeated, a header cut short. A damaged last line alone is cut off; anything else is
+  repaired by writing the file anew (a temporary file renamed into place, so a kill during the
+  repair loses nothing) with exactly one row per point. The run says so in one line;
+- anything else (another sweep's rows, other columns, a line that is no row of this sweep, two
+  different results for one point): refused with one line naming the line; the file is not touched.
+
+Every row ends with a ``crc`` column, the CRC-32 of the rest of its line, so a row damaged anywhere
+(a number cut short, a digit changed) is recognised as damaged rather than read as a result.
+`SweepFile` also holds an exclusive lock on the file while a sweep writes it, so two sweeps never
+write one file at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import fcntl
+import io
+import math
+import os
+import warnings
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dse.core.errors import InputError
+from dse.core.files import check_output_file, make_dirs, temp_beside
+
+ALLOWED = "a new file, or the sweep that wrote it"
+
+
+CRC = "crc"
+
+
+def csv_text(rows: Iterable[Sequence[object]]) -> str:
+    """Rows as CSV text, one line each."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    return buf.getvalue()
+
+
+def _crc(body: str) -> str:
+    return f"{zlib.crc32(body.encode()):08x}"
+
+
+def row_lines(rows: Iterable[Sequence[object]]) -> str:
+    """Result rows as the lines a sweep writes: each with its CRC-32 appended."""
+    out = []
+    for line in csv_text(rows).splitlines():
+        out.append(f"{line},{_crc(line)}\n")
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class CsvState:
+    """What a sweep's output holds, and what to do about damage."""
+
+    done: frozenset[int]  # points that have a row
+    keep: tuple[bytes, ...] | None = None  # rewrite the file with these lines (header first)
+    truncate_to: int | None = None  # or: cut the file to this many bytes (a damaged last line)
+    repairs: tuple[str, ...] = ()  # what was repaired, for the note
+
+
+class _Rows:
+    """Recognises this sweep's rows: the text of each point's parameters, and the results after them."""
+
+    def __init__(self, header: Sequence[str], params: Sequence[Sequence[object]]) -> None:
+        self.header = csv_text([[*header, CRC]])[:-1]
+        self.params = params
+        self.nresults = len(header) - len(params[0]) - 1 if params else 0
+        self._prefix: dict[int, str] = {}
+
+    def prefix(self, i: int) -> str:
+        """``i,<parameters>,``: a row of point `i` up to its results."""
+        p = self._prefix.get(i)
+        if p is None:
+            p = self._prefix[i] = csv_text([[i, *self.params[i], ""]])[:-1]
+        return p
+
+    def index(self, text: str) -> int | None:
+        """The point a line names (its first field), if it is one of this sweep's."""
+        first = text.split(",", 1)[0]
+        if not (first.isascii() and first.isdigit()) or len(first) > 12 or (len(first) > 1 and first[0] == "0"):
+            return None
+        i = int(first)
+        return i if i < len(self.params) else None
+
+    def row(self, text: str) -> int | None:
+        """The point of a whole, valid row of this sweep, else None."""
+        i = self.index(text)
+        if i is None or not text.startswith(self.prefix(i)):
+            return None
+        body, _, crc = text.rpartition(",")
+        if crc != _crc(body):
+            return None
+        values = body[len(self.prefix(i)) :].split(",")
+        if len(values) != self.nresults:
+            return None
+        for v in values:
+            if v == "":
+                continue
+            try:
+                if not math.isfinite(float(v)):
+                    return None
+            except ValueError:
+                return None
+        return i
+
+    def torn(self, text: str) -> bool:
+        """A row of this sweep cut short, or with its results damaged."""
+        i = self.index(text)  # a line of digits alone was cut inside its point number
+        if i is None:
+            return False
+        p = self.prefix(i)
+        return p.startswith(text) or (text.startswith(p) and self.row(text) is None)
+
+    def _starts_row(self, text: str, k: int) -> bool:
+        """Whether a row of this sweep could start at `text[k]`: a point number and its comma, or
+        the start of a point number ending the line."""
+        i = self.index(text[k : k + 14])  # a point number has at most 12 digits
+        return i is not None and (text.startswith(f"{i},", k) or text[k:].isdigit())
+
+    def pieces(self, text: str) -> list[tuple[int, int]] | None:
+        """A line made of this sweep's rows, each cut short but perhaps the last, glued together
+        (writes cut off and followed by others): the (start, end) of the whole row in it, if any,
+        as a list; None if the line is not made so."""
+        starts = [0] + [k for k in range(1, len(text)) if text[k].isdigit() and self._starts_row(text, k)]
+        made: dict[int, list[tuple[int, int]] | None] = {}  # start -> the rest's answer
+        for s in reversed(starts):
+            rest = text[s:]
+            if self.row(rest) is not None:
+                made[s] = [(s, len(text))]
+            elif self.torn(rest):
+                made[s] = []
+            else:
+                made[s] = next((made[k] for k in starts if k > s and made[k] is not None and self.torn(text[s:k])), None)
+        return made[0]
+
+
+def inspect(data: bytes, header: Sequence[str], params: Sequence[Sequence[object]], name: str) -> CsvState:
+    """Read a sweep CSV's bytes: which points are done, what to repair, or `InputError` (module doc)."""
+    if not data:
+        return CsvState(frozenset())
+    rows = _Rows(header, params)
+    lines = data.split(b"\n")
+    tail = lines.pop()  # the part after the last newline: empty unless the last line was cut short
+    if not lines:
+        if rows.header.encode().startswith(tail):
+            return CsvState(frozenset(), truncate_to=0, repairs=("a header cut short",))
+        raise InputError("out", f"{name} exists and is not a sweep CSV", ALLOWED)
+    if lines[0] != rows.header.encode():
+        if b"," in lines[0]:
+            raise InputError("out", f"{name} exists with other columns", ALLOWED)
+        raise InputError("out", f"{name} exists and is not a sweep CSV", ALLOWED)
+    keep, done, repairs = [lines[0]], {}, Counter()
+
+    def add(i: int, raw: bytes, n: int) -> None:
+        if i not in done:
+            done[i] = (raw, n)
+            keep.append(raw)
+        elif done[i][0] == raw:
+            repairs["a repeated row"] += 1
+        else:
+            raise InputError("out", f"{name} lines {done[i][1]} and {n} give point {i} different results",
+                             "remove the wrong row (or both, and the point runs again)")  # fmt: skip
+
+    for n, raw in enumerate(lines[1:], start=2):
+        text = raw.decode("ascii", "replace")
+        i = rows.row(text)
+        if i is not None:
+            add(i, raw, n)
+        elif not text:
+            repairs["a blank line"] += 1
+        elif (whole := rows.pieces(text)) is not None:
+            repairs["a row cut short"] += 1
+            for a, b in whole:
+                add(rows.row(text[a:b]), raw[a:b], n)  # type: ignore[arg-type]
+        else:
+            raise InputError("out", f"{name} line {n} is not a point of this sweep", ALLOWED)
+    if tail:
+        text = tail.decode("ascii", "replace")
+        if rows.pieces(text) is None:  # the last line, cut short (its points run again)
+            raise InputError("out", f"{name} line {len(lines) + 1} is not a point of this sweep", ALLOWED)
+        if not repairs:
+            return CsvState(frozenset(done), truncate_to=len(data) - len(tail), repairs=("a last line cut short",))
+        repairs["a last line cut short"] += 1
+    if not repairs:
+        return CsvState(frozenset(done))
+    what = tuple(f"{k} ({v})" if v > 1 else k for k, v in repairs.items())
+    return CsvState(frozenset(done), keep=tuple(keep), repairs=what)
+
+
+class SweepFile:
+    """The output of one sweep run: opened, locked, checked and repaired, then appended to.
+
+    Use as a context manager; `open` returns the points already done. A file this run created and
+    never wrote a row to is removed again on the way out."""
+
+    def __init__(self, path: "str | Path", header: Sequence[str], params: Sequence[Sequence[object]]) -> None:
+        self.path = check_output_file(path, "out")
+        self.header, self.params = header, params
+        self.fd = -1
+        self.created = False
+        self.written = 0
+
+    def __enter__(self) -> "SweepFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> frozenset[int]:
+        """Lock, check and repair the file (module docstring); the points that already have a row."""
+        make_dirs(self.path.parent, "out")
+        try:
+            return self._open()
+        except OSError as e:
+            raise InputError("out", f"cannot write {str(self.path)!r}: {e.strerror or e}", "a file in a folder you may write to") from None
+
+    def _open(self) -> frozenset[int]:
+        for _ in range(3):  # a repair replaces the file: lock and read the new one
+            self._lock()
+            st = os.fstat(self.fd)
+            data = os.pread(self.fd, st.st_size, 0)
+            state = inspect(data, self.header, self.params, str(self.path))
+            if state.repairs:
+                warnings.warn(f"{self.path}: repaired {', '.join(state.repairs)}; each point keeps one row, lost ones run again",
+                              stacklevel=2)  # fmt: skip
+            if state.keep is None:
+                if state.truncate_to is not None:
+                    os.ftruncate(self.fd, state.truncate_to)
+                return state.done
+            self._replace(b"".join(line + b"\n" for line in state.keep))
+        raise InputError("out", f"{self.path} keeps changing while dse repairs it", "one dse sweep per file at a time")
+
+    def _lock(self) -> None:
+        """Open (creating if need be) and lock the file, making sure the lock is on what the path names."""
+        while True:
+            self.close()
+            try:
+                self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+                self.created = True
+            except FileExistsError:
+                self.fd = os.open(self.path, os.O_RDWR)
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise InputError("out", f"another dse sweep is writing {self.path}", "one dse sweep per file at a time") from None
+            try:
+                same = os.path.samestat(os.fstat(self.fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                return
+
+    def _replace(self, data: bytes) -> None:
+        fd, tmp = temp_beside(self.path)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+            os.fchmod(fd, os.fstat(self.fd).st_mode & 0o777)
+            os.close(fd)
+            os.replace(tmp, self.path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def append(self, rows: list[list]) -> None:
+        """Append rows (the header first into an empty file) with one write, so a kill cuts one line at most."""
+        text = row_lines(rows)
+        if os.fstat(self.fd).st_size == 0:
+            text = csv_text([[*self.header, CRC]]) + text
+        data = text.encode()
+        os.lseek(self.fd, 0, os.SEEK_END)
+        while data:
+            data = data[os.write(self.fd, data) :]
+        self.written += len(rows)
+
+    def close(self) -> None:
+        if self.fd < 0:
+            return
+        if self.created and self.written == 0 and os.fstat(self.fd).st_size == 0:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            self.created = False
+        os.close(self.fd)  # closing releases the lock
+        self.fd = -1

@@ -1,0 +1,230 @@
+"""Sweep files: a TOML `[sweep]` table of `evaluate()` parameters expanded into points.
+
+Every value is validated with the parsers `evaluate` itself uses, before any point runs, so a bad
+file costs one line naming the key (and exit code 2 on the command line) rather than half a sweep.
+
+```toml
+[sweep]
+topology = ["3D-SW_SW_SW_hetero", "Ring(4,375,20)_SW(8,100,1700)"]   # presets or notations
+size = ["100MB", "1GB"]                                              # ints (bytes) or strings
+chunks = [16, 64]
+schedules = ["baseline+fifo", "themis+scf"]                          # scheduler+queue pairs
+bounds = true                                                        # optional: bound_ns and gap
+```
+
+Each parameter is a list or a scalar; the points are the Cartesian product of the lists in the
+order of `PARAMS` (the last varies fastest), each list in the file's order, so point numbers are
+stable. `scheduler` and `queue` multiply like the others; `schedules` instead lists scheduler/queue
+pairs (``"themis+scf"`` or ``{scheduler = "themis", queue = "scf"}``) and excludes both.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from dse.core.collectives import parse_collective
+from dse.costs import get_cost_model
+from dse.core.errors import InputError
+from dse.core.files import read_toml
+from dse.core.limits import MAX_SWEEP_POINTS
+from dse.schedulers.lp_guided import too_many_orders
+from dse.sim.spec import CollectiveSpec
+from dse.schedulers import get_scheduler, parse_queue
+from dse.core.topology import Topology, parse_topology
+from dse.core.units import parse_int, parse_positive, parse_size
+
+#: The `evaluate()` parameters a sweep may vary, in expansion order.
+PARAMS: tuple[str, ...] = (
+    "topology", "collective", "size", "chunks", "scheduler", "queue",
+    "cost_model", "latency_mode", "active_chunks", "seed",
+)  # fmt: skip
+#: Keys of `[sweep]` that are options, not parameters.
+OPTIONS: tuple[str, ...] = ("schedules", "bounds", "bounds_time_limit", "bounds_node_limit")
+DEFAULTS: dict[str, Any] = {
+    "collective": "all_reduce", "chunks": 64, "scheduler": "themis", "queue": "scf",
+    "cost_model": "paper", "latency_mode": None, "active_chunks": 1, "seed": 0,
+}  # fmt: skip
+
+
+class Point(NamedTuple):
+    """One validated, canonical sweep point: the parameter columns of its CSV row."""
+
+    topology: str
+    collective: str
+    size_bytes: int
+    chunks: int
+    scheduler: str
+    queue: str
+    cost_model: str
+    latency_mode: str
+    active_chunks: int
+    seed: int
+
+    def bound_key(self) -> tuple:
+        """What the lower bound depends on (not the schedule, queue or seed)."""
+        return (self.topology, self.collective, self.size_bytes, self.chunks, self.cost_model,
+                self.latency_mode, self.active_chunks)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """An expanded sweep: its points in order, and whether to add bounds."""
+
+    points: tuple[Point, ...]
+    bounds: bool = False
+    bounds_time_limit: float = 60.0
+    source: str = "<sweep>"
+    bounds_node_limit: int = 100
+
+
+def _values(key: str, raw: object) -> list:
+    """A list from a list or a scalar; an empty list is an error."""
+    vals = list(raw) if isinstance(raw, list) else [raw]
+    if not vals:
+        raise InputError(f"sweep.{key}", "empty list", "at least one value")
+    return vals
+
+
+def _canonical(key: str, vals: list, parse: Callable[[Any], Any]) -> list:
+    """Each distinct value parsed once; the error names the key and the value."""
+    out, seen = [], {}
+    for v in vals:
+        marker = (type(v).__name__, repr(v))
+        if marker not in seen:
+            try:
+                seen[marker] = parse(v)
+            except InputError as e:
+                raise InputError(f"sweep.{key}", f"{v!r}: {e}") from None
+        out.append(seen[marker])
+    return out
+
+
+def _scheduler_name(v: object) -> str:
+    if not isinstance(v, str):
+        raise InputError("scheduler", f"{v!r} is not a name")
+    name = get_scheduler(v).name
+    if name == "fixed":
+        raise InputError("scheduler", "fixed needs per-point orders, which sweeps do not take", "any other scheduler")
+    return name
+
+
+def _schedule_pair(v: object) -> tuple[str, str]:
+    if isinstance(v, str) and v.count("+") == 1:
+        s, q = v.split("+")
+    elif isinstance(v, dict) and set(v) == {"scheduler", "queue"}:
+        s, q = v["scheduler"], v["queue"]
+    else:
+        raise InputError("schedules", "not a pair", '"scheduler+queue" or {scheduler = ..., queue = ...}')
+    return _scheduler_name(s), parse_queue(q)  # type: ignore[arg-type]
+
+
+def _str(parse: Callable[[str], Any]) -> Callable[[Any], Any]:
+    def inner(v: object) -> Any:
+        if not isinstance(v, str):
+            raise InputError("value", f"{v!r} is not a string")
+        return parse(v)
+
+    return inner
+
+
+_PARSERS: dict[str, Callable[[Any], Any]] = {
+    "topology": _str(lambda v: v.strip()),  # parsed below, once per distinct notation
+    "collective": _str(parse_collective),
+    "size": lambda v: parse_size(v),
+    "chunks": lambda v: parse_int(v, "chunks", minimum=1),
+    "scheduler": _scheduler_name,
+    "queue": _str(parse_queue),
+    "cost_model": _str(lambda v: get_cost_model(v).name),
+    "latency_mode": _str(lambda v: v.strip().lower()),  # checked per model below
+    "active_chunks": lambda v: parse_int(v, "active_chunks", minimum=1),
+    "seed": lambda v: parse_int(v, "seed", minimum=0),
+}
+
+
+def parse_sweep(table: dict[str, Any], source: str = "<sweep>") -> Sweep:
+    """Validate a `[sweep]` table and expand it into its points (see the module docstring)."""
+    unknown = [k for k in table if k not in PARAMS and k not in OPTIONS]
+    if unknown:
+        raise InputError(f"sweep.{unknown[0]}", "unknown key", ", ".join(PARAMS + OPTIONS))
+    for key in ("topology", "size"):
+        if key not in table:
+            raise InputError(f"sweep.{key}", "missing", "a value or a list of values")
+    if "schedules" in table and ("scheduler" in table or "queue" in table):
+        raise InputError("sweep.schedules", "given with scheduler or queue", "either schedules or scheduler/queue")
+    lists: dict[str, list] = {}
+    for key in PARAMS:
+        raw = table.get(key, DEFAULTS.get(key))
+        lists[key] = [None] if raw is None else _canonical(key, _values(key, raw), _PARSERS[key])
+    if "schedules" in table:
+        pairs = _canonical("schedules", _values("schedules", table["schedules"]), _schedule_pair)
+    else:
+        pairs = list(itertools.product(lists["scheduler"], lists["queue"]))
+    topos: dict[str, Topology] = {}
+    for t in lists["topology"]:
+        if t not in topos:
+            try:
+                topos[t] = parse_topology(t)
+            except InputError as e:
+                raise InputError("sweep.topology", f"{t!r}: {e}") from None
+    bounds = table.get("bounds", False)
+    if not isinstance(bounds, bool):
+        raise InputError("sweep.bounds", f"{bounds!r} is not a boolean", "true or false")
+    limit = parse_positive(table.get("bounds_time_limit", 60.0), "sweep.bounds_time_limit")
+    nodes = parse_int(table.get("bounds_node_limit", 100), "sweep.bounds_node_limit", minimum=1)
+    n = len(pairs) * math.prod(len(lists[k]) for k in PARAMS if k not in ("scheduler", "queue"))
+    if n > MAX_SWEEP_POINTS:
+        raise InputError("sweep", f"{n:,} points", f"at most {MAX_SWEEP_POINTS:,} per sweep file (split it into several)")
+    return Sweep(tuple(_expand(lists, pairs, topos)), bounds, limit, source, nodes)
+
+
+def _expand(lists: dict[str, list], pairs: list[tuple[str, str]], topos: dict[str, Topology]) -> Iterator[Point]:
+    """The Cartesian product in `PARAMS` order; the model resolves and checks the latency mode, and
+    every distinct collective is checked against the work limit for its schedule (`dse.core.limits`)."""
+    modes: dict[tuple, str] = {}
+    checked: set[tuple] = set()
+    for t, coll, size, chunks, (s, q), model, mode, active, seed in itertools.product(
+        lists["topology"], lists["collective"], lists["size"], lists["chunks"], pairs,
+        lists["cost_model"], lists["latency_mode"], lists["active_chunks"], lists["seed"],
+    ):  # fmt: skip
+        key = (t, coll, model, mode, active)
+        if key not in modes:
+            try:
+                modes[key] = get_cost_model(model).check(topos[t], coll, mode, active)
+            except InputError as e:
+                raise InputError("sweep", f"topology {t!r}, collective {coll}, cost_model {model}: {e}") from None
+        run = (t, coll, size, chunks, s, q, model, modes[key], active)
+        if run not in checked:
+            checked.add(run)
+            _check_run(topos[t], coll, size, chunks, s, q, model, modes[key], active)
+        yield Point(t, coll, size, chunks, s, q, model, modes[key], active, seed)
+
+
+def _check_run(topo: Topology, coll: str, size: int, chunks: int, sched: str, queue: str, model: str, mode: str,
+               active: int) -> None:  # fmt: skip
+    """What `evaluate` would refuse at run time, refused before the sweep starts."""
+    where = f"topology {topo.notation() if topo.name is None else topo.name}, size {size}, chunks {chunks}, {sched}+{queue}"
+    try:
+        spec = CollectiveSpec.parse(topo, collective=coll, size=size, chunks=chunks, cost_model=model,
+                                    latency_mode=mode, active_chunks=active)  # fmt: skip
+        spec.check_work(queue=queue, extra_simulations=get_scheduler(sched).simulations())
+        if sched == "lp_guided" and (why := too_many_orders(topo.ndims)):
+            raise InputError("scheduler", why, "at most 8 dimensions, or another scheduler")
+    except InputError as e:
+        raise InputError("sweep", f"{where}: {e}") from None
+
+
+def load_sweep(path: "str | Path") -> Sweep:
+    """Read and validate a sweep file; any problem is one `InputError` line naming the key."""
+    doc = read_toml(path, "sweep file")
+    path = Path(path)
+    extra = [k for k in doc if k != "sweep"]
+    if extra:
+        raise InputError(extra[0], "unknown table or key at the top level of the sweep file", "[sweep]")
+    if not isinstance(doc.get("sweep"), dict):
+        raise InputError("sweep", f"{path.name} has no [sweep] table", "a [sweep] table of evaluate() parameters")
+    return parse_sweep(doc["sweep"], str(path))

@@ -1,0 +1,173 @@
+"""Tables for people: plain-text renderings of results and comparisons (data first, text second)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from typing import TYPE_CHECKING
+
+from dse.sim.result import Result
+
+if TYPE_CHECKING:  # reports sit above the bounds layer; only the type is needed here
+    from dse.bounds.api import Bounds
+from dse.core.topology import Topology
+from dse.core.units import format_size, format_time
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, align: str | None = None) -> str:
+    """A fixed-width text table; `align` is one char per column, 'l' or 'r' (default: first left)."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    align = align or "l" + "r" * (len(headers) - 1)
+    lines = []
+    for k, r in enumerate(cells):
+        parts = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(r, widths, align)]
+        lines.append("  ".join(parts).rstrip())
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def format_percent(x: float, digits: int = 2) -> str:
+    """`x` (a fraction) as a percentage with `digits` decimals, never ``-0.00 %``: float noise such
+    as a gap of -1e-12 prints as zero."""
+    text = f"{100 * x:.{digits}f}"
+    if float(text) == 0:
+        text = f"{0:.{digits}f}"
+    return f"{text} %"
+
+
+def utilisation_text(result: Result) -> str:
+    """The BW utilisation as printed: capped at 100 %, and saying so (`Result`)."""
+    capped = result.bw_utilization_uncapped > result.bw_utilization * (1 + 1e-9)
+    return format_percent(result.bw_utilization) + (" (capped)" if capped else "")
+
+
+def order_summary(orders: Sequence[tuple[int, ...]], limit: int = 6) -> str:
+    """The orders used, most common first: ``0123 x40, 3210 x12, ...``."""
+    counts = Counter("".join(map(str, o)) if len(o) <= 10 else ",".join(map(str, o)) for o in orders)
+    parts = [f"{o} x{k}" for o, k in counts.most_common(limit)]
+    if len(counts) > limit:
+        parts.append(f"... ({len(counts)} distinct)")
+    return ", ".join(parts)
+
+
+def result_text(result: Result, topology: Topology) -> str:
+    """A readable report of one evaluation: the headline figures, then one row per dimension."""
+    head = [
+        ("topology", f"{result.topology} ({topology.npus} NPUs): {topology.notation()}"),
+        ("collective", f"{result.collective}, {format_size(result.size_bytes, result.size_unit)} per NPU, {result.chunks} chunks"
+         + (f" ({result.simulated_chunks} simulated)" if result.simulated_chunks != result.chunks else "")),
+        ("schedule", f"{result.scheduler} + {result.queue}, active chunks {result.active_chunks}, seed {result.seed}"),
+        ("cost model", f"{result.cost_model}, latency {result.latency_mode}"),
+        ("time", f"{format_time(result.time_ns)} ({result.time_ns:.6g} ns)"),
+        ("BW utilisation", utilisation_text(result)),
+        ("algbw / busbw", f"{result.algbw_GBps:.2f} / {result.busbw_GBps:.2f} GB/s"),
+        ("orders", order_summary(result.orders)),
+    ]  # fmt: skip
+    w = max(len(k) for k, _ in head)
+    lines = [f"{k.ljust(w)}  {v}" for k, v in head]
+    rows = []
+    for i, d in enumerate(topology.dims):
+        rows.append(
+            (
+                i,
+                d.notation(),
+                f"{result.dim_busy_ns[i] / 1e3:.1f}",
+                f"{result.dim_bytes[i] / 1e6:.2f}",
+                f"{100 * result.dim_utilization[i]:.1f}",
+            )
+        )
+    lines.append("")
+    lines.append(format_table(("dim", "dimension", "busy (us)", "sent (MB)", "busy %"), rows, align="rlrrr"))
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    scheduler: str
+    queue: str
+    time_ns: float
+    bw_utilization: float
+    speedup: float
+    gap: float | None = None
+    bw_utilization_uncapped: float | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "scheduler": self.scheduler,
+            "queue": self.queue,
+            "time_ns": self.time_ns,
+            "bw_utilization": self.bw_utilization,
+            "bw_utilization_uncapped": self.bw_utilization if self.bw_utilization_uncapped is None
+            else self.bw_utilization_uncapped,
+            "speedup_vs_baseline_fifo": self.speedup,
+            "gap_to_bound": self.gap,
+        }
+
+
+def comparison_rows(results: Sequence[Result], bounds: "Bounds | None" = None) -> list[ComparisonRow]:
+    """Speed-up of each result over the baseline+fifo one (which must be among them), and its gap
+    to the bound when one is given."""
+    ref = next((r for r in results if r.scheduler == "baseline" and r.queue == "fifo"), None)
+    if ref is None:
+        raise ValueError("comparison needs a baseline+fifo result")
+    return [
+        ComparisonRow(
+            r.scheduler, r.queue, r.time_ns, r.bw_utilization, ref.time_ns / r.time_ns,
+            bounds.gap(r.time_ns) if bounds is not None else None, r.bw_utilization_uncapped,
+        )  # fmt: skip
+        for r in results
+    ]
+
+
+ALL_TO_ALL_NOTE = (
+    "all-to-all sends every chunk through the dimensions in ascending order, so no scheduler changes the "
+    "order and the bound is for that order alone; BW utilisation compares with the ideal (every dimension "
+    "busy throughout), which all-to-all reaches only when each dimension's share of the bytes matches its "
+    "share of the bandwidth"
+)
+
+
+def below_bound_note(rows: Sequence[ComparisonRow], cost_model: str, concurrent_phases: int) -> str | None:
+    """What to say if a schedule is ever faster than the bound (a negative gap), else None.
+
+    A bound holds for every schedule (`dse.bounds`; with `concurrent_phases` > 1 its ideal is divided
+    by them, as ASTRA-sim runs them each at full bandwidth), so this is a last guard against a defect,
+    said in the output rather than hidden in a negative gap."""
+    worst = min((r.gap for r in rows if r.gap is not None), default=0.0)
+    if worst >= -1e-9:
+        return None
+    where = (f" with up to {concurrent_phases} phases at once on a dimension" if concurrent_phases > 1 else "")
+    return (f"schedules beat the bound (gap down to {format_percent(worst)}): a bound must hold for every "
+            f"schedule, so this is a defect of dse's bounds for the {cost_model} model{where}; please report it")
+
+
+def comparison_text(rows: Sequence[ComparisonRow], title: str) -> str:
+    """The table of `dse compare`: one row per scheduler and queue under `title`."""
+    with_gap = any(r.gap is not None for r in rows)
+    body = [
+        (r.scheduler, r.queue, format_time(r.time_ns), format_percent(r.bw_utilization), f"{r.speedup:.3f}x")
+        + ((format_percent(r.gap),) if with_gap and r.gap is not None else ())
+        for r in rows
+    ]
+    heads = ("scheduler", "queue", "time", "BW util", "speed-up") + (("gap",) if with_gap else ())
+    return title + "\n" + format_table(heads, body, align="llrrr" + ("r" if with_gap else ""))
+
+
+def bounds_text(b: "Bounds", topology: Topology, size_unit: str = "decimal") -> str:
+    """A readable report of `dse bound`; the size in `size_unit`'s family (`dse.core.units.size_family`)."""
+    lines = [
+        f"{b.topology} ({topology.npus} NPUs), {b.collective} of {format_size(b.size_bytes, size_unit)} per NPU, "
+        f"{b.chunks} chunks, cost model {b.cost_model} ({b.latency_mode} latency)",
+        f"ideal     {format_time(b.ideal_ns):>10}  (100 % bandwidth utilisation)",
+        f"LP        {format_time(b.lp_ns):>10}  (fluid order mix)",
+        f"ILP       {format_time(b.ilp_ns):>10}  (whole chunks per order)",
+        f"pipeline  {format_time(b.pipeline_ns):>10}  (ILP + fill, drain and paths: the bound gaps use)",
+        f"solver    {b.solver}, {b.status}, {b.solve_time_s:.3f} s",
+        f"mix       {', '.join(f'{o} x{k}' for o, k in sorted(b.mix.items(), key=lambda kv: (-kv[1], kv[0])))}",
+    ]
+    lines += [f"note      {n}" for n in b.notes]
+    return "\n".join(lines)

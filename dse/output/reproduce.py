@@ -1,0 +1,442 @@
+"""`dse reproduce themis`: the Themis paper's experiments, from one command.
+
+Two experiments, both run through the sweep machinery (so they run in parallel and resume):
+
+- single all-reduce: the six paper topologies x 19 sizes (0.10 to 1.00 GiB in steps of 0.05 GiB,
+  the sizes of the paper's artifact) x {baseline+FIFO, Themis+FIFO, Themis+SCF, lp_guided+SCF}
+  at 64 chunks, with the ideal (100 % bandwidth) and the tightest bound (`dse.bounds`);
+- chunk sensitivity: 0.1 GiB on 3D-SW_SW_SW_hetero and 4D-Ring_FC_Ring_SW, 4 to 512 chunks.
+
+Under `astra-sim-1` every part runs the presets ``NAME@artifact`` (the artifact's 1 ns links, as
+in the paper's own runs); under `astra-sim` each fully-connected dimension's bandwidth is divided
+by P−1 (ASTRA-sim 2.x reads it per link), so that every model sees the same hardware; `summary.md`
+and the command's output record the exact notation each topology ran as. `summary.md` reports
+what the paper reports: per topology the mean bandwidth utilisation of each schedule and its
+speed-up over the baseline (arithmetic and geometric means over sizes), and overall the
+geometric-mean speed-ups and average utilisations (with `--quick`, labelled as not comparable
+with the paper's). Each part shows a labelled progress bar when stderr is a terminal.
+Figures: utilisation against size per topology, the chunk-sensitivity curves, and a per-dimension
+timeline of the baseline and Themis for one case, where the baseline's idle dimensions show. And
+the end-to-end table (`end_to_end.csv`, and in `summary.md`): training iterations of ResNet-152,
+GNMT, DLRM and Transformer-1T on the six topologies, speed-ups of Themis+SCF and of the ideal
+(every collective at 100 % bandwidth) over the baseline (`dse.training.iteration`). Next to it, unless the
+model is `astra-sim-1` already, the same table as the paper's own simulator gives it
+(`end_to_end_astra-sim-1.csv`): `astra-sim-1` on the artifact's presets and its own workload
+files (ResNet-50 for ResNet), which replays the artifact's end-to-end runs to the ns.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from dse.bounds.api import ideal_ns
+from dse.costs import get_cost_model
+from dse.core.errors import raise_if_interrupted
+from dse.sim.evaluate import evaluate
+from dse.core.files import atomic_output, check_output_dir, make_dirs, write_atomic
+from dse.training.iteration import end_to_end_markdown, end_to_end_rows
+from dse.core.progress import progress_bar as _bar
+from dse.core.progress import wanted
+from dse.sim.spec import CollectiveSpec
+from dse.explore.sweep import read_rows, run_sweep
+from dse.explore.sweepfile import parse_sweep
+from dse.core.topology import (
+    ARTIFACT_SUFFIX,
+    PAPER_PRESETS,
+    PRESET_INFO,
+    PRESETS,
+    Topology,
+    parse_topology,
+)
+
+SCHEDULES = ("baseline+fifo", "themis+fifo", "themis+scf", "lp_guided+scf")
+SIZES_GIB = tuple(Decimal("0.10") + Decimal("0.05") * i for i in range(19))
+CHUNK_TOPOLOGIES = ("3D-SW_SW_SW_hetero", "4D-Ring_FC_Ring_SW")
+CHUNKS = (4, 8, 16, 32, 64, 128, 256, 512)
+QUICK_TOPOLOGIES = PAPER_PRESETS[:2]
+QUICK_SIZES_GIB = SIZES_GIB[::9]
+QUICK_CHUNK_TOPOLOGIES = CHUNK_TOPOLOGIES[:1]
+QUICK_CHUNKS = (4, 64, 512)
+PAPER = {"baseline_util": 0.5631, "themis_util": 0.9514, "speedup_geomean": 1.72}
+GANTT_CASE = ("3D-SW_SW_SW_hetero", "0.25GiB", 16)
+
+
+def topology_for(name: str, cost_model: str) -> Topology:
+    """A paper preset as the experiment uses it, the same hardware in every model.
+
+    Under `astra-sim-1`: the preset ``NAME@artifact`` (the artifact's 1 ns links, as the paper's
+    own runs; `dse.core.topology.ARTIFACT_PRESETS`, the one definition). Under `astra-sim`: each
+    fully-connected dimension's bandwidth divided by P−1, because ASTRA-sim 2.x reads an FC
+    bandwidth as per link (its P−1 direct messages each run at it).
+    """
+    t = PRESETS[name]
+    if cost_model == "astra-sim-1":
+        return parse_topology(f"{name}{ARTIFACT_SUFFIX}")
+    if cost_model == "astra-sim":
+        dims = tuple(replace(d, bandwidth=d.bandwidth / (d.npus - 1)) if d.kind == "fc" else d for d in t.dims)
+        return Topology(dims, name=f"{name}@FC-per-link")
+    return t
+
+
+def run_as(name: str, cost_model: str) -> str:
+    """What `topology_for` makes of a paper preset under a model, in words (reports say it)."""
+    if cost_model == "astra-sim-1":
+        return f"{name}{ARTIFACT_SUFFIX}: {PRESET_INFO[name + ARTIFACT_SUFFIX].what}"
+    if cost_model == "astra-sim":
+        return f"{name}@FC-per-link: Table 2, each FC dimension's bandwidth / (P-1) (ASTRA-sim 2.x reads it per link)"
+    return f"{name}: {PRESET_INFO[name].what}"
+
+
+def sweeps(cost_model: str, quick: bool = False) -> dict[str, dict[str, Any]]:
+    """The two sweep tables (`quick`: two topologies, three sizes, three chunk counts)."""
+    names = QUICK_TOPOLOGIES if quick else PAPER_PRESETS
+    sizes = QUICK_SIZES_GIB if quick else SIZES_GIB
+    chunk_topos = QUICK_CHUNK_TOPOLOGIES if quick else CHUNK_TOPOLOGIES
+    chunks = QUICK_CHUNKS if quick else CHUNKS
+    return {
+        "single_allreduce": {
+            "topology": [topology_for(n, cost_model).notation() for n in names],
+            "size": [f"{s}GiB" for s in sizes],
+            "chunks": 64,
+            "schedules": list(SCHEDULES),
+            "cost_model": cost_model,
+            "bounds": True,
+            "bounds_time_limit": 60.0,
+            "bounds_node_limit": 100,
+        },
+        "chunks": {
+            "topology": [topology_for(n, cost_model).notation() for n in chunk_topos],
+            "size": "0.1GiB",
+            "chunks": list(chunks),
+            "schedules": list(SCHEDULES),
+            "cost_model": cost_model,
+            "bounds": True,
+            "bounds_time_limit": 60.0,
+            "bounds_node_limit": 100,
+        },
+    }
+
+
+EXPERIMENTS = {"single_allreduce": "single all-reduce", "chunks": "chunk sensitivity"}
+
+
+def run(
+    out: str | Path, *, cost_model: str = "paper", jobs: int = 1, quick: bool = False, progress: bool | None = None
+) -> dict[str, Any]:
+    """Run (or resume) both experiments and the training iterations into `out`, and write the
+    summary and the figures. `progress`: labelled bars on stderr (None: when it is a terminal)."""
+    model = get_cost_model(cost_model).name
+    out = check_output_dir(out, "out")
+    make_dirs(out, "out")
+    names = {topology_for(n, model).notation(): n for n in PAPER_PRESETS}
+    counts = {}
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for name, table in sweeps(model, quick).items():
+        sweep = parse_sweep(table, source=f"reproduce:{name}")
+        raw_path = out / f"{name}.raw.csv"
+        counts[name] = run_sweep(sweep, raw_path, jobs=jobs, progress=progress, label=f"{EXPERIMENTS[name]} ({model})")
+        tables[name] = finish_rows(read_rows(raw_path), names, model)
+        write_csv(out / f"{name}.csv", tables[name])
+    summary = summarize(tables["single_allreduce"])
+    raise_if_interrupted()
+    e2e_names = QUICK_TOPOLOGIES if quick else PAPER_PRESETS
+    e2e = end_to_end(model, e2e_names, progress)
+    write_csv(out / "end_to_end.csv", e2e)
+    artifact = e2e if model == "astra-sim-1" else end_to_end("astra-sim-1", e2e_names, progress)
+    if model != "astra-sim-1":
+        write_csv(out / "end_to_end_astra-sim-1.csv", artifact)
+    ran = [n for n in PAPER_PRESETS if any(r["topology"] == n for t in tables.values() for r in t) or n == GANTT_CASE[0]]
+    notations = {n: topology_for(n, model).notation() for n in ran}
+    e2e_note = (
+        f"Quick run: {len(QUICK_TOPOLOGIES)} of {len(PAPER_PRESETS)} topologies. The paper column is the paper's "
+        "average over its full set of topologies, not comparable with these.\n\n"
+        if quick
+        else ""
+    )
+    write_atomic(
+        out / "summary.md",
+        summary_markdown(summary, tables["chunks"], model, quick=quick, ran={n: run_as(n, model) for n in ran},
+                         notations=notations)
+        + "\n## Training iterations (speed-up over baseline+FIFO)\n\n" + e2e_note + end_to_end_markdown(e2e) + "\n"
+        + ("" if model == "astra-sim-1" else "\n" + ARTIFACT_E2E_TITLE + e2e_note + end_to_end_markdown(artifact) + "\n"),
+    )  # fmt: skip
+    raise_if_interrupted()
+    figures = [
+        draw_utilization(utilization_data(tables["single_allreduce"]), out / "utilization.png"),
+        draw_chunks(chunk_data(tables["chunks"]), out / "chunks.png"),
+        draw_timeline(timeline_data(model), out / "timeline.png"),
+    ]
+    return {"out": str(out), "counts": counts, "summary": summary, "topologies": notations,
+            "figures": [str(f) for f in figures]}  # fmt: skip
+
+
+ARTIFACT_E2E_TITLE = (
+    "## Training iterations as the paper's own simulator runs them (astra-sim-1, the artifact's settings)\n\n"
+    "ASTRA-sim 1.0 replayed to the ns (`dse iterate --cost-model astra-sim-1`), the artifact's own workload files "
+    "(ResNet-50, not the paper's ResNet-152) on its 1 ns presets: its speed-ups are well below Fig. 12's.\n\n"
+)
+
+
+def end_to_end(model: str, names: Sequence[str], progress: bool | None = None) -> list[dict[str, Any]]:
+    """`dse.training.iteration.end_to_end_rows` on each paper preset as `topology_for` makes it, one
+    topology at a time under a labelled bar; rows keep the preset's name and gain its notation."""
+    rows: list[dict[str, Any]] = []
+    bar = progress_bar(f"training iterations ({model})", len(names), 0, "topology", progress)
+    try:
+        for n in names:
+            topo = topology_for(n, model)
+            for r in end_to_end_rows(model, topologies=[topo]):
+                rows.append({**r, "topology": n, "notation": topo.notation()})
+            raise_if_interrupted()
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    workloads = {w: i for i, w in enumerate(dict.fromkeys(r["workload"] for r in rows))}
+    index = {n: i for i, n in enumerate(names)}
+    return sorted(rows, key=lambda r: (workloads[r["workload"]], index[r["topology"]]))
+
+
+def progress_bar(desc: str, total: int, initial: int, unit: str, progress: bool | None) -> Any:
+    """A labelled tqdm bar on stderr, or None: `progress` None shows it only when stderr is a
+    terminal, so CI logs stay quiet (as `dse sweep`)."""
+    return _bar(total, initial=initial, desc=desc, unit=unit) if wanted(progress) else None
+
+
+def finish_rows(rows: list[dict[str, str]], names: dict[str, str], model: str) -> list[dict[str, Any]]:
+    """Sweep rows with the preset name, the schedule, the ideal, and numbers as numbers."""
+    out = []
+    ideal_cache: dict[tuple[str, int], float] = {}
+    for r in rows:
+        size = int(r["size_bytes"] if "size_bytes" in r else r["size"])
+        key = (r["topology"], size)
+        if key not in ideal_cache:
+            spec = CollectiveSpec.parse(r["topology"], size=size, chunks=1, cost_model=model)
+            ideal_cache[key] = ideal_ns(spec)
+        time_ns = float(r["time_ns"])
+        out.append({
+            "topology": names.get(r["topology"], r["topology"]),
+            "notation": r["topology"],
+            "size_bytes": size,
+            "chunks": int(r["chunks"]),
+            "scheduler": r["scheduler"],
+            "queue": r["queue"],
+            "schedule": f"{r['scheduler']}+{r['queue']}",
+            "cost_model": r["cost_model"],
+            "time_ns": time_ns,
+            "bw_utilization": float(r["bw_utilization"]),
+            "ideal_ns": ideal_cache[key],
+            "bound_ns": float(r["bound_ns"]),
+            "gap": float(r["gap"]),
+        })  # fmt: skip
+    return out
+
+
+def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    import csv
+
+    with atomic_output(path) as tmp, open(tmp, "w", newline="") as f:
+        keys: list[str] = []
+        for r in rows:
+            keys += [k for k in r if k not in keys]
+        w = csv.DictWriter(f, fieldnames=keys or ["topology"])
+        w.writeheader()
+        w.writerows(rows)
+
+
+@dataclass(frozen=True)
+class Summary:
+    per_topology: dict[str, dict[str, dict[str, float]]]  # topology -> schedule -> figures
+    overall: dict[str, dict[str, float]]  # schedule -> figures
+
+
+def _geomean(xs: Sequence[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> Summary:
+    """Mean utilisation and speed-ups over the baseline, per topology and overall."""
+    base = {(r["topology"], r["size_bytes"]): r["time_ns"] for r in rows if r["schedule"] == "baseline+fifo"}
+    by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[(r["topology"], r["schedule"])].append(r)
+    per: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    overall_rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for (topo, sched), rs in by.items():
+        speed = [base[(topo, r["size_bytes"])] / r["time_ns"] for r in rs if (topo, r["size_bytes"]) in base]
+        per[topo][sched] = {
+            "bw_utilization": statistics.mean(r["bw_utilization"] for r in rs),
+            "speedup_mean": statistics.mean(speed) if speed else float("nan"),
+            "speedup_geomean": _geomean(speed),
+            "gap_mean": statistics.mean(r["gap"] for r in rs),
+        }
+        overall_rows[sched] += rs
+    overall = {}
+    for sched, rs in overall_rows.items():
+        speed = [base[(r["topology"], r["size_bytes"])] / r["time_ns"] for r in rs if (r["topology"], r["size_bytes"]) in base]
+        overall[sched] = {
+            "bw_utilization": statistics.mean(r["bw_utilization"] for r in rs),
+            "speedup_geomean": _geomean(speed),
+            "gap_mean": statistics.mean(r["gap"] for r in rs),
+        }
+    return Summary(dict(per), overall)
+
+
+def summary_markdown(
+    s: Summary,
+    chunk_rows: Sequence[dict[str, Any]],
+    model: str,
+    *,
+    quick: bool = False,
+    ran: Mapping[str, str] | None = None,
+    notations: Mapping[str, str] | None = None,
+) -> str:
+    """The summary as Markdown tables, next to the paper's headline numbers.
+
+    `quick`: the overall means cover part of the grid, so the paper's (every topology and size)
+    are not set beside them as if comparable. `ran` / `notations`: per paper preset, what it was
+    run as and its exact notation (recorded so every figure can be re-run by hand)."""
+    scheds = [x for x in SCHEDULES if x in s.overall]
+    lines = [f"# Themis reproduction, cost model `{model}`", ""]
+    if quick:
+        scope = (f"{len(s.per_topology)} of {len(PAPER_PRESETS)} topologies, {len(QUICK_SIZES_GIB)} of "
+                 f"{len(SIZES_GIB)} sizes")  # fmt: skip
+        lines += [f"## Overall (quick run: {scope}; not comparable with the paper's means)", ""]
+    else:
+        lines += ["## Overall (every topology and size)", ""]
+    lines += ["| schedule | mean BW utilisation | geo-mean speed-up over baseline | mean gap to bound |", "|---|---|---|---|"]
+    for sc in scheds:
+        o = s.overall[sc]
+        lines.append(f"| {sc} | {100 * o['bw_utilization']:.2f} % | {o['speedup_geomean']:.3f}x | {100 * o['gap_mean']:.2f} % |")
+    if quick:
+        lines += ["", (f"Quick run ({scope}): the paper's headline figures are means over all {len(PAPER_PRESETS)} "
+                       f"topologies and {len(SIZES_GIB)} sizes, so they are not set beside these. Run without --quick "
+                       "to compare with the paper."), ""]  # fmt: skip
+    else:
+        lines += ["", (f"The paper: baseline {100 * PAPER['baseline_util']:.2f} %, Themis {100 * PAPER['themis_util']:.2f} % "
+                       f"utilisation, geometric-mean speed-up {PAPER['speedup_geomean']}x."), ""]  # fmt: skip
+    if ran:
+        lines += [f"## Topologies as run (cost model `{model}`)", "", "| topology | run as | notation |", "|---|---|---|"]
+        lines += [f"| {n} | {what} | `{(notations or {}).get(n, topology_for(n, model).notation())}` |"
+                  for n, what in ran.items()]  # fmt: skip
+        lines.append("")
+    lines += ["## Per topology (means over sizes)", "",
+              "| topology | schedule | BW utilisation | speed-up (arith.) | speed-up (geo.) | gap to bound |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for topo in s.per_topology:
+        for sc in scheds:
+            f = s.per_topology[topo].get(sc)
+            if f:
+                lines.append(f"| {topo} | {sc} | {100 * f['bw_utilization']:.2f} % | {f['speedup_mean']:.3f}x | "
+                             f"{f['speedup_geomean']:.3f}x | {100 * f['gap_mean']:.2f} % |")  # fmt: skip
+    lines += ["", "## Chunk sensitivity (0.1 GiB)", "", "| topology | chunks | " + " | ".join(scheds) + " |",
+              "|---|---|" + "---|" * len(scheds)]  # fmt: skip
+    cell: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
+    for r in chunk_rows:
+        cell[(r["topology"], r["chunks"])][r["schedule"]] = r["bw_utilization"]
+    for (topo, ch), v in sorted(cell.items()):
+        lines.append(f"| {topo} | {ch} | " + " | ".join(f"{100 * v[sc]:.1f} %" if sc in v else "" for sc in scheds) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ figures: data, then drawing
+def utilization_data(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """topology -> schedule -> [(size GiB, utilisation)], sorted by size."""
+    data: dict[str, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        data[r["topology"]][r["schedule"]].append((r["size_bytes"] / 2**30, r["bw_utilization"]))
+    return {t: {s: sorted(v) for s, v in d.items()} for t, d in data.items()}
+
+
+def chunk_data(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """topology -> schedule -> [(chunks, utilisation)]."""
+    data: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        data[r["topology"]][r["schedule"]].append((r["chunks"], r["bw_utilization"]))
+    return {t: {s: sorted(v) for s, v in d.items()} for t, d in data.items()}
+
+
+def timeline_data(model: str) -> list[Any]:
+    """The per-dimension phases of baseline+FIFO and Themis+SCF on one case: one
+    `dse.output.timeline_plot.TimelinePlotData` each, the same as `dse evaluate --plot` draws."""
+    from dse.output.timeline_plot import result_timeline_data
+    from dse.core.units import format_size, format_time
+
+    name, size, chunks = GANTT_CASE
+    topo = topology_for(name, model)
+    panels = []
+    for sched, queue in (("baseline", "fifo"), ("themis", "scf")):
+        r = evaluate(topo, size=size, chunks=chunks, scheduler=sched, queue=queue, cost_model=model, timeline=True)
+        title = (f"{sched}+{queue}: {format_time(r.time_ns)} ({name}, {format_size(r.size_bytes, r.size_unit)} "
+                 f"all-reduce, {chunks} chunks, {model} model)")  # fmt: skip
+        panels.append(result_timeline_data(r, topo, title=title))
+    return panels
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def draw_utilization(data: dict[str, dict[str, list[tuple[float, float]]]], path: Path) -> Path:
+    plt = _plt()
+    topos = list(data)
+    cols = 3
+    rows = max(1, math.ceil(len(topos) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(13, 3.6 * rows), squeeze=False, sharey=True)
+    for ax, topo in zip(axes.flat, topos):
+        for sched, pts in data[topo].items():
+            ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", ms=3, label=sched)
+        ax.set_title(topo)
+        ax.set_xlabel("all-reduce size (GiB)")
+        ax.set_ylim(0, 105)
+        ax.grid(alpha=0.3)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("BW utilisation (%)")
+    for ax in list(axes.flat)[len(topos):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_output(path) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
+    plt.close(fig)
+    return path
+
+
+def draw_chunks(data: dict[str, dict[str, list[tuple[int, float]]]], path: Path) -> Path:
+    plt = _plt()
+    fig, axes = plt.subplots(1, max(1, len(data)), figsize=(6 * max(1, len(data)), 4), squeeze=False)
+    for ax, topo in zip(axes.flat, data):
+        for sched, pts in data[topo].items():
+            ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", ms=3, label=sched)
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{topo}, 0.1 GiB all-reduce")
+        ax.set_xlabel("chunks")
+        ax.set_ylabel("BW utilisation (%)")
+        ax.set_ylim(0, 105)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_output(path) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
+    plt.close(fig)
+    return path
+
+
+def draw_timeline(data: list[Any], path: Path) -> Path:
+    """`timeline_data` drawn by `dse.output.timeline_plot.draw_timelines`: its legend names exactly the
+    colours drawn."""
+    from dse.output.timeline_plot import draw_timelines
+
+    return draw_timelines(data, path)

@@ -1,0 +1,510 @@
+/* dse's one event engine in C, its events and network half (the graph half: _graph.c): dse/sim/engine_ref.py
+ * step for step (its docstring is the algorithm).
+ *
+ * Why C: a 1,024-NPU all-reduce at 64 chunks is about 1,000 events; Python spends about 1 ms on
+ * them, C about 10 us. One engine serves single collectives (servers with `slots` places, or
+ * processor sharing) and workload graphs (computes, dependencies, several collectives in flight);
+ * the tests hold it equal to the Python reference to the bit. dse/sim/_batch.c drives the same engine
+ * for many points without Python objects (dse.evaluate_many).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include "_engine.h"
+#include "_ranked.h"
+
+
+/* ----- the event heap ------------------------------------------------------------------------- */
+/* Push an event made of its fields (written in place: no temporary struct to copy). `tie`: NULL, or
+ * (a1, a2, a3, st) with `dk`. */
+/* The compact events live in a 4-ary heap: half the levels of a binary one, its children adjacent. */
+static inline int ev2_less(const Ev2 *x, const Ev2 *y) {  /* branch-free: the order is data, not a pattern */
+    return (x->t < y->t) | ((x->t == y->t) & (x->key < y->key));
+}
+
+/* Put a made event into the heap (its seq already given). */
+static int ev2_insert(Sim *s, Ev2 e) {
+    if (s->nev == s->evcap && grow((void **)&s->ev2, &s->evcap, s->nev + 1, sizeof(Ev2))) return -1;
+    Ev2 *h = s->ev2;
+    Py_ssize_t i = s->nev++;
+    while (i > 0) {
+        Py_ssize_t p = (i - 1) / 4;
+        if (!ev2_less(&e, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = e;
+    return 0;
+}
+
+static int ev2_push(Sim *s, double t, int cls, int kind, int a, int b) {
+    Ev2 e;
+    e.t = t; e.key = ((unsigned long long)cls << 58) | (unsigned long long)s->counter++;
+    e.kind = kind; e.a = a; e.b = b;
+    return ev2_insert(s, e);
+}
+
+static void ev2_pop(Sim *s, Ev *out) {
+    Ev2 *h = s->ev2;
+    Ev2 top = h[0], last = h[--s->nev];
+    Py_ssize_t i = 0, n = s->nev;
+    for (;;) {
+        Py_ssize_t c = 4 * i + 1;
+        if (c >= n) break;
+        Py_ssize_t m = c, end = c + 4 < n ? c + 4 : n;
+        for (Py_ssize_t k = c + 1; k < end; k++) m = ev2_less(&h[k], &h[m]) ? k : m;
+        if (!ev2_less(&h[m], &last)) break;
+        h[i] = h[m];
+        i = m;
+    }
+    if (n > 0) h[i] = last;
+    out->t = top.t; out->seq = (long long)(top.key & ((1ULL << 58) - 1)); out->cls = (short)(top.key >> 58);
+    out->kind = top.kind; out->a = top.a; out->b = top.b;
+}
+
+
+/* ----- event sources beside the heap (compact events only) -------------------------------------
+ * heads[0..nd) hold each dim's one pending server event (COMPLETE or RELEASE) when a dim serves one
+ * phase at a time (`srv`), heads[nd + k] lane k's first arrival; an empty head has t = inf. The next
+ * event is the least of the heap's top and the heads, by the same (t, key) order. */
+static int heads_room(Sim *s, int n) {
+    if (n <= s->headcap) return 0;
+    int nc = s->headcap ? s->headcap : 8;
+    while (nc < n) nc *= 2;
+    Ev2 *nh = realloc(s->heads, (size_t)nc * sizeof(Ev2));
+    if (!nh) return -1;
+    for (int k = s->headcap; k < nc; k++) nh[k].t = INFINITY, nh[k].key = ~0ULL;
+    s->heads = nh; s->headcap = nc;
+    return 0;
+}
+
+static inline void head_set(Sim *s, int k, double t, unsigned long long key, int kind, int a, int b) {
+    Ev2 *e = &s->heads[k];
+    e->t = t; e->key = key; e->kind = kind; e->a = a; e->b = b;
+    s->nlive++;
+}
+
+/* The lane of arrivals `delay` after a phase on dim d (made if new); -1 out of memory, -2 none (the
+ * heads are 64 at most). */
+static int lane_of(Sim *s, int d, double delay) {
+    int k = s->lastlane[d];
+    if (k < s->nlanes && s->lanes[k].dim == d && s->lanes[k].delay == delay) return k;
+    for (k = 0; k < s->nlanes && !(s->lanes[k].dim == d && s->lanes[k].delay == delay); k++) {}
+    if (k == s->nlanes) {
+        if (s->nd + k >= MAX_HEADS) return -2;
+        if (s->nlanes == s->lanecap) {
+            int nc = s->lanecap ? 2 * s->lanecap : 8;
+            Lane *nl = realloc(s->lanes, (size_t)nc * sizeof(Lane));
+            if (!nl) return -1;
+            memset(nl + s->lanecap, 0, (size_t)(nc - s->lanecap) * sizeof(Lane));
+            s->lanes = nl; s->lanecap = nc;
+        }
+        if (heads_room(s, s->nd + k + 1)) return -1;
+        s->lanes[k].dim = d; s->lanes[k].delay = delay; s->lanes[k].head = s->lanes[k].len = 0;
+        s->nlanes++;
+    }
+    s->lastlane[d] = k;
+    return k;
+}
+
+/* An arrival `delay` after now on dim d: into its lane if the order holds, else into the heap. */
+static int arrive_push(Sim *s, double t, double delay, int c, int d) {
+    if (!s->notie) return ev_push(s, t, 0, ARRIVE, c, d, NULL, 0);
+    int k = lane_of(s, d, delay);
+    if (k == -1) return -1;
+    Lane *L = &s->lanes[k];
+    if (k == -2 || (L->len && L->buf[(L->head + L->len - 1) & (L->cap - 1)].t > t))
+        return ev2_push(s, t, 0, ARRIVE, c, d);  /* out of the lane's order: the heap */
+    if (L->len == L->cap) {
+        int nc = L->cap ? 2 * L->cap : 16;
+        Ev2 *nb = malloc((size_t)nc * sizeof(Ev2));
+        if (!nb) return -1;
+        for (int j = 0; j < L->len; j++) nb[j] = L->buf[(L->head + j) & (L->cap - 1)];
+        free(L->buf);
+        L->buf = nb; L->cap = nc; L->head = 0;
+    }
+    Ev2 *e = &L->buf[(L->head + L->len) & (L->cap - 1)];
+    e->t = t; e->key = (unsigned long long)s->counter++; e->kind = ARRIVE; e->a = c; e->b = d;
+    if (L->len++ == 0) { s->heads[s->nd + k] = *e; s->nlive++; }
+    return 0;
+}
+
+/* Take the next event (the least of the heap's top and the heads). */
+static inline unsigned long long time_bits(double t) {  /* ordered as t for t >= +0 and inf */
+    unsigned long long u;
+    memcpy(&u, &t, sizeof u);
+    return u;
+}
+
+HOT void ev2_take(Sim *s, Ev *out) {
+    int n = s->nd + s->nlanes, best = -1;
+    /* (t, key) compared as one number: the time's bits (which order as the times do, every time
+     * being +0 or more, sums of non-negative costs), then the key. */
+    const Ev2 *h = s->heads;
+#ifdef __SIZEOF_INT128__
+    typedef unsigned __int128 u128;
+    u128 b = ~(u128)0;
+    if (s->nev) b = (u128)time_bits(s->ev2[0].t) << 64 | s->ev2[0].key;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 8
+#endif
+    for (int k = 0; k < n; k++) {
+        u128 v = (u128)time_bits(h[k].t) << 64 | h[k].key;
+        if (v < b) { b = v; best = k; }
+    }
+#else
+    unsigned long long bt = time_bits(INFINITY), bk = ~0ULL;
+    if (s->nev) bt = time_bits(s->ev2[0].t), bk = s->ev2[0].key;
+    for (int k = 0; k < n; k++) {
+        unsigned long long ht = time_bits(h[k].t), hk = h[k].key;
+        if (ht < bt || (ht == bt && hk < bk)) { bt = ht; bk = hk; best = k; }
+    }
+#endif
+    if (best < 0) { ev2_pop(s, out); return; }
+    Ev2 e = s->heads[best];
+    out->t = e.t; out->seq = (long long)(e.key & ((1ULL << 58) - 1)); out->cls = (short)(e.key >> 58);
+    out->kind = e.kind; out->a = e.a; out->b = e.b;
+    s->nlive--;
+    if (best < s->nd) { s->heads[best].t = INFINITY; s->heads[best].key = ~0ULL; return; }
+    Lane *L = &s->lanes[best - s->nd];
+    L->head = (L->head + 1) & (L->cap - 1);
+    if (--L->len) { s->heads[best] = L->buf[L->head]; s->nlive++; }
+    else { s->heads[best].t = INFINITY; s->heads[best].key = ~0ULL; }
+}
+
+int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk) {
+    if (s->notie) return ev2_push(s, t, cls, kind, a, b);
+    if (s->nev == s->evcap && grow((void **)&s->ev, &s->evcap, s->nev + 1, sizeof(Ev))) return -1;
+    Ev *h = s->ev;
+    long long seq = s->counter++;
+    double a1 = 0.0, a2 = 0.0, a3 = 0.0, st = 0.0;
+    if (tie) { a1 = tie[0]; a2 = tie[1]; a3 = tie[2]; st = tie[3]; }
+    Py_ssize_t i = s->nev++;
+    while (i > 0) {
+        Py_ssize_t p = (i - 1) / 2;
+        const Ev *y = &h[p];
+        int less;
+        if (t != y->t) less = t < y->t;
+        else if (cls != y->cls) less = cls < y->cls;
+        else if (a1 != y->a1) less = a1 < y->a1;
+        else if (a2 != y->a2) less = a2 < y->a2;
+        else if (a3 != y->a3) less = a3 < y->a3;
+        else if (st != y->st) less = st < y->st;
+        else if (dk != y->dk) less = dk < y->dk;
+        else less = seq < y->seq;
+        if (!less) break;
+        h[i] = h[p];
+        i = p;
+    }
+    Ev *e = &h[i];
+    e->t = t; e->a1 = a1; e->a2 = a2; e->a3 = a3; e->st = st; e->seq = seq;
+    e->cls = (short)cls; e->dk = (short)dk; e->kind = kind; e->a = a; e->b = b;
+    return 0;
+}
+
+/* ----- chunks --------------------------------------------------------------------------------- */
+static inline Py_ssize_t ph_index(const Sim *s, int c) {
+    Py_ssize_t j = s->cbase[c] + s->pos[c];
+    return s->pmap ? s->pmap[j] : j;
+}
+static inline int plan_len(const Sim *s, int c) { return s->clen[c]; }
+
+static inline long long lead_after(const Sim *s, long long lead, Py_ssize_t i) {
+    int off = s->ph.loff[i];
+    if (off < 0) return lead;
+    long long stride = s->ph.lstride[i], p = s->ph.lp[i];
+    long long c = lead / stride % p;
+    return lead + ((long long)s->ph.lpool[off + c] - c) * stride;
+}
+
+/* ----- the network ----------------------------------------------------------------------------
+ * The hot steps take `fast` and `qm`, constants where sim_go runs a specialised loop (one phase
+ * per dim at a time, ranked smallest-first queues, no lead, log or priorities; COMPACT: compact
+ * events, each dim's in its head; TIED: events with tie keys), so the compiler drops every test
+ * those settle; 0 and s->qmode elsewhere. */
+enum { COMPACT = 1, TIED = 2 };
+
+/* Put chunk c's next phase in its dim's queue; the dim, or -1. The ranked queues (qm 3, 4) exist
+ * only for smallest-first without priorities (sim_use_ranks). */
+HOT int enqueue_(Sim *s, int c, int qm) {
+    Py_ssize_t i = ph_index(s, c);
+    int d = s->ph.dim[i];
+    if (qm == 3) {
+        s->counter++;  /* the seq dse's rule gives every waiting phase (kept: later seqs depend on it) */
+        return rb_push(&s->rb[d], s->ph.rank[i], c) ? -1 : d;
+    }
+    if (qm == 4) {
+        int back = s->ph.fifo[i] || plan_len(s, c) - s->pos[c] - 1 == 1;
+        return ra_insert(&s->ra[d], s->ph.rank[i], c, back) ? -1 : d;
+    }
+    double key = s->ph.key[i];
+    KItem w; w.key = key; w.seq = 0; w.item = c;
+    if (s->use_prio && (s->policy == FIFO || s->ph.fifo[i])) {
+        Deque *q = &s->wait[d];
+        long long p = s->prio[c];
+        Py_ssize_t j = q->len;
+        if (j && s->prio[q_at(q, j - 1)->item] < p) {
+            j = 0;
+            while (s->prio[q_at(q, j)->item] >= p) j++;
+        }
+        if (q_insert(q, j, w)) return -1;
+    } else if (s->policy == FIFO) {
+        if (q_insert(&s->wait[d], s->wait[d].len, w)) return -1;
+    } else if (s->policy == SCF_PRIORITY) {
+        w.seq = s->counter++;
+        if (qm == 1) {
+            if (bq_push(&s->bq[d], key, c)) return -1;
+        } else {  /* insort_right on (key, seq) into a list that priorities may disorder */
+            Deque *q = &s->wait[d];
+            Py_ssize_t lo = 0, hi = q->len;
+            while (lo < hi) {
+                Py_ssize_t mid = (lo + hi) / 2;
+                if (kh_less(&w, q_at(q, mid))) hi = mid; else lo = mid + 1;
+            }
+            if (q_insert(q, lo, w)) return -1;
+        }
+    } else {
+        int back = s->ph.fifo[i] || plan_len(s, c) - s->pos[c] - 1 == 1;
+        if (qm == 2) {
+            if (aq_insert(&s->aq[d], key, c, back)) return -1;
+        } else {
+            Deque *q = &s->wait[d];
+            Py_ssize_t j = q->len;
+            if (!back) for (j = 0; j < q->len; j++) if (q_at(q, j)->key >= key) break;
+            if (q_insert(q, j, w)) return -1;
+        }
+    }
+    return d;
+}
+
+int enqueue(Sim *s, int c) { return enqueue_(s, c, s->qmode); }
+
+HOT int q_waiting(const Sim *s, int d, int qm) {
+    switch (qm) {
+    case 1: return s->bq[d].count > 0;
+    case 2: return s->aq[d].count > 0;
+    case 3: return s->rb[d].mask != 0;
+    case 4: return s->ra[d].mask != 0;
+    default: return s->wait[d].len > 0;
+    }
+}
+
+HOT int q_next(Sim *s, int d, int qm) {
+    switch (qm) {
+    case 1: return bq_pop(&s->bq[d]);
+    case 2: return aq_pop(&s->aq[d]);
+    case 3: return rb_pop(&s->rb[d]);
+    case 4: return ra_pop(&s->ra[d]);
+    default: return q_pop_front(&s->wait[d]).item;
+    }
+}
+
+static int share_schedule(Sim *s, int d) {
+    s->gen[d] += 1;
+    KHeap *act = &s->active[d];
+    if (act->n == 0) return 0;
+    double dt = (act->h[0].key - s->vtime[d]) * (double)act->n;
+    return ev_push(s, dt > 0.0 ? s->vlast[d] + dt : s->vlast[d], 0, SHARE_DONE, d, s->gen[d], NULL, 0);
+}
+
+static int start_shared(Sim *s, int c, int d, double t, double busy) {
+    KHeap *act = &s->active[d];
+    if (act->n) s->vtime[d] += (t - s->vlast[d]) / (double)act->n;
+    s->vlast[d] = t;
+    KItem w; w.key = s->vtime[d] + busy; w.seq = s->counter++; w.item = c;
+    if (kh_push(act, w)) return -1;
+    return share_schedule(s, d);
+}
+
+HOT int start_phase(Sim *s, int c, int d, double t, int fast) {
+    Py_ssize_t i = ph_index(s, c);
+    double busy = s->ph.busy[i], delay = s->ph.delay[i], sent = s->ph.sent[i];
+    s->running[d] += 1;
+    s->busy[d] += busy;
+    s->sent[d] += sent;
+    s->bytes_sent += sent;
+    if (!fast) {
+        s->started[c] = t;
+        if (s->track) s->phase_lead[c] = s->lead;
+        if (s->shared) return start_shared(s, c, d, t, busy);
+    }
+    double tie[4], *tp = NULL;
+    int dk = 0;
+    if (fast != COMPACT && (s->ph.hastie[i] || s->dimkey)) {
+        tie[0] = t + s->ph.t1[i]; tie[1] = t + s->ph.t2[i]; tie[2] = t + s->ph.t3[i]; tie[3] = t;
+        tp = tie;
+        dk = s->dimkey ? d : 0;
+    }
+    int srv = fast == COMPACT || (!fast && s->srv);
+    if (delay != 0.0 && t + busy + delay != t + busy) {  /* a delay lost to rounding is none */
+        if (srv) head_set(s, d, t + busy, (1ULL << 58) | (unsigned long long)s->counter++, RELEASE, c, d);
+        else if (ev_push(s, t + busy, 1, RELEASE, c, d, tp, dk)) return -1;
+        return tp ? ev_push(s, t + busy + delay, 0, ARRIVE, c, d, tp, dk) : arrive_push(s, t + busy + delay, delay, c, d);
+    }
+    if (srv) { head_set(s, d, t + busy, (unsigned long long)s->counter++, COMPLETE, c, d); return 0; }
+    return ev_push(s, t + busy, 0, COMPLETE, c, d, tp, dk);
+}
+
+HOT int refill_(Sim *s, int d, double t, int fast, int qm) {
+    if (fast) {  /* one place per dim */
+        if (s->running[d] || !q_waiting(s, d, qm)) return 0;
+        int c = q_next(s, d, qm);
+        return c < 0 || start_phase(s, c, d, t, fast) ? -1 : 0;
+    }
+    while (s->running[d] < s->slots && q_waiting(s, d, qm)) {
+        int c = q_next(s, d, qm);
+        if (c < 0 || start_phase(s, c, d, t, 0)) return -1;
+    }
+    return 0;
+}
+
+int refill(Sim *s, int d, double t) { return refill_(s, d, t, 0, s->qmode); }
+
+static int log_phase(Sim *s, int c, double t) {
+    if (s->nlog == s->logcap && grow((void **)&s->logv, &s->logcap, s->nlog + 1, sizeof(LogRec))) return -1;
+    LogRec *r = &s->logv[s->nlog++];
+    r->c = c; r->step = s->pos[c]; r->start = s->started[c]; r->end = t;
+    return 0;
+}
+
+HOT int phase_end_(Sim *s, int ev, int c, int d, double t, int freed, int fast, int qm) {
+    if (!fast && s->record && log_phase(s, c, t)) return -1;
+    s->pos[c] += 1;
+    int done = -1, d2 = -1;
+    if (s->pos[c] < plan_len(s, c)) {
+        d2 = enqueue_(s, c, qm);
+        if (d2 < 0) return -1;
+    } else {
+        s->chunk_end[c] = t;
+        if (t > s->finish) s->finish = t;
+        int o = s->owner[c];
+        if (--s->remaining[o] == 0) done = o;
+    }
+    if (done >= 0 && s->g.end_before_release) {
+        if (network_end(s, done, t) || dispatch(s, t)) return -1;
+        done = -1;
+    }
+    if (ev == COMPLETE) {
+        if (!freed) s->running[d] -= 1;
+        if (refill_(s, d, t, fast, qm)) return -1;
+        if (d2 >= 0 && d2 != d && refill_(s, d2, t, fast, qm)) return -1;
+    } else if (d2 >= 0 && refill_(s, d2, t, fast, qm)) return -1;
+    if (done >= 0 && (network_end(s, done, t) || dispatch(s, t))) return -1;
+    return 0;
+}
+
+static int phase_end(Sim *s, int ev, int c, int d, double t, int freed) {
+    return phase_end_(s, ev, c, d, t, freed, 0, s->qmode);
+}
+
+static int share_done(Sim *s, int d, double t) {
+    KHeap *act = &s->active[d];
+    double tag = act->h[0].key;
+    s->vtime[d] = tag; s->vlast[d] = t;
+    Py_ssize_t first = s->nscratch;
+    while (act->n && act->h[0].key == tag) {
+        if (s->nscratch == s->scratchcap && grow((void **)&s->scratch, &s->scratchcap, s->nscratch + 1, sizeof(int)))
+            return -1;
+        s->scratch[s->nscratch++] = kh_pop(act).item;
+    }
+    s->running[d] -= (int)(s->nscratch - first);
+    if (share_schedule(s, d)) return -1;
+    for (Py_ssize_t k = first; k < s->nscratch; k++) {
+        int c = s->scratch[k];
+        Py_ssize_t i = ph_index(s, c);
+        if (s->track) s->lead = lead_after(s, s->phase_lead[c], i);
+        if (s->ph.delay[i] != 0.0) {
+            if (ev_push(s, t + s->ph.delay[i], 0, ARRIVE, c, d, NULL, 0) || refill(s, d, t)) return -1;  /* shared: no lanes */
+        } else if (phase_end(s, COMPLETE, c, d, t, 1)) return -1;
+    }
+    s->nscratch = first;
+    return 0;
+}
+
+/* The loop over events; `fast` and `qm` as for the hot steps above. */
+HOT int loop_(Sim *s, int fast, int qm) {
+    Ev e;
+    while (s->nev > 0 || s->nlive > 0) {
+        if (fast == COMPACT || (!fast && s->notie)) ev2_take(s, &e);
+        else ev_pop(s, &e);
+        double t = e.t;
+        int a = e.a;
+        if (fast) {  /* the network's events first: they are nearly all */
+            if (e.kind == RELEASE) {
+                s->running[e.b] -= 1;
+                if (refill_(s, (int)e.b, t, fast, qm)) return -1;
+                continue;
+            }
+            if (e.kind <= ARRIVE) {
+                if (phase_end_(s, e.kind, a, (int)e.b, t, 0, fast, qm)) return -1;
+                continue;
+            }
+        }
+        if (e.kind == SHARE_DONE) {
+            if (e.b == s->gen[a] && share_done(s, a, t)) return -1;
+            continue;
+        }
+        if (!fast && s->track) {
+            if (e.kind == LAG) {  /* binary search of its seq */
+                Py_ssize_t lo = 0, hi = s->nlag - 1;
+                while (lo < hi) { Py_ssize_t mid = (lo + hi) / 2; if (s->lagseq[mid] < e.seq) lo = mid + 1; else hi = mid; }
+                s->lead = s->laglead[lo];
+            }
+            else if (e.kind >= COMM_DONE) s->lead = s->node_lead[a];
+            else s->lead = lead_after(s, s->phase_lead[a], ph_index(s, a));
+        }
+        int rc = 0;
+        switch (e.kind) {
+        case COMPUTE_DONE:
+            s->taken[e.b] = 0;
+            s->end[a] = t;
+            rc = release_node(s, a, t) || dispatch(s, t);
+            break;
+        case LAG:
+            rc = arrive(s, a, (int)e.b, t) || dispatch(s, t);
+            break;
+        case COMM_DONE:
+            rc = (e.b == 0 ? network_end(s, a, t) : release_node(s, a, t)) || dispatch(s, t);
+            break;
+        case RELEASE:
+            s->running[e.b] -= 1;
+            rc = refill(s, (int)e.b, t);
+            break;
+        default:
+            rc = phase_end(s, e.kind, a, (int)e.b, t, 0);
+        }
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+static int loop_generic(Sim *s) { return loop_(s, 0, s->qmode); }
+static int loop_compact_dse(Sim *s) { return loop_(s, COMPACT, 3); }
+static int loop_compact_astra(Sim *s) { return loop_(s, COMPACT, 4); }
+static int loop_tied_dse(Sim *s) { return loop_(s, TIED, 3); }
+static int loop_tied_astra(Sim *s) { return loop_(s, TIED, 4); }
+
+/* Run the loop; 0, -1 (error set, or out of memory: s->nomem), or -2 (stalled). */
+int sim_go(Sim *s) {
+    Graph *g = &s->g;
+    int n = g->n;
+    s->srv = s->notie && s->slots == 1 && !s->shared;
+    if (s->notie && heads_room(s, s->nd)) return -1;
+    for (Py_ssize_t k = 0; k < g->soff[n]; k++) s->need[g->sdst[k]] += 1;
+    for (int i = 0; i < n; i++) if (s->need[i] == 0) s->scratch_roots[s->nroots++] = i;
+    for (int k = 0; k < s->nroots; k++) {
+        int i = s->scratch_roots[k];
+        s->need[i] = 1;
+        if (arrive(s, i, i, 0.0)) return -1;
+    }
+    if (dispatch(s, 0.0)) return -1;
+    int plain = s->slots == 1 && !s->shared && !s->track && !s->record && !s->use_prio && s->qmode >= 3;
+    int rc;
+    if (plain && s->srv && !s->dimkey) rc = s->qmode == 3 ? loop_compact_dse(s) : loop_compact_astra(s);
+    else if (plain && !s->notie) rc = s->qmode == 3 ? loop_tied_dse(s) : loop_tied_astra(s);
+    else rc = loop_generic(s);
+    if (rc) return rc;
+    for (int i = 0; i < n; i++) if (s->need[i]) return -2;
+    for (int r = 0; r < 3; r++) if (s->ready[r].n || s->taken[r]) return -2;
+    return 0;
+}

@@ -1,0 +1,127 @@
+"""What dse's one event engine takes and returns (`dse.sim.engine` runs it, in C or in Python).
+
+The engine runs a graph of nodes on one representative NPU: `compute` and `replay` nodes hold a
+resource (GPU, CPU, or the NPU's communication) for a duration, `comm` nodes are collectives whose
+chunks run their phases through the network's per-dimension queues, `mark` nodes join. A single
+collective is the one-node graph (`EngineGraph` None): its chunks are issued at t = 0.
+
+`NetRules` say how a dimension serves its queue: the policy (FIFO, dse's smallest-first by
+priority, ASTRA-sim's smallest-first insertion rule), how many phases it serves at once (`slots`),
+whether those share its bandwidth (`shared`, processor sharing) or each run at full speed, and the
+same-tick rules of ASTRA-sim 1.0 (`dim_tiebreak`, `issue_priorities`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol, Sequence
+
+from dse.costs.base import Phase
+
+#: queue policies
+FIFO, SCF_PRIORITY, SCF_ASTRA = 0, 1, 2
+#: node kinds, as the engine numbers them
+N_COMPUTE, N_COMM, N_MARK, N_REPLAY = 0, 1, 2, 3
+#: the NPU's resources (a mark holds none: -1)
+GPU, CPU, NET = 0, 1, 2
+
+
+def policy_code(queue: str, scf_rule: str) -> int:
+    """The engine's policy number of a queue name (`fifo`, `scf`) under a model's smallest-first rule."""
+    if queue == "fifo":
+        return FIFO
+    return SCF_ASTRA if scf_rule == "astra-sim" else SCF_PRIORITY
+
+
+@dataclass(frozen=True)
+class NetRules:
+    """How the dimensions serve their queues (module docstring)."""
+
+    ndims: int
+    policy: int = FIFO
+    slots: int = 1
+    shared: bool = False
+    dim_tiebreak: bool = False
+    issue_priorities: bool = False
+    #: carry, for every event, the first NPU to handle it (`Phase.lead`, ASTRA-sim 2.x's Themis rule)
+    track_lead: bool = False
+    #: no phase has tie keys (`Phase.tie`): the C engine then keeps smaller events (same order)
+    tieless: bool = False
+
+    def __post_init__(self) -> None:
+        if self.ndims < 1:
+            raise ValueError(f"ndims must be >= 1, not {self.ndims}")
+        if self.policy not in (FIFO, SCF_PRIORITY, SCF_ASTRA):
+            raise ValueError(f"unknown queue policy {self.policy}")
+        if self.slots < 1:
+            raise ValueError(f"slots must be >= 1, not {self.slots}")
+
+
+@dataclass(frozen=True)
+class EngineGraph:
+    """A workload graph in the engine's terms: per node its kind (`N_*`), resource (`GPU`, `CPU`,
+    `NET`, -1), duration (compute or replay ns), delay (a collective counts as done this long
+    after its end); `succ[i]`: the (successor, lag ns) pairs of node i; `end`: the node whose end is
+    the run's time. The resource rules come from `dse.training.workload_graph.ResourceRules`. `ideal`: per
+    node, the network ns of a collective run ideally (no queues), or None to queue its chunks."""
+
+    kinds: tuple[int, ...]
+    resources: tuple[int, ...]
+    durations: tuple[float, ...]
+    delays: tuple[float, ...]
+    succ: tuple[tuple[tuple[int, float], ...], ...]
+    end: int
+    comm_exclusive: bool = False
+    by_id: bool = False
+    min_ns: float = 0.0
+    end_before_release: bool = False
+    ideal: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.kinds)
+        if not (len(self.resources) == len(self.durations) == len(self.delays) == len(self.succ) == n):
+            raise ValueError("every node needs a kind, resource, duration, delay and successor list")
+        if not 0 <= self.end < n:
+            raise ValueError(f"end node {self.end} is not a node (0..{n - 1})")
+        if self.ideal is not None and len(self.ideal) != n:
+            raise ValueError("ideal needs one value per node")
+
+
+class IssueHooks(Protocol):
+    """What the engine asks its caller while a graph runs."""
+
+    def issue(self, node: int, t: float, lead: int) -> "tuple[Sequence[tuple[Phase, ...]], int]":
+        """The chunk phase lists of collective `node` issued at `t` (first by NPU `lead`) and their
+        queue priority."""
+
+    def resumed(self) -> None:
+        """A node was resumed by a collective (its last dependency, strictly after every other)."""
+
+
+class LogEntry(NamedTuple):
+    """One phase as it ran: chunk, its step index, start, and end (when the chunk moved on)."""
+
+    chunk: int
+    step: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class EngineOutput:
+    """A run's numbers. `finish_ns`: the last chunk's end; per dimension the busy ns and bytes of
+    the phases started on it; per chunk its end; per node its start and end (NaN: never ran);
+    GPU and CPU compute, the time at least one collective was in flight, the bytes one NPU sent;
+    `log`: every phase as it ran, when asked for."""
+
+    finish_ns: float
+    dim_busy: tuple[float, ...]
+    dim_bytes: tuple[float, ...]
+    chunk_end: tuple[float, ...]
+    node_start: tuple[float, ...]
+    node_end: tuple[float, ...]
+    compute_ns: float
+    cpu_ns: float
+    comm_ns: float
+    bytes_sent: float
+    log: tuple[LogEntry, ...] | None

@@ -1,0 +1,70 @@
+"""`Result`: what one evaluation of a collective returns (DESIGN.md §6)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dse.sim.simulate import TimelineEntry
+
+
+@dataclass(frozen=True)
+class Result:
+    """One simulated collective.
+
+    `time_ns` is when the last chunk finishes. `size_unit` is the unit family the size was given in
+    (``decimal`` or ``binary``, `dse.core.units.size_family`), so reports print it back the same way.
+
+    `bw_utilization_uncapped` is the paper's BW utilisation: the bytes one NPU must send for the
+    collective over `time_ns` x Σ_d B_d, in the cost model's bandwidth unit. It cannot pass 1 when a
+    dimension's concurrent phases share its bandwidth (the `paper` model), but ASTRA-sim's
+    congestion-unaware backend (`astra-sim`, `astra-sim-1`) runs up to `active_chunks` phases at
+    once on a dimension, each at the full bandwidth, so more bytes move than the bandwidth allows
+    and it can. `bw_utilization` is that value capped at 1 (`evaluate` warns, naming the cause,
+    when it caps). `algbw_GBps` = size / time and `busbw_GBps` follow nccl-tests (decimal GB/s,
+    1e9 B/s, whatever the model).
+
+    Per dimension: `dim_busy_ns` is the measure of the union of the intervals in which the
+    dimension serves at least one phase (a phase holds it from its start for its busy time; under
+    shared bandwidth, until its transfer ends), so it never exceeds `time_ns`; with one phase at a
+    time it is the sum of the phases' busy times. `dim_utilization` = `dim_busy_ns` / `time_ns`
+    (0-1) and `dim_bytes` the bytes sent on it. `orders` holds one dimension order per chunk;
+    `timeline` the phases as they ran, when asked for.
+    """
+
+    topology: str
+    collective: str
+    size_bytes: int
+    size_unit: str
+    chunks: int
+    scheduler: str
+    queue: str
+    cost_model: str
+    latency_mode: str
+    active_chunks: int
+    seed: int
+    time_ns: float
+    bytes_sent: float
+    bw_utilization: float
+    bw_utilization_uncapped: float
+    algbw_GBps: float
+    busbw_GBps: float
+    dim_busy_ns: tuple[float, ...]
+    dim_bytes: tuple[float, ...]
+    dim_utilization: tuple[float, ...]
+    orders: tuple[tuple[int, ...], ...]
+    simulated_chunks: int
+    timeline: tuple[TimelineEntry, ...] | None = field(default=None, repr=False)
+
+    def to_dict(self, *, timeline: bool = False) -> dict[str, Any]:
+        """A JSON-ready dict of every field (the timeline only if asked and present)."""
+        d = asdict(self)
+        d["orders"] = ["".join(map(str, o)) if len(o) <= 10 else list(o) for o in self.orders]
+        d["dim_busy_ns"] = list(self.dim_busy_ns)
+        d["dim_bytes"] = list(self.dim_bytes)
+        d["dim_utilization"] = list(self.dim_utilization)
+        if timeline and self.timeline is not None:
+            d["timeline"] = [e._asdict() for e in self.timeline]
+        else:
+            d.pop("timeline")
+        return d

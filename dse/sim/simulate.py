@@ -1,0 +1,83 @@
+"""The chunk simulator of one collective (DESIGN.md §6): one representative NPU, one server per dimension.
+
+Every chunk is a fixed list of phases (from the cost model). All chunks are issued at t = 0, in
+chunk order, into the queue of their first dimension. A dimension serves up to `active_chunks`
+phases at once; its queue policy picks the next waiting phase:
+
+- ``fifo``: arrival order.
+- ``scf`` with the ``priority`` rule (dse's own): smallest key (max of bytes in and out) first,
+  ties by arrival.
+- ``scf`` with the ``astra-sim`` rule (reference/astra-sim-themis.md §4): a phase entering its
+  chunk's second-to-last step, or flagged `fifo_only`, goes to the back; otherwise it goes before
+  the first waiting phase whose key is >= its own (equal keys are overtaken).
+
+A completion moves the chunk to its next queue, refills the old dimension, then the new one
+(ASTRA-sim's order). With an overlapped latency (`Phase.delay` > 0) the dimension is released when
+the transfer ends and the chunk arrives at its next queue `delay` later; at equal times arrivals
+are processed first, so a freed dimension chooses among everything that is ready. When phases
+running together share the dimension's bandwidth (`shares_bandwidth`, the `paper` model with
+`active_chunks` > 1), each of the n running phases progresses at 1/n of the rate.
+
+This is the one-collective front of dse's event engine (`dse.sim.engine`, whose reference
+`dse.sim.engine_ref` states the algorithm exactly).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+from dse.sim import engine as _engine_front
+from dse.costs.base import Phase
+from dse.sim.engine_io import FIFO, SCF_ASTRA, SCF_PRIORITY, NetRules, policy_code
+
+__all__ = ["FIFO", "SCF_ASTRA", "SCF_PRIORITY", "SimOutput", "TimelineEntry", "policy_code", "simulate"]
+
+
+class TimelineEntry(NamedTuple):
+    """One phase as it ran: `start`..`end` is the whole phase, busy its server time."""
+
+    chunk: int
+    dim: int
+    kind: str
+    start: float
+    end: float
+    busy: float
+
+
+class SimOutput(NamedTuple):
+    """One collective's run: its time, per-dim busy ns and bytes, per-chunk ends, the timeline."""
+
+    time_ns: float
+    dim_busy_ns: tuple[float, ...]
+    dim_bytes: tuple[float, ...]
+    chunk_end_ns: tuple[float, ...]
+    timeline: tuple[TimelineEntry, ...] | None
+
+
+def simulate(
+    plans: Sequence[Sequence[Phase]],
+    ndims: int,
+    *,
+    queue: str = "fifo",
+    scf_rule: str = "priority",
+    active_chunks: int = 1,
+    shares_bandwidth: bool = True,
+    dim_tiebreak: bool = False,
+    timeline: bool = False,
+    engine: str = "auto",
+) -> SimOutput:
+    """Run the chunks' phase lists through the per-dimension queues; see the module docstring.
+
+    `dim_tiebreak`: at equal times and tie keys, the lower dimension's event first (ASTRA-sim 1.0).
+    `engine`: ``"auto"`` (C when it is built), ``"c"`` or ``"python"``; all give the same numbers.
+    """
+    plans = plans if type(plans) is list else list(plans)
+    tieless = not any(ph.tie for p in {id(p): p for p in plans}.values() for ph in p)
+    net = NetRules(ndims, policy_code(queue, scf_rule), active_chunks, active_chunks > 1 and shares_bandwidth,
+                   dim_tiebreak, tieless=tieless)  # fmt: skip
+    out = _engine_front.run(net, plans=plans, record=timeline, engine=engine)  # type: ignore[arg-type]
+    entries = None
+    if out.log is not None:
+        entries = tuple(TimelineEntry(c, plans[c][k].dim, plans[c][k].kind, t0, t1, plans[c][k].busy)
+                        for c, k, t0, t1 in out.log)  # fmt: skip
+    return SimOutput(out.finish_ns, out.dim_busy, out.dim_bytes, out.chunk_end, entries)

@@ -1,0 +1,483 @@
+"""Training workloads: layers with compute times and the collectives they issue (DESIGN.md §1).
+
+A `Workload` is what one training iteration runs on every NPU: per layer a forward compute, an
+input-gradient (``ig``) compute and a weight-gradient (``wg``) compute, each optionally followed
+by a collective, and a weight update. `dse.training.iteration` turns it into a timeline.
+
+Three ways to get one:
+
+- the ASTRA-sim 1.0 text format (`load_workload("x.txt")`): line 1 the parallelism strategy and
+  its options (``model_parallel_NPU_group: N``, the checkpoint lists), line 2
+  the layer count, then one line per layer, whitespace separated (tabs or runs of spaces)::
+
+      name dependency fwd_compute fwd_type fwd_bytes ig_compute ig_type ig_bytes
+           wg_compute wg_type wg_bytes wg_update_time
+
+  compute times in cycles (= ns), bytes per NPU, types NONE/ALLREDUCE/ALLGATHER/REDUCESCATTER/
+  ALLTOALL. The activation-recompute lists of line 1 (``checkpoints: 2 0 9
+  checkpoint_initiates: 2 17 8``, each a count then layer indices) are kept in `Workload`. A
+  damaged line raises `InputError` naming the file and the line number.
+- the native TOML form (``*.toml``, see `workloads/*.toml` in the repository)::
+
+      name = "tiny"
+      parallelism = "DATA"            # or MODEL, HYBRID (needs model_parallel_group), HYBRID_DLRM, ...
+      model_parallel_group = 128      # HYBRID only: NPUs per model-parallel group
+      dlrm_last_bottom = 7            # HYBRID_DLRM only (the number after HYBRID_DLRM in ASTRA-sim)
+      checkpoints = [0, 9]            # activation recompute: layers whose outputs are kept ...
+      checkpoint_initiates = [17, 8]  # ... and the layers whose backward re-runs the forward from them
+      layer0_input_gradient = false   # true: a slice of a model, layer 0's input gradient is needed
+      origin = "converted from ..."   # free text: where the figures come from
+      source_sha256 = "..."           # of the source's figures (`dse.training.workload_formats.figures_sha256`)
+      [[layers]]
+      name = "conv1"
+      fwd_compute = 1000              # ns; every field below is optional (0 / "none")
+      fwd_comm = "none"               # none, all_reduce, all_gather, reduce_scatter, all_to_all
+      fwd_bytes = 0                   # bytes per NPU
+      ig_compute = 1000
+      ig_comm = "none"
+      ig_bytes = 0
+      wg_compute = 1000
+      wg_comm = "all_reduce"
+      wg_bytes = 1048576
+      wg_update = 10                  # ns
+
+- a bundled workload by name (`BUNDLED`, ``dse workload list``): the Themis artifact's six
+  ASTRA-sim 1.0 files converted to TOML by ``dse workload convert``, e.g. ``"gnmt_fp16_fused"``;
+- the built-in generators, by spec string: ``"resnet152"`` or ``"transformer"``, with options
+  after a colon: ``"resnet152:batch=64,efficiency=0.5"``, ``"transformer:layers=8,mp=32"``
+  (see `resnet152` and `transformer`).
+
+Where the collectives run (`Workload.scope`): in ``DATA``, ``MODEL``, ``MICRO`` and
+``HYBRID_DLRM`` every collective spans all dimensions; in the other hybrid strategies the fwd and
+ig collectives are model-parallel (the first dims whose NPU counts multiply to the group) and the
+wg collective is data-parallel (the remaining dims).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, parse_collective
+from dse.core.errors import InputError
+from dse.core.files import read_text
+from dse.core.limits import MAX_BYTES, MAX_LAYERS, MAX_NS
+
+#: The three collective slots of a layer, in the order the fields appear.
+SLOTS = ("fwd", "ig", "wg")
+MP, DP, ALL = "mp", "dp", "all"
+
+_ASTRA_TYPES = {
+    "NONE": None,
+    "ALLREDUCE": ALL_REDUCE,
+    "ALLGATHER": ALL_GATHER,
+    "REDUCESCATTER": REDUCE_SCATTER,
+    "ALLTOALL": ALL_TO_ALL,
+}
+_STRATEGIES = ("DATA", "MODEL", "MICRO", "HYBRID_DLRM", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA",
+               "HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", "HYBRID")  # fmt: skip
+_ALL_DIMS = ("DATA", "MODEL", "MICRO", "HYBRID_DLRM")
+#: ASTRA-sim 1.0's loops that compute layer 0's input gradient (`Workload.layer0_input_gradient`)
+LAYER0_IG_STRATEGIES = ("MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_TRANSFORMER",
+                        "HYBRID_TRANSFORMER_FWD_IN_BCKWD")  # fmt: skip
+_TEXT_NAMES = {"model_parallel_group": "model_parallel_NPU_group"}
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer: compute ns and (collective, bytes per NPU) per slot; collective None = none."""
+
+    name: str
+    fwd_compute: float = 0.0
+    fwd_comm: str | None = None
+    fwd_bytes: int = 0
+    ig_compute: float = 0.0
+    ig_comm: str | None = None
+    ig_bytes: int = 0
+    wg_compute: float = 0.0
+    wg_comm: str | None = None
+    wg_bytes: int = 0
+    wg_update: float = 0.0
+    dependency: int = -1
+
+    def comm(self, slot: str) -> tuple[str, int] | None:
+        """The slot's (collective, bytes) or None when it has none (or zero bytes)."""
+        coll = getattr(self, f"{slot}_comm")
+        nbytes = getattr(self, f"{slot}_bytes")
+        return (coll, nbytes) if coll and nbytes > 0 else None
+
+    def __post_init__(self) -> None:
+        """Every time finite, 0 to 1e15 ns, every byte count a whole number, 0 to 2^53 (`dse.core.limits`),
+        whichever front-end built the layer."""
+        for f in ("fwd_compute", "ig_compute", "wg_compute", "wg_update"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_NS:
+                raise InputError(f"layer {self.name}: {f}", f"{v!r} ns is out of range", f"0 to {MAX_NS:g} ns")
+        for f in ("fwd_bytes", "ig_bytes", "wg_bytes"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_BYTES:
+                raise InputError(f"layer {self.name}: {f}", f"{v!r} is out of range", "a whole number of bytes, 0 to 2^53")
+
+    @property
+    def compute_ns(self) -> float:
+        """Forward, input-gradient and weight-gradient compute (the update is a delay, not compute)."""
+        return self.fwd_compute + self.ig_compute + self.wg_compute
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A training iteration's layers and parallelism (`model_parallel_group` for hybrids)."""
+
+    name: str
+    parallelism: str
+    layers: tuple[Layer, ...]
+    model_parallel_group: int | None = None
+    source: str = field(default="", compare=False)
+    #: ``HYBRID_DLRM k``: the last bottom-MLP layer; the embedding (layer 0) collectives overlap
+    #: the bottom MLP (layers 1..k), see `fwd_gate` and `ig_source`
+    dlrm_last_bottom: int | None = None
+    #: activation recompute (ASTRA-sim 1.0's ``checkpoints:`` / ``checkpoint_initiates:``): layer
+    #: indices whose outputs are kept, and the layers whose backward first re-runs the forward
+    #: from the preceding checkpoint
+    checkpoints: tuple[int, ...] = ()
+    checkpoint_initiates: tuple[int, ...] = ()
+    #: where the figures come from (free text; a converted file's line of origin)
+    origin: str = field(default="", compare=False)
+    #: a converted file's check of its figures: `dse.training.workload_formats.figures_sha256` of the source
+    source_sha256: str = field(default="", compare=False)
+    #: the workload is a slice of a model whose layer 0 is not the model's input: its input
+    #: gradient is computed (and its ig collective run). ASTRA-sim 1.0's model-parallel loops
+    #: (``MODEL``, ``HYBRID_*`` but DLRM) do so, and its text front-end sets this for them.
+    layer0_input_gradient: bool = False
+    #: where the parallelism options were read (``file:line`` of a text file's first line), for errors
+    header_at: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        """Checkpoint lists name existing layers, and every recompute has a checkpoint below it
+        (whichever front-end built the workload)."""
+        for what in ("checkpoints", "checkpoint_initiates"):
+            for li in getattr(self, what):
+                if isinstance(li, bool) or not isinstance(li, int) or not 0 <= li < len(self.layers):
+                    raise InputError(self.field(what), f"{li!r} is not a layer index",
+                                     f"0 to {len(self.layers) - 1}")  # fmt: skip
+        for li in self.checkpoint_initiates:
+            if not any(c < li for c in self.checkpoints):
+                below = f"checkpoints {list(self.checkpoints)}" if self.checkpoints else "no checkpoints"
+                raise InputError(self.field("checkpoint_initiates"),
+                                 f"layer {li} re-runs the forward from a checkpoint below it, but the workload has {below}",
+                                 "a checkpoint layer below every checkpoint_initiates layer")  # fmt: skip
+
+    def field(self, name: str) -> str:
+        """An error's field: the file (and line, for a text file's options) and the option's name."""
+        if self.header_at:
+            return f"{self.header_at}: {_TEXT_NAMES.get(name, name)}"
+        return f"{self.source or self.name}: {name}"
+
+    def scope(self, slot: str) -> str:
+        """Where a slot's collectives run: ``all`` dims, the model-parallel or data-parallel dims."""
+        if self.parallelism in _ALL_DIMS or not self.model_parallel_group:
+            return ALL
+        return DP if slot == "wg" else MP
+
+    def fwd_gate(self, li: int) -> int:
+        """The layer whose forward compute waits for layer `li`'s fwd collective (n: the backward).
+
+        Layer li+1 (it consumes li's output); in ``HYBRID_DLRM k`` the embedding's (layer 0)
+        all-to-all is first needed by layer k+1 (the interaction/top MLP), so it overlaps the
+        bottom MLP.
+        """
+        k = self.dlrm_last_bottom
+        if li == 0 and k is not None and 0 <= k < len(self.layers) - 1:
+            return k + 1
+        return li + 1
+
+    def ig_source(self, li: int) -> int:
+        """The layer whose input-gradient compute issues layer `li`'s ig collective.
+
+        Layer li itself; in ``HYBRID_DLRM k`` the embedding's backward all-to-all carries the
+        gradient of its output, ready once layer k+1's input gradient is computed.
+        """
+        k = self.dlrm_last_bottom
+        if li == 0 and k is not None and 0 <= k < len(self.layers) - 1:
+            return k + 1
+        return li
+
+    def ig_gate(self, li: int) -> int:
+        """The layer whose input-gradient compute waits for layer `li`'s ig collective (-1: none).
+
+        Layer li-1 (back-propagation continues through it); the DLRM embedding's own (layer 0).
+        """
+        if self.ig_source(li) != li:
+            return li
+        return li - 1
+
+    @property
+    def compute_ns(self) -> float:
+        """Compute of one pass on one NPU as `dse.training.iteration` runs it: every layer's compute, but
+        layer 0's input gradient only for a slice (`layer0_input_gradient`), plus the recomputed
+        forwards (`checkpoint_initiates`); a ``MICRO`` workload only communicates."""
+        if self.parallelism == "MICRO":
+            return 0.0
+        total = sum(layer.compute_ns for layer in self.layers)
+        if not self.layer0_input_gradient:
+            total -= self.layers[0].ig_compute
+        for li in self.checkpoint_initiates:
+            start = max(c for c in self.checkpoints if c < li)
+            total += sum(layer.fwd_compute for layer in self.layers[start:li])
+        return total
+
+
+# ----- loading ---------------------------------------------------------------------------------
+def load_workload(spec: "str | Path | Workload | Mapping[str, Any] | Any") -> "Workload | Any":
+    """A `Workload` from a file (ASTRA-sim text or ``.toml``), a generator spec, a dict or itself;
+    or a `dse.training.chakra_read.ChakraTrace` from a Chakra trace (a ``.et`` file or the prefix of one).
+
+    A string that names no existing file is a bundled workload's name (`BUNDLED`, any case) or a
+    generator spec (it starts with ``resnet152`` or ``transformer``).
+    """
+    if isinstance(spec, Workload):
+        return spec
+    if type(spec).__name__ == "ChakraTrace":
+        return spec
+    if isinstance(spec, (str, Path)) and str(spec).strip():
+        from dse.training.chakra_read import is_trace_path, load_trace  # the trace reader builds on the graph module
+
+        if is_trace_path(spec):
+            return load_trace(spec)
+    if isinstance(spec, Mapping):
+        return _from_mapping(spec, "workload")
+    if not isinstance(spec, (str, Path)):
+        raise InputError("workload", f"{spec!r} is not a workload", "a file path, a generator spec or a Workload")
+    if not str(spec).strip():
+        raise InputError("workload", "an empty path", "a workload file, a bundled workload or a generator")
+    path = Path(spec)
+    if not path.exists():
+        bundled = bundled_workloads()
+        named = {k.lower(): v for k, v in bundled.items()}.get(str(spec).strip().lower())
+        if named is not None:
+            return load_toml_text(read_text(named, "workload"), str(named))
+        from dse.training.generators import GENERATORS, generate  # generators build on this module's classes
+
+        gen = str(spec).strip().split(":", 1)[0].lower().replace("-", "").replace("_", "")
+        if gen in GENERATORS:
+            return generate(str(spec))
+        raise InputError("workload", f"no such file {str(spec)!r}",
+                         f"a workload file, a bundled workload ({', '.join(bundled)}) or a generator "
+                         f"({', '.join(GENERATORS)})")  # fmt: skip
+    text = read_text(path, "workload")
+    if path.suffix.lower() == ".toml" or looks_like_toml(text):
+        return load_toml_text(text, str(path))
+    return parse_astra_text(text, str(path))
+
+
+#: Where the bundled workloads live (package data): TOML files converted by ``dse workload convert``.
+BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "workloads"
+
+
+def bundled_workloads() -> dict[str, Path]:
+    """The bundled workloads, name (file stem) -> path, sorted by name."""
+    return {p.stem: p for p in sorted(BUNDLED_DIR.glob("*.toml"), key=lambda p: p.stem.lower())}
+
+
+def looks_like_toml(text: str) -> bool:
+    """Whether a workload file's text is the TOML form (it has a ``[[layers]]`` table), whatever its suffix."""
+    return bool(re.search(r"^\s*\[\[layers\]\]", text, re.M))
+
+
+def parse_astra_text(text: str, source: str = "workload") -> Workload:
+    """Parse the ASTRA-sim 1.0 text format; errors name `source` and the line number."""
+    lines = text.splitlines()
+
+    def err(lineno: int, problem: str, allowed: str | None = None) -> InputError:
+        return InputError(f"{source}:{lineno}", problem, allowed)
+
+    numbered = [(i + 1, ln.split()) for i, ln in enumerate(lines)]
+    numbered = [(i, toks) for i, toks in numbered if toks]
+    if not numbered:
+        raise err(1, "empty workload file")
+    lineno, head = numbered[0]
+    strategy, group, dlrm, lists = _parse_header(head, lambda p, a=None: err(lineno, p, a))
+    if len(numbered) < 2:
+        raise err(lineno + 1, "missing the layer count")
+    lineno, count_toks = numbered[1]
+    count = _int(count_toks[0], lambda p: err(lineno, p), "layer count", minimum=1)
+    if len(count_toks) > 1:
+        raise err(lineno, f"expected only the layer count, got {len(count_toks)} fields")
+    body = numbered[2:]
+    if len(body) != count:
+        where = body[count][0] if len(body) > count else (body[-1][0] + 1 if body else lineno + 1)
+        raise err(where, f"the file says {count} layers but has {len(body)} layer lines")
+    layers = []
+    for lineno, toks in body:
+        e = lambda p, allowed=None, _n=lineno: err(_n, p, allowed)  # noqa: E731
+        if len(toks) != 12:
+            raise e(f"a layer line needs 12 fields, got {len(toks)}",
+                    "name dependency fwd_compute fwd_type fwd_bytes ig_compute ig_type ig_bytes "
+                    "wg_compute wg_type wg_bytes wg_update_time")  # fmt: skip
+        name = toks[0]
+        dep = _int(toks[1], e, "dependency", minimum=-1)
+        vals: dict[str, Any] = {"name": name, "dependency": dep}
+        for slot, base in zip(SLOTS, (2, 5, 8)):
+            vals[f"{slot}_compute"] = float(_int(toks[base], e, f"{slot}_compute", minimum=0, maximum=int(MAX_NS)))
+            t = toks[base + 1].upper()
+            if t not in _ASTRA_TYPES:
+                raise e(f"unknown {slot} communication type {toks[base + 1]!r}", ", ".join(_ASTRA_TYPES))
+            vals[f"{slot}_comm"] = _ASTRA_TYPES[t]
+            vals[f"{slot}_bytes"] = _int(toks[base + 2], e, f"{slot}_bytes", minimum=0, maximum=MAX_BYTES)
+        vals["wg_update"] = float(_int(toks[11], e, "wg_update_time", minimum=0, maximum=int(MAX_NS)))
+        layers.append(Layer(**vals))
+    name = Path(source).stem if source else "workload"
+    if dlrm is not None and dlrm >= len(layers):
+        raise err(numbered[0][0], f"HYBRID_DLRM {dlrm}: the workload has only {len(layers)} layers")
+    for what, idx in lists.items():
+        bad = [li for li in idx if li >= len(layers)]
+        if bad:
+            raise err(numbered[0][0], f"{what}: layer {bad[0]} does not exist (the workload has {len(layers)} layers)",
+                      f"layer indices 0 to {len(layers) - 1}")  # fmt: skip
+    return Workload(name, strategy, tuple(layers), group, source, dlrm,
+                    lists.get("checkpoints", ()), lists.get("checkpoint_initiates", ()),
+                    layer0_input_gradient=strategy in LAYER0_IG_STRATEGIES,
+                    header_at=f"{source}:{numbered[0][0]}")  # fmt: skip
+
+
+_HEADER_OPTIONS = ("model_parallel_NPU_group:", "checkpoints:", "checkpoint_initiates:")
+
+
+def _parse_header(head: list[str], err: Any) -> tuple[str, int | None, int | None, dict[str, tuple[int, ...]]]:
+    """Line 1: strategy, ``HYBRID_DLRM k``'s k, ``model_parallel_NPU_group: N`` and the
+    recompute lists (``checkpoints: COUNT i ...``); an option dse does not know is refused, not dropped."""
+    strategy = head[0].upper()
+    if strategy not in _STRATEGIES:
+        raise err(f"unknown parallelism {head[0]!r}", ", ".join(_STRATEGIES))
+    group = dlrm = None
+    lists: dict[str, tuple[int, ...]] = {}
+    k = 1
+    if strategy == "HYBRID_DLRM" and len(head) > 1:
+        dlrm = _int(head[1], err, "HYBRID_DLRM last bottom layer", minimum=0)
+        k = 2
+    while k < len(head):
+        opt = head[k].lower()
+        if opt == "model_parallel_npu_group:":
+            if k + 1 >= len(head):
+                raise err("model_parallel_NPU_group: needs a number")
+            group = _int(head[k + 1], err, "model_parallel_NPU_group", minimum=1)
+            k += 2
+        elif opt in ("checkpoints:", "checkpoint_initiates:"):
+            what = opt[:-1]
+            count = _int(head[k + 1], err, f"{what} count", minimum=0) if k + 1 < len(head) else -1
+            if count < 0 or k + 2 + count > len(head):
+                raise err(f"{what}: needs a count and that many layer indices")
+            lists[what] = tuple(_int(t, err, f"{what} layer", minimum=0) for t in head[k + 2 : k + 2 + count])
+            k += 2 + count
+        else:
+            raise err(f"unknown option {head[k][:40]!r} on the parallelism line", ", ".join(_HEADER_OPTIONS))
+    if strategy not in _ALL_DIMS and group is None:
+        raise err(f"{strategy} needs model_parallel_NPU_group: N")
+    return strategy, group, dlrm, lists
+
+
+def _int(tok: str, err: Any, what: str, *, minimum: int, maximum: int | None = None) -> int:
+    if not (len(tok) <= 30 and re.fullmatch(r"[+-]?[0-9]+", tok, re.ASCII)):
+        raise err(f"{what} {tok[:40]!r} is not an integer")
+    v = int(tok)
+    if v < minimum:
+        raise err(f"{what} {v} is below {minimum}")
+    if maximum is not None and v > maximum:
+        raise err(f"{what} {v} is above {maximum:.3g}", f"at most {maximum:.3g}")
+    return v
+
+
+def load_toml_text(text: str, source: str = "workload") -> Workload:
+    """Parse the native TOML form (module docstring)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(source, f"not valid TOML: {e}") from None
+    wl = _from_mapping(data, source)
+    return replace(wl, name=wl.name if "name" in data else Path(source).stem, source=source)
+
+
+_LAYER_KEYS = {"name", "dependency", "wg_update"} | {f"{s}_{k}" for s in SLOTS for k in ("compute", "comm", "bytes")}
+
+
+def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
+    keys = ("name", "parallelism", "model_parallel_group", "dlrm_last_bottom", "checkpoints",
+            "checkpoint_initiates", "layer0_input_gradient", "origin", "source_sha256", "layers")  # fmt: skip
+    unknown = set(data) - set(keys)
+    if unknown:
+        raise InputError(source, f"unknown key(s) {', '.join(sorted(unknown))}", ", ".join(keys))
+    strategy = str(data.get("parallelism", "DATA")).strip().upper()
+    if strategy not in _STRATEGIES:
+        raise InputError(f"{source}: parallelism", f"unknown parallelism {strategy!r}", ", ".join(_STRATEGIES))
+    group = data.get("model_parallel_group")
+    if group is not None:
+        if not isinstance(group, int) or group < 1:
+            raise InputError(f"{source}: model_parallel_group", f"{group!r} is not a positive integer")
+    if strategy not in _ALL_DIMS and group is None:
+        raise InputError(f"{source}: model_parallel_group", f"{strategy} needs a model_parallel_group")
+    raw = data.get("layers")
+    if not isinstance(raw, (list, tuple)) or not raw:
+        raise InputError(f"{source}: layers", "no layers", "one or more [[layers]] tables")
+    if len(raw) > MAX_LAYERS:
+        raise InputError(f"{source}: layers", f"{len(raw):,} layers", f"at most {MAX_LAYERS:,}")
+    layers = []
+    for i, entry in enumerate(raw):
+        where = f"{source}: layers[{i}]"
+        if isinstance(entry, Layer):
+            layers.append(entry)
+            continue
+        if not isinstance(entry, Mapping):
+            raise InputError(where, f"{entry!r} is not a table")
+        bad = set(entry) - _LAYER_KEYS
+        if bad:
+            raise InputError(where, f"unknown key(s) {', '.join(sorted(bad))}", ", ".join(sorted(_LAYER_KEYS)))
+        dep = entry.get("dependency", -1)
+        if isinstance(dep, bool) or not isinstance(dep, int) or not -1 <= dep < len(raw):
+            raise InputError(f"{where}.dependency", f"{dep!r} is not a layer index", "-1 or a layer index")
+        vals: dict[str, Any] = {"name": str(entry.get("name", f"layer{i}")), "dependency": dep}
+        for slot in SLOTS:
+            vals[f"{slot}_compute"] = _nonneg(entry.get(f"{slot}_compute", 0), f"{where}.{slot}_compute")
+            comm = entry.get(f"{slot}_comm", "none")
+            if comm is None or str(comm).strip().lower() == "none":
+                vals[f"{slot}_comm"] = None
+            else:
+                try:
+                    vals[f"{slot}_comm"] = parse_collective(str(comm))
+                except InputError as e:
+                    raise InputError(f"{where}.{slot}_comm", e.problem, e.allowed) from None
+            nbytes = entry.get(f"{slot}_bytes", 0)
+            if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 0 <= nbytes <= MAX_BYTES:
+                raise InputError(f"{where}.{slot}_bytes", f"{nbytes!r} is out of range", "a whole number of bytes, 0 to 2^53")
+            vals[f"{slot}_bytes"] = nbytes
+        vals["wg_update"] = _nonneg(entry.get("wg_update", 0), f"{where}.wg_update")
+        layers.append(Layer(**vals))
+    dlrm = data.get("dlrm_last_bottom")
+    if dlrm is not None and (strategy != "HYBRID_DLRM" or not isinstance(dlrm, int) or not 0 <= dlrm < len(layers)):
+        raise InputError(f"{source}: dlrm_last_bottom", f"{dlrm!r} needs parallelism HYBRID_DLRM and a layer index")
+    lists = {k: _index_list(data.get(k, []), f"{source}: {k}", len(layers)) for k in ("checkpoints", "checkpoint_initiates")}
+    text = {k: data.get(k, "") for k in ("origin", "source_sha256")}
+    for k, v in text.items():
+        if not isinstance(v, str):
+            raise InputError(f"{source}: {k}", f"{v!r} is not a string")
+    slice_ = data.get("layer0_input_gradient", False)
+    if not isinstance(slice_, bool):
+        raise InputError(f"{source}: layer0_input_gradient", f"{slice_!r} is not true or false", "true, false")
+    return Workload(str(data.get("name", "workload")), strategy, tuple(layers), group, source, dlrm,
+                    lists["checkpoints"], lists["checkpoint_initiates"], **text,
+                    layer0_input_gradient=slice_)  # fmt: skip
+
+
+def _index_list(v: Any, where: str, n: int) -> tuple[int, ...]:
+    if not isinstance(v, (list, tuple)) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n for i in v):
+        raise InputError(where, f"{v!r} is not a list of layer indices", f"integers 0 to {n - 1}")
+    return tuple(v)
+
+
+def _nonneg(v: Any, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= MAX_NS:
+        raise InputError(where, f"{v!r} is out of range", f"a number of ns from 0 to {MAX_NS:g}")
+    return float(v)

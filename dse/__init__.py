@@ -14,15 +14,15 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type che
 if TYPE_CHECKING:  # the names for type checkers and IDEs; at run time `__getattr__` imports them
     from typing import Any
 
-    from dse.sim.batch import BatchResult, evaluate_many
     from dse.bounds.api import Bounds, lower_bounds
-    from dse.costs import COST_MODELS, CostModel, get_cost_model
     from dse.core.errors import InputError
-    from dse.sim.evaluate import compare, evaluate
-    from dse.training.iteration import IterationResult, iterate
-    from dse.sim.result import Result
-    from dse.schedulers import SCHEDULERS, Scheduler, get_scheduler
     from dse.core.topology import PRESETS, Dim, Topology, parse_topology
+    from dse.costs import COST_MODELS, CostModel, get_cost_model
+    from dse.schedulers import SCHEDULERS, Scheduler, get_scheduler
+    from dse.sim.batch import BatchResult, evaluate_many
+    from dse.sim.evaluate import compare, evaluate
+    from dse.sim.result import Result
+    from dse.training.iteration import IterationResult, iterate
     from dse.training.workloads import Workload, bundled_workloads, load_workload
 del TYPE_CHECKING
 
@@ -30,23 +30,57 @@ __version__ = "0.1.0"
 
 #: Public name -> the submodule (relative to this package) that defines it.
 _LAZY: dict[str, str] = {
-    "BatchResult": "sim.batch", "evaluate_many": "sim.batch",
-    "Bounds": "bounds.api", "lower_bounds": "bounds.api",
-    "COST_MODELS": "costs", "CostModel": "costs", "get_cost_model": "costs",
+    "BatchResult": "sim.batch",
+    "evaluate_many": "sim.batch",
+    "Bounds": "bounds.api",
+    "lower_bounds": "bounds.api",
+    "COST_MODELS": "costs",
+    "CostModel": "costs",
+    "get_cost_model": "costs",
     "InputError": "core.errors",
-    "compare": "sim.evaluate", "evaluate": "sim.evaluate",
-    "IterationResult": "training.iteration", "iterate": "training.iteration",
+    "compare": "sim.evaluate",
+    "evaluate": "sim.evaluate",
+    "IterationResult": "training.iteration",
+    "iterate": "training.iteration",
     "Result": "sim.result",
-    "SCHEDULERS": "schedulers", "Scheduler": "schedulers", "get_scheduler": "schedulers",
-    "PRESETS": "core.topology", "Dim": "core.topology", "Topology": "core.topology", "parse_topology": "core.topology",
-    "Workload": "training.workloads", "bundled_workloads": "training.workloads", "load_workload": "training.workloads",
-}  # fmt: skip
+    "SCHEDULERS": "schedulers",
+    "Scheduler": "schedulers",
+    "get_scheduler": "schedulers",
+    "PRESETS": "core.topology",
+    "Dim": "core.topology",
+    "Topology": "core.topology",
+    "parse_topology": "core.topology",
+    "Workload": "training.workloads",
+    "bundled_workloads": "training.workloads",
+    "load_workload": "training.workloads",
+}
 
 __all__ = [
-    "Bounds", "COST_MODELS", "CostModel", "lower_bounds", "Dim", "InputError", "PRESETS", "Result", "SCHEDULERS", "Scheduler",
-    "Topology", "compare", "evaluate", "get_cost_model", "get_scheduler", "parse_topology", "__version__",
-    "IterationResult", "Workload", "bundled_workloads", "iterate", "load_workload", "BatchResult", "evaluate_many",
-]  # fmt: skip
+    "Bounds",
+    "COST_MODELS",
+    "CostModel",
+    "lower_bounds",
+    "Dim",
+    "InputError",
+    "PRESETS",
+    "Result",
+    "SCHEDULERS",
+    "Scheduler",
+    "Topology",
+    "compare",
+    "evaluate",
+    "get_cost_model",
+    "get_scheduler",
+    "parse_topology",
+    "__version__",
+    "IterationResult",
+    "Workload",
+    "bundled_workloads",
+    "iterate",
+    "load_workload",
+    "BatchResult",
+    "evaluate_many",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -84,4 +118,3 @@ def _lazy_submodules(package: str) -> Any:
 def __dir__() -> list[str]:
     """The names loaded so far and every public name, loaded or not."""
     return sorted(set(globals()) | set(_LAZY))
-

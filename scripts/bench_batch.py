@@ -24,8 +24,8 @@ import statistics
 import time
 
 import dse
-from dse.sim import engine as engine_mod
 from dse.core.topology import Topology, parse_topology
+from dse.sim import engine as engine_mod
 
 TOPOLOGY = "4D-Ring_FC_Ring_SW"
 KW = dict(size="1GB", chunks=64, scheduler="themis", queue="scf")
@@ -63,16 +63,20 @@ def main() -> None:
     rows = splits(args.points, base.ndims)
     topos = [Topology(tuple(dataclasses.replace(d, bandwidth=b) for d, b in zip(base.dims, r))) for r in rows]
     kw = dict(KW, cost_model=args.cost_model)
-    print(f"dse {dse.__version__}, Python {platform.python_version()}, {platform.machine()}, one core; "
-          f"C engine: {'yes' if engine_mod.c_engine_built() else 'no'}; {args.points:,} points, "
-          f"{args.cost_model}, Themis+SCF, 1 GB all-reduce, 64 chunks; {args.repeat} runs")  # fmt: skip
+    print(
+        f"dse {dse.__version__}, Python {platform.python_version()}, {platform.machine()}, one core; "
+        f"C engine: {'yes' if engine_mod.c_engine_built() else 'no'}; {args.points:,} points, "
+        f"{args.cost_model}, Themis+SCF, 1 GB all-reduce, 64 chunks; {args.repeat} runs"
+    )
     res = dse.evaluate_many(bandwidths=rows, topology=TOPOLOGY, **kw)
     res2 = dse.evaluate_many(topos, **kw)
     loop = [dse.evaluate(t, **kw) for t in topos[: args.loop]]
     same = all(res.result(i) == r and res2.result(i) == r for i, r in enumerate(loop))
     same = same and res.time_ns == res2.time_ns
-    print(f"identical to evaluate: {'yes' if same else 'NO'} ({len(loop):,} points compared with evaluate, "
-          f"{args.points:,} between the two batch forms)")  # fmt: skip
+    print(
+        f"identical to evaluate: {'yes' if same else 'NO'} ({len(loop):,} points compared with evaluate, "
+        f"{args.points:,} between the two batch forms)"
+    )
     cases = [
         ("many (rows)", args.points, lambda: dse.evaluate_many(bandwidths=rows, topology=TOPOLOGY, **kw)),
         ("many (topologies)", args.points, lambda: dse.evaluate_many(topos, **kw)),

@@ -20,8 +20,8 @@ import statistics
 import time
 
 from dse.bounds.api import chunk_types, ilp_bound, lower_bounds
-from dse.sim.spec import CollectiveSpec
 from dse.core.topology import Dim, Topology
+from dse.sim.spec import CollectiveSpec
 
 KINDS = ("ring", "fc", "switch")
 
@@ -30,8 +30,14 @@ def random_topology(rng: random.Random, ndims: int) -> Topology:
     dims = []
     for _ in range(ndims):
         kind = rng.choice(KINDS)
-        dims.append(Dim(kind, 2 ** rng.randint(1, 4), rng.choice([25, 50, 100, 150, 200, 250, 375, 400]),
-                        rng.choice([0, 20, 500, 700, 1700, 2000])))  # fmt: skip
+        dims.append(
+            Dim(
+                kind,
+                2 ** rng.randint(1, 4),
+                rng.choice([25, 50, 100, 150, 200, 250, 375, 400]),
+                rng.choice([0, 20, 500, 700, 1700, 2000]),
+            )
+        )
     return Topology(tuple(dims))
 
 
@@ -45,7 +51,9 @@ def main() -> None:
     args = ap.parse_args()
     lower_bounds("Ring(4,100,10)_SW(4,50,10)_FC(2,100,10)_Ring(2,50,10)", size="1GB", chunks=16)  # warm-up
     rng = random.Random(args.seed)
-    print(f"ILP solve time, {args.topologies} random topologies per cell, time limit {args.time_limit:g} s, seed {args.seed}")
+    print(
+        f"ILP solve time, {args.topologies} random topologies per cell, time limit {args.time_limit:g} s, seed {args.seed}"
+    )
     print(f"{'dims':>4} {'chunks':>6} {'ILP median':>11} {'ILP max':>9} {'limited':>7} {'all bounds median':>18}")
     for nd in map(int, args.dims.split(",")):
         topos = [random_topology(rng, nd) for _ in range(args.topologies)]
@@ -62,8 +70,11 @@ def main() -> None:
                 t0 = time.perf_counter()
                 lower_bounds(topo, size="1GB", chunks=chunks, time_limit_s=args.time_limit)
                 full_times.append(time.perf_counter() - t0)
-            print(f"{nd:>4} {chunks:>6} {1e3 * statistics.median(ilp_times):>9.1f}ms {1e3 * max(ilp_times):>7.0f}ms "
-                  f"{limited:>4}/{len(topos)} {1e3 * statistics.median(full_times):>16.1f}ms", flush=True)  # fmt: skip
+            print(
+                f"{nd:>4} {chunks:>6} {1e3 * statistics.median(ilp_times):>9.1f}ms {1e3 * max(ilp_times):>7.0f}ms "
+                f"{limited:>4}/{len(topos)} {1e3 * statistics.median(full_times):>16.1f}ms",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -33,9 +33,9 @@ from array import array
 from pathlib import Path
 
 import dse
+from dse.core.topology import Topology, parse_topology
 from dse.sim import engine as engine_mod
 from dse.sim.evaluate import build_plans
-from dse.core.topology import Topology, parse_topology
 
 TOPOLOGY = "4D-Ring_FC_Ring_SW"
 MINIMAL = Path(__file__).resolve().parent / "minimal_loop.c"
@@ -108,8 +108,10 @@ def main() -> None:
         os.sched_setaffinity(0, {int(os.environ.get("DSE_BENCH_CORE", sorted(os.sched_getaffinity(0))[0]))})
     chunk_list = [int(c) for c in args.chunks.split(",")]
     topo = parse_topology(TOPOLOGY)
-    print(f"dse {dse.__version__}, Python {platform.python_version()}, {platform.machine()}, one core; "
-          f"C engine: {'yes' if engine_mod.c_engine_built() else 'no'}; {args.repeat} runs of >= {args.seconds:g} s")  # fmt: skip
+    print(
+        f"dse {dse.__version__}, Python {platform.python_version()}, {platform.machine()}, one core; "
+        f"C engine: {'yes' if engine_mod.c_engine_built() else 'no'}; {args.repeat} runs of >= {args.seconds:g} s"
+    )
     print(f"{'cost model':<12} {'chunks':>6} {'engine':>7} {'min/s':>9} {'median/s':>9} {'us/chunk':>8} {'x floor':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         fn = compile_floor(tmp)
@@ -122,21 +124,27 @@ def main() -> None:
                         call, _keep = got
                         fr = rates(call, args.seconds, args.repeat)
                         floor_med = statistics.median(fr)
-                        print(f"{model:<12} {chunks:>6} {'floor':>7} {min(fr):>9.0f} {floor_med:>9.0f} "
-                              f"{1e6 / floor_med / chunks:>8.3f} {'1.0':>7}")  # fmt: skip
+                        print(
+                            f"{model:<12} {chunks:>6} {'floor':>7} {min(fr):>9.0f} {floor_med:>9.0f} "
+                            f"{1e6 / floor_med / chunks:>8.3f} {'1.0':>7}"
+                        )
                 pool = variants(topo, 997)
                 it = iter(range(1 << 62))
                 engines = ["same", "new bw"] + (["python"] if args.python else [])
                 for engine in engines:
                     if engine == "same":
-                        def one() -> None:
+
+                        def one(topo=topo, chunks=chunks, model=model) -> None:
                             dse.evaluate(topo, size="1GB", chunks=chunks, cost_model=model)
                     elif engine == "new bw":
-                        def one() -> None:
+
+                        def one(pool=pool, it=it, chunks=chunks, model=model) -> None:
                             dse.evaluate(pool[next(it) % len(pool)], size="1GB", chunks=chunks, cost_model=model)
                     else:
-                        def one() -> None:
+
+                        def one(topo=topo, chunks=chunks, model=model) -> None:
                             dse.evaluate(topo, size="1GB", chunks=chunks, cost_model=model)
+
                     old = engine_mod.DEFAULT
                     engine_mod.DEFAULT = "python" if engine == "python" else old
                     try:
@@ -145,7 +153,9 @@ def main() -> None:
                         engine_mod.DEFAULT = old
                     med = statistics.median(rs)
                     ratio = f"{floor_med / med:.1f}" if floor_med else "-"
-                    print(f"{model:<12} {chunks:>6} {engine:>7} {min(rs):>9.0f} {med:>9.0f} {1e6 / med / chunks:>8.3f} {ratio:>7}")
+                    print(
+                        f"{model:<12} {chunks:>6} {engine:>7} {min(rs):>9.0f} {med:>9.0f} {1e6 / med / chunks:>8.3f} {ratio:>7}"
+                    )
 
 
 if __name__ == "__main__":

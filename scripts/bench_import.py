@@ -42,7 +42,9 @@ CASES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def run_once(python: str, args: tuple[str, ...], cwd: Path, env: dict[str, str], *, importtime: bool = False) -> tuple[float, str]:
+def run_once(
+    python: str, args: tuple[str, ...], cwd: Path, env: dict[str, str], *, importtime: bool = False
+) -> tuple[float, str]:
     """One fresh process: its wall time in seconds, and its stderr (the -X importtime report)."""
     cmd = [python, *(("-X", "importtime") if importtime else ()), *args]
     t0 = time.perf_counter()
@@ -89,18 +91,24 @@ def table(rows: list[tuple[str, list[float], list[float]]]) -> str:
     lines = [head, "-" * len(head)]
     for label, walls, imports in rows:
         lo, med = min(walls), statistics.median(walls)
-        lines.append(f"{label:<16} {lo * 1e3:9.1f} {med * 1e3:9.1f} {(lo - ref_min) * 1e3:10.1f} {(med - ref_med) * 1e3:10.1f} "
-                     f"{med / ref_med:7.2f} {statistics.median(imports) * 1e3:10.1f}")  # fmt: skip
+        lines.append(
+            f"{label:<16} {lo * 1e3:9.1f} {med * 1e3:9.1f} {(lo - ref_min) * 1e3:10.1f} {(med - ref_med) * 1e3:10.1f} "
+            f"{med / ref_med:7.2f} {statistics.median(imports) * 1e3:10.1f}"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Measure both bytecode settings and print a table for each."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=7, help="fresh processes per command and measure (default 7, at least 5)")
+    parser.add_argument(
+        "--runs", type=int, default=7, help="fresh processes per command and measure (default 7, at least 5)"
+    )
     parser.add_argument("--repo", type=Path, default=REPO, help="the checkout to import (default: this one)")
     parser.add_argument("--python", default=sys.executable, help="the interpreter (default: this one)")
-    parser.add_argument("--setting", choices=("source", "cached", "both"), default="both", help="bytecode setting (default both)")
+    parser.add_argument(
+        "--setting", choices=("source", "cached", "both"), default="both", help="bytecode setting (default both)"
+    )
     args = parser.parse_args(argv)
     if args.runs < 5:
         parser.error("--runs: at least 5")

@@ -25,17 +25,22 @@ import argparse
 import statistics
 import sys
 import time
-
 from pathlib import Path
 
+from dse.core.topology import PAPER_PRESETS
 from dse.training.chakra_read import load_trace
 from dse.training.iteration import iterate
-from dse.core.topology import PAPER_PRESETS
 from dse.training.workloads import bundled_workloads, load_workload
 
 DEFAULT = "transformer_1t_fused_only_t"
-ARTIFACT = ("Resnet50_DataParallel_fused", "gnmt_fp16_fused", "large_DLRM_fused", "medium_DLRM_fused",
-            "transformer_1t_fused_only_t", "microAllReduce")  # fmt: skip
+ARTIFACT = (
+    "Resnet50_DataParallel_fused",
+    "gnmt_fp16_fused",
+    "large_DLRM_fused",
+    "medium_DLRM_fused",
+    "transformer_1t_fused_only_t",
+    "microAllReduce",
+)
 THREE_PASS = ("Resnet50_DataParallel_fused", "gnmt_fp16_fused", "large_DLRM_fused", "transformer_1t_fused_only_t")
 SCHEDULERS = (("baseline", "fifo"), ("themis", "fifo"), ("themis", "scf"))
 
@@ -50,13 +55,21 @@ def artifact_runs() -> int:
                 for passes in (1, 3):
                     if passes == 3 and (queue == "fifo" and sched == "themis" or w not in THREE_PASS):
                         continue  # 3 passes: baseline and Themis SCF of the four Fig. 12 workloads
-                    iterate(wl, f"{topo}@artifact", scheduler=sched, queue=queue, cost_model="astra-sim-1",
-                            iterations=passes)  # fmt: skip
+                    iterate(
+                        wl,
+                        f"{topo}@artifact",
+                        scheduler=sched,
+                        queue=queue,
+                        cost_model="astra-sim-1",
+                        iterations=passes,
+                    )
                     n += 1
     return n
 
 
-PYTORCH_TRACE = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "chakra" / "chakra-tests" / "pytorch_trace.0.et"
+PYTORCH_TRACE = (
+    Path(__file__).resolve().parents[2] / "shared" / "workloads" / "chakra" / "chakra-tests" / "pytorch_trace.0.et"
+)
 
 
 def chakra(a: argparse.Namespace) -> int:
@@ -72,10 +85,12 @@ def chakra(a: argparse.Namespace) -> int:
         reads.append(t1 - t0)
         runs.append(t2 - t1)
     assert res is not None and tr is not None
-    print(f"{tr.name} ({len(tr.graph.nodes) - 1:,} nodes, {len(res.collectives)} collectives) on {a.topology}, "
-          f"{a.scheduler}+{a.queue}, {a.cost_model} model: read min {min(reads):.3f} s, median "
-          f"{statistics.median(reads):.3f} s; run min {min(runs):.3f} s, median {statistics.median(runs):.3f} s "
-          f"over {a.rounds} rounds; simulated {res.time_ns / 1e6:.3f} ms")  # fmt: skip
+    print(
+        f"{tr.name} ({len(tr.graph.nodes) - 1:,} nodes, {len(res.collectives)} collectives) on {a.topology}, "
+        f"{a.scheduler}+{a.queue}, {a.cost_model} model: read min {min(reads):.3f} s, median "
+        f"{statistics.median(reads):.3f} s; run min {min(runs):.3f} s, median {statistics.median(runs):.3f} s "
+        f"over {a.rounds} rounds; simulated {res.time_ns / 1e6:.3f} ms"
+    )
     return 0
 
 
@@ -100,8 +115,10 @@ def main() -> int:
             t0 = time.perf_counter()
             n = artifact_runs()
             secs.append(time.perf_counter() - t0)
-        print(f"{n} ASTRA-sim 1.0 artifact runs (astra-sim-1) in one process: min {min(secs):.2f} s, "
-              f"median {statistics.median(secs):.2f} s over {a.rounds} rounds")  # fmt: skip
+        print(
+            f"{n} ASTRA-sim 1.0 artifact runs (astra-sim-1) in one process: min {min(secs):.2f} s, "
+            f"median {statistics.median(secs):.2f} s over {a.rounds} rounds"
+        )
         return 0
     wl = load_workload(a.workload)
     rates = []
@@ -113,9 +130,11 @@ def main() -> int:
         rates.append(a.calls / (time.perf_counter() - t0))
     assert res is not None
     chunks = sum(c.chunks for c in res.collectives)
-    print(f"{wl.name} on {a.topology}, {a.scheduler}+{a.queue}, {a.cost_model} model: iterations/s min "
-          f"{min(rates):.1f}, median {statistics.median(rates):.1f} over {a.rounds} rounds of {a.calls} "
-          f"({len(res.collectives)} collectives, {chunks} chunks); simulated iteration {res.time_ns / 1e6:.3f} ms")  # fmt: skip
+    print(
+        f"{wl.name} on {a.topology}, {a.scheduler}+{a.queue}, {a.cost_model} model: iterations/s min "
+        f"{min(rates):.1f}, median {statistics.median(rates):.1f} over {a.rounds} rounds of {a.calls} "
+        f"({len(res.collectives)} collectives, {chunks} chunks); simulated iteration {res.time_ns / 1e6:.3f} ms"
+    )
     return 0
 
 

@@ -66,12 +66,17 @@ def profile(spec, trials: int) -> None:
     hooks = ("infer_relative_search_space", "sample_relative", "sample_independent", "before_trial", "after_trial")
     sampler = _cumulative(st, lambda k: k[0].endswith("study_samplers.py") and k[2] in hooks)
     bound = _cumulative(st, lambda k: k[2] == "fluid_bound" and k[0].endswith("search.py")) or _cumulative(
-        st, lambda k: k[2] in ("_solve", "types_for_plan") and k[0].endswith("bounds.py"))  # before fluid_bound
+        st, lambda k: k[2] in ("_solve", "types_for_plan") and k[0].endswith("bounds.py")
+    )  # before fluid_bound
     evaluation = _cumulative(st, lambda k: k[2] == "evaluate" and k[0].endswith("evaluate.py"))
-    parts = [("journal fsync", fsync), ("journal writes, fsync aside", writes - fsync),
-             ("sampler (TPE, its journal reads included)", sampler), ("LP bound", bound),
-             ("evaluation (Themis+SCF, baseline+FIFO)", evaluation),
-             ("other (ask, tell, gate, reads, suggest)", total - writes - sampler - bound - evaluation)]  # fmt: skip
+    parts = [
+        ("journal fsync", fsync),
+        ("journal writes, fsync aside", writes - fsync),
+        ("sampler (TPE, its journal reads included)", sampler),
+        ("LP bound", bound),
+        ("evaluation (Themis+SCF, baseline+FIFO)", evaluation),
+        ("other (ask, tell, gate, reads, suggest)", total - writes - sampler - bound - evaluation),
+    ]
     print(f"{trials} trials, one worker, under cProfile: {total:.2f} s ({1e3 * total / trials:.2f} ms per trial)")
     for name, s in parts:
         print(f"  {name:42s} {s:6.2f} s {100 * s / total:5.1f} % {1e3 * s / trials:6.2f} ms/trial")

@@ -56,5 +56,7 @@ if __name__ == "__main__":
         rates = [bench(jobs, runner) for _ in range(args.repeat)]
         medians[(name, jobs)] = statistics.median(rates)
         print(f"{name:<10} {jobs:>4} {min(rates):>8.0f} {statistics.median(rates):>8.0f}")
-    print(f"speed-up of 2 jobs over 1 (medians): {medians[('processes', 2)] / medians[('processes', 1)]:.2f}x; "
-          f"processes / loky at 2 jobs: {medians[('processes', 2)] / medians[('loky', 2)]:.2f}x")
+    print(
+        f"speed-up of 2 jobs over 1 (medians): {medians[('processes', 2)] / medians[('processes', 1)]:.2f}x; "
+        f"processes / loky at 2 jobs: {medians[('processes', 2)] / medians[('loky', 2)]:.2f}x"
+    )

@@ -68,8 +68,11 @@ def main() -> int:
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir()
             argv, outputs = faults.file_argv(kind, rng, folder)
-            record("malformed files", f"{kind} #{i}", faults.cli_case(argv, folder, outputs=outputs,
-                                                                      codes=codes["malformed files"]))
+            record(
+                "malformed files",
+                f"{kind} #{i}",
+                faults.cli_case(argv, folder, outputs=outputs, codes=codes["malformed files"]),
+            )
     for i in range(n(500)):
         record("damaged sweep CSVs", f"#{i}", faults.csv_case(work, random.Random(f"{args.seed}-csv-{i}")))
     for i in range(n(150)):

@@ -28,8 +28,12 @@ def main() -> None:
     for _ in range(args.splits):
         w = [rng.random() for _ in range(4)]
         bws = [25 + 700 * x / sum(w) for x in w]
-        topo = Topology(tuple(Dim(k, p, b, lat) for k, p, b, lat in
-                              zip(("ring", "fc", "ring", "switch"), (4, 8, 4, 8), bws, (20, 700, 700, 1700))))  # fmt: skip
+        topo = Topology(
+            tuple(
+                Dim(k, p, b, lat)
+                for k, p, b, lat in zip(("ring", "fc", "ring", "switch"), (4, 8, 4, 8), bws, (20, 700, 700, 1700))
+            )
+        )
         ratios["themis+scf"].append(evaluate(topo, size="1GB").time_ns / ideal)
         ratios["baseline+fifo"].append(evaluate(topo, size="1GB", scheduler="baseline", queue="fifo").time_ns / ideal)
     print(f"{args.splits} random splits of 800 GB/s (seed {args.seed}); ideal {ideal / 1e6:.4f} ms")

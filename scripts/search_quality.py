@@ -42,8 +42,13 @@ def main() -> None:
     nd = len(space.kinds)
     shape = "x".join(map(str, space.shapes[nd][0]))
     grid = list(itertools.product(steps, repeat=nd))
-    fixed = {"dims": nd, f"shape_{nd}d": shape, "chunks": space.chunks[0], "scheduler": space.schedulers[0],
-             "queue": space.queues[0]} | {f"kind_{nd}d_{i}": space.kinds[i][0] for i in range(nd)}  # fmt: skip
+    fixed = {
+        "dims": nd,
+        f"shape_{nd}d": shape,
+        "chunks": space.chunks[0],
+        "scheduler": space.schedulers[0],
+        "queue": space.queues[0],
+    } | {f"kind_{nd}d_{i}": space.kinds[i][0] for i in range(nd)}
     best = min(value(optuna.trial.FixedTrial(fixed | {f"bw_{nd}d_{i}": w[i] for i in range(nd)})) for w in grid)
     print(f"grid: {len(grid)} points, optimum {best / 1e6:.4f} ms, enumerated in {time.perf_counter() - t0:.1f} s")
     rows = []

@@ -15,13 +15,13 @@ import pytest
 
 import dse.training.iteration_engine as engine_mod
 from dse.core.collectives import A2A, AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, REDUCE_SCATTER, RS
+from dse.core.topology import parse_topology
 from dse.costs import get_cost_model
 from dse.costs.base import Phase
-from dse.training.iteration import iterate
-from dse.training.iteration_planner import Planner
 from dse.schedulers import get_scheduler
 from dse.schedulers.themis import OfflineGreedy
-from dse.core.topology import parse_topology
+from dse.training.iteration import iterate
+from dse.training.iteration_planner import Planner
 
 from .conftest import DATA, read_csv
 from .test_chakra import MIB, _golden, coll, comp, write_trace
@@ -122,10 +122,13 @@ def test_back_to_back_all_reduces_depend_on_who_is_first(tmp_path: Path) -> None
     on this network, so it is scheduled from the first's loads; with a compute in between (issued,
     and so ended, in that same NPU order) it is too. Either way it differs from its time alone."""
     size = 64 * MIB
-    alone = iterate(write_trace(tmp_path / "one.0.et", [coll(0, "all_reduce", size)]), T4N, cost_model="astra-sim",
-                    chunks=16).time_ns  # fmt: skip
-    graphs = {"direct": [coll(0, "all_reduce", size), coll(1, "all_reduce", size, 0)],
-              "compute": [coll(0, "all_reduce", size), comp(1, 10, 0), coll(2, "all_reduce", size, 1)]}  # fmt: skip
+    alone = iterate(
+        write_trace(tmp_path / "one.0.et", [coll(0, "all_reduce", size)]), T4N, cost_model="astra-sim", chunks=16
+    ).time_ns
+    graphs = {
+        "direct": [coll(0, "all_reduce", size), coll(1, "all_reduce", size, 0)],
+        "compute": [coll(0, "all_reduce", size), comp(1, 10, 0), coll(2, "all_reduce", size, 1)],
+    }
     for name, nodes in graphs.items():
         r = iterate(write_trace(tmp_path / f"{name}.0.et", nodes), T4N, cost_model="astra-sim", chunks=16, nodes=True)
         first, second = [n for n in r.nodes if n.kind == "comm"]
@@ -135,8 +138,9 @@ def test_back_to_back_all_reduces_depend_on_who_is_first(tmp_path: Path) -> None
 
 
 # ----- 4. real runs, and each rule pinned by them (ablations) -----------------------------------
-@pytest.mark.parametrize("row", EXTRA, ids=[f"{r['trace'][:-5]}-{r['topology']}-{r['scheduler']}-{r['splits']}"
-                                            for r in EXTRA])  # fmt: skip
+@pytest.mark.parametrize(
+    "row", EXTRA, ids=[f"{r['trace'][:-5]}-{r['topology']}-{r['scheduler']}-{r['splits']}" for r in EXTRA]
+)
 def test_our_astra_sim_2_runs(row: dict) -> None:
     assert _run(row) == float(row["sim_time_ns"])
 

@@ -28,7 +28,9 @@ def test_row_counts():
 
 @pytest.mark.parametrize("row", ROWS, ids=_id)
 def test_reproduces_astra_sim_to_the_ns(row):
-    t = Topology.from_paper(kinds=row["kinds"], shape=row["npus"], bandwidth=row["bandwidth_GBps"], latency=row["latency_ns"])
+    t = Topology.from_paper(
+        kinds=row["kinds"], shape=row["npus"], bandwidth=row["bandwidth_GBps"], latency=row["latency_ns"]
+    )
     assert row["endpoint_delay_ns"] == "10"
     r = evaluate(
         t,

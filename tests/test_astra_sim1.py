@@ -11,13 +11,13 @@ import json
 import pytest
 
 from dse import InputError, evaluate
+from dse.core.topology import PRESETS, Dim, Topology
 from dse.costs import AstraSim1Model, get_cost_model
-from dse.sim.evaluate import build_plans
 from dse.schedulers import get_scheduler
 from dse.schedulers.base import ScheduleProblem
 from dse.sim.engine import _engine as _csim
+from dse.sim.evaluate import build_plans
 from dse.sim.simulate import simulate
-from dse.core.topology import PRESETS, Dim, Topology
 
 from .conftest import read_csv
 
@@ -40,8 +40,14 @@ def test_row_counts():
 def test_reproduces_astra_sim_1_to_the_ns(row):
     topo = PRESETS[row["topology"]].with_latency(LATENCY[row["latency_variant"]])
     sched, queue = SCHED[row["scheduler"]]
-    r = evaluate(topo, size=int(row["size_bytes"]), chunks=int(row["splits"]), scheduler=sched, queue=queue,
-                 cost_model="astra-sim-1")  # fmt: skip
+    r = evaluate(
+        topo,
+        size=int(row["size_bytes"]),
+        chunks=int(row["splits"]),
+        scheduler=sched,
+        queue=queue,
+        cost_model="astra-sim-1",
+    )
     assert r.time_ns + 5 == int(row["sim_time_ns"])  # ASTRA-sim 1.0 adds 5 ns of trailing compute
 
 
@@ -52,8 +58,16 @@ FC = Dim("fc", 4, 3 * U, 7, links=3)  # 3 links = P-1: each message at 1 B/ns
 
 
 def _one(dim, collective, size, scheduler="baseline"):
-    return evaluate(Topology((dim,)), collective=collective, size=size, chunks=1, scheduler=scheduler, queue="fifo",
-                    cost_model="astra-sim-1", timeline=True)  # fmt: skip
+    return evaluate(
+        Topology((dim,)),
+        collective=collective,
+        size=size,
+        chunks=1,
+        scheduler=scheduler,
+        queue="fifo",
+        cost_model="astra-sim-1",
+        timeline=True,
+    )
 
 
 def test_ring_reduce_scatter_closed_form():
@@ -75,9 +89,14 @@ def test_halving_doubling_all_reduce_closed_form():
     # (proc(2e6) = 12, proc(1e6) = 6); second refill unreduced; the closing zero packet adds 1.
     c = {m: 10 + m // 4 + 4 + 3 for m in (4_000_000, 2_000_000, 1_000_000)}
     want = (
-        (1 + c[4_000_000]) + (1 + 12 + c[2_000_000]) + (1 + 6 + c[1_000_000])
-        + (1 + c[1_000_000]) + (1 + c[2_000_000]) + (1 + c[4_000_000]) + 1
-    )  # fmt: skip
+        (1 + c[4_000_000])
+        + (1 + 12 + c[2_000_000])
+        + (1 + 6 + c[1_000_000])
+        + (1 + c[1_000_000])
+        + (1 + c[2_000_000])
+        + (1 + c[4_000_000])
+        + 1
+    )
     assert want == 3500127
     r = _one(SWITCH, "all_reduce", 8_000_000)
     assert [e.kind for e in r.timeline] == ["AR"] and r.time_ns == want
@@ -110,8 +129,15 @@ def test_remainder_chunk_has_its_true_size():
     # 6 (1 + c) + 3 proc + 1. D = 250_000: c = 10 + 62_500/2, proc = 0; D = 3: c = 10 + 0.
     big = 6 * (1 + 10 + 31_250) + 1
     small = 6 * (1 + 10) + 1
-    r = evaluate(Topology((RING,)), size=1_000_003, chunks=4, scheduler="baseline", queue="fifo",
-                 cost_model="astra-sim-1", timeline=True)  # fmt: skip
+    r = evaluate(
+        Topology((RING,)),
+        size=1_000_003,
+        chunks=4,
+        scheduler="baseline",
+        queue="fifo",
+        cost_model="astra-sim-1",
+        timeline=True,
+    )
     assert r.chunks == 4 and r.simulated_chunks == 5
     assert [e.busy for e in r.timeline] == [big] * 4 + [small]
     assert r.time_ns == 4 * big + small
@@ -146,8 +172,15 @@ def test_only_serialized_latency_and_one_active_chunk():
 @pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather", "all_to_all"])
 def test_other_collectives_run(collective):
     for sched, queue in (("baseline", "fifo"), ("themis", "scf"), ("round_robin", "fifo")):
-        r = evaluate("4D-Ring_FC_Ring_SW", collective=collective, size="64MiB", chunks=16, scheduler=sched,
-                     queue=queue, cost_model="astra-sim-1")  # fmt: skip
+        r = evaluate(
+            "4D-Ring_FC_Ring_SW",
+            collective=collective,
+            size="64MiB",
+            chunks=16,
+            scheduler=sched,
+            queue=queue,
+            cost_model="astra-sim-1",
+        )
         assert r.time_ns > 0 and r.time_ns == int(r.time_ns) and r.time_ns >= max(r.dim_busy_ns)
 
 
@@ -207,9 +240,13 @@ def test_command_line_runs_the_model(run_cli):
 def test_c_and_python_engines_agree(preset):
     m = AstraSim1Model()
     for topo, coll, sched, queue, chunks, size in itertools.product(
-        (PRESETS[preset], PRESETS[preset].with_latency(1)), ("all_reduce", "all_gather"),
-        ("baseline", "themis", "random"), ("fifo", "scf"), (7, 64), (10**6 + 7, 107374182),
-    ):  # fmt: skip
+        (PRESETS[preset], PRESETS[preset].with_latency(1)),
+        ("all_reduce", "all_gather"),
+        ("baseline", "themis", "random"),
+        ("fifo", "scf"),
+        (7, 64),
+        (10**6 + 7, 107374182),
+    ):
         s = get_scheduler(sched)
         plan = m.chunking(coll, size, chunks, topo, baseline=s.is_baseline)
         orders = s.orders(ScheduleProblem(topo, coll, plan, m, 3))

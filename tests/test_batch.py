@@ -17,16 +17,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dse
-from dse.sim import engine as engine_mod
-from dse.sim.batch import evaluate_many, prepare, table_for
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology, parse_topology
+from dse.sim import engine as engine_mod
+from dse.sim.batch import evaluate_many, prepare, table_for
 
 needs_c = pytest.mark.skipif(not engine_mod.c_engine_built(), reason="the C engine is not built")
 KINDS = ("ring", "fc", "switch")
 
 
-def python_evaluate(monkeypatch: pytest.MonkeyPatch, topo: "Topology | str", **kw: object) -> dse.Result:
+def python_evaluate(monkeypatch: pytest.MonkeyPatch, topo: Topology | str, **kw: object) -> dse.Result:
     with monkeypatch.context() as m:
         m.setattr(engine_mod, "DEFAULT", "python")
         return dse.evaluate(topo, **kw)
@@ -51,10 +51,15 @@ def points(draw: st.DrawFn) -> tuple[Topology, dict]:
     model = draw(st.sampled_from(("paper", "astra-sim", "astra-sim-1")))
     topo = draw(topologies(model))
     sched = draw(st.sampled_from(("themis", "baseline", "round_robin", "random")))
-    kw: dict = dict(cost_model=model, scheduler=sched, queue=draw(st.sampled_from(("fifo", "scf"))),
-                    collective=draw(st.sampled_from(("all_reduce", "reduce_scatter", "all_gather", "all_to_all"))),
-                    size=draw(st.sampled_from(("1GB", "64MiB", "3000017", "256KB"))),
-                    chunks=draw(st.sampled_from((1, 2, 7, 16, 64))), seed=draw(st.integers(0, 3)))  # fmt: skip
+    kw: dict = dict(
+        cost_model=model,
+        scheduler=sched,
+        queue=draw(st.sampled_from(("fifo", "scf"))),
+        collective=draw(st.sampled_from(("all_reduce", "reduce_scatter", "all_gather", "all_to_all"))),
+        size=draw(st.sampled_from(("1GB", "64MiB", "3000017", "256KB"))),
+        chunks=draw(st.sampled_from((1, 2, 7, 16, 64))),
+        seed=draw(st.integers(0, 3)),
+    )
     if model == "paper":
         kw["latency_mode"] = draw(st.sampled_from(("overlapped", "serialized")))
         kw["active_chunks"] = draw(st.sampled_from((1, 1, 2, 3)))
@@ -104,8 +109,10 @@ def test_vectorised_form_equals_topologies() -> None:
     base = parse_topology("4D-Ring_FC_Ring_SW")
     rows = [[100.0 + 10 * i, 200.0, 300.0 - 5 * i, 200.0 + i] for i in range(25)]
     lats = [[d.latency * (1 + i % 3) for d in base.dims] for i in range(25)]
-    topos = [Topology(tuple(dataclasses.replace(d, bandwidth=b, latency=lt) for d, b, lt in zip(base.dims, r, lr)))
-             for r, lr in zip(rows, lats)]  # fmt: skip
+    topos = [
+        Topology(tuple(dataclasses.replace(d, bandwidth=b, latency=lt) for d, b, lt in zip(base.dims, r, lr)))
+        for r, lr in zip(rows, lats)
+    ]
     for model in ("paper", "astra-sim", "astra-sim-1"):
         kw = dict(size="1GB", chunks=16, cost_model=model)
         vec = evaluate_many(bandwidths=rows, latencies=lats, topology=base, **kw)
@@ -131,8 +138,16 @@ def astra1_dim(draw: st.DrawFn) -> Dim:
     def ns() -> float:
         return draw(st.sampled_from((0.0, 1.0, 10.5, 700.0, draw(st.floats(0.0, 5000.0)))))
 
-    return Dim(kind, npus, draw(st.floats(0.01, 1000.0)), ns(), algorithm=draw(st.sampled_from(algos)), links=links,
-               nic_latency=ns(), router_latency=ns())  # fmt: skip
+    return Dim(
+        kind,
+        npus,
+        draw(st.floats(0.01, 1000.0)),
+        ns(),
+        algorithm=draw(st.sampled_from(algos)),
+        links=links,
+        nic_latency=ns(),
+        router_latency=ns(),
+    )
 
 
 @st.composite
@@ -147,16 +162,22 @@ def astra1_points(draw: st.DrawFn) -> tuple[list[Topology], dict]:
             d = dataclasses.replace(d, bandwidth=draw(st.floats(0.01, 1000.0)), latency=draw(st.floats(0.0, 5000.0)))
             if draw(st.integers(0, 3)) == 0:
                 unit = {"ring": 2, "fc": d.npus - 1, "switch": 1}[d.kind]
-                d = dataclasses.replace(d, links=unit * draw(st.integers(1, 3)),
-                                        nic_latency=draw(st.floats(0.0, 100.0)),
-                                        router_latency=draw(st.floats(0.0, 100.0)))  # fmt: skip
+                d = dataclasses.replace(
+                    d,
+                    links=unit * draw(st.integers(1, 3)),
+                    nic_latency=draw(st.floats(0.0, 100.0)),
+                    router_latency=draw(st.floats(0.0, 100.0)),
+                )
             dims.append(d)
         topos.append(Topology(tuple(dims)))
-    kw: dict = dict(cost_model="astra-sim-1", scheduler=draw(st.sampled_from(("themis", "baseline", "round_robin"))),
-                    queue=draw(st.sampled_from(("fifo", "scf"))),
-                    collective=draw(st.sampled_from(("all_reduce", "reduce_scatter", "all_gather", "all_to_all"))),
-                    size=draw(st.sampled_from(("1GB", "64MiB", "3000017", "256KB", "1000"))),
-                    chunks=draw(st.sampled_from((1, 2, 7, 16, 64))))  # fmt: skip
+    kw: dict = dict(
+        cost_model="astra-sim-1",
+        scheduler=draw(st.sampled_from(("themis", "baseline", "round_robin"))),
+        queue=draw(st.sampled_from(("fifo", "scf"))),
+        collective=draw(st.sampled_from(("all_reduce", "reduce_scatter", "all_gather", "all_to_all"))),
+        size=draw(st.sampled_from(("1GB", "64MiB", "3000017", "256KB", "1000"))),
+        chunks=draw(st.sampled_from((1, 2, 7, 16, 64))),
+    )
     return topos, kw
 
 
@@ -252,9 +273,11 @@ def test_points_the_tables_cannot_run_go_through_evaluate() -> None:
     """lp_guided chooses orders from the costs; more than five dims; a congestion-unaware model with
     several active chunks (its busy time needs the timeline): each equals `evaluate`."""
     six = "Ring(2,100,10)_Ring(2,90,10)_Ring(2,80,10)_Ring(2,70,10)_Ring(2,60,10)_Ring(2,50,10)"
-    pts = [dict(topology="2D-SW_SW", size="64MB", chunks=4, scheduler="lp_guided"),
-           dict(topology=six, size="64MB", chunks=8),
-           dict(topology="2D-SW_SW", size="64MB", chunks=8, cost_model="astra-sim", active_chunks=2)]  # fmt: skip
+    pts = [
+        dict(topology="2D-SW_SW", size="64MB", chunks=4, scheduler="lp_guided"),
+        dict(topology=six, size="64MB", chunks=8),
+        dict(topology="2D-SW_SW", size="64MB", chunks=8, cost_model="astra-sim", active_chunks=2),
+    ]
     with pytest.warns(UserWarning):
         res = evaluate_many(pts)
         want = [dse.evaluate(**p) for p in pts]
@@ -294,9 +317,14 @@ def test_vectorised_rows_may_be_any_array_like() -> None:
     for form in (tuple(map(tuple, rows)), np.array(rows), (r for r in rows), [np.array(r) for r in rows]):
         got = evaluate_many(bandwidths=form, **kw)
         assert got.time_ns == want.time_ns and got.dim_busy_ns == want.dim_busy_ns
-    assert want.results() == [dse.evaluate(Topology(tuple(dataclasses.replace(d, bandwidth=b) for d, b in
-                                                    zip(parse_topology("2D-SW_SW").dims, r))), size="256MB", chunks=8)
-                              for r in rows]  # fmt: skip
+    assert want.results() == [
+        dse.evaluate(
+            Topology(tuple(dataclasses.replace(d, bandwidth=b) for d, b in zip(parse_topology("2D-SW_SW").dims, r))),
+            size="256MB",
+            chunks=8,
+        )
+        for r in rows
+    ]
 
 
 def test_bad_point_names_its_index() -> None:

@@ -18,8 +18,8 @@ from dse.bounds.api import (
     chunk_types,
     ilp_bound,
 )
-from dse.sim.spec import CollectiveSpec
 from dse.core.topology import PAPER_PRESETS
+from dse.sim.spec import CollectiveSpec
 
 from .test_invariants import topologies
 
@@ -38,13 +38,23 @@ REL = 1e-9
 def test_no_schedule_beats_a_bound(topo, coll, model, mode, chunks, size):
     if model == "astra-sim":
         mode = "serialized"
-    b = lower_bounds(topo, collective=coll, size=size, chunks=chunks, cost_model=model, latency_mode=mode, time_limit_s=5)
+    b = lower_bounds(
+        topo, collective=coll, size=size, chunks=chunks, cost_model=model, latency_mode=mode, time_limit_s=5
+    )
     assert b.ideal_ns <= b.lp_ns * (1 + REL) and b.lp_ns <= b.ilp_ns * (1 + REL)
     assert b.ilp_ns <= b.pipeline_ns * (1 + REL) and b.bound_ns == b.pipeline_ns
     for sched in ("baseline", "themis", "round_robin", "random", "lp_guided"):
         for queue in ("fifo", "scf"):
-            r = evaluate(topo, collective=coll, size=size, chunks=chunks, scheduler=sched, queue=queue,
-                         cost_model=model, latency_mode=mode)  # fmt: skip
+            r = evaluate(
+                topo,
+                collective=coll,
+                size=size,
+                chunks=chunks,
+                scheduler=sched,
+                queue=queue,
+                cost_model=model,
+                latency_mode=mode,
+            )
             assert b.pipeline_ns <= r.time_ns * (1 + REL), (sched, queue, b, r.time_ns)
 
 
@@ -243,7 +253,6 @@ def test_paths_split_a_flow_into_whole_orders():
     # 3 chunks over dims {0,1,2}: 2 x order (0,1,2), 1 x order (2,0,1); edges are (set after d, d)
     flow = {(0, 2): 2, (4, 1): 2, (6, 0): 2, (0, 1): 1, (2, 0): 1, (3, 2): 1}
     assert sorted(_paths(flow, 3)) == [((0, 1, 2), 2), ((2, 0, 1), 1)]
-
 
 
 def test_a_solve_highs_rejects_for_a_tiny_violation_is_solved_again():

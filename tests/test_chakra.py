@@ -18,13 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dse.core.errors import InputError
+from dse.core.topology import Topology, parse_topology
+from dse.sim.evaluate import evaluate
 from dse.training import chakra_schema as cs
 from dse.training.chakra_read import load_trace
 from dse.training.chakra_write import export_chakra
-from dse.core.errors import InputError
-from dse.sim.evaluate import evaluate
 from dse.training.iteration import iterate
-from dse.core.topology import Topology, parse_topology
 
 from .conftest import DATA, SHARED, read_csv
 
@@ -34,8 +34,12 @@ MICRO = SHARED_CHAKRA / "astra-sim-microbenchmarks"
 PYTORCH = SHARED_CHAKRA / "chakra-tests" / "pytorch_trace.0.et"
 T4, T3 = "4D-Ring_FC_Ring_SW", "3D-FC_Ring_SW"
 MIB = 2**20
-CODE = {"all_reduce": cs.ALL_REDUCE, "all_gather": cs.ALL_GATHER, "reduce_scatter": cs.REDUCE_SCATTER,
-        "all_to_all": cs.ALL_TO_ALL}  # fmt: skip
+CODE = {
+    "all_reduce": cs.ALL_REDUCE,
+    "all_gather": cs.ALL_GATHER,
+    "reduce_scatter": cs.REDUCE_SCATTER,
+    "all_to_all": cs.ALL_TO_ALL,
+}
 MODELS = ("astra-sim", "paper")
 
 
@@ -46,8 +50,17 @@ def _need(path: Path) -> Path:
 
 
 # ----- building and taking apart trace files ------------------------------------------------------
-def node(nid: int, ntype: int = cs.COMP, *deps: int, us: int = 0, coll: int | None = None, size: int | None = None,
-         cpu: bool | None = None, dims: list[bool] | None = None, ctrl: tuple[int, ...] = ()) -> object:  # fmt: skip
+def node(
+    nid: int,
+    ntype: int = cs.COMP,
+    *deps: int,
+    us: int = 0,
+    coll: int | None = None,
+    size: int | None = None,
+    cpu: bool | None = None,
+    dims: list[bool] | None = None,
+    ctrl: tuple[int, ...] = (),
+) -> object:
     """One Chakra `Node` message."""
     m = cs.ChakraNode(id=nid, name=f"n{nid}", type=ntype, duration_micros=us)
     m.data_deps.extend(deps)
@@ -119,7 +132,9 @@ def alone(topo: str, kind: str, size: int, model: str, sched: str = "themis", qu
     """One collective's time alone, with the chunks iterate uses: ASTRA-sim 2.x's 64 splits whatever
     the size; other models one chunk per MiB, 1 to 64."""
     chunks = 64 if model == "astra-sim" else max(1, min(64, size // MIB))
-    return evaluate(topo, collective=kind, size=size, chunks=chunks, scheduler=sched, queue=queue, cost_model=model).time_ns
+    return evaluate(
+        topo, collective=kind, size=size, chunks=chunks, scheduler=sched, queue=queue, cost_model=model
+    ).time_ns
 
 
 def run(tmp_path: Path, msgs: list, topo: str = T3, **kw) -> object:
@@ -163,12 +178,19 @@ GOLDEN = read_csv("astra-sim-2-workloads.csv")
 
 
 def _golden(row: dict) -> object:
-    return iterate(CHAKRA / row["trace"], row["notation"], scheduler=row["scheduler"], queue=row["queue"],
-                   cost_model="astra-sim", chunks=int(row["splits"]))  # fmt: skip
+    return iterate(
+        CHAKRA / row["trace"],
+        row["notation"],
+        scheduler=row["scheduler"],
+        queue=row["queue"],
+        cost_model="astra-sim",
+        chunks=int(row["splits"]),
+    )
 
 
-@pytest.mark.parametrize("row", GOLDEN, ids=[f"{r['trace'][:-5]}-{r['topology']}-{r['scheduler']}-{r['splits']}"
-                                             for r in GOLDEN])  # fmt: skip
+@pytest.mark.parametrize(
+    "row", GOLDEN, ids=[f"{r['trace'][:-5]}-{r['topology']}-{r['scheduler']}-{r['splits']}" for r in GOLDEN]
+)
 def test_astra_sim_2_runs(row: dict) -> None:
     r = _golden(row)
     want = float(row["sim_time_ns"])
@@ -282,8 +304,11 @@ def test_involved_dim_runs_on_those_dims(tmp_path: Path, model: str) -> None:
 
 # ----- 5. export then import ----------------------------------------------------------------------
 def _work(g) -> list[tuple]:
-    return [(n.kind, n.name, n.duration, n.collective, n.size, n.delay, n.policy, n.cpu)
-            for n in g.nodes if n.kind != "mark"]  # fmt: skip
+    return [
+        (n.kind, n.name, n.duration, n.collective, n.size, n.delay, n.policy, n.cpu)
+        for n in g.nodes
+        if n.kind != "mark"
+    ]
 
 
 def _contracted(g) -> set[tuple[int, int]]:
@@ -311,9 +336,17 @@ def _contracted(g) -> set[tuple[int, int]]:
 SPLIT = "Ring(16,100,500)_Ring(16,100,500)_Ring(4,100,500)"  # a 128-NPU model-parallel group splits dim 1
 
 
-@pytest.mark.parametrize(("workload", "topo"), [("gnmt_fp16_fused", T3), ("resnet152", T3), ("large_DLRM_fused", T3),
-                         ("transformer_1t_fused_only_t", T3), ("transformer_1t_fused_only_t", SPLIT),
-                         (str(CHAKRA / "e_hybrid.0.et"), T3)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("workload", "topo"),
+    [
+        ("gnmt_fp16_fused", T3),
+        ("resnet152", T3),
+        ("large_DLRM_fused", T3),
+        ("transformer_1t_fused_only_t", T3),
+        ("transformer_1t_fused_only_t", SPLIT),
+        (str(CHAKRA / "e_hybrid.0.et"), T3),
+    ],
+)
 def test_export_import_is_the_identity(tmp_path: Path, workload: str, topo: str) -> None:
     from dse.training.workload_graph import compile_workload
     from dse.training.workloads import load_workload
@@ -408,10 +441,26 @@ def _damage(tmp_path: Path, how: str) -> tuple[Path, str]:
     return p, f"{p}: node {victim.id}: "
 
 
-DAMAGE = ["truncated", "metadata", "varint", "empty", "gzip garbage", "missing dep", "cycle", "duplicate", "type 12", "send",
-          "reduce", "no size"]  # fmt: skip
-WHAT = {"type 12": "unknown node type 12", "send": "COMM_SEND_NODE", "reduce": "REDUCE is not simulated",
-        "no size": "without comm_size"}  # fmt: skip
+DAMAGE = [
+    "truncated",
+    "metadata",
+    "varint",
+    "empty",
+    "gzip garbage",
+    "missing dep",
+    "cycle",
+    "duplicate",
+    "type 12",
+    "send",
+    "reduce",
+    "no size",
+]
+WHAT = {
+    "type 12": "unknown node type 12",
+    "send": "COMM_SEND_NODE",
+    "reduce": "REDUCE is not simulated",
+    "no size": "without comm_size",
+}
 
 
 @pytest.mark.parametrize("how", DAMAGE)
@@ -441,8 +490,9 @@ def test_damaged_trace_on_the_command_line(run_cli, tmp_path: Path, how: str) ->
 
 def test_damaged_trace_console_script_has_no_traceback(tmp_path: Path) -> None:
     path, start = _damage(tmp_path, "missing dep")
-    p = subprocess.run([sys.executable, "-m", "dse", "iterate", str(path), "-t", T3], check=False, capture_output=True,
-                       text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "dse", "iterate", str(path), "-t", T3], check=False, capture_output=True, text=True
+    )
     assert p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1 and start in p.stderr
 
 
@@ -469,11 +519,17 @@ def test_random_dag_bounds(spec: list) -> None:
     nodes = [comp(i, v, *d) if k == "comp" else coll(i, "all_reduce", v * MIB, *d) for i, (k, v, d) in enumerate(spec)]
     with tempfile.TemporaryDirectory() as tmp:
         path = write_trace(Path(tmp) / "r.0.et", nodes)
-        cases = [("astra-sim", "baseline", "fifo"), ("astra-sim", "themis", "scf"), ("paper", "baseline", "fifo"),
-                 ("paper", "themis", "scf")]
+        cases = [
+            ("astra-sim", "baseline", "fifo"),
+            ("astra-sim", "themis", "scf"),
+            ("paper", "baseline", "fifo"),
+            ("paper", "themis", "scf"),
+        ]
         for model, sched, queue in cases:
             t = iterate(path, T3, cost_model=model, scheduler=sched, queue=queue).time_ns
-            cost = [v * 1000.0 if k == "comp" else alone(T3, "all_reduce", v * MIB, model, sched, queue) for k, v, _ in spec]
+            cost = [
+                v * 1000.0 if k == "comp" else alone(T3, "all_reduce", v * MIB, model, sched, queue) for k, v, _ in spec
+            ]
             zeros = sum(k == "comp" and v == 0 for k, v, _ in spec) if model == "astra-sim" else 0
             lo_compute, lo_all = [0.0] * len(spec), [0.0] * len(spec)
             for i, (k, _, deps) in enumerate(spec):
@@ -510,8 +566,9 @@ def test_cli_timeline_and_plot(run_cli, tmp_path: Path) -> None:
 
 def test_cli_export(run_cli, tmp_path: Path) -> None:
     prefix = str(tmp_path / "gnmt")
-    code, _, err = run_cli("workload", "export", "gnmt_fp16_fused", "--format", "chakra", "-o", prefix, "-t", "2D-SW_SW",
-                           "--npus", "2")  # fmt: skip
+    code, _, err = run_cli(
+        "workload", "export", "gnmt_fp16_fused", "--format", "chakra", "-o", prefix, "-t", "2D-SW_SW", "--npus", "2"
+    )
     assert code == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gnmt.0.et", "gnmt.1.et"]
     code, _, err = run_cli("workload", "export", "gnmt_fp16_fused", "-o", prefix, "--npus", "2")

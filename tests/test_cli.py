@@ -26,13 +26,41 @@ def test_evaluate_json_has_the_result_fields(run_cli):
 
 def test_evaluate_every_parameter_is_a_flag(run_cli):
     code, out, _ = run_cli(
-        "evaluate", "--topology", "Ring(4,100,10)_SW(8,50,20)", "--collective", "reduce_scatter", "--size", "64MiB",
-        "--chunks", "8", "--scheduler", "random", "--queue", "fifo", "--cost-model", "astra-sim",
-        "--latency-mode", "serialized", "--active-chunks", "2", "--seed", "3", "--json",
-    )  # fmt: skip
+        "evaluate",
+        "--topology",
+        "Ring(4,100,10)_SW(8,50,20)",
+        "--collective",
+        "reduce_scatter",
+        "--size",
+        "64MiB",
+        "--chunks",
+        "8",
+        "--scheduler",
+        "random",
+        "--queue",
+        "fifo",
+        "--cost-model",
+        "astra-sim",
+        "--latency-mode",
+        "serialized",
+        "--active-chunks",
+        "2",
+        "--seed",
+        "3",
+        "--json",
+    )
     d = json.loads(out)
-    r = evaluate("Ring(4,100,10)_SW(8,50,20)", collective="reduce_scatter", size="64MiB", chunks=8, scheduler="random",
-                 queue="fifo", cost_model="astra-sim", active_chunks=2, seed=3)  # fmt: skip
+    r = evaluate(
+        "Ring(4,100,10)_SW(8,50,20)",
+        collective="reduce_scatter",
+        size="64MiB",
+        chunks=8,
+        scheduler="random",
+        queue="fifo",
+        cost_model="astra-sim",
+        active_chunks=2,
+        seed=3,
+    )
     assert code == 0 and d["time_ns"] == r.time_ns and d["seed"] == 3 and d["active_chunks"] == 2
 
 
@@ -84,13 +112,25 @@ def test_topologies(run_cli):
         (["evaluate", "Ring(4,100,20)", "--size", "1GB", "--collective", "broadcast"], "collective"),
         (["evaluate", "Ring(4,100,20)", "--size", "1GB", "--chunks", "0"], "chunks"),
         (["evaluate", "Ring(4,100,20)", "--size", "1GB", "--latency-mode", "later"], "latency_mode"),
-        (["evaluate", "Ring(4,100,20)", "--size", "1GB", "--cost-model", "astra-sim", "--latency-mode", "overlapped"], "latency_mode"),
+        (
+            [
+                "evaluate",
+                "Ring(4,100,20)",
+                "--size",
+                "1GB",
+                "--cost-model",
+                "astra-sim",
+                "--latency-mode",
+                "overlapped",
+            ],
+            "latency_mode",
+        ),
         (["evaluate", "SW(6,100,20)", "--size", "1GB", "--cost-model", "astra-sim"], "topology dim 0"),
         (["evaluate", "--size", "1GB"], "topology"),
         (["evaluate", "Ring(4,100,20)"], "dse evaluate"),
         (["nosuchcommand"], "dse"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_line_and_exit_2(run_cli, args, field):
     code, out, err = run_cli(*args)
     assert code == 2 and out == ""
@@ -128,10 +168,14 @@ runpy.run_module("dse", run_name="__main__", alter_sys=True)
 """
 
 
-@pytest.mark.parametrize("where", [
-    "exec('raise KeyboardInterrupt', {})",  # a string exec: dataclasses make their methods so
-    "type('C', (), {'field': Interrupt()})",  # a __set_name__: a dataclass field's, say
-], ids=["string-exec", "set-name"])  # fmt: skip
+@pytest.mark.parametrize(
+    "where",
+    [
+        "exec('raise KeyboardInterrupt', {})",  # a string exec: dataclasses make their methods so
+        "type('C', (), {'field': Interrupt()})",  # a __set_name__: a dataclass field's, say
+    ],
+    ids=["string-exec", "set-name"],
+)
 def test_ctrl_c_inside_a_dataclass_being_made_is_one_line_and_exit_130(where, tmp_path):
     """Under `python -m dse` (as the fault suite and study workers run it), a Ctrl-C that landed in a
     string exec ended the process by SIGINT (exit -2) after `main` had handled it (CPython notes it
@@ -139,8 +183,14 @@ def test_ctrl_c_inside_a_dataclass_being_made_is_one_line_and_exit_130(where, tm
     `__set_name__` came out as a RuntimeError (a traceback, exit 1). The reproduce SIGINT fault case
     did both on a loaded machine: its signal, sent at 60 %, landed as `dse.output.plots`' dataclasses loaded."""
     (tmp_path / "ctrl_c.py").write_text(CTRL_C_AS_A_MODULE_LOADS.format(where=where))
-    p = subprocess.run([sys.executable, "-m", "ctrl_c", "evaluate", "Ring(4,100,10)", "--size", "1MB"], cwd=tmp_path,
-                       env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=120)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "ctrl_c", "evaluate", "Ring(4,100,10)", "--size", "1MB"],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert (p.returncode, p.stderr, p.stdout) == (130, "dse: interrupted\n", "")
 
 
@@ -161,16 +211,26 @@ sys.meta_path.insert(0, Hook())
 """
 
 
-@pytest.mark.parametrize("start", [
-    "runpy.run_module('dse', run_name='__main__', alter_sys=True)",  # python -m dse
-    "from dse.__main__ import run; sys.exit(run())",  # the console script
-], ids=["python-m", "console-script"])  # fmt: skip
+@pytest.mark.parametrize(
+    "start",
+    [
+        "runpy.run_module('dse', run_name='__main__', alter_sys=True)",  # python -m dse
+        "from dse.__main__ import run; sys.exit(run())",  # the console script
+    ],
+    ids=["python-m", "console-script"],
+)
 def test_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130(start, tmp_path):
     """A Ctrl-C before `main` handles it (while the command line imports, tens of ms) ended the
     process with a traceback, by SIGINT: it now waits until `main` runs."""
     (tmp_path / "ctrl_c.py").write_text(CTRL_C_AT_START.format(start=start))
-    p = subprocess.run([sys.executable, "-m", "ctrl_c", "evaluate", "Ring(4,100,10)", "--size", "1MB"], cwd=tmp_path,
-                       env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=120)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "ctrl_c", "evaluate", "Ring(4,100,10)", "--size", "1MB"],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert (p.returncode, p.stderr, p.stdout) == (130, "dse: interrupted\n", "")
 
 

@@ -63,14 +63,20 @@ def msg(nbytes: int, hops: int = 1) -> int:
 
 def astra_phase(kind: str, op: str, c: int) -> int:
     if kind == "ring":
-        return {"RS": (P - 1) * msg(c // P) + E * P, "AG": (P - 1) * msg(c) + E * P,
-                "AR": 2 * (P - 1) * msg(c // P) + E * (2 * P - 1)}[op]  # fmt: skip
+        return {
+            "RS": (P - 1) * msg(c // P) + E * P,
+            "AG": (P - 1) * msg(c) + E * P,
+            "AR": 2 * (P - 1) * msg(c // P) + E * (2 * P - 1),
+        }[op]
     if kind == "fc":
         return {"RS": msg(c // P) + 2 * E, "AG": msg(c) + 2 * E, "AR": 2 * msg(c // P) + 3 * E}[op]
     L = 3
     rs = sum(msg(c // 2**k, 2) for k in range(1, L + 1))
-    return {"RS": rs + E * (L + 1), "AG": sum(msg(c * 2**k, 2) for k in range(L)) + E * (L + 1),
-            "AR": rs + sum(msg((c // P) * 2**k, 2) for k in range(L)) + E * (2 * L + 1)}[op]  # fmt: skip
+    return {
+        "RS": rs + E * (L + 1),
+        "AG": sum(msg(c * 2**k, 2) for k in range(L)) + E * (L + 1),
+        "AR": rs + sum(msg((c // P) * 2**k, 2) for k in range(L)) + E * (2 * L + 1),
+    }[op]
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

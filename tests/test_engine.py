@@ -14,18 +14,30 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dse.sim import engine
 from dse.costs.base import Phase
+from dse.sim import engine
 from dse.sim.engine_io import (
-    CPU, FIFO, GPU, N_COMM, N_COMPUTE, N_MARK, N_REPLAY, NET, SCF_ASTRA, SCF_PRIORITY, EngineGraph, EngineOutput,
+    CPU,
+    FIFO,
+    GPU,
+    N_COMM,
+    N_COMPUTE,
+    N_MARK,
+    N_REPLAY,
+    NET,
+    SCF_ASTRA,
+    SCF_PRIORITY,
+    EngineGraph,
+    EngineOutput,
     NetRules,
-)  # fmt: skip
+)
 
 C_BUILT = engine.c_engine_built()
 needs_c = pytest.mark.skipif(not C_BUILT, reason="the C engine (dse/sim/_engine.c) is not built: nothing to compare")
 ENGINES = ["python"] + (["c"] if C_BUILT else [])
-MANY = settings(max_examples=300, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
+MANY = settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 POLICIES = st.sampled_from([FIFO, SCF_PRIORITY, SCF_ASTRA])
 
 # ----- strategies ------------------------------------------------------------------------------
@@ -42,8 +54,9 @@ OFFSET = st.sampled_from([0.0, 0.0, 0.5, 1.0, -1.0, 2.0])
 DURATION = st.one_of(st.sampled_from([0.0, 1.0, 2.0, 5.0]), st.floats(0.0, 50.0))
 LAG = st.one_of(st.just(0.0), st.sampled_from([1.0, 2.0]), st.floats(0.0, 20.0))
 #: (kind, resource) as dse.training.iteration_engine makes them; collectives twice as likely
-NODE_TYPES = st.sampled_from([(N_COMPUTE, GPU), (N_COMPUTE, CPU), (N_REPLAY, CPU), (N_REPLAY, NET), (N_MARK, -1),
-                              (N_COMM, NET), (N_COMM, NET)])  # fmt: skip
+NODE_TYPES = st.sampled_from(
+    [(N_COMPUTE, GPU), (N_COMPUTE, CPU), (N_REPLAY, CPU), (N_REPLAY, NET), (N_MARK, -1), (N_COMM, NET), (N_COMM, NET)]
+)
 
 
 def num(grid: bool, general):
@@ -93,8 +106,14 @@ def single_cases(draw, shared=False):
     if shared:
         net = NetRules(nd, draw(st.sampled_from([FIFO, SCF_PRIORITY])), draw(st.integers(2, 4)), shared=True)
     else:
-        net = NetRules(nd, draw(POLICIES), draw(st.integers(1, 4)), dim_tiebreak=draw(st.booleans()),
-                       issue_priorities=draw(st.booleans()), track_lead=draw(st.booleans()))  # fmt: skip
+        net = NetRules(
+            nd,
+            draw(POLICIES),
+            draw(st.integers(1, 4)),
+            dim_tiebreak=draw(st.booleans()),
+            issue_priorities=draw(st.booleans()),
+            track_lead=draw(st.booleans()),
+        )
     tied, grid = not shared and draw(st.booleans()), draw(st.booleans())
     net = replace(net, tieless=not tied and draw(st.booleans()))  # the C engine's compact events and lanes
     return net, draw(chunk_plans(nd, tied, net.track_lead, grid)), draw(st.booleans())
@@ -107,8 +126,13 @@ def plain_cases(draw):
     lanes, or events with tie keys; up to 60 chunks of up to 12 phases, few keys."""
     nd = draw(st.integers(1, 5))
     tied, grid = draw(st.booleans()), draw(st.booleans())
-    net = NetRules(nd, draw(st.sampled_from([SCF_PRIORITY, SCF_ASTRA])), 1,
-                   dim_tiebreak=tied and draw(st.booleans()), tieless=not tied)  # fmt: skip
+    net = NetRules(
+        nd,
+        draw(st.sampled_from([SCF_PRIORITY, SCF_ASTRA])),
+        1,
+        dim_tiebreak=tied and draw(st.booleans()),
+        tieless=not tied,
+    )
     return net, draw(chunk_plans(nd, tied, False, grid, max_chunks=60, max_phases=12))
 
 
@@ -127,12 +151,18 @@ def dags(draw, ideal=False, grid=False):
     for j, (k, r) in enumerate(types):
         kinds[label[j]], res[label[j]] = k, r
     return EngineGraph(
-        kinds=tuple(kinds), resources=tuple(res), durations=tuple(draw(num(grid, DURATION)) for _ in range(n)),
-        delays=tuple(draw(num(grid, DELAY)) if k == N_COMM else 0.0 for k in kinds), succ=tuple(map(tuple, succ)),
-        end=draw(st.integers(0, n - 1)), comm_exclusive=draw(st.booleans()), by_id=draw(st.booleans()),
-        min_ns=draw(st.sampled_from([0.0, 1.0])), end_before_release=draw(st.booleans()),
+        kinds=tuple(kinds),
+        resources=tuple(res),
+        durations=tuple(draw(num(grid, DURATION)) for _ in range(n)),
+        delays=tuple(draw(num(grid, DELAY)) if k == N_COMM else 0.0 for k in kinds),
+        succ=tuple(map(tuple, succ)),
+        end=draw(st.integers(0, n - 1)),
+        comm_exclusive=draw(st.booleans()),
+        by_id=draw(st.booleans()),
+        min_ns=draw(st.sampled_from([0.0, 1.0])),
+        end_before_release=draw(st.booleans()),
         ideal=tuple(draw(num(grid, DURATION)) for _ in range(n)) if ideal else None,
-    )  # fmt: skip
+    )
 
 
 @st.composite
@@ -143,8 +173,15 @@ def graph_cases(draw, track=None, prios=None, ideal=False):
     prios = draw(st.booleans()) if prios is None else prios
     shared = not track and draw(st.integers(0, 4)) == 0
     policy = draw(st.sampled_from([FIFO, SCF_ASTRA]) if prios else POLICIES)
-    net = NetRules(nd, policy, draw(st.integers(2, 3)) if shared else draw(st.integers(1, 3)), shared=shared,
-                   dim_tiebreak=draw(st.booleans()), issue_priorities=prios, track_lead=track)  # fmt: skip
+    net = NetRules(
+        nd,
+        policy,
+        draw(st.integers(2, 3)) if shared else draw(st.integers(1, 3)),
+        shared=shared,
+        dim_tiebreak=draw(st.booleans()),
+        issue_priorities=prios,
+        track_lead=track,
+    )
     grid = draw(st.booleans())
     graph = draw(dags(ideal, grid))
     tied = not shared and draw(st.booleans())
@@ -287,16 +324,36 @@ CORNERS = {
     "no chunks": (NetRules(1), None, []),
     "a lone mark": (NetRules(1), small_graph([N_MARK], [-1], [0], [()]), {}),
     # a GPU and a CPU compute started together end together; their GPU successors take the GPU in turn
-    "gpu and cpu end together": (NetRules(1), small_graph([N_COMPUTE] * 4, [GPU, CPU, GPU, GPU], [1] * 4,
-                                                 [((2, 0.0),), ((3, 0.0),), (), ()]), {}),
-    "min_ns makes them equal": (NetRules(1), small_graph([N_COMPUTE] * 4, [GPU, CPU, GPU, GPU], [0, 0.5, 1, 1],
-                                                [((2, 0.0),), ((3, 0.0),), (), ()], min_ns=1.0), {}),
-    "an ideal collective ends with a compute": (NetRules(1), small_graph([N_COMM, N_COMPUTE, N_COMPUTE, N_COMPUTE],
-        [NET, GPU, GPU, GPU], [0, 1, 1, 1], [((2, 0.0),), ((3, 0.0),), (), ()], comm_exclusive=True,
-        ideal=(1.0, 0.0, 0.0, 0.0)), {}),
-    "extreme priorities": (NetRules(1, issue_priorities=True), small_graph([N_COMM] * 2, [NET] * 2, [0, 0], [(), ()]),
-                           {0: ([(ph(0),)] * 2, -(2**63)), 1: ([(ph(0),)] * 2, 2**63 - 1)}),
-}  # fmt: skip
+    "gpu and cpu end together": (
+        NetRules(1),
+        small_graph([N_COMPUTE] * 4, [GPU, CPU, GPU, GPU], [1] * 4, [((2, 0.0),), ((3, 0.0),), (), ()]),
+        {},
+    ),
+    "min_ns makes them equal": (
+        NetRules(1),
+        small_graph(
+            [N_COMPUTE] * 4, [GPU, CPU, GPU, GPU], [0, 0.5, 1, 1], [((2, 0.0),), ((3, 0.0),), (), ()], min_ns=1.0
+        ),
+        {},
+    ),
+    "an ideal collective ends with a compute": (
+        NetRules(1),
+        small_graph(
+            [N_COMM, N_COMPUTE, N_COMPUTE, N_COMPUTE],
+            [NET, GPU, GPU, GPU],
+            [0, 1, 1, 1],
+            [((2, 0.0),), ((3, 0.0),), (), ()],
+            comm_exclusive=True,
+            ideal=(1.0, 0.0, 0.0, 0.0),
+        ),
+        {},
+    ),
+    "extreme priorities": (
+        NetRules(1, issue_priorities=True),
+        small_graph([N_COMM] * 2, [NET] * 2, [0, 0], [(), ()]),
+        {0: ([(ph(0),)] * 2, -(2**63)), 1: ([(ph(0),)] * 2, 2**63 - 1)},
+    ),
+}
 
 
 @needs_c
@@ -313,7 +370,7 @@ BAD = {
     "chunk with no phases": [(ph(0),), ()],
     "only chunk with no phases": [()],
     "dim -1": [(ph(-1),)],  # a list index in Python: the reference checks the range as C does
-}  # fmt: skip
+}
 
 
 def raises(fn) -> BaseException | None:
@@ -356,8 +413,10 @@ def test_vanishing_delay_with_track_lead_agrees():
     """A delay lost to rounding (2^53 + 0.5 == 2^53) is none: no arrival before its release, whose
     lead would read past the plan's end (the C engine once crashed here, so each runs apart)."""
     cmd = [sys.executable, "-c"]
-    runs = [subprocess.run([*cmd, VANISHING.format(eng=e)], capture_output=True, text=True, timeout=60, check=False)
-            for e in ("c", "python")]  # fmt: skip
+    runs = [
+        subprocess.run([*cmd, VANISHING.format(eng=e)], capture_output=True, text=True, timeout=60, check=False)
+        for e in ("c", "python")
+    ]
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-500:]
     assert runs[0].stdout == runs[1].stdout and "raised" not in runs[0].stdout
 

@@ -19,9 +19,11 @@ from hypothesis import strategies as st
 
 from dse.testing import faults
 
+
 def fast(n: int) -> settings:
-    return settings(max_examples=n, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    return settings(
+        max_examples=n, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -60,13 +62,19 @@ def test_malformed_commands_get_one_line_or_work(rng, box):
 
 
 @fast(300)
-@given(kind=st.sampled_from(("sweep", "study", "space", "astra", "workload", "binary")), rng=st.randoms(use_true_random=False))
+@given(
+    kind=st.sampled_from(("sweep", "study", "space", "astra", "workload", "binary")),
+    rng=st.randoms(use_true_random=False),
+)
 def test_malformed_files_get_one_line_and_leave_nothing(kind, rng, box):
     """Mutated sweep, study, space and workload files, and random bytes: exit 0, or one line with no
     output created and no file changed."""
     folder = _fresh(box, "files")
     argv, outputs = faults.file_argv(kind, rng, folder)
-    assert faults.cli_case(argv, folder, outputs=outputs) == [], (kind, (folder / "in.toml").read_bytes()[:400] if (folder / "in.toml").exists() else argv)
+    assert faults.cli_case(argv, folder, outputs=outputs) == [], (
+        kind,
+        (folder / "in.toml").read_bytes()[:400] if (folder / "in.toml").exists() else argv,
+    )
 
 
 @fast(120)
@@ -94,10 +102,15 @@ def references(tmp_path_factory):
 
 # (target, signal, share of the uninterrupted run's output written when the signal is sent)
 KILLS = [
-    ("sweep1", signal.SIGKILL, 0.3), ("sweep1", signal.SIGINT, 0.7), ("sweep2", signal.SIGKILL, 0.6),
-    ("sweep2", signal.SIGINT, 0.2), ("study", signal.SIGKILL, 0.5), ("study", signal.SIGINT, 0.8),
-    ("reproduce", signal.SIGKILL, 0.4), ("reproduce", signal.SIGINT, 0.6),
-]  # fmt: skip
+    ("sweep1", signal.SIGKILL, 0.3),
+    ("sweep1", signal.SIGINT, 0.7),
+    ("sweep2", signal.SIGKILL, 0.6),
+    ("sweep2", signal.SIGINT, 0.2),
+    ("study", signal.SIGKILL, 0.5),
+    ("study", signal.SIGINT, 0.8),
+    ("reproduce", signal.SIGKILL, 0.4),
+    ("reproduce", signal.SIGINT, 0.6),
+]
 
 
 @pytest.mark.parametrize("target, sig, at", KILLS, ids=[f"{t}-{s.name}-{a:.0%}" for t, s, a in KILLS])

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from dse import evaluate, lower_bounds
 from dse.bounds.api import (
     _edge_steps,
-    _flow_edges,
     _floor_search,
+    _flow_edges,
     _Grid,
     _objective,
     _solve,
@@ -21,18 +21,22 @@ from dse.bounds.api import (
     ilp_bound,
 )
 from dse.bounds.floorfit import Lattice, OutOfBudget, targets
-from dse.sim.spec import CollectiveSpec
-
 from dse.core.topology import Dim, Topology
+from dse.sim.spec import CollectiveSpec
 
 
 @st.composite
 def topologies(draw, min_dims, max_dims):
     """Power-of-two sizes (1-4 doublings), the bench's bandwidths and latencies, any kinds."""
-    dims = [Dim(draw(st.sampled_from(["ring", "fc", "switch"])), 2 ** draw(st.integers(1, 4)),
-                draw(st.sampled_from([25, 50, 100, 150, 200, 250, 375, 400])),
-                draw(st.sampled_from([0, 20, 500, 700, 1700, 2000])))
-            for _ in range(draw(st.integers(min_dims, max_dims)))]  # fmt: skip
+    dims = [
+        Dim(
+            draw(st.sampled_from(["ring", "fc", "switch"])),
+            2 ** draw(st.integers(1, 4)),
+            draw(st.sampled_from([25, 50, 100, 150, 200, 250, 375, 400])),
+            draw(st.sampled_from([0, 20, 500, 700, 1700, 2000])),
+        )
+        for _ in range(draw(st.integers(min_dims, max_dims)))
+    ]
     return Topology(tuple(dims))
 
 
@@ -104,8 +108,11 @@ def test_guided_search_is_exact_when_it_finds(topo, chunks):
 def test_targets_are_every_step_vector_with_the_slack():
     wt, caps = [1, 3, 2], [4, 2, 3]
     got = targets(wt, caps, 4, limit=100)
-    want = [[c - s for c, s in zip(caps, ss)] for ss in itertools.product(range(5), range(3), range(4))
-            if sum(w * x for w, x in zip(wt, ss)) == 4 and all(x <= c for x, c in zip(ss, caps))]  # fmt: skip
+    want = [
+        [c - s for c, s in zip(caps, ss)]
+        for ss in itertools.product(range(5), range(3), range(4))
+        if sum(w * x for w, x in zip(wt, ss)) == 4 and all(x <= c for x, c in zip(ss, caps))
+    ]
     assert sorted(got) == sorted(want) and len(got) == len(set(map(tuple, got)))
     assert targets(wt, caps, 4, limit=2) == sorted(want, reverse=True)[:2]  # the first ones, in order
     # an enumeration that gives up says so rather than return a list that looks complete
@@ -154,8 +161,12 @@ def test_an_unreachable_floor_is_proven_and_stays_a_valid_bound():
 
 
 def test_the_mix_found_at_the_floor_is_the_same_every_run():
-    mixes = [lower_bounds("SW(8,50,1700)_FC(4,200,700)_Ring(16,250,1700)_Ring(8,100,20)", size="1GB",
-                          chunks=64, pipeline=False).mix for _ in range(2)]  # fmt: skip
+    mixes = [
+        lower_bounds(
+            "SW(8,50,1700)_FC(4,200,700)_Ring(16,250,1700)_Ring(8,100,20)", size="1GB", chunks=64, pipeline=False
+        ).mix
+        for _ in range(2)
+    ]
     assert mixes[0] == mixes[1] and sum(mixes[0].values()) == 64
     assert Counter(mixes[0]) == Counter(mixes[1])
 
@@ -173,8 +184,9 @@ def test_four_dimension_bounds_match_the_solver_and_no_schedule_beats_them(topo,
     bound equal what HiGHS proves on the order model, and no scheduler beats them."""
     if model == "astra-sim":
         mode = "serialized"
-    b = lower_bounds(topo, collective=coll, size="64MiB", chunks=chunks, cost_model=model, latency_mode=mode,
-                     time_limit_s=60)  # fmt: skip
+    b = lower_bounds(
+        topo, collective=coll, size="64MiB", chunks=chunks, cost_model=model, latency_mode=mode, time_limit_s=60
+    )
     spec = CollectiveSpec.parse(topo, collective=coll, size="64MiB", chunks=chunks, cost_model=model, latency_mode=mode)
     types = chunk_types(spec)
     ilp = _solve(types, 1, relax=False, solver="highs", time_limit_s=60, flow=False)
@@ -183,8 +195,16 @@ def test_four_dimension_bounds_match_the_solver_and_no_schedule_beats_them(topo,
     assert b.ilp_ns == pytest.approx(ilp.bound, rel=1e-6)
     assert b.pipeline_ns == pytest.approx(max(ilp.bound, pipe.bound), rel=1e-6)
     for sched in ("baseline", "themis", "lp_guided"):
-        r = evaluate(topo, collective=coll, size="64MiB", chunks=chunks, scheduler=sched, queue="scf",
-                     cost_model=model, latency_mode=mode)  # fmt: skip
+        r = evaluate(
+            topo,
+            collective=coll,
+            size="64MiB",
+            chunks=chunks,
+            scheduler=sched,
+            queue="scf",
+            cost_model=model,
+            latency_mode=mode,
+        )
         assert b.pipeline_ns <= r.time_ns * (1 + 1e-9), (sched, b, r.time_ns)
 
 
@@ -200,8 +220,9 @@ def test_bounds_the_searches_settle_are_never_above_a_schedule_the_solver_finds(
     short run on the order model is a real mix, so neither bound may exceed its objective; where both
     solves are proven optimal, the bounds equal the solver's."""
     mode = "serialized" if model == "astra-sim" else "overlapped"
-    b = lower_bounds(topo, collective=coll, size="1GB", chunks=chunks, cost_model=model, latency_mode=mode,
-                     time_limit_s=2)  # fmt: skip
+    b = lower_bounds(
+        topo, collective=coll, size="1GB", chunks=chunks, cost_model=model, latency_mode=mode, time_limit_s=2
+    )
     spec = CollectiveSpec.parse(topo, collective=coll, size="1GB", chunks=chunks, cost_model=model, latency_mode=mode)
     types = chunk_types(spec)
     for pipeline, bound in ((False, b.ilp_ns), (True, b.pipeline_ns)):

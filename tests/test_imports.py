@@ -19,18 +19,47 @@ REPO = Path(__file__).resolve().parent.parent
 
 #: Libraries none of `import dse`, `dse --help` and `dse evaluate` needs.
 HEAVY = (
-    "optuna", "pulp", "highspy", "scipy", "numpy", "matplotlib", "joblib", "tqdm", "google.protobuf", "sqlalchemy",
-    "dask", "psycopg", "pandas",
-)  # fmt: skip
+    "optuna",
+    "pulp",
+    "highspy",
+    "scipy",
+    "numpy",
+    "matplotlib",
+    "joblib",
+    "tqdm",
+    "google.protobuf",
+    "sqlalchemy",
+    "dask",
+    "psycopg",
+    "pandas",
+)
 
 #: dse's own modules that only other commands need (bounds, search, workloads, figures...).
 NOT_FOR_EVALUATE = (
-    "dse.bounds", "dse.schedulers.lp_guided", "dse.bounds.floorfit", "dse.training.iteration", "dse.training.chakra_read", "dse.training.workloads", "dse.explore.search",
-    "dse.explore.storage", "dse.explore.sweep", "dse.output.plots", "dse.output.timeline_plot", "dse.output.reproduce",
-)  # fmt: skip
+    "dse.bounds",
+    "dse.schedulers.lp_guided",
+    "dse.bounds.floorfit",
+    "dse.training.iteration",
+    "dse.training.chakra_read",
+    "dse.training.workloads",
+    "dse.explore.search",
+    "dse.explore.storage",
+    "dse.explore.sweep",
+    "dse.output.plots",
+    "dse.output.timeline_plot",
+    "dse.output.reproduce",
+)
 
 #: The simulator's modules, which `dse --help` does not need.
-SIMULATOR = ("dse.evaluate", "dse.sim.simulate", "dse.core.topology", "dse.costs", "dse.schedulers", "dse.output.report", "dse.core.units")
+SIMULATOR = (
+    "dse.evaluate",
+    "dse.sim.simulate",
+    "dse.core.topology",
+    "dse.costs",
+    "dse.schedulers",
+    "dse.output.report",
+    "dse.core.units",
+)
 
 
 def fresh_modules(code: str) -> list[str]:
@@ -42,7 +71,9 @@ def fresh_modules(code: str) -> list[str]:
         + "".join(f"    {line}\n" for line in code.splitlines())
         + "print(json.dumps(sorted(sys.modules)))\n"
     )
-    p = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    p = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.splitlines()[-1])
 
@@ -166,10 +197,26 @@ def test_lp_guided_resolves_without_importing_anything_else() -> None:
 
 def test_lp_guided_from_the_command_line() -> None:
     p = subprocess.run(
-        [sys.executable, "-m", "dse", "evaluate", "Ring(4,100,10)_SW(8,50,20)", "--size", "1MB", "--chunks", "8",
-         "--scheduler", "lp_guided", "--json"],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "dse",
+            "evaluate",
+            "Ring(4,100,10)_SW(8,50,20)",
+            "--size",
+            "1MB",
+            "--chunks",
+            "8",
+            "--scheduler",
+            "lp_guided",
+            "--json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["scheduler"] == "lp_guided"
 

@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 
 from dse import evaluate
 from dse.core.collectives import nominal_bytes_sent
-from dse.sim.evaluate import build_plans
+from dse.core.topology import Dim, Topology
 from dse.costs import get_cost_model
 from dse.schedulers import ScheduleProblem, get_scheduler
 from dse.sim.engine import _engine as _csim
+from dse.sim.evaluate import build_plans
 from dse.sim.simulate import simulate
-from dse.core.topology import Dim, Topology
 
 KIND = st.sampled_from(["ring", "fc", "switch"])
 
@@ -67,8 +67,16 @@ def test_bytes_sent_do_not_depend_on_the_orders(data, topo, coll, model):
     mib=st.integers(1, 512),
 )
 def test_no_schedule_beats_100_percent_bandwidth(topo, coll, sched, queue, mode, chunks, active, mib):
-    r = evaluate(topo, collective=coll, size=mib * 2**20, chunks=chunks, scheduler=sched, queue=queue,
-                 latency_mode=mode, active_chunks=active)  # fmt: skip
+    r = evaluate(
+        topo,
+        collective=coll,
+        size=mib * 2**20,
+        chunks=chunks,
+        scheduler=sched,
+        queue=queue,
+        latency_mode=mode,
+        active_chunks=active,
+    )
     ideal = r.bytes_sent / topo.total_bandwidth
     assert r.time_ns >= ideal * (1 - 1e-9)
     assert 0 < r.bw_utilization <= 1 + 1e-9
@@ -87,8 +95,16 @@ def test_no_schedule_beats_100_percent_bandwidth(topo, coll, sched, queue, mode,
     size=st.integers(10**4, 10**9),
 )
 def test_astra_sim_never_beats_its_own_busiest_dimension(topo, coll, sched, queue, chunks, active, size):
-    r = evaluate(topo, collective=coll, size=size, chunks=chunks, scheduler=sched, queue=queue,
-                 cost_model="astra-sim", active_chunks=active)  # fmt: skip
+    r = evaluate(
+        topo,
+        collective=coll,
+        size=size,
+        chunks=chunks,
+        scheduler=sched,
+        queue=queue,
+        cost_model="astra-sim",
+        active_chunks=active,
+    )
     assert r.time_ns == int(r.time_ns)  # whole nanoseconds
     assert r.time_ns * active >= max(r.dim_busy_ns)
 
@@ -114,8 +130,14 @@ def test_c_and_python_engines_agree_exactly(topo, coll, sched, queue, model, mod
     plan = m.chunking(coll, size, chunks, topo, baseline=s.is_baseline)
     orders = s.orders(ScheduleProblem(topo, coll, plan, m, 3))
     plans = build_plans(m, topo, coll, orders, plan.sizes, lm, s.is_baseline)
-    kw = dict(queue=queue, scf_rule=m.scf_rule, active_chunks=active, shares_bandwidth=False,
-              dim_tiebreak=dim_tiebreak, timeline=True)  # fmt: skip
+    kw = dict(
+        queue=queue,
+        scf_rule=m.scf_rule,
+        active_chunks=active,
+        shares_bandwidth=False,
+        dim_tiebreak=dim_tiebreak,
+        timeline=True,
+    )
     a = simulate(plans, topo.ndims, engine="c", **kw)
     b = simulate(plans, topo.ndims, engine="python", **kw)
     assert a.time_ns == b.time_ns

@@ -8,11 +8,11 @@ from dataclasses import replace
 import pytest
 
 import dse
-from dse.training.iteration_engine import RULES
 from dse.core.errors import InputError
+from dse.core.topology import PRESETS
 from dse.sim.evaluate import evaluate
 from dse.training.iteration import chunk_count, end_to_end_markdown, end_to_end_rows, iterate, scope_dims
-from dse.core.topology import PRESETS
+from dse.training.iteration_engine import RULES
 from dse.training.workloads import ALL, DP, MP, Layer, Workload, load_workload
 
 T4 = "4D-Ring_FC_Ring_SW"
@@ -28,7 +28,9 @@ def test_exports() -> None:
 
 
 def test_no_communication_is_the_compute_sum() -> None:
-    wl = _wl(Layer("a", 100, None, 0, 200, None, 0, 300, None, 0, 7), Layer("b", 1000, None, 0, 50, None, 0, 60, None, 0, 3))
+    wl = _wl(
+        Layer("a", 100, None, 0, 200, None, 0, 300, None, 0, 7), Layer("b", 1000, None, 0, 50, None, 0, 60, None, 0, 3)
+    )
     r = iterate(wl, T4)
     # layer 0 computes no input gradient (200), and updates are delays after collectives (none here)
     assert r.time_ns == pytest.approx(1510) and r.compute_ns == pytest.approx(1510)
@@ -79,7 +81,9 @@ def test_chain_of_collectives_is_the_sum_of_evaluates(scheduler: str, queue: str
     colls = ["all_reduce", "all_gather", "reduce_scatter"]
     wl = _wl(*(Layer(f"l{i}", fwd_comm=c, fwd_bytes=s) for i, (c, s) in enumerate(zip(colls, sizes))))
     r = iterate(wl, T4, scheduler=scheduler, queue=queue)
-    want = sum(evaluate(T4, collective=c, size=s, scheduler=scheduler, queue=queue).time_ns for c, s in zip(colls, sizes))
+    want = sum(
+        evaluate(T4, collective=c, size=s, scheduler=scheduler, queue=queue).time_ns for c, s in zip(colls, sizes)
+    )
     assert r.time_ns == pytest.approx(want, rel=1e-9)
     assert r.comm_ns == pytest.approx(want, rel=1e-9) and r.compute_ns == 0
     runs = r.collectives
@@ -122,8 +126,11 @@ def test_fwd_collective_blocks_the_next_layer() -> None:
 def test_ig_collective_blocks_the_previous_layers_ig_not_wg() -> None:
     e = evaluate(T4, size=64 * 2**20, scheduler="baseline", queue="fifo").time_ns
     # DATA runs W_c, I_c, W_b, I_b, W_a: c's ig all-reduce (issued after I_c) overlaps W_b, then I_b waits for it
-    wl = _wl(Layer("a"), Layer("b", 0, None, 0, 10, None, 0, e / 2, None, 0, 0),
-             Layer("c", 0, None, 0, 0, "all_reduce", 64 * 2**20, 0, None, 0, 0))  # fmt: skip
+    wl = _wl(
+        Layer("a"),
+        Layer("b", 0, None, 0, 10, None, 0, e / 2, None, 0, 0),
+        Layer("c", 0, None, 0, 0, "all_reduce", 64 * 2**20, 0, None, 0, 0),
+    )
     r = iterate(wl, T4, scheduler="baseline", queue="fifo")
     assert r.time_ns == pytest.approx(e + 10, rel=1e-9)
     assert r.exposed_comm_ns == pytest.approx(e / 2, rel=1e-9)
@@ -137,7 +144,10 @@ def test_wg_collective_blocks_only_the_update() -> None:
 
 
 def test_iterations_chain_and_average() -> None:
-    wl = _wl(Layer("a", 100, None, 0, 100, None, 0, 100, "all_reduce", 64 * 2**20, 10), Layer("b", 100, None, 0, 100, None, 0, 100, None, 0, 10))
+    wl = _wl(
+        Layer("a", 100, None, 0, 100, None, 0, 100, "all_reduce", 64 * 2**20, 10),
+        Layer("b", 100, None, 0, 100, None, 0, 100, None, 0, 10),
+    )
     one = iterate(wl, T4)
     three = iterate(wl, T4, iterations=3)
     assert three.compute_ns == pytest.approx(one.compute_ns)
@@ -242,7 +252,9 @@ def test_cli_table_and_json(capsys: pytest.CaptureFixture) -> None:
     assert args.func(args) == 0
     obj = json.loads(capsys.readouterr().out)
     assert obj["time_ns"] > 0 and obj["collective_count"] == 5  # no input-gradient collective for layer 0
-    args = parser.parse_args(["iterate", "resnet152", "-t", T4, "--collectives", "--scheduler", "baseline", "--queue", "fifo"])
+    args = parser.parse_args(
+        ["iterate", "resnet152", "-t", T4, "--collectives", "--scheduler", "baseline", "--queue", "fifo"]
+    )
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "iteration time" in out and "all_reduce" in out
@@ -251,9 +263,11 @@ def test_cli_table_and_json(capsys: pytest.CaptureFixture) -> None:
 def test_dlrm_embedding_all_to_all_overlaps_the_bottom_mlp() -> None:
     size = 64 * 2**20
     e = evaluate(T4, collective="all_to_all", size=size, scheduler="baseline", queue="fifo").time_ns
-    layers = (Layer("emb", 10, "all_to_all", size, 10, "all_to_all", size, 0, None, 0, 0),
-              Layer("bottom", 2 * e, None, 0, 2 * e, None, 0, 0, None, 0, 0),
-              Layer("top", 10, None, 0, 10, None, 0, 0, None, 0, 0))  # fmt: skip
+    layers = (
+        Layer("emb", 10, "all_to_all", size, 10, "all_to_all", size, 0, None, 0, 0),
+        Layer("bottom", 2 * e, None, 0, 2 * e, None, 0, 0, None, 0, 0),
+        Layer("top", 10, None, 0, 10, None, 0, 0, None, 0, 0),
+    )
     plain = iterate(Workload("d", "HYBRID_DLRM", layers), T4, scheduler="baseline", queue="fifo")
     dlrm = iterate(Workload("d", "HYBRID_DLRM", layers, dlrm_last_bottom=1), T4, scheduler="baseline", queue="fifo")
     assert plain.exposed_comm_ns == pytest.approx(e, rel=1e-9)  # the fwd all-to-all gates the bottom MLP

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from dse import iterate
+from dse.core.topology import parse_topology
 from dse.training.iteration import IterationResult
 from dse.training.placement import group_topology, split_dim
-from dse.core.topology import parse_topology
 from dse.training.workloads import Layer, Workload
 
 from .conftest import read_csv
@@ -58,12 +58,20 @@ def test_end_to_end_to_the_ns(row: dict[str, str]) -> None:
 @pytest.mark.parametrize("row", THREE_PASS, ids=_id)
 def test_three_passes_themis_scf_to_the_ns(row: dict[str, str]) -> None:
     """3-pass Themis SCF: the loads node 0 leaves behind change pass 2 (DATA) or the 2nd collective."""
-    r = iterate(row["workload"], row["topology"], scheduler="themis", queue="scf", cost_model="astra-sim-1",
-                iterations=int(row["passes"]))  # fmt: skip
+    r = iterate(
+        row["workload"],
+        row["topology"],
+        scheduler="themis",
+        queue="scf",
+        cost_model="astra-sim-1",
+        iterations=int(row["passes"]),
+    )
     assert r.total_ns == int(row["sim_time_ns"])
 
 
-BASELINE_BUT_MICRO = [r for r in END_TO_END if r["scheduler"] == "baseline" and not r["workload_file"].startswith("micro")]
+BASELINE_BUT_MICRO = [
+    r for r in END_TO_END if r["scheduler"] == "baseline" and not r["workload_file"].startswith("micro")
+]
 DLRM_THEMIS_SCF = [r for r in END_TO_END if "DLRM" in r["workload_file"] and r["scheduler"] == "themis_scf"]
 
 
@@ -86,12 +94,29 @@ RING_SW = "Ring(4,100,1,links=2)_SW(8,50,1,links=1)"
 def _recompute_workload(checkpoints: tuple[int, ...] = (), initiates: tuple[int, ...] = ()) -> Workload:
     """Four layers, each slot with a collective: fwd/ig on the model-parallel ring, wg on the switch."""
     layers = tuple(
-        Layer(f"l{i}", fwd_compute=1000.0 * (i + 1), fwd_comm="all_reduce", fwd_bytes=MIB, ig_compute=500.0,
-              ig_comm="all_reduce", ig_bytes=MIB, wg_compute=300.0, wg_comm="all_reduce", wg_bytes=4 * MIB, wg_update=10.0)
+        Layer(
+            f"l{i}",
+            fwd_compute=1000.0 * (i + 1),
+            fwd_comm="all_reduce",
+            fwd_bytes=MIB,
+            ig_compute=500.0,
+            ig_comm="all_reduce",
+            ig_bytes=MIB,
+            wg_compute=300.0,
+            wg_comm="all_reduce",
+            wg_bytes=4 * MIB,
+            wg_update=10.0,
+        )
         for i in range(4)
-    )  # fmt: skip
-    return Workload("recompute", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", layers, model_parallel_group=4,
-                    checkpoints=checkpoints, checkpoint_initiates=initiates)  # fmt: skip
+    )
+    return Workload(
+        "recompute",
+        "HYBRID_TRANSFORMER_FWD_IN_BCKWD",
+        layers,
+        model_parallel_group=4,
+        checkpoints=checkpoints,
+        checkpoint_initiates=initiates,
+    )
 
 
 @pytest.mark.parametrize("cost_model", ["paper", "astra-sim-1"])
@@ -121,11 +146,21 @@ SPLIT_BY_HAND = "SW(16,150,1,links=6)_SW(8,100,1,links=1)_SW(8,100,1,links=1)"
 def _hybrid_128() -> Workload:
     """A hybrid workload whose model-parallel group (128) is no prefix of 16 x 64."""
     layers = tuple(
-        Layer(f"l{i}", fwd_compute=2000.0, fwd_comm="all_reduce", fwd_bytes=(i + 1) * 4 * MIB, ig_compute=1500.0,
-              ig_comm="all_gather" if i % 2 else "all_reduce", ig_bytes=3 * MIB, wg_compute=1000.0,
-              wg_comm="all_reduce", wg_bytes=(5 + i) * 2 * MIB, wg_update=7.0)
+        Layer(
+            f"l{i}",
+            fwd_compute=2000.0,
+            fwd_comm="all_reduce",
+            fwd_bytes=(i + 1) * 4 * MIB,
+            ig_compute=1500.0,
+            ig_comm="all_gather" if i % 2 else "all_reduce",
+            ig_bytes=3 * MIB,
+            wg_compute=1000.0,
+            wg_comm="all_reduce",
+            wg_bytes=(5 + i) * 2 * MIB,
+            wg_update=7.0,
+        )
         for i in range(5)
-    )  # fmt: skip
+    )
     return Workload("hybrid128", "HYBRID_TRANSFORMER", layers, model_parallel_group=128, layer0_input_gradient=True)
 
 
@@ -155,10 +190,17 @@ def test_fc_split_scales_bandwidth_and_links_by_peers() -> None:
 
 def test_bytes_sent_do_not_depend_on_the_scheduler() -> None:
     """DATA, five collectives of four kinds: what one NPU sends is the schedule's business, not its amount."""
-    kinds = [("all_reduce", 64 * MIB), ("all_gather", 3 * MIB), ("reduce_scatter", 10 * MIB), ("all_reduce", MIB // 2),
-             ("all_to_all", 8 * MIB)]  # fmt: skip
-    layers = tuple(Layer(f"l{i}", fwd_compute=1000.0, ig_compute=800.0, wg_compute=600.0, wg_comm=c, wg_bytes=b)
-                   for i, (c, b) in enumerate(kinds))  # fmt: skip
+    kinds = [
+        ("all_reduce", 64 * MIB),
+        ("all_gather", 3 * MIB),
+        ("reduce_scatter", 10 * MIB),
+        ("all_reduce", MIB // 2),
+        ("all_to_all", 8 * MIB),
+    ]
+    layers = tuple(
+        Layer(f"l{i}", fwd_compute=1000.0, ig_compute=800.0, wg_compute=600.0, wg_comm=c, wg_bytes=b)
+        for i, (c, b) in enumerate(kinds)
+    )
     wl = Workload("data5", "DATA", layers)
     for topo in ("2D-SW_SW", "3D-FC_Ring_SW", "4D-Ring_FC_Ring_SW"):
         base = iterate(wl, topo, scheduler="baseline", queue="fifo")
@@ -196,11 +238,19 @@ def _astra_file(tmp_path: Path, name: str, header: str) -> Path:
 HYB = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group:"
 
 
-@pytest.mark.parametrize("name, header, topo, words", [
-    ("initiate_below.txt", f"{HYB} 4 checkpoints: 1 2 checkpoint_initiates: 1 1", "2D-SW_SW", ["checkpoint_initiates"]),
-    ("no_layer.txt", f"{HYB} 4 checkpoints: 1 9 checkpoint_initiates: 1 2", "2D-SW_SW", ["checkpoints"]),
-    ("group48.txt", f"{HYB} 48", "4D-Ring_FC_Ring_SW", ["model_parallel_NPU_group", "48"]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, header, topo, words",
+    [
+        (
+            "initiate_below.txt",
+            f"{HYB} 4 checkpoints: 1 2 checkpoint_initiates: 1 1",
+            "2D-SW_SW",
+            ["checkpoint_initiates"],
+        ),
+        ("no_layer.txt", f"{HYB} 4 checkpoints: 1 9 checkpoint_initiates: 1 2", "2D-SW_SW", ["checkpoints"]),
+        ("group48.txt", f"{HYB} 48", "4D-Ring_FC_Ring_SW", ["model_parallel_NPU_group", "48"]),
+    ],
+)
 def test_bad_workload_file_is_one_line(
     run_cli: Callable[..., tuple[int, str, str]], tmp_path: Path, name: str, header: str, topo: str, words: list[str]
 ) -> None:

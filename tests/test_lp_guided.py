@@ -3,9 +3,9 @@
 import pytest
 
 from dse import evaluate, lower_bounds
+from dse.core.topology import PAPER_PRESETS
 from dse.schedulers.lp_guided import LPGuidedScheduler
 from dse.testing.schedulers import SchedulerConformance
-from dse.core.topology import PAPER_PRESETS
 
 
 class TestLPGuided(SchedulerConformance):

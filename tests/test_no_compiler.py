@@ -43,7 +43,10 @@ def test_everything_runs_on_the_python_reference_without_the_c_engine() -> None:
     assert p.returncode == 0, p.stderr
     got = json.loads(p.stdout)
     assert got["paper"] == dse.evaluate("4D-Ring_FC_Ring_SW", size="1GB", chunks=16).time_ns
-    assert got["astra"] == dse.evaluate("3D-FC_Ring_SW", size="64MB", chunks=8, cost_model="astra-sim", queue="fifo").time_ns
+    assert (
+        got["astra"]
+        == dse.evaluate("3D-FC_Ring_SW", size="64MB", chunks=8, cost_model="astra-sim", queue="fifo").time_ns
+    )
     assert got["shared"] == dse.evaluate("2D-SW_SW", size="64MB", chunks=8, active_chunks=3).time_ns
     assert got["many"] == dse.evaluate_many(["2D-SW_SW", "3D-FC_Ring_SW"], size="64MB", chunks=8).time_ns
     assert got["iterate"] == dse.iterate("gnmt_fp16_fused", "4D-Ring_FC_Ring_SW").time_ns

@@ -7,28 +7,41 @@ import json
 import pytest
 
 from dse.cli.main import build_parser
-from dse.output.plots import sweep_plot_data, varying_columns
-from dse.output.report import ComparisonRow, comparison_text, format_percent
 from dse.explore.sweep import read_rows, run_sweep
 from dse.explore.sweepfile import parse_sweep
+from dse.output.plots import sweep_plot_data, varying_columns
+from dse.output.report import ComparisonRow, comparison_text, format_percent
 
 
-@pytest.mark.parametrize("x,text", [(-1e-12, "0.00 %"), (-0.00004, "0.00 %"), (0.0, "0.00 %"), (0.00005, "0.01 %"),
-                                    (-0.0051, "-0.51 %"), (0.6006, "60.06 %")])  # fmt: skip
+@pytest.mark.parametrize(
+    "x,text",
+    [
+        (-1e-12, "0.00 %"),
+        (-0.00004, "0.00 %"),
+        (0.0, "0.00 %"),
+        (0.00005, "0.01 %"),
+        (-0.0051, "-0.51 %"),
+        (0.6006, "60.06 %"),
+    ],
+)
 def test_format_percent_has_no_negative_zero(x, text):
     assert format_percent(x) == text
 
 
 def test_a_gap_of_float_noise_prints_zero():
-    rows = [ComparisonRow("baseline", "fifo", 2.5e6, 0.9, 1.0, -1e-12), ComparisonRow("themis", "scf", 2.5e6, 0.9, 1.0, 0.0)]
+    rows = [
+        ComparisonRow("baseline", "fifo", 2.5e6, 0.9, 1.0, -1e-12),
+        ComparisonRow("themis", "scf", 2.5e6, 0.9, 1.0, 0.0),
+    ]
     text = comparison_text(rows, "title")
     gaps = [line.split()[-2] for line in text.splitlines()[3:]]
     assert gaps == ["0.00", "0.00"]
 
 
 def test_all_to_all_compare_says_what_bound_and_utilisation_mean(run_cli):
-    code, out, _ = run_cli("compare", "Ring(4,100,10)_SW(4,50,100)", "--size", "64MB", "--chunks", "4",
-                           "--collective", "all_to_all")  # fmt: skip
+    code, out, _ = run_cli(
+        "compare", "Ring(4,100,10)_SW(4,50,100)", "--size", "64MB", "--chunks", "4", "--collective", "all_to_all"
+    )
     notes = [line for line in out.splitlines() if line.startswith("note: ")]
     assert code == 0 and len(notes) == 1 and "ascending order" in notes[0] and "ideal" in notes[0]
     code, out, _ = run_cli("compare", "Ring(4,100,10)_SW(4,50,100)", "--size", "64MB", "--chunks", "4")
@@ -63,7 +76,15 @@ def test_every_json_flag_has_help():
 
 
 def _rows(**vary):
-    base = {"point": "0", "topology": "T", "chunks": "2", "scheduler": "random", "seed": "0", "time_ns": "1", "crc": "x"}
+    base = {
+        "point": "0",
+        "topology": "T",
+        "chunks": "2",
+        "scheduler": "random",
+        "seed": "0",
+        "time_ns": "1",
+        "crc": "x",
+    }
     out = []
     for i, (chunks, seed, y) in enumerate(vary["cells"]):
         out.append({**base, "point": str(i), "chunks": chunks, "seed": seed, "time_ns": y, "crc": f"c{i}"})
@@ -89,8 +110,16 @@ def test_sweep_plot_of_distinct_points_needs_nothing():
 
 
 def test_plot_sweep_cli_refuses_then_averages_on_request(run_cli, tmp_path):
-    s = parse_sweep({"topology": "2D-SW_SW", "size": "1MB", "chunks": [2, 4], "scheduler": "random", "queue": "fifo",
-                     "seed": [0, 1, 2]})  # fmt: skip
+    s = parse_sweep(
+        {
+            "topology": "2D-SW_SW",
+            "size": "1MB",
+            "chunks": [2, 4],
+            "scheduler": "random",
+            "queue": "fifo",
+            "seed": [0, 1, 2],
+        }
+    )
     csv = tmp_path / "r.csv"
     run_sweep(s, csv, jobs=1)
     assert len(read_rows(csv)) == 6
@@ -98,6 +127,11 @@ def test_plot_sweep_cli_refuses_then_averages_on_request(run_cli, tmp_path):
     code, out, err = run_cli("plot", "sweep", str(csv), "--x", "chunks", "--y", "time_ns", "--out", str(png))
     assert code == 2 and out == "" and err.count("\n") == 1 and "seed" in err and not png.exists()
     code, out, err = run_cli("plot", "sweep", str(csv), "--x", "chunks", "--y", "time_ns", "--mean", "--out", str(png))
-    assert code == 0 and out.splitlines() == ["note: each point averages the rows that differ in seed (up to 3 rows)", str(png)]
-    code, out, _ = run_cli("plot", "sweep", str(csv), "--x", "chunks", "--y", "time_ns", "--hue", "seed", "--out", str(png))
+    assert code == 0 and out.splitlines() == [
+        "note: each point averages the rows that differ in seed (up to 3 rows)",
+        str(png),
+    ]
+    code, out, _ = run_cli(
+        "plot", "sweep", str(csv), "--x", "chunks", "--y", "time_ns", "--hue", "seed", "--out", str(png)
+    )
     assert code == 0 and out.splitlines() == [str(png)]

@@ -8,20 +8,38 @@ from hypothesis import strategies as st
 
 from dse import evaluate
 from dse.core.limits import MAX_BYTES
-from dse.output.report import bounds_text, result_text
 from dse.core.topology import parse_topology
 from dse.core.units import format_size, parse_size, size_family
+from dse.output.report import bounds_text, result_text
 
-MULT = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-        "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}  # fmt: skip
+MULT = {
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+}
 SMALL = "Ring(4,100,10)_SW(4,50,100)"
 
 
 @pytest.mark.parametrize(
     "size,printed",
-    [("2GB", "2 GB"), ("256MB", "256 MB"), ("1GiB", "1 GiB"), ("0.1GiB", "102.4 MiB"), ("1e9", "1 GB"),
-     ("4096", "4.096 KB"), ("1.5KiB", "1.5 KiB"), ("999999999B", "1 GB"), ("12kb", "12 KB")],
-)  # fmt: skip
+    [
+        ("2GB", "2 GB"),
+        ("256MB", "256 MB"),
+        ("1GiB", "1 GiB"),
+        ("0.1GiB", "102.4 MiB"),
+        ("1e9", "1 GB"),
+        ("4096", "4.096 KB"),
+        ("1.5KiB", "1.5 KiB"),
+        ("999999999B", "1 GB"),
+        ("12kb", "12 KB"),
+    ],
+)
 def test_evaluate_prints_the_size_in_the_family_given(run_cli, size, printed):
     code, out, err = run_cli("evaluate", SMALL, "--size", size, "--chunks", "4")
     assert code == 0 and err == ""
@@ -55,7 +73,14 @@ def test_python_api_ints_are_decimal():
 
 def test_size_family():
     assert [size_family(v) for v in ("1GiB", "64 mib", "2KiB", "1GB", "1e9", "3B", "17")] == [
-        "binary", "binary", "binary", "decimal", "decimal", "decimal", "decimal"]  # fmt: skip
+        "binary",
+        "binary",
+        "binary",
+        "decimal",
+        "decimal",
+        "decimal",
+        "decimal",
+    ]
     assert size_family(4096) == size_family(1e9) == "decimal"
 
 

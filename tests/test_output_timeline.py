@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 from dse import evaluate
-from dse.output.timeline_plot import json_timeline_data, result_timeline_data, time_unit
 from dse.core.topology import parse_topology
+from dse.output.timeline_plot import json_timeline_data, result_timeline_data, time_unit
 
 TOPO = "Ring(4,375,20)_FC(8,175,700)_SW(8,100,1700)"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -27,11 +27,17 @@ def test_one_lane_per_dimension_holding_the_timeline(model, active):
     topo = parse_topology(TOPO)
     r = evaluate(topo, size="64MiB", chunks=8, cost_model=model, active_chunks=active, timeline=True)
     data = result_timeline_data(r, topo)
-    assert [lane.label for lane in data.lanes] == ["dim 0: Ring(4) 375 GB/s", "dim 1: FC(8) 175 GB/s", "dim 2: SW(8) 100 GB/s"]
+    assert [lane.label for lane in data.lanes] == [
+        "dim 0: Ring(4) 375 GB/s",
+        "dim 1: FC(8) 175 GB/s",
+        "dim 2: SW(8) 100 GB/s",
+    ]
     shared = model == "paper" and active > 1  # phases share the bandwidth: a bar is the whole phase
     assert data.shared == shared
-    want = {d: Counter((e.chunk, e.kind, e.start, e.end if shared else e.start + e.busy) for e in r.timeline if e.dim == d)
-            for d in range(3)}  # fmt: skip
+    want = {
+        d: Counter((e.chunk, e.kind, e.start, e.end if shared else e.start + e.busy) for e in r.timeline if e.dim == d)
+        for d in range(3)
+    }
     assert _bars(data) == want
     # the legend has exactly the colours drawn, one entry each
     assert {c for _, c in data.legend} == _colours(data) and len(data.legend) == len(_colours(data))
@@ -50,7 +56,9 @@ def test_one_lane_per_dimension_holding_the_timeline(model, active):
 
 def test_astra_sim_baseline_draws_its_all_reduce_phase_in_the_legend():
     topo = parse_topology("3D-SW_SW_SW_hetero")
-    r = evaluate(topo, size="64MiB", chunks=4, scheduler="baseline", queue="fifo", cost_model="astra-sim", timeline=True)
+    r = evaluate(
+        topo, size="64MiB", chunks=4, scheduler="baseline", queue="fifo", cost_model="astra-sim", timeline=True
+    )
     data = result_timeline_data(r, topo)
     assert "all-reduce phase" in [label for label, _ in data.legend]
     assert {c for _, c in data.legend} == _colours(data)
@@ -83,8 +91,20 @@ def test_evaluate_plot_writes_the_figure_and_prints_the_table(run_cli, tmp_path)
 
 
 def test_plot_timeline_from_json(run_cli, tmp_path):
-    code, out, _ = run_cli("evaluate", TOPO, "--size", "64MiB", "--chunks", "8", "--cost-model", "astra-sim",
-                           "--active-chunks", "2", "--json", "--timeline")  # fmt: skip
+    code, out, _ = run_cli(
+        "evaluate",
+        TOPO,
+        "--size",
+        "64MiB",
+        "--chunks",
+        "8",
+        "--cost-model",
+        "astra-sim",
+        "--active-chunks",
+        "2",
+        "--json",
+        "--timeline",
+    )
     d = json.loads(out)
     topo = parse_topology(TOPO)
     r = evaluate(topo, size="64MiB", chunks=8, cost_model="astra-sim", active_chunks=2, timeline=True)
@@ -97,7 +117,9 @@ def test_plot_timeline_from_json(run_cli, tmp_path):
 
 
 def _one_line(code, out, err, *words):
-    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("dse: error: ") and "Traceback" not in err
+    assert (
+        code == 2 and out == "" and err.count("\n") == 1 and err.startswith("dse: error: ") and "Traceback" not in err
+    )
     assert all(w in err for w in words), err
 
 
@@ -118,5 +140,11 @@ def test_bad_files_are_refused_in_one_line(run_cli, tmp_path):
     broken["timeline"][0]["dim"] = 7
     bad.write_text(json.dumps(broken))
     _one_line(*run_cli("plot", "timeline", str(bad), "--out", str(tmp_path / "a.png")), "dim 7")
-    _one_line(*run_cli("plot", "timeline", str(tmp_path / "missing.json"), "--out", str(tmp_path / "a.png")), "no such file")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "plain.json", "tl.json"]  # no figure, no temp file
+    _one_line(
+        *run_cli("plot", "timeline", str(tmp_path / "missing.json"), "--out", str(tmp_path / "a.png")), "no such file"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "bad.json",
+        "plain.json",
+        "tl.json",
+    ]  # no figure, no temp file

@@ -36,8 +36,13 @@ def _union_by_segments(intervals):
 
 def test_the_case_that_passed_100_percent_is_capped_with_a_warning():
     with pytest.warns(UserWarning, match=r"4 phases at once.*full bandwidth.*congestion-unaware") as rec:
-        r = evaluate(CASE["topology"], size=CASE["size"], cost_model=CASE["cost_model"],
-                     active_chunks=CASE["active_chunks"], timeline=True)  # fmt: skip
+        r = evaluate(
+            CASE["topology"],
+            size=CASE["size"],
+            cost_model=CASE["cost_model"],
+            active_chunks=CASE["active_chunks"],
+            timeline=True,
+        )
     assert len([w for w in rec if "BW utilisation" in str(w.message)]) == 1
     model = get_cost_model("astra-sim")
     topo_bw = sum(model.bytes_per_ns(d) for d in __import__("dse").core.topology.parse_topology("2D-SW_SW").dims)
@@ -86,8 +91,16 @@ def test_busy_union_merges_overlaps():
 def test_utilisations_stay_within_0_and_1(topo, coll, sched, queue, model, chunks, active, size):
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        r = evaluate(topo, collective=coll, size=size, chunks=chunks, scheduler=sched, queue=queue,
-                     cost_model=model, active_chunks=active)  # fmt: skip
+        r = evaluate(
+            topo,
+            collective=coll,
+            size=size,
+            chunks=chunks,
+            scheduler=sched,
+            queue=queue,
+            cost_model=model,
+            active_chunks=active,
+        )
     assert all(0 <= u <= 1 + 1e-9 for u in r.dim_utilization)
     assert all(b <= r.time_ns * (1 + 1e-9) for b in r.dim_busy_ns)
     assert 0 < r.bw_utilization <= 1 and r.bw_utilization == min(1.0, r.bw_utilization_uncapped)
@@ -116,8 +129,18 @@ def test_cli_shows_the_cap_and_keeps_the_uncapped_value_in_json(run_cli):
 
 
 def test_compare_warns_once(run_cli):
-    code, out, err = run_cli("compare", "Ring(4,100,10)_SW(4,50,100)", "--size", "64MB", "--chunks", "8",
-                             "--cost-model", "astra-sim", "--active-chunks", "4")  # fmt: skip
+    code, out, err = run_cli(
+        "compare",
+        "Ring(4,100,10)_SW(4,50,100)",
+        "--size",
+        "64MB",
+        "--chunks",
+        "8",
+        "--cost-model",
+        "astra-sim",
+        "--active-chunks",
+        "4",
+    )
     assert code == 0 and err.count("dse: warning: BW utilisation above 100 %") == 1 and err.count("\n") == 1
     rows = [line.split() for line in out.splitlines()[3:13]]
     assert len(rows) == 10 and all(float(r[4]) == 100.0 for r in rows)  # scheduler queue time unit util % ...
@@ -131,9 +154,30 @@ def test_a_schedule_below_the_bound_is_explained(run_cli):
     assert note is not None and "-50.00 %" in note and "4 phases at once" in note
     assert below_bound_note(rows[1:], "astra-sim", 4) is None
     assert below_bound_note([ComparisonRow("b", "f", 1.0, 1.0, 1.0, -1e-12)], "paper", 1) is None  # float noise
-    code, out, _ = run_cli("compare", "Ring(4,100,10)_SW(4,50,100)", "--size", "64MB", "--chunks", "8", "--json",
-                           "--cost-model", "astra-sim", "--active-chunks", "4")  # fmt: skip
+    code, out, _ = run_cli(
+        "compare",
+        "Ring(4,100,10)_SW(4,50,100)",
+        "--size",
+        "64MB",
+        "--chunks",
+        "8",
+        "--json",
+        "--cost-model",
+        "astra-sim",
+        "--active-chunks",
+        "4",
+    )
     negative = any(r["gap_to_bound"] < -1e-9 for r in json.loads(out)["rows"])
-    code, out, _ = run_cli("compare", "Ring(4,100,10)_SW(4,50,100)", "--size", "64MB", "--chunks", "8",
-                           "--cost-model", "astra-sim", "--active-chunks", "4")  # fmt: skip
+    code, out, _ = run_cli(
+        "compare",
+        "Ring(4,100,10)_SW(4,50,100)",
+        "--size",
+        "64MB",
+        "--chunks",
+        "8",
+        "--cost-model",
+        "astra-sim",
+        "--active-chunks",
+        "4",
+    )
     assert code == 0 and ("note: schedules beat the bound" in out) == negative

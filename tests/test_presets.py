@@ -8,9 +8,6 @@ import pytest
 
 import dse
 from dse.core.errors import InputError
-from dse.output.reproduce import SIZES_GIB, finish_rows, summarize, sweeps, topology_for
-from dse.explore.sweep import read_rows, run_sweep
-from dse.explore.sweepfile import parse_sweep
 from dse.core.topology import (
     ARTIFACT_PRESETS,
     PAPER_PRESETS,
@@ -19,7 +16,10 @@ from dse.core.topology import (
     SYSTEM_PRESETS,
     parse_topology,
     preset_records,
-)  # fmt: skip
+)
+from dse.explore.sweep import read_rows, run_sweep
+from dse.explore.sweepfile import parse_sweep
+from dse.output.reproduce import SIZES_GIB, finish_rows, summarize, sweeps, topology_for
 
 # The artifact's own notation of its topologies, as recorded beside its end-to-end runs
 # (reference/astra-sim-1.0-end-to-end.csv, column `notation`).
@@ -66,8 +66,9 @@ def test_artifact_variant_is_what_the_reproduction_runs(name):
 def test_every_command_and_the_api_accept_the_variant(run_cli):
     r = dse.evaluate("4D-Ring_FC_Ring_SW@artifact", size="64MiB", cost_model="astra-sim-1")
     assert r.topology == "4D-Ring_FC_Ring_SW@artifact"
-    code, out, err = run_cli("evaluate", "4d-ring_fc_ring_sw@ARTIFACT", "--size", "64MiB", "--cost-model",
-                             "astra-sim-1", "--json")  # fmt: skip
+    code, out, err = run_cli(
+        "evaluate", "4d-ring_fc_ring_sw@ARTIFACT", "--size", "64MiB", "--cost-model", "astra-sim-1", "--json"
+    )
     assert code == 0 and err == "" and json.loads(out)["time_ns"] == r.time_ns
     code, out, _ = run_cli("bound", "-t", "2D-SW_SW@artifact", "--size", "64MiB", "--json")
     assert code == 0 and json.loads(out)["topology"] == "2D-SW_SW@artifact"
@@ -77,7 +78,9 @@ def _reproduction_speedup(tmp_path, name, size, model):
     """Themis+SCF's speed-up over baseline+FIFO as `dse reproduce themis` computes it: its own sweep
     table cut down to one topology and size, run through the sweep machinery and `summarize`."""
     table = dict(sweeps(model)["single_allreduce"])
-    table.update(topology=[topology_for(name, model).notation()], size=[size], schedules=["baseline+fifo", "themis+scf"])
+    table.update(
+        topology=[topology_for(name, model).notation()], size=[size], schedules=["baseline+fifo", "themis+scf"]
+    )
     raw = tmp_path / "one.raw.csv"
     run_sweep(parse_sweep(table, source="test"), raw)
     rows = finish_rows(read_rows(raw), {topology_for(name, model).notation(): name}, model)
@@ -109,7 +112,7 @@ def test_compare_on_the_artifact_variant_matches_the_reproduction(run_cli, tmp_p
         ("NoSuch@artifact", "unknown preset 'NoSuch'"),
         ("2D-SW_SW@artifact@artifact", "unknown preset"),
     ],
-)  # fmt: skip
+)
 def test_unknown_variant_is_one_line_naming_the_allowed_ones(run_cli, spec, text):
     with pytest.raises(InputError) as e:
         parse_topology(spec)

@@ -73,8 +73,11 @@ def readme_commands() -> list[Command]:
 
 
 def python_blocks() -> list[tuple[int, str]]:
-    return [(start, "\n".join(body)) for start, lang, body in _fenced_blocks(README.read_text().splitlines())
-            if lang == "python"]  # fmt: skip
+    return [
+        (start, "\n".join(body))
+        for start, lang, body in _fenced_blocks(README.read_text().splitlines())
+        if lang == "python"
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +95,9 @@ def test_the_readme_starts_with_its_two_setup_commands() -> None:
 
 
 @pytest.mark.parametrize("cmd", readme_commands(), ids=lambda c: f"README:{c.line}")
-def test_readme_command(cmd: Command, workspace: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_readme_command(
+    cmd: Command, workspace: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if cmd.argv[:1] == (".",) or cmd.argv[:1] == ("source",):
         assert (REPO / cmd.argv[1]).name == "activate"  # the venv's, created by scripts/setup
         return
@@ -116,11 +121,13 @@ def test_readme_command(cmd: Command, workspace: Path, capsys: pytest.CaptureFix
         assert _steady(out.rstrip("\n").splitlines()) == _steady(cmd.output), f"README line {cmd.line}"
 
 
-def _steady(lines: "list[str] | tuple[str, ...]") -> list[str]:
+def _steady(lines: list[str] | tuple[str, ...]) -> list[str]:
     """Lines without trailing blanks, wall-clock solve times (``solver ... 0.124 s``) masked: the only
     part of a printed output that may differ between runs."""
-    return [re.sub(r"\b\d+(\.\d+)? s\b", "<wall> s", ln.rstrip()) if ln.startswith("solver") else ln.rstrip()
-            for ln in lines]  # fmt: skip
+    return [
+        re.sub(r"\b\d+(\.\d+)? s\b", "<wall> s", ln.rstrip()) if ln.startswith("solver") else ln.rstrip()
+        for ln in lines
+    ]
 
 
 @pytest.mark.parametrize(("line", "code"), python_blocks(), ids=lambda v: f"README:{v}" if isinstance(v, int) else "")

@@ -30,28 +30,34 @@ def one_line(code, err, word):
     assert word in err, err
 
 
-@pytest.mark.parametrize("argv, word", [
-    (["evaluate", "2D-SW_SW", "--size", "1e400"], "2^53"),
-    (["evaluate", "2D-SW_SW", "--size", "1e309"], "2^53"),
-    (["evaluate", "Ring(4,100,1e308)", "--size", "1GB"], "latency"),
-    (["evaluate", "_".join(["Ring(2,1,1)"] * 600), "--size", "1MB"], "2^40 NPUs"),
-    (["evaluate", "_".join(["Ring(2,1,1)"] * 2000), "--size", "1MB"], "2^40 NPUs"),
-    (["evaluate", "Ring(1,100,10)", "--size", "1GB"], "no dimension with 2 or more NPUs"),
-    (["evaluate", "Ring(4,100,10,links=2,links=3)", "--size", "1GB"], "given twice"),
-    (["evaluate", "Ring(4,100,10,algo=ring,algorithm=ring)", "--size", "1GB"], "given twice"),
-    (["evaluate", "Ring(\uff14,100,10)", "--size", "1GB"], "npus"),
-    (["evaluate", "2D-SW_SW", "--size", "1.5B"], "whole number of bytes"),
-    (["evaluate", "2D-SW_SW", "--size", "0.5"], "whole number of bytes"),
-    (["evaluate", "2D-SW_SW", "--size", "100", "--chunks", "1000"], "one chunk per byte"),
-    (["evaluate", "2D-SW_SW", "--size", "1GB", "--orders", "01"], "orders"),
-    (["evaluate", "2D-SW_SW", "--size", "1GB", "--timeline"], "--timeline"),
-    (["evaluate", "Ring(1000000000,100,10,links=2)", "--size", "1GB", "--cost-model", "astra-sim-1"], "DSE_MAX_WORK"),
-    (["evaluate", "2D-SW_SW", "--size", "1TB", "--chunks", "10000000"], "DSE_MAX_WORK"),
-    (["evaluate", T9, "--size", "1GB", "--scheduler", "lp_guided"], "lp_guided"),
-    (["iterate", "resnet152", "-t", "2D-SW_SW", "--iterations", "1000000"], "DSE_MAX_WORK"),
-    (["iterate", "transformer:layers=1e9", "-t", "2D-SW_SW"], "layers"),
-    (["iterate", "resnet152:batch=1e400", "-t", "2D-SW_SW"], "batch"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, word",
+    [
+        (["evaluate", "2D-SW_SW", "--size", "1e400"], "2^53"),
+        (["evaluate", "2D-SW_SW", "--size", "1e309"], "2^53"),
+        (["evaluate", "Ring(4,100,1e308)", "--size", "1GB"], "latency"),
+        (["evaluate", "_".join(["Ring(2,1,1)"] * 600), "--size", "1MB"], "2^40 NPUs"),
+        (["evaluate", "_".join(["Ring(2,1,1)"] * 2000), "--size", "1MB"], "2^40 NPUs"),
+        (["evaluate", "Ring(1,100,10)", "--size", "1GB"], "no dimension with 2 or more NPUs"),
+        (["evaluate", "Ring(4,100,10,links=2,links=3)", "--size", "1GB"], "given twice"),
+        (["evaluate", "Ring(4,100,10,algo=ring,algorithm=ring)", "--size", "1GB"], "given twice"),
+        (["evaluate", "Ring(\uff14,100,10)", "--size", "1GB"], "npus"),
+        (["evaluate", "2D-SW_SW", "--size", "1.5B"], "whole number of bytes"),
+        (["evaluate", "2D-SW_SW", "--size", "0.5"], "whole number of bytes"),
+        (["evaluate", "2D-SW_SW", "--size", "100", "--chunks", "1000"], "one chunk per byte"),
+        (["evaluate", "2D-SW_SW", "--size", "1GB", "--orders", "01"], "orders"),
+        (["evaluate", "2D-SW_SW", "--size", "1GB", "--timeline"], "--timeline"),
+        (
+            ["evaluate", "Ring(1000000000,100,10,links=2)", "--size", "1GB", "--cost-model", "astra-sim-1"],
+            "DSE_MAX_WORK",
+        ),
+        (["evaluate", "2D-SW_SW", "--size", "1TB", "--chunks", "10000000"], "DSE_MAX_WORK"),
+        (["evaluate", T9, "--size", "1GB", "--scheduler", "lp_guided"], "lp_guided"),
+        (["iterate", "resnet152", "-t", "2D-SW_SW", "--iterations", "1000000"], "DSE_MAX_WORK"),
+        (["iterate", "transformer:layers=1e9", "-t", "2D-SW_SW"], "layers"),
+        (["iterate", "resnet152:batch=1e400", "-t", "2D-SW_SW"], "batch"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2_in_seconds(run_cli, argv, word):
     t0 = time.process_time()
     one_line(*run_cli(*argv)[::2], word)
@@ -84,9 +90,14 @@ def test_compare_on_nine_dimensions_says_lp_guided_did_not_run(run_cli):
     assert "lp_guided not run" in out and "ideal_only" in out and "themis" in out
 
 
-@pytest.mark.parametrize("text", ["[sweep]\ntopology = \"2D-SW_SW\"\nsize = 1e400\n",
-                                  "[sweep]\ntopology = \"2D-SW_SW\"\nsize = \"1e400\"\n",
-                                  "[sweep]\ntopology = \"2D-SW_SW\"\nsize = \"1GB\"\nchunks = 100000000\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[sweep]\ntopology = "2D-SW_SW"\nsize = 1e400\n',
+        '[sweep]\ntopology = "2D-SW_SW"\nsize = "1e400"\n',
+        '[sweep]\ntopology = "2D-SW_SW"\nsize = "1GB"\nchunks = 100000000\n',
+    ],
+)
 def test_sweep_refused_before_it_starts_leaves_no_csv(run_cli, tmp_path, text):
     f = tmp_path / "s.toml"
     f.write_text(text)
@@ -137,7 +148,10 @@ def test_a_study_journal_with_a_damaged_end_is_repaired(run_cli, tmp_path, damag
         f.write(damage)
     code, _, err = run_cli("study", "run", str(BW), "--only", spec.name, "--trials", "6", "--storage", url)
     assert code == 0 and "removed a damaged end" in err and err.count("\n") == 1
-    for argv in (("study", "list", "--storage", url), ("study", "report", spec.name, "--storage", url, "--out", str(tmp_path / "r"))):
+    for argv in (
+        ("study", "list", "--storage", url),
+        ("study", "report", spec.name, "--storage", url, "--out", str(tmp_path / "r")),
+    ):
         code, _, err = run_cli(*argv)
         assert code == 0 and err == ""
     assert summary(spec.name, url)["complete"] == 6
@@ -151,8 +165,10 @@ def test_a_journal_damaged_inside_is_refused_untouched(run_cli, tmp_path):
     lines[3] = lines[3][:15]
     url.write_bytes(b"\n".join(lines))
     before = url.read_bytes()
-    for argv in (("study", "run", str(BW), "--only", spec.name, "--trials", "5", "--storage", str(url)),
-                 ("study", "list", "--storage", str(url))):  # fmt: skip
+    for argv in (
+        ("study", "run", str(BW), "--only", spec.name, "--trials", "5", "--storage", str(url)),
+        ("study", "list", "--storage", str(url)),
+    ):
         one_line(*run_cli(*argv)[::2], "damaged inside")
     assert url.read_bytes() == before
 
@@ -162,8 +178,12 @@ def test_two_commands_creating_one_fresh_sqlite_study_both_succeed(tmp_path):
     cmd = [sys.executable, "-m", "dse", "study", "run", str(BW), "--only", "bw_split_4d.themis", "--trials", "3"]
     for k in range(4):
         url = f"sqlite:///{tmp_path / f'r{k}.db'}"
-        procs = [subprocess.Popen(cmd + ["--storage", url], cwd=ROOT, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
+        procs = [
+            subprocess.Popen(
+                cmd + ["--storage", url], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+            )
+            for _ in range(2)
+        ]
         for p in procs:
             assert p.wait(120) == 0, p.stderr.read()
         assert summary("bw_split_4d.themis", url)["complete"] == 3
@@ -172,8 +192,22 @@ def test_two_commands_creating_one_fresh_sqlite_study_both_succeed(tmp_path):
 def test_a_killed_worker_does_not_fail_the_study(tmp_path):
     """Kill one of two workers: the parent exits 0 with one warning and the study is complete."""
     url = str(tmp_path / "k.journal")
-    cmd = [sys.executable, "-m", "dse", "study", "run", str(BW), "--only", "bw_split_4d.themis", "--trials", "300",
-           "--workers", "2", "--storage", url]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "dse",
+        "study",
+        "run",
+        str(BW),
+        "--only",
+        "bw_split_4d.themis",
+        "--trials",
+        "300",
+        "--workers",
+        "2",
+        "--storage",
+        url,
+    ]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     from dse.testing.faults import _children
 
@@ -200,12 +234,14 @@ def test_unusable_paths_are_one_line(run_cli, tmp_path, make):
     f = tmp_path / "f.txt"
     f.write_text("x")
     bad = {"dir": str(d), "empty": "", "file-for-dir": str(f)}[make]
-    cases = [("sweep", str(CHUNKS), "--out", bad if make != "file-for-dir" else str(d)),
-             ("study", "run", str(BW), "--trials", "1", "--storage", bad if make != "file-for-dir" else str(d)),
-             ("study", "run", bad, "--trials", "1"),
-             ("study", "report", "x", "--storage", str(d), "--out", bad),
-             ("reproduce", "themis", "--quick", "--out", bad if make == "file-for-dir" else str(f)),
-             ("plot", "sweep", str(f), "--x", "a", "--y", "b", "--out", bad if make != "file-for-dir" else str(d))]  # fmt: skip
+    cases = [
+        ("sweep", str(CHUNKS), "--out", bad if make != "file-for-dir" else str(d)),
+        ("study", "run", str(BW), "--trials", "1", "--storage", bad if make != "file-for-dir" else str(d)),
+        ("study", "run", bad, "--trials", "1"),
+        ("study", "report", "x", "--storage", str(d), "--out", bad),
+        ("reproduce", "themis", "--quick", "--out", bad if make == "file-for-dir" else str(f)),
+        ("plot", "sweep", str(f), "--x", "a", "--y", "b", "--out", bad if make != "file-for-dir" else str(d)),
+    ]
     for argv in cases:
         code, _, err = run_cli(*argv)
         assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
@@ -248,8 +284,22 @@ def test_the_work_limit_is_read_from_the_environment(monkeypatch):
 def test_two_workers_print_nothing_but_the_result(tmp_path):
     """Workers reading the journal while another appends see no damage (they read under its lock)."""
     url = str(tmp_path / "w.journal")
-    cmd = [sys.executable, "-m", "dse", "study", "run", str(BW), "--only", "bw_split_4d.themis", "--trials", "150",
-           "--workers", "2", "--storage", url]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "dse",
+        "study",
+        "run",
+        str(BW),
+        "--only",
+        "bw_split_4d.themis",
+        "--trials",
+        "150",
+        "--workers",
+        "2",
+        "--storage",
+        url,
+    ]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert summary("bw_split_4d.themis", url)["complete"] == 150

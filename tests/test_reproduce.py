@@ -2,8 +2,8 @@
 
 import csv
 
-from dse.output.reproduce import PAPER_PRESETS, summarize, summary_markdown, topology_for
 from dse.core.topology import parse_topology
+from dse.output.reproduce import PAPER_PRESETS, summarize, summary_markdown, topology_for
 
 
 def _header(path):
@@ -18,8 +18,15 @@ def test_quick_reproduction_writes_everything_and_resumes(tmp_path, run_cli):
     # each part's bar says what it is (the sweeps' own bars carry no label)
     for label in ("single all-reduce (paper)", "chunk sensitivity (paper)", "training iterations (paper)"):
         assert label in err
-    for name in ("single_allreduce.csv", "chunks.csv", "end_to_end.csv", "summary.md", "utilization.png", "chunks.png",
-                 "timeline.png"):
+    for name in (
+        "single_allreduce.csv",
+        "chunks.csv",
+        "end_to_end.csv",
+        "summary.md",
+        "utilization.png",
+        "chunks.png",
+        "timeline.png",
+    ):
         assert (out / name).exists(), name
     for name in ("utilization.png", "chunks.png", "timeline.png"):
         data = (out / name).read_bytes()
@@ -70,8 +77,10 @@ def test_quick_astra_sim_1_runs_and_prints_the_artifact_variants(tmp_path, run_c
 
 
 def test_full_summary_sets_the_paper_beside_the_means():
-    rows = [{"topology": "T", "size_bytes": 1, "schedule": sc, "time_ns": t, "bw_utilization": 0.5, "gap": 0.1}
-            for sc, t in (("baseline+fifo", 2.0), ("themis+scf", 1.0))]  # fmt: skip
+    rows = [
+        {"topology": "T", "size_bytes": 1, "schedule": sc, "time_ns": t, "bw_utilization": 0.5, "gap": 0.1}
+        for sc, t in (("baseline+fifo", 2.0), ("themis+scf", 1.0))
+    ]
     full = summary_markdown(summarize(rows), [], "paper")
     assert "56.31 %" in full and "95.14 %" in full and "1.72x" in full and "not comparable" not in full
     quick = summary_markdown(summarize(rows), [], "paper", quick=True)
@@ -81,8 +90,26 @@ def test_full_summary_sets_the_paper_beside_the_means():
 def test_summary_means():
     rows = []
     for size, (tb, tt) in {1: (2.0, 1.0), 2: (4.0, 1.0)}.items():
-        rows.append({"topology": "T", "size_bytes": size, "schedule": "baseline+fifo", "time_ns": tb, "bw_utilization": 0.5, "gap": 1.0})
-        rows.append({"topology": "T", "size_bytes": size, "schedule": "themis+scf", "time_ns": tt, "bw_utilization": 0.9, "gap": 0.1})
+        rows.append(
+            {
+                "topology": "T",
+                "size_bytes": size,
+                "schedule": "baseline+fifo",
+                "time_ns": tb,
+                "bw_utilization": 0.5,
+                "gap": 1.0,
+            }
+        )
+        rows.append(
+            {
+                "topology": "T",
+                "size_bytes": size,
+                "schedule": "themis+scf",
+                "time_ns": tt,
+                "bw_utilization": 0.9,
+                "gap": 0.1,
+            }
+        )
     s = summarize(rows)
     f = s.per_topology["T"]["themis+scf"]
     assert f["speedup_mean"] == 3.0 and abs(f["speedup_geomean"] - 8**0.5) < 1e-12

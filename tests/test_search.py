@@ -12,10 +12,10 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from dse.core.errors import InputError  # noqa: E402
+from dse.core.topology import parse_topology  # noqa: E402
 from dse.explore.hwcost import HardwareCost  # noqa: E402
 from dse.explore.search import SearchSpace, load_studies, run_study, summary, write_report  # noqa: E402
 from dse.explore.storage import trial_record  # noqa: E402
-from dse.core.topology import parse_topology  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BW = ROOT / "studies" / "bw_split_4d.toml"
@@ -56,7 +56,7 @@ GOOD_BW = "[space.bandwidth]\nbudget = 100\nminimum = 10\n"
         ("[space]\nnpus = 16\nchunks = []\n" + GOOD_BW, "space.chunks"),
         ("[space]\nnpus = 16\n", "space.bandwidth"),
     ],
-)  # fmt: skip
+)
 def test_bad_spaces(tmp_path, text, field):
     with pytest.raises(InputError) as e:
         SearchSpace.from_toml(_write(tmp_path, text))
@@ -99,7 +99,9 @@ def test_study_reaches_exactly_n_and_resumes(tmp_path):
     assert again["complete"] == 12 and again["ran_here"] == 0
     more = run_study(spec, trials=20, storage=url)
     assert more["complete"] == 20 and more["ran_here"] == 8
-    study = optuna.load_study(study_name=spec.name, storage=__import__("dse.explore.search").explore.search.open_storage(url))
+    study = optuna.load_study(
+        study_name=spec.name, storage=__import__("dse.explore.search").explore.search.open_storage(url)
+    )
     record = trial_record(study.best_trial)
     for key in ("topology", "time_themis_ns", "time_baseline_ns", "bw_utilization", "bound_ns", "gap", "cost_usd"):
         assert key in record
@@ -111,7 +113,11 @@ def test_same_seed_same_best(tmp_path):
     spec = load_studies(BW)[0]
     a = run_study(spec, trials=25, storage=str(tmp_path / "a.journal"))
     b = run_study(spec, trials=25, storage=str(tmp_path / "b.journal"))
-    assert (a["best_trial"], a["best_value"], a["best_topology"]) == (b["best_trial"], b["best_value"], b["best_topology"])
+    assert (a["best_trial"], a["best_value"], a["best_topology"]) == (
+        b["best_trial"],
+        b["best_value"],
+        b["best_topology"],
+    )
 
 
 def test_sqlite_storage(tmp_path):
@@ -141,8 +147,21 @@ def test_two_workers_on_a_journal_file(tmp_path):
 def test_killed_worker_then_rerun_gives_exactly_n(tmp_path):
     spec = load_studies(BW)[0]
     url = str(tmp_path / "k.journal")
-    cmd = [sys.executable, "-m", "dse", "study", "run", str(BW), "--only", spec.name, "--trials", "400",
-           "--storage", url, "--quiet"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "dse",
+        "study",
+        "run",
+        str(BW),
+        "--only",
+        spec.name,
+        "--trials",
+        "400",
+        "--storage",
+        url,
+        "--quiet",
+    ]
     p = subprocess.Popen(cmd, cwd=ROOT)
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -160,7 +179,9 @@ def test_killed_worker_then_rerun_gives_exactly_n(tmp_path):
     assert after["complete"] == before["complete"] + 10 and after["running"] == 0
 
 
-@pytest.mark.skipif(not PG_URL, reason="DSE_TEST_POSTGRES_URL is not set (.ci/run starts a PostgreSQL server and sets it)")
+@pytest.mark.skipif(
+    not PG_URL, reason="DSE_TEST_POSTGRES_URL is not set (.ci/run starts a PostgreSQL server and sets it)"
+)
 def test_two_workers_on_postgresql():
     pytest.importorskip("psycopg")
     from dse.explore.search import open_storage

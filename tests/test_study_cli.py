@@ -47,11 +47,18 @@ def test_list_and_report_use_the_storage_run_wrote(project, run_cli):
 def test_an_unknown_study_lists_the_studies_there(project, run_cli):
     run_cli("study", "run", "studies/bw_split_4d.toml", "--trials", "2")
     # a name whose journal exists: the studies that journal holds
-    _one_line(*run_cli("study", "report", "bw_split_4d.themiss", "--out", "rep"), JOURNAL, "bw_split_4d.themis",
-              "bw_split_4d.baseline")  # fmt: skip
+    _one_line(
+        *run_cli("study", "report", "bw_split_4d.themiss", "--out", "rep"),
+        JOURNAL,
+        "bw_split_4d.themis",
+        "bw_split_4d.baseline",
+    )
     # a name with no journal: the studies every journal in studies/out holds
-    _one_line(*run_cli("study", "report", "shape_1024", "--out", "rep"), "studies/out/shape_1024.journal",
-              "bw_split_4d.themis, bw_split_4d.baseline")  # fmt: skip
+    _one_line(
+        *run_cli("study", "report", "shape_1024", "--out", "rep"),
+        "studies/out/shape_1024.journal",
+        "bw_split_4d.themis, bw_split_4d.baseline",
+    )
     # with --storage too
     _one_line(*run_cli("study", "report", "nope", "--storage", JOURNAL, "--out", "rep"), JOURNAL, "bw_split_4d.themis")
     assert not (project / "rep").exists()
@@ -74,11 +81,24 @@ def test_help_states_the_default_storage():
 def test_asking_for_fewer_trials_than_there_are_runs_nothing(tmp_path, run_cli, workers):
     url = str(tmp_path / "a.journal")
     name = "bw_split_4d.themis"
-    run_cli("study", "run", str(ROOT / "studies" / "bw_split_4d.toml"), "--only", name, "--trials", "6", "--storage", url)
+    run_cli(
+        "study", "run", str(ROOT / "studies" / "bw_split_4d.toml"), "--only", name, "--trials", "6", "--storage", url
+    )
     before = len(optuna.load_study(study_name=name, storage=open_storage(url)).trials)
     for asked in ("4", "6"):
-        code, out, err = run_cli("study", "run", str(ROOT / "studies" / "bw_split_4d.toml"), "--only", name,
-                                 "--trials", asked, "--workers", workers, "--storage", url)  # fmt: skip
+        code, out, err = run_cli(
+            "study",
+            "run",
+            str(ROOT / "studies" / "bw_split_4d.toml"),
+            "--only",
+            name,
+            "--trials",
+            asked,
+            "--workers",
+            workers,
+            "--storage",
+            url,
+        )
         assert code == 0 and err == "" and len(out.splitlines()) == 1
         assert out.startswith(f"{name}: already 6 complete trials (asked for {asked}); nothing to run")
     assert len(optuna.load_study(study_name=name, storage=open_storage(url)).trials) == before

@@ -13,12 +13,12 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
+from dse.core.topology import Dim, Topology  # noqa: E402
 from dse.explore.search import fluid_bound, load_studies, run_study, summary  # noqa: E402
 from dse.explore.storage import FIXED_KEY, LAYOUT_ATTR, RECORD_ATTR, WORKER_ATTR, load_study, trial_params, trial_record  # noqa: E402
 from dse.explore.study_journal import needs_sync  # noqa: E402
-from dse.output.study_report import report_data  # noqa: E402
 from dse.explore.study_samplers import ResumableSampler  # noqa: E402
-from dse.core.topology import Dim, Topology  # noqa: E402
+from dse.output.study_report import report_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BW = ROOT / "studies" / "bw_split_4d.toml"
@@ -99,8 +99,13 @@ def test_which_records_are_synced():
     assert needs_sync({"op_code": 6, "trial_id": 1, "state": 3, "values": None})  # failed
     assert needs_sync({"op_code": 0, "study_name": "x", "directions": [1]})
     assert needs_sync({"op_code": 4, "study_id": 0, "state": 1, "values": [1.0]})  # added finished
-    for running in ({"op_code": 4, "study_id": 0}, {"op_code": 5}, {"op_code": 8}, {"op_code": 9},
-                    {"op_code": 4, "study_id": 0, "state": 4}):  # fmt: skip
+    for running in (
+        {"op_code": 4, "study_id": 0},
+        {"op_code": 5},
+        {"op_code": 8},
+        {"op_code": 9},
+        {"op_code": 4, "study_id": 0, "state": 4},
+    ):
         assert not needs_sync(running)
 
 
@@ -114,8 +119,17 @@ def test_the_record_round_trips_into_the_report(bw_journal):
         record = t.user_attrs[RECORD_ATTR]
         assert {k: row[k] for k in RECORD} == {k: record[k] for k in RECORD}
         fixed = record[FIXED_KEY]
-        assert fixed == {"dims": 4, "shape_4d": "4x8x4x8", "kind_4d_0": "ring", "kind_4d_1": "fc", "kind_4d_2": "ring",
-                         "kind_4d_3": "switch", "chunks": 64, "scheduler": "themis", "queue": "scf"}  # fmt: skip
+        assert fixed == {
+            "dims": 4,
+            "shape_4d": "4x8x4x8",
+            "kind_4d_0": "ring",
+            "kind_4d_1": "fc",
+            "kind_4d_2": "ring",
+            "kind_4d_3": "switch",
+            "chunks": 64,
+            "scheduler": "themis",
+            "queue": "scf",
+        }
         assert {k: row[f"param_{k}"] for k in fixed} == fixed
         assert sorted(t.params) == [f"bw_4d_{i}" for i in range(4)]
     assert summary(NAME, bw_journal)["best_topology"] == trial_record(study.best_trial)["topology"]
@@ -137,8 +151,9 @@ def test_a_journal_of_the_old_layout_is_read_and_resumed_in_its_layout(tmp_path)
     new = str(tmp_path / "new.journal")
     run_study(load_studies(BW)[0], trials=8, storage=new)
     fresh = load_study(NAME, new).trials
-    assert [(trial_params(t), t.values, trial_record(t)) for t in resumed.trials] == \
-        [(trial_params(t), t.values, trial_record(t)) for t in fresh]  # fmt: skip
+    assert [(trial_params(t), t.values, trial_record(t)) for t in resumed.trials] == [
+        (trial_params(t), t.values, trial_record(t)) for t in fresh
+    ]
     _, after = report_data(NAME, str(old))
     assert after.rows[:4] == before.rows
     assert [list(r.items()) for r in after.rows] == [list(r.items()) for r in report_data(NAME, new)[1].rows]
@@ -148,14 +163,29 @@ def test_the_choices_come_in_the_order_the_space_draws_them():
     """A report's columns are the same in both layouts: fixed choices go back where they were drawn."""
     dist = optuna.distributions
     params = {"dims": 2, "shape_2d": "64x16", "kind_2d_0": "fc", "bw_2d_0": 100.0, "bw_2d_1": 50.0, "chunks": 16}
-    dists = {"dims": dist.CategoricalDistribution([2, 3]), "shape_2d": dist.CategoricalDistribution(["64x16", "32x32"]),
-             "kind_2d_0": dist.CategoricalDistribution(["fc", "ring"]), "bw_2d_0": dist.FloatDistribution(50, 400),
-             "bw_2d_1": dist.FloatDistribution(25, 100), "chunks": dist.CategoricalDistribution([16, 64])}  # fmt: skip
+    dists = {
+        "dims": dist.CategoricalDistribution([2, 3]),
+        "shape_2d": dist.CategoricalDistribution(["64x16", "32x32"]),
+        "kind_2d_0": dist.CategoricalDistribution(["fc", "ring"]),
+        "bw_2d_0": dist.FloatDistribution(50, 400),
+        "bw_2d_1": dist.FloatDistribution(25, 100),
+        "chunks": dist.CategoricalDistribution([16, 64]),
+    }
     fixed = {"kind_2d_1": "switch", "scheduler": "themis", "queue": "scf"}
-    t = optuna.trial.create_trial(params=params, distributions=dists, value=1.0,
-                                  user_attrs={RECORD_ATTR: {"topology": "x", FIXED_KEY: fixed}})  # fmt: skip
-    assert list(trial_params(t)) == ["dims", "shape_2d", "kind_2d_0", "kind_2d_1", "bw_2d_0", "bw_2d_1", "chunks",
-                                     "scheduler", "queue"]  # fmt: skip
+    t = optuna.trial.create_trial(
+        params=params, distributions=dists, value=1.0, user_attrs={RECORD_ATTR: {"topology": "x", FIXED_KEY: fixed}}
+    )
+    assert list(trial_params(t)) == [
+        "dims",
+        "shape_2d",
+        "kind_2d_0",
+        "kind_2d_1",
+        "bw_2d_0",
+        "bw_2d_1",
+        "chunks",
+        "scheduler",
+        "queue",
+    ]
     assert trial_params(t) == params | fixed and trial_record(t) == {"topology": "x"}
 
 

@@ -42,15 +42,18 @@ def test_the_bar_counts_complete_trials_to_the_target_and_resumes(run_cli, tmp_p
 
 
 def test_one_bar_per_variant(run_cli, tmp_path):
-    code, _, err = run_cli("study", "run", str(BW), "--trials", "3", "--storage", str(tmp_path / "v.journal"), "--progress")
+    code, _, err = run_cli(
+        "study", "run", str(BW), "--trials", "3", "--storage", str(tmp_path / "v.journal"), "--progress"
+    )
     assert code == 0
     assert _counts(err, "bw_split_4d.themis")[-1] == (3, 3) and _counts(err, "bw_split_4d.baseline")[-1] == (3, 3)
 
 
 def test_several_workers_show_one_bar_in_the_parent(run_cli, tmp_path):
     url = str(tmp_path / "w.journal")
-    code, _, err = run_cli("study", "run", str(BW), "--only", THEMIS, "--trials", "40", "--workers", "2",
-                           "--storage", url, "--progress")  # fmt: skip
+    code, _, err = run_cli(
+        "study", "run", str(BW), "--only", THEMIS, "--trials", "40", "--workers", "2", "--storage", url, "--progress"
+    )
     shown = _counts(err, THEMIS)
     done = [d for d, _ in shown]
     assert code == 0 and shown and all(total == 40 for _, total in shown)
@@ -79,8 +82,9 @@ def test_no_bar_when_stderr_is_not_a_terminal(run_cli, tmp_path):
     url = str(tmp_path / "q.journal")
     code, out, err = run_cli("study", "run", str(BW), "--only", THEMIS, "--trials", "3", "--storage", url)
     assert code == 0 and err == "" and out.startswith(f"{THEMIS}: 3 complete trials")
-    code, _, err = run_cli("study", "run", str(BW), "--only", THEMIS, "--trials", "4", "--storage", url, "--progress",
-                           "--quiet")  # fmt: skip
+    code, _, err = run_cli(
+        "study", "run", str(BW), "--only", THEMIS, "--trials", "4", "--storage", url, "--progress", "--quiet"
+    )
     assert code == 0 and err == ""
 
 
@@ -128,8 +132,20 @@ def test_a_terminal_of_size_0x0_gets_a_bar_by_default(tmp_path):
     """A pty without a size: tqdm alone draws nothing there; dse's bar draws 80 columns."""
     master, slave = _pty(0, 0)
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    cmd = [sys.executable, "-m", "dse", "study", "run", str(BW), "--only", THEMIS, "--trials", "4",
-           "--storage", str(tmp_path / "t.journal")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "dse",
+        "study",
+        "run",
+        str(BW),
+        "--only",
+        THEMIS,
+        "--trials",
+        "4",
+        "--storage",
+        str(tmp_path / "t.journal"),
+    ]
     p = subprocess.Popen(cmd, cwd=ROOT, stdin=slave, stdout=subprocess.PIPE, stderr=slave, env=env)
     os.close(slave)
     seen = b""

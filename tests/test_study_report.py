@@ -9,11 +9,11 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
+from dse.core.topology import parse_topology  # noqa: E402
 from dse.explore.search import load_studies, run_study, write_report  # noqa: E402
 from dse.explore.storage import load_study  # noqa: E402
 from dse.output.study_plots import history_data, importance_data, pareto_data  # noqa: E402
 from dse.output.study_report import axis, complete_trials, objective_names  # noqa: E402
-from dse.core.topology import parse_topology  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BW = ROOT / "studies" / "bw_split_4d.toml"
@@ -120,9 +120,11 @@ def test_pareto_panel_has_units_and_marks_the_front(shape_study):
     assert sorted(panel.y) == pytest.approx(sorted(t.values[1] for t in trials))
 
 
-
 def test_three_objectives_give_a_pareto_panel_per_pair():
-    trials = [optuna.trial.create_trial(values=[2e6, 1000.0, 0.05]), optuna.trial.create_trial(values=[3e6, 500.0, 0.1])]
+    trials = [
+        optuna.trial.create_trial(values=[2e6, 1000.0, 0.05]),
+        optuna.trial.create_trial(values=[3e6, 500.0, 0.1]),
+    ]
     panels = pareto_data(trials, set(), ["time_ns_themis_scf", "cost", "gap_themis_scf"])
     assert [(p.x_label, p.y_label) for p in panels] == [
         ("time, themis+scf (ms)", "hardware cost ($)"),

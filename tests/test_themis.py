@@ -42,7 +42,9 @@ def test_offline_greedy_orders_all_gather_quirk():
 def test_offline_greedy_ring_ring_all_gather_stays_ascending():
     """§3.4: Ring_Ring_4x4 AG: every chunk gets 01."""
     for size in ("1MiB", "64MiB"):
-        r = evaluate("Ring(4,100,500)_Ring(4,50,500)", collective="all_gather", size=size, chunks=16, cost_model="astra-sim")
+        r = evaluate(
+            "Ring(4,100,500)_Ring(4,50,500)", collective="all_gather", size=size, chunks=16, cost_model="astra-sim"
+        )
         assert set(r.orders) == {(0, 1)}
 
 

@@ -46,7 +46,9 @@ def test_notation_round_trips_and_kinds_are_case_insensitive():
 def test_paper_form_equals_notation():
     a = parse_topology("Ring_FC_Ring_SW 4x8x4x8 375,175,150,100 20,700,700,1700")
     b = parse_topology("Ring(4,375,20)_FC(8,175,700)_Ring(4,150,700)_SW(8,100,1700)")
-    c = Topology.from_paper(kinds="Ring_FC_Ring_SW", shape="4x8x4x8", bandwidth="375,175,150,100", latency=[20, 700, 700, 1700])
+    c = Topology.from_paper(
+        kinds="Ring_FC_Ring_SW", shape="4x8x4x8", bandwidth="375,175,150,100", latency=[20, 700, 700, 1700]
+    )
     assert a == b == c
 
 
@@ -75,14 +77,24 @@ def test_size_one_dims_are_dropped_with_a_warning():
 @pytest.mark.parametrize(
     "bad,field",
     [
-        ("Ring(4,375)", "topology"), ("Ring(4,375,20", "topology"), ("Mesh(4,1,1)", "topology kind"),
-        ("Ring(0,100,1)", "npus"), ("Ring(4,0,1)", "bandwidth"), ("Ring(4,-5,1)", "bandwidth"),
-        ("Ring(4,100,-1)", "latency"), ("Ring(4,abc,1)", "bandwidth"), ("Ring(2.5,100,1)", "npus"),
-        ("Ring(4,100,1,foo=2)", "topology"), ("Ring(4,100,1,links=0)", "links"), ("nosuchpreset", "topology"),
-        ("Ring_FC 4x8 100", "topology"), ("", "topology"), ("Ring(1,100,1)", "topology"),
+        ("Ring(4,375)", "topology"),
+        ("Ring(4,375,20", "topology"),
+        ("Mesh(4,1,1)", "topology kind"),
+        ("Ring(0,100,1)", "npus"),
+        ("Ring(4,0,1)", "bandwidth"),
+        ("Ring(4,-5,1)", "bandwidth"),
+        ("Ring(4,100,-1)", "latency"),
+        ("Ring(4,abc,1)", "bandwidth"),
+        ("Ring(2.5,100,1)", "npus"),
+        ("Ring(4,100,1,foo=2)", "topology"),
+        ("Ring(4,100,1,links=0)", "links"),
+        ("nosuchpreset", "topology"),
+        ("Ring_FC 4x8 100", "topology"),
+        ("", "topology"),
+        ("Ring(1,100,1)", "topology"),
         ("Ring(4,100,1,algorithm=magic)", "algorithm"),
     ],
-)  # fmt: skip
+)
 def test_bad_topologies(bad, field):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

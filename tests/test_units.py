@@ -7,10 +7,19 @@ from dse.core.units import format_time, parse_int, parse_positive, parse_size
 @pytest.mark.parametrize(
     "text,want",
     [
-        ("1GiB", 2**30), ("64MB", 64 * 10**6), ("1e9", 10**9), ("0.1GiB", 107374182), ("0.7GB", 700_000_000),
-        ("256 MiB", 256 * 2**20), ("12kb", 12_000), (4096, 4096), (2.0, 2), ("1.5KiB", 1536), ("3B", 3),
+        ("1GiB", 2**30),
+        ("64MB", 64 * 10**6),
+        ("1e9", 10**9),
+        ("0.1GiB", 107374182),
+        ("0.7GB", 700_000_000),
+        ("256 MiB", 256 * 2**20),
+        ("12kb", 12_000),
+        (4096, 4096),
+        (2.0, 2),
+        ("1.5KiB", 1536),
+        ("3B", 3),
     ],
-)  # fmt: skip
+)
 def test_parse_size(text, want):
     assert parse_size(text) == want
 

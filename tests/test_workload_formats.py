@@ -12,8 +12,14 @@ from dse.training.workload_formats import convert, figures_sha256, to_astra_text
 from dse.training.workloads import bundled_workloads, load_toml_text, load_workload
 
 SHARED_WL = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "astra-sim-1.0"
-BUNDLED = ["Resnet50_DataParallel_fused", "gnmt_fp16_fused", "large_DLRM_fused", "medium_DLRM_fused",
-           "microAllReduce", "transformer_1t_fused_only_t"]  # fmt: skip
+BUNDLED = [
+    "Resnet50_DataParallel_fused",
+    "gnmt_fp16_fused",
+    "large_DLRM_fused",
+    "medium_DLRM_fused",
+    "microAllReduce",
+    "transformer_1t_fused_only_t",
+]
 
 
 def test_the_six_artifact_workloads_are_bundled() -> None:
@@ -76,9 +82,11 @@ def test_cli_convert(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untype
     assert replace(load_workload(out), name="gnmt_fp16_fused") == load_workload("gnmt_fp16_fused")
     assert out.read_text().splitlines()[0] == "# converted by `dse workload convert` from gnmt.txt"
     before = out.read_bytes()
-    for argv, words in (([str(src), "-o", str(out)], "exists"),
-                        ([str(src), "-o", str(tmp_path / "x.csv")], "suffix"),
-                        ([str(tmp_path / "missing.txt"), "-o", str(tmp_path / "y.toml")], "no such file")):  # fmt: skip
+    for argv, words in (
+        ([str(src), "-o", str(out)], "exists"),
+        ([str(src), "-o", str(tmp_path / "x.csv")], "suffix"),
+        ([str(tmp_path / "missing.txt"), "-o", str(tmp_path / "y.toml")], "no such file"),
+    ):
         code, stdout, err = run_cli("workload", "convert", *argv)
         assert code == 2 and stdout == "" and len(err.strip().splitlines()) == 1 and words in err
     assert out.read_bytes() == before and not (tmp_path / "y.toml").exists()

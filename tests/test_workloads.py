@@ -28,14 +28,26 @@ def artifact_text(name: str, tmp_path: Path) -> Path:
 EXPECTED = {
     "Resnet50_DataParallel_fused.txt": ("DATA", 54, None, [(0, "wg", "all_reduce", 51005824)]),
     "gnmt_fp16_fused.txt": ("DATA", 10, None, [(0, "wg", "all_reduce", 267788288)]),
-    "large_DLRM_fused.txt": ("HYBRID_DLRM", 20, None, [(0, "fwd", "all_to_all", 100663296), (0, "wg", "all_reduce", 1329694368)]),
-    "medium_DLRM_fused.txt": ("HYBRID_DLRM", 20, None, [(0, "ig", "all_to_all", 4194304), (0, "wg", "all_reduce", 114823168)]),
+    "large_DLRM_fused.txt": (
+        "HYBRID_DLRM",
+        20,
+        None,
+        [(0, "fwd", "all_to_all", 100663296), (0, "wg", "all_reduce", 1329694368)],
+    ),
+    "medium_DLRM_fused.txt": (
+        "HYBRID_DLRM",
+        20,
+        None,
+        [(0, "ig", "all_to_all", 4194304), (0, "wg", "all_reduce", 114823168)],
+    ),
     "transformer_1t_fused_only_t.txt": (
-        "HYBRID_TRANSFORMER_FWD_IN_BCKWD", 18, 128,
+        "HYBRID_TRANSFORMER_FWD_IN_BCKWD",
+        18,
+        128,
         [(0, "ig", "all_reduce", 805306368), (0, "wg", "all_reduce", 240316416), (5, "ig", "all_gather", 6291456)],
     ),
     "microAllReduce.txt": ("MICRO", 1, None, [(0, "wg", "all_reduce", 1048576)]),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("fname", sorted(EXPECTED))

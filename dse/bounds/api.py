@@ -33,16 +33,17 @@ import itertools
 import math
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Iterator
+from typing import Any
 
 from dse.core.collectives import ALL_REDUCE, ALL_TO_ALL, nominal_bytes_sent
-from dse.costs import ChunkPlan, CostModel
 from dse.core.errors import InputError
 from dse.core.limits import EXACT_ORDER_TYPES, LP_ORDER_TYPES
-from dse.sim.spec import CollectiveSpec
 from dse.core.topology import Topology
+from dse.costs import ChunkPlan, CostModel
+from dse.sim.spec import CollectiveSpec
 
 SOLVERS = ("highs", "cbc")
 
@@ -166,7 +167,7 @@ def count_types(spec: CollectiveSpec) -> int:
     return orders * len(set(plan.sizes))
 
 
-def _cheaper_bounds(spec: CollectiveSpec, ntypes: int, t0: float) -> "Bounds":
+def _cheaper_bounds(spec: CollectiveSpec, ntypes: int, t0: float) -> Bounds:
     """Too many orders for the exact bounds (`dse.core.limits`): the fluid LP as all three, or beyond
     `LP_ORDER_TYPES` the ideal. Both are valid lower bounds, only weaker; the notes say which."""
     slots = spec.active_chunks if not spec.cost_model.shares_bandwidth else 1
@@ -182,14 +183,29 @@ def _cheaper_bounds(spec: CollectiveSpec, ntypes: int, t0: float) -> "Bounds":
         if fluid is None:
             fluid = _solve(types, slots, relax=True, solver="cbc", time_limit_s=60.0).bound
         bound, status, solver = max(ideal, fluid), "lp_only", "highs" if _highs_available() else "cbc"
-        note = (f"{what}: more than the {EXACT_ORDER_TYPES:,} the ILP and pipeline bounds are solved for; "
-                "both are reported as the fluid LP, valid but weaker")  # fmt: skip
+        note = (
+            f"{what}: more than the {EXACT_ORDER_TYPES:,} the ILP and pipeline bounds are solved for; "
+            "both are reported as the fluid LP, valid but weaker"
+        )
     return Bounds(
-        topology=spec.topology.label(), collective=spec.collective, size_bytes=spec.size, chunks=spec.chunks,
-        cost_model=spec.cost_model.name, latency_mode=spec.latency_mode, active_chunks=spec.active_chunks,
-        ideal_ns=ideal, lp_ns=bound, ilp_ns=bound, pipeline_ns=bound, mix={}, solver=solver, status=status,
-        solve_time_s=time.perf_counter() - t0, order_matters=spec.collective != ALL_TO_ALL, notes=(note,),
-    )  # fmt: skip
+        topology=spec.topology.label(),
+        collective=spec.collective,
+        size_bytes=spec.size,
+        chunks=spec.chunks,
+        cost_model=spec.cost_model.name,
+        latency_mode=spec.latency_mode,
+        active_chunks=spec.active_chunks,
+        ideal_ns=ideal,
+        lp_ns=bound,
+        ilp_ns=bound,
+        pipeline_ns=bound,
+        mix={},
+        solver=solver,
+        status=status,
+        solve_time_s=time.perf_counter() - t0,
+        order_matters=spec.collective != ALL_TO_ALL,
+        notes=(note,),
+    )
 
 
 def ideal_ns(spec: CollectiveSpec) -> float:
@@ -200,12 +216,12 @@ def ideal_ns(spec: CollectiveSpec) -> float:
 
 
 def lower_bounds(
-    topology: "Topology | str",
+    topology: Topology | str,
     *,
     collective: str = "all_reduce",
-    size: "int | float | str",
+    size: int | float | str,
     chunks: int = 64,
-    cost_model: "str | CostModel" = "paper",
+    cost_model: str | CostModel = "paper",
     latency_mode: str | None = None,
     active_chunks: int = 1,
     time_limit_s: float = 10.0,
@@ -223,9 +239,14 @@ def lower_bounds(
     every run and every machine (sweeps, reproductions and `dse compare` use one).
     """
     spec = CollectiveSpec.parse(
-        topology, collective=collective, size=size, chunks=chunks, cost_model=cost_model,
-        latency_mode=latency_mode, active_chunks=active_chunks,
-    )  # fmt: skip
+        topology,
+        collective=collective,
+        size=size,
+        chunks=chunks,
+        cost_model=cost_model,
+        latency_mode=latency_mode,
+        active_chunks=active_chunks,
+    )
     if solver not in SOLVERS:
         raise InputError("solver", f"unknown solver {solver!r}", ", ".join(SOLVERS))
     if not (isinstance(time_limit_s, (int, float)) and time_limit_s > 0):
@@ -257,8 +278,9 @@ def bounds_for(
         solver_used = "cbc"
         notes.append("HiGHS is not installed: solved with CBC")
     bw = [spec.cost_model.bytes_per_ns(d, spec.collective) for d in spec.topology.dims]
-    lp, floor, res = ilp_bound(types, slots, bw, start=ideal, solver=solver_used, time_limit_s=time_limit_s,
-                               node_limit=node_limit)  # fmt: skip
+    lp, floor, res = ilp_bound(
+        types, slots, bw, start=ideal, solver=solver_used, time_limit_s=time_limit_s, node_limit=node_limit
+    )
     # a schedule found at the floor has its objective within 1e-9 of the proven floor: report the floor
     ilp = floor if res.searched else max(floor, res.bound)
     if res.searched:
@@ -288,8 +310,16 @@ def bounds_for(
         if found is not None:
             pres, tight = found, lower
         else:
-            pres = _solve(distinct_types(types, pipeline=True), slots, relax=False, solver=solver_used,
-                          time_limit_s=time_limit_s, pipeline=True, node_limit=node_limit, lower=lower)  # fmt: skip
+            pres = _solve(
+                distinct_types(types, pipeline=True),
+                slots,
+                relax=False,
+                solver=solver_used,
+                time_limit_s=time_limit_s,
+                pipeline=True,
+                node_limit=node_limit,
+                lower=lower,
+            )
             tight = max(lower, pres.bound)
         if pres.status != "optimal":
             notes.append(f"pipeline ILP stopped ({pres.status}): its bound is the solver's proven dual bound")
@@ -382,8 +412,9 @@ def _solve(
     if flow and not relax and not pipeline:
         edges = _flow_edges(types)
         if edges is not None:
-            return _solve_flow(types, edges, slots, solver=solver, time_limit_s=time_limit_s,
-                               node_limit=node_limit, lower=lower)  # fmt: skip
+            return _solve_flow(
+                types, edges, slots, solver=solver, time_limit_s=time_limit_s, node_limit=node_limit, lower=lower
+            )
     nd = len(types[0].load)
     scale = 1e-3  # solve in microseconds: keeps the coefficients near 1
     prob = pulp.LpProblem("dse_bound", pulp.LpMinimize)
@@ -434,17 +465,23 @@ def _solve(
     return _read_solution(prob, types, counts, slots, relax, pipeline, solver, scale, mix)
 
 
-def _run(prob: Any, variables: list, *, relax: bool, solver: str, time_limit_s: float, node_limit: int | None,
-         gap: float) -> list[float]:  # fmt: skip
+def _run(
+    prob: Any, variables: list, *, relax: bool, solver: str, time_limit_s: float, node_limit: int | None, gap: float
+) -> list[float]:
     """Solve `prob` and return the values of `variables` (0 where the solver left none)."""
     import pulp
 
     if solver == "highs":
         extra = {"mip_max_nodes": int(node_limit)} if node_limit and not relax else {}
         cmd = pulp.HiGHS(
-            mip=not relax, msg=False, timeLimit=time_limit_s, gapRel=gap, gapAbs=0.0,
-            mip_heuristic_run_feasibility_jump=False, **extra,
-        )  # fmt: skip
+            mip=not relax,
+            msg=False,
+            timeLimit=time_limit_s,
+            gapRel=gap,
+            gapAbs=0.0,
+            mip_heuristic_run_feasibility_jump=False,
+            **extra,
+        )
     else:
         cmd = _cbc(mip=not relax, msg=False, timeLimit=time_limit_s, gapRel=gap)
     values = _solve_with(prob, cmd, variables)
@@ -455,10 +492,16 @@ def _run(prob: Any, variables: list, *, relax: bool, solver: str, time_limit_s: 
             # HiGHS 1.15 can find the optimum, then reject it for a 1e-6 row violation (seen on a
             # seven-chunk 3D order model): solve once more with a tighter feasibility tolerance
             cmd = pulp.HiGHS(
-                mip=True, msg=False, timeLimit=time_limit_s, gapRel=gap, gapAbs=0.0,
-                mip_heuristic_run_feasibility_jump=False, mip_feasibility_tolerance=1e-9,
-                primal_feasibility_tolerance=1e-9, **extra,
-            )  # fmt: skip
+                mip=True,
+                msg=False,
+                timeLimit=time_limit_s,
+                gapRel=gap,
+                gapAbs=0.0,
+                mip_heuristic_run_feasibility_jump=False,
+                mip_feasibility_tolerance=1e-9,
+                primal_feasibility_tolerance=1e-9,
+                **extra,
+            )
             values = _solve_with(prob, cmd, variables)
     return values
 
@@ -506,7 +549,9 @@ def _solve_flow(
             into = [(f[(node ^ (1 << d), d)], -1.0) for d in range(nd) if node >> d & 1]
             if node == 0:  # every chunk runs an order (a path) or is an extra type
                 out += [(v, 1.0) for v in x.values()]
-            prob += pulp.LpConstraint(pulp.LpAffineExpression(out + into), pulp.LpConstraintEQ, rhs=n if node == 0 else 0)
+            prob += pulp.LpConstraint(
+                pulp.LpAffineExpression(out + into), pulp.LpConstraintEQ, rhs=n if node == 0 else 0
+            )
         for d in range(nd):
             load_terms[d] += [(f[e], sized[e] * scale / slots) for e in keys if e[1] == d and sized[e]]
             load_terms[d] += [(v, types[i].load[d] * scale / slots) for i, v in x.items() if types[i].load[d]]
@@ -514,8 +559,9 @@ def _solve_flow(
         variables += [f[e] for e in keys] + list(x.values())
     for d in range(nd):
         prob += pulp.LpAffineExpression(load_terms[d] + [(T, -1.0)]) <= 0
-    values = iter(_run(prob, variables, relax=False, solver=solver, time_limit_s=time_limit_s,
-                       node_limit=node_limit, gap=1e-9))  # fmt: skip
+    values = iter(
+        _run(prob, variables, relax=False, solver=solver, time_limit_s=time_limit_s, node_limit=node_limit, gap=1e-9)
+    )
     counts = [0.0] * len(types)
     mix: dict[str, int] = {}
     for size, n, keys, x in flows:
@@ -563,17 +609,25 @@ def ilp_bound(
         if found is not None:
             return lp, proven, found
     if edges is not None:
-        res = _solve_flow(types, edges, slots, solver=solver, time_limit_s=time_limit_s, node_limit=node_limit,
-                          lower=floor)  # fmt: skip
+        res = _solve_flow(
+            types, edges, slots, solver=solver, time_limit_s=time_limit_s, node_limit=node_limit, lower=floor
+        )
     else:
-        res = _solve(distinct_types(types, pipeline=False), slots, relax=False, solver=solver,
-                     time_limit_s=time_limit_s, node_limit=node_limit, lower=floor)  # fmt: skip
+        res = _solve(
+            distinct_types(types, pipeline=False),
+            slots,
+            relax=False,
+            solver=solver,
+            time_limit_s=time_limit_s,
+            node_limit=node_limit,
+            lower=floor,
+        )
     # the solver is given the arithmetic floor, not the searched one: a higher lower bound changes
     # HiGHS's path, not always for the better (seen 0.3 s -> 0.9 s); the caller takes the larger
     return lp, proven, res
 
 
-def _fluid_highs(types: list[ChunkType], slots: int, extra: "list[float] | None" = None) -> "float | None":
+def _fluid_highs(types: list[ChunkType], slots: int, extra: list[float] | None = None) -> float | None:
     """The fluid LP's value straight through highspy (the PuLP model of `_solve` costs ~1 ms more
     to build than HiGHS takes to solve it); None if HiGHS does not call it optimal. `extra`: ns
     added to each dimension's load (fill and drain, for the pipeline bound)."""
@@ -589,19 +643,26 @@ def _fluid_highs(types: list[ChunkType], slots: int, extra: "list[float] | None"
     A = np.zeros((len(sizes) + nd, P + 1))
     for i, t in enumerate(types):
         A[sizes.index(t.size), i] = 1.0
-        A[len(sizes):, i] = np.asarray(t.load) * scale / slots
-    A[len(sizes):, P] = -1.0
+        A[len(sizes) :, i] = np.asarray(t.load) * scale / slots
+    A[len(sizes) :, P] = -1.0
     counts = [next(t.count for t in types if t.size == z) for z in sizes]
     fill = -np.asarray(extra or [0.0] * nd) * scale
-    h = highs_lp(A, np.r_[np.zeros(P), 1.0], np.zeros(P + 1), np.r_[[float(t.count) for t in types], np.inf],
-                 np.r_[counts, np.full(nd, -np.inf)], np.r_[counts, fill])  # fmt: skip
+    h = highs_lp(
+        A,
+        np.r_[np.zeros(P), 1.0],
+        np.zeros(P + 1),
+        np.r_[[float(t.count) for t in types], np.inf],
+        np.r_[counts, np.full(nd, -np.inf)],
+        np.r_[counts, fill],
+    )
     if h is None:
         return None
     return h.getInfo().objective_function_value / scale
 
 
-def _edge_steps(edges: dict[float, dict[tuple[int, int], float]], grid: "_Grid",
-                slots: int) -> "dict[tuple[int, int], int] | None":  # fmt: skip
+def _edge_steps(
+    edges: dict[float, dict[tuple[int, int], float]], grid: _Grid, slots: int
+) -> dict[tuple[int, int], int] | None:
     """Each flow edge's load in whole grid steps above its dimension's base (0 where a dimension has
     no steps), or None when there is more than one chunk size, no dimension with steps, or a load
     off the grid."""
@@ -619,10 +680,18 @@ def _edge_steps(edges: dict[float, dict[tuple[int, int], float]], grid: "_Grid",
     return steps
 
 
-def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int], float]], grid: "_Grid",
-                  slots: int, start: float, *, fill: "list[float] | None" = None, at_least: float = 0.0,
-                  max_targets: int = 64,
-                  proof_budget: int = 20_000) -> "tuple[float, _Solution | None]":  # fmt: skip
+def _floor_search(
+    types: list[ChunkType],
+    edges: dict[float, dict[tuple[int, int], float]],
+    grid: _Grid,
+    slots: int,
+    start: float,
+    *,
+    fill: list[float] | None = None,
+    at_least: float = 0.0,
+    max_targets: int = 64,
+    proof_budget: int = 20_000,
+) -> tuple[float, _Solution | None]:
     """The load-only ILP without a MIP solver, when it can be had cheaply (`dse.bounds.floorfit`).
 
     At the first candidate T of the whole-step walk from `start` (the floor): quick guided searches
@@ -665,7 +734,7 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
     lattice = Lattice(steps, nd, list(grid.live))
     live = list(grid.live)
 
-    def solution(flow: dict[tuple[int, int], int]) -> "_Solution | None":
+    def solution(flow: dict[tuple[int, int], int]) -> _Solution | None:
         counts = [0.0] * len(types)
         for order, amount in _paths(flow, nd):
             counts[index[order[::-1] if flip else order]] += amount
@@ -678,7 +747,7 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
                 mix[t.label] = mix.get(t.label, 0) + int(c)
         return _Solution(value, "optimal", mix, tuple(counts), searched=True)
 
-    def exhaust(aims: list[list[int]], how: "str | None", budget: int) -> "tuple[_Solution | None, bool]":
+    def exhaust(aims: list[list[int]], how: str | None, budget: int) -> tuple[_Solution | None, bool]:
         """An exhaustive search over every step vector in `aims`: (solution, proven none)."""
         left = [budget]  # shared by every step vector
         try:
@@ -696,7 +765,7 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
             return None, False
         return None, True
 
-    def guided(aims: list[list[int]], hows: list, budget: int) -> "_Solution | None":
+    def guided(aims: list[list[int]], hows: list, budget: int) -> _Solution | None:
         for target, how in itertools.product(aims[:2], hows):
             flow = lattice.find(grid.n, target, how, budget=budget)
             found = None if flow is None else solution(flow)
@@ -704,7 +773,7 @@ def _floor_search(types: list[ChunkType], edges: dict[float, dict[tuple[int, int
                 return found
         return None
 
-    def search(aims: list[list[int]]) -> "tuple[_Solution | None, bool]":
+    def search(aims: list[list[int]]) -> tuple[_Solution | None, bool]:
         """Cheapest first: two guided searches (they find most schedules that meet the floor), a
         small exhaustive one (it proves most floors that no schedule meets), guided searches from
         sixteen perturbed guides, then larger exhaustive ones."""
@@ -813,7 +882,7 @@ class _Grid:
     top: tuple[int, ...]  # most steps per live dimension (every chunk at its most)
 
     @classmethod
-    def of(cls, types: list[ChunkType], slots: int, bytes_per_ns: list[float]) -> "_Grid | None":
+    def of(cls, types: list[ChunkType], slots: int, bytes_per_ns: list[float]) -> _Grid | None:
         """The grid of `types`, or None when their loads are not whole steps with a fixed weighted sum."""
         if not types or len({t.size for t in types}) != 1:
             return None
@@ -855,10 +924,12 @@ class _Grid:
     def caps(self, t: float) -> list[int]:
         """The most whole steps per live dimension whose load stays at or under `t`."""
         n = self.n
-        return [min(self.top[i], math.floor((t - n * self.base[d]) / self.unit[d] * (1 + 1e-12) + 1e-9))
-                for i, d in enumerate(self.live)]  # fmt: skip
+        return [
+            min(self.top[i], math.floor((t - n * self.base[d]) / self.unit[d] * (1 + 1e-12) + 1e-9))
+            for i, d in enumerate(self.live)
+        ]
 
-    def walk(self, start: float, *, max_steps: int = 100_000) -> "Iterator[tuple[float, list[int] | None, int]]":
+    def walk(self, start: float, *, max_steps: int = 100_000) -> Iterator[tuple[float, list[int] | None, int]]:
         """Candidate times T >= `start` in increasing order (loads some schedule could have), each
         with the most steps per live dimension under T and the slack of the weighted sum; every T
         skipped is proven infeasible by arithmetic (the coin check). When the walk gives up it
@@ -930,7 +1001,7 @@ def _sum_reachable(target: int, weights: list[int], caps: list[int], *, limit: i
     return bool(reach >> target & 1)
 
 
-def _flow_edges(types: list[ChunkType]) -> "dict[float, dict[tuple[int, int], float]] | None":
+def _flow_edges(types: list[ChunkType]) -> dict[float, dict[tuple[int, int], float]] | None:
     """Per chunk size, edge loads (set of dimensions after d as a bit mask, d) -> busy ns on d, when
     every order's load on d depends only on that set and every order is present; else None (see
     above). Types that are not orders (ASTRA-sim's AR composition) become variables of their own."""

@@ -37,12 +37,12 @@ from typing import Any
 
 import numpy as np
 
-
 Edge = tuple[int, int]  # (bit mask of the dimensions after d, d)
 
 
-def targets(wt: list[int], caps: list[int], slack: int, *, limit: int,
-            max_visits: int = 100_000) -> "list[list[int]] | None":  # fmt: skip
+def targets(
+    wt: list[int], caps: list[int], slack: int, *, limit: int, max_visits: int = 100_000
+) -> list[list[int]] | None:
     """Step vectors m <= caps with Σ wt·(caps - m) = slack: all of them, or the first `limit` (in
     lexicographic order of caps - m). None when the enumeration gives up after `max_visits` partial
     vectors: the list would then be neither complete nor `limit` long."""
@@ -86,8 +86,9 @@ class Lattice:
                 es.append((after, d))
                 after |= 1 << d
             self.paths.append(es)
-        self.V = np.array([[sum(steps[e] for e in es if e[1] == d) for d in live] + [1] for es in self.paths],
-                          dtype=float).T  # fmt: skip
+        self.V = np.array(
+            [[sum(steps[e] for e in es if e[1] == d) for d in live] + [1] for es in self.paths], dtype=float
+        ).T
         # least and most steps one chunk at set s still adds to each dimension in s (0 elsewhere), by
         # dimension (`exhaustive`) and by live dimension (`find`)
         self.lo_all = [[0] * nd for _ in range(full + 1)]
@@ -122,7 +123,7 @@ class Lattice:
         self._central: dict = {}  # (target, n) -> central counts, shared by the guides built on them
         self.spent = 0  # nodes the last `find` visited (for tuning and benchmarks)
 
-    def guide(self, n: int, target: list[int], how: "str | int") -> "dict[Edge, float] | None":
+    def guide(self, n: int, target: list[int], how: str | int) -> dict[Edge, float] | None:
         """Real flows of `n` chunks meeting `target`, or None when no real counts do. `how`:
         ``"projection"`` (the uniform mix projected onto the targets, clipped at zero: near them,
         not always on them), ``"central"`` (the least order count as large as an LP can make it),
@@ -150,7 +151,7 @@ class Lattice:
                 real[e] += c
         return real
 
-    def find(self, n: int, target: list[int], how: "str | int", *, budget: int) -> "dict[Edge, int] | None":
+    def find(self, n: int, target: list[int], how: str | int, *, budget: int) -> dict[Edge, int] | None:
         """An integer flow of `n` chunks whose steps on each live dimension equal `target`, or None
         when the search (module docstring) finds none within `budget` nodes; guided as `guide(how)`."""
         steps, L, members, lo, hi, own = self.steps, len(self.live), self.members, self.lo, self.hi, self.own
@@ -236,8 +237,9 @@ class Lattice:
                     fits = all(low_b[j] <= target[j] <= high_b[j] for j in range(L))
                 else:
                     la, lb, ha, hb = lo_k[a], lo_k[b], hi_k[a], hi_k[b]
-                    fits = all(low_b[j] + m * (la[j] - lb[j]) <= target[j] <= high_b[j] + m * (ha[j] - hb[j])
-                               for j in range(L))  # fmt: skip
+                    fits = all(
+                        low_b[j] + m * (la[j] - lb[j]) <= target[j] <= high_b[j] + m * (ha[j] - hb[j]) for j in range(L)
+                    )
                 if not fits:
                     continue
                 split = list(base)
@@ -260,8 +262,9 @@ class Lattice:
         self.spent = spent[0]
         return found[0]
 
-    def exhaustive(self, n: int, target: list[int], *, budget: list[int],
-                   guide: "dict[Edge, float] | None" = None) -> "dict[Edge, int] | None":  # fmt: skip
+    def exhaustive(
+        self, n: int, target: list[int], *, budget: list[int], guide: dict[Edge, float] | None = None
+    ) -> dict[Edge, int] | None:
         """An integer flow of `n` chunks whose steps equal `target` on every dimension (give 0 where a
         dimension has no steps), or None when there is none: this search is exhaustive, so None is a
         proof. `budget` is a one-item list of nodes left, spent in place (a budget several searches
@@ -332,8 +335,10 @@ class Lattice:
                 c_lo, c_hi = bounds_left(ds, i, s, d)
                 lo_x, hi_x = 0, left
                 # f_lo + left·c_lo + x·(coef - c_lo) <= t_d <= f_hi + left·c_hi + x·(coef - c_hi)
-                for gap, slope, upper in ((t[d] - f_lo[d] - left * c_lo, coef - c_lo, True),
-                                          (t[d] - f_hi[d] - left * c_hi, coef - c_hi, False)):  # fmt: skip
+                for gap, slope, upper in (
+                    (t[d] - f_lo[d] - left * c_lo, coef - c_lo, True),
+                    (t[d] - f_hi[d] - left * c_hi, coef - c_hi, False),
+                ):
                     if slope == 0:
                         if (gap < 0) if upper else (gap > 0):
                             return False
@@ -379,15 +384,16 @@ class Lattice:
         out.update(flow)
         return out
 
-    def _leaves(self, flow: dict[Edge, int], count: list[int], need: list[int], spent: list[int],
-                budget: int) -> "dict[Edge, int] | None":  # fmt: skip
+    def _leaves(
+        self, flow: dict[Edge, int], count: list[int], need: list[int], spent: list[int], budget: int
+    ) -> dict[Edge, int] | None:
         """Split the chunks of every two-dimension set so that the live dimensions' remaining steps
         are exactly `need` (an exhaustive search with interval pruning); None if there is none.
         Each node visited counts in `spent`; past `budget` the search stops (None, proving nothing)."""
         L = len(need)
         need = list(need)
         pairs = []
-        for s, a, b, base, slope in self.pairs:
+        for s, _a, _b, base, slope in self.pairs:
             c = count[s]
             if c:
                 for j in range(L):
@@ -449,7 +455,7 @@ class Lattice:
         return out
 
 
-def _outward(mid: int, lo: int, hi: int) -> "Iterator[int]":
+def _outward(mid: int, lo: int, hi: int) -> Iterator[int]:
     """lo..hi, starting at `mid` and moving outwards (mid, mid+1, mid-1, mid+2, ...)."""
     yield mid
     for k in range(1, max(mid - lo, hi - mid) + 1):
@@ -469,8 +475,14 @@ def _projection(V: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x
 
 
-def highs_lp(A: np.ndarray, cost: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray, row_lower: np.ndarray,
-             row_upper: np.ndarray) -> "Any":  # fmt: skip
+def highs_lp(
+    A: np.ndarray,
+    cost: np.ndarray,
+    col_lower: np.ndarray,
+    col_upper: np.ndarray,
+    row_lower: np.ndarray,
+    row_upper: np.ndarray,
+) -> Any:
     """Minimise cost·x subject to row_lower <= A x <= row_upper and the column bounds, in process
     through highspy (a small dense LP: building it this way costs far less than a PuLP model).
     Returns the solved `highspy.Highs`, or None unless HiGHS calls it optimal. np.inf is no bound."""
@@ -494,7 +506,7 @@ def highs_lp(A: np.ndarray, cost: np.ndarray, col_lower: np.ndarray, col_upper: 
     return h if h.getModelStatus() == highspy.HighsModelStatus.kOptimal else None
 
 
-def _lp(V: np.ndarray, b: np.ndarray, c: "np.ndarray | None") -> "np.ndarray | None":
+def _lp(V: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray | None:
     """x >= 0 with V x = b (HiGHS, in process): maximising c·x, or with c None the least entry of
     x (as x = y + mu with y >= 0, maximising mu). None when there is no such x."""
     m, P = V.shape
@@ -511,8 +523,9 @@ def _lp(V: np.ndarray, b: np.ndarray, c: "np.ndarray | None") -> "np.ndarray | N
     return np.maximum(x[:P] + x[P], 0.0) if c is None else np.maximum(x, 0.0)
 
 
-def _candidates(share: list[float], c: int, vecs: list[list[float]], expect: list[float],
-                target: list[int]) -> "tuple[list[int], list[tuple[int, int, int, list[float]]]]":  # fmt: skip
+def _candidates(
+    share: list[float], c: int, vecs: list[list[float]], expect: list[float], target: list[int]
+) -> tuple[list[int], list[tuple[int, int, int, list[float]]]]:
     """Whole splits of `c` chunks near the real `share`: the largest-remainder rounding, and every
     move of one or two chunks from one child to another, best first by the squared distance of the
     expected steps from the targets. Returns (rounding, [(to, from, chunks, change of the expected

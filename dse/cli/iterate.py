@@ -10,18 +10,34 @@ from dse.core.errors import InputError
 def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
     """Register the `iterate` subcommand on a subparsers object (dse.cli.main hooks it)."""
     p = sub.add_parser("iterate", help="training iterations: layers' compute overlapping their collectives")
-    p.add_argument("workload", help="an ASTRA-sim 1.0 workload file, a .toml workload, a Chakra trace (PREFIX.0.et "
-                   "or PREFIX), or a generator: resnet152[:batch=32,...], transformer[:layers=24,mp=128,...]")  # fmt: skip
+    p.add_argument(
+        "workload",
+        help="an ASTRA-sim 1.0 workload file, a .toml workload, a Chakra trace (PREFIX.0.et "
+        "or PREFIX), or a generator: resnet152[:batch=32,...], transformer[:layers=24,mp=128,...]",
+    )
     p.add_argument("-t", "--topology", required=True, help="preset name or notation")
     p.add_argument("--scheduler", default="themis", help="one of {schedulers}, or ideal (default themis)")
     p.add_argument("--queue", default="scf", help="one of {queues} (default scf)")
     p.add_argument("--cost-model", default="paper", help="one of {cost_models} (default paper)")
-    p.add_argument("--iterations", default="1", help="training passes, each after the previous one; times are per pass (default 1)")
-    p.add_argument("--chunks", default="64", help="chunks per collective (default 64); at most one per MiB, except in astra-sim-1, which always splits in this many")
-    p.add_argument("--collectives", action="store_true", help="also list every collective (table) / include them (JSON)")
+    p.add_argument(
+        "--iterations", default="1", help="training passes, each after the previous one; times are per pass (default 1)"
+    )
+    p.add_argument(
+        "--chunks",
+        default="64",
+        help=(
+            "chunks per collective (default 64); at most one per MiB, except in astra-sim-1, "
+            "which always splits in this many"
+        ),
+    )
+    p.add_argument(
+        "--collectives", action="store_true", help="also list every collective (table) / include them (JSON)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--timeline", action="store_true", help="with --json: include every node's start and end")
-    p.add_argument("--plot", default=None, metavar="FILE", help="also draw each resource's nodes over time (.png or .svg)")
+    p.add_argument(
+        "--plot", default=None, metavar="FILE", help="also draw each resource's nodes over time (.png or .svg)"
+    )
     p.set_defaults(func=cmd_iterate)
 
 
@@ -29,22 +45,30 @@ def cmd_iterate(args: argparse.Namespace) -> int:
     """Run `dse.iterate` and print a table or one JSON object; `InputError` propagates (exit 2)."""
     import json
 
-    from dse.training.iteration import iterate
-    from dse.output.report import format_table
     from dse.core.units import format_size, format_time
+    from dse.output.report import format_table
+    from dse.training.iteration import iterate
 
     if not args.topology:
         raise InputError("topology", "missing", "a preset name or a notation")
     if args.timeline and not args.json:
-        raise InputError("--timeline", "given without --json", "--json --timeline, or --plot FILE.png to draw the nodes")
+        raise InputError(
+            "--timeline", "given without --json", "--json --timeline, or --plot FILE.png to draw the nodes"
+        )
     if args.plot is not None:
         from dse.output.plots import figure_path
 
         figure_path(args.plot, "plot")  # refused before any work
     res = iterate(
-        args.workload, args.topology, scheduler=args.scheduler, queue=args.queue, cost_model=args.cost_model,
-        iterations=args.iterations, chunks=args.chunks, nodes=args.timeline or args.plot is not None,
-    )  # fmt: skip
+        args.workload,
+        args.topology,
+        scheduler=args.scheduler,
+        queue=args.queue,
+        cost_model=args.cost_model,
+        iterations=args.iterations,
+        chunks=args.chunks,
+        nodes=args.timeline or args.plot is not None,
+    )
     if args.plot is not None:
         from dse.output.iteration_timeline import iteration_plot_data
         from dse.output.timeline_plot import draw_timelines
@@ -67,15 +91,35 @@ def cmd_iterate(args: argparse.Namespace) -> int:
         ("iteration time", format_time(res.time_ns)),
         ("compute", format_time(res.compute_ns) + (f" (CPU {format_time(res.cpu_ns)})" if res.cpu_ns else "")),
         ("communication in flight", format_time(res.comm_ns)),
-        ("exposed communication", f"{format_time(res.exposed_comm_ns)} ({res.exposed_comm_ns / res.time_ns:.1%})" if res.time_ns else "0"),
+        (
+            "exposed communication",
+            f"{format_time(res.exposed_comm_ns)} ({res.exposed_comm_ns / res.time_ns:.1%})" if res.time_ns else "0",
+        ),
         ("BW utilisation (while communicating)", f"{res.bw_utilization:.1%}"),
         ("collectives", len(res.collectives)),
     ]
     print(format_table(("quantity", "value"), rows, align="ll"))
     if args.collectives and res.collectives:
-        body = [(c.iteration, c.layer, c.slot, c.collective, format_size(c.size_bytes), ",".join(map(str, c.dims)), c.chunks,
-                 format_time(c.issue_ns), format_time(c.end_ns + c.delay_ns)) for c in res.collectives]  # fmt: skip
+        body = [
+            (
+                c.iteration,
+                c.layer,
+                c.slot,
+                c.collective,
+                format_size(c.size_bytes),
+                ",".join(map(str, c.dims)),
+                c.chunks,
+                format_time(c.issue_ns),
+                format_time(c.end_ns + c.delay_ns),
+            )
+            for c in res.collectives
+        ]
         print()
-        print(format_table(("it", "layer", "slot", "collective", "size", "dims", "chunks", "issued", "done"), body,
-                           align="rllllrrrr"))  # fmt: skip
+        print(
+            format_table(
+                ("it", "layer", "slot", "collective", "size", "dims", "chunks", "issued", "done"),
+                body,
+                align="rllllrrrr",
+            )
+        )
     return 0

@@ -29,7 +29,9 @@ def _topology_arg(args: argparse.Namespace) -> str:
         raise InputError("topology", "given twice (positional and --topology)", "one of them")
     spec = args.topology or args.topology_pos
     if not spec:
-        raise InputError("topology", "missing", "a preset name (dse topologies) or a notation such as Ring(4,375,20)_SW(8,100,1700)")
+        raise InputError(
+            "topology", "missing", "a preset name (dse topologies) or a notation such as Ring(4,375,20)_SW(8,100,1700)"
+        )
     return spec
 
 
@@ -43,7 +45,9 @@ def _add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
     p.add_argument("--active-chunks", default="1", help="phases a dimension serves at once (default 1)")
     if seed:
         p.add_argument("--seed", default="0", help="seed of the random scheduler (default 0)")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table (every number unrounded)")
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of the table (every number unrounded)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,26 +61,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queue", default="scf", help="one of {queues} (default scf)")
     p.add_argument("--orders", default=None, help="orders for --scheduler fixed, e.g. 0123 or '0123;3210'")
     p.add_argument("--timeline", action="store_true", help="with --json: include every phase's start and end")
-    p.add_argument("--plot", default=None, metavar="FILE", help="also draw the per-dimension timeline of the phases "
-                   "to FILE (.png or .svg); the table or JSON is printed as usual")  # fmt: skip
+    p.add_argument(
+        "--plot",
+        default=None,
+        metavar="FILE",
+        help="also draw the per-dimension timeline of the phases "
+        "to FILE (.png or .svg); the table or JSON is printed as usual",
+    )
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("compare", help="every scheduler x queue on one topology, with the bound and gaps")
     _add_topology(p)
     _add_common(p)
     p.add_argument("--time-limit", default="60", help="seconds for each bound solve, a safety net (default 60)")
-    p.add_argument("--node-limit", default="100", help="branch-and-bound nodes per bound solve (default 100; "
-                   "a work limit, so the bound is the same on every run)")  # fmt: skip
+    p.add_argument(
+        "--node-limit",
+        default="100",
+        help="branch-and-bound nodes per bound solve (default 100; "
+        "a work limit, so the bound is the same on every run)",
+    )
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("bound", help="lower bounds: ideal, fluid LP, ILP, pipeline; the optimal order mix")
     _add_topology(p)
     _add_common(p, seed=False)  # the bound has no randomness: no --seed
-    p.add_argument("--time-limit", default="10", help="seconds per solve (default 10); a cut-short solve reports its dual bound")
+    p.add_argument(
+        "--time-limit", default="10", help="seconds per solve (default 10); a cut-short solve reports its dual bound"
+    )
     p.add_argument("--solver", default="highs", help="highs (in process, default) or cbc")
     p.add_argument("--no-pipeline", action="store_true", help="skip the pipeline-tightened ILP")
-    p.add_argument("--node-limit", default="100", help="branch-and-bound nodes per HiGHS solve (default 100, as "
-                   "dse compare uses, so both print the same bound on every run; 'none' for no limit)")  # fmt: skip
+    p.add_argument(
+        "--node-limit",
+        default="100",
+        help="branch-and-bound nodes per HiGHS solve (default 100, as "
+        "dse compare uses, so both print the same bound on every run; 'none' for no limit)",
+    )
     p.set_defaults(func=cmd_bound)
 
     p = sub.add_parser("sweep", help="evaluate every point of a TOML sweep file in parallel, into a resumable CSV")
@@ -86,11 +105,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="processes", help="processes (forked workers, default) or dask")
     p.add_argument("--scheduler-address", default=None, help="dask.distributed scheduler, e.g. tcp://host:8786")
     p.add_argument("--batch", default=None, help="points per task (default: automatic, at most 200)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="a progress bar on stderr (default: when stderr is a terminal)")
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress bar on stderr (default: when stderr is a terminal)",
+    )
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("plot", help="figures: a sweep CSV (dse plot sweep) or one evaluation's phases (dse plot timeline)")
+    p = sub.add_parser(
+        "plot", help="figures: a sweep CSV (dse plot sweep) or one evaluation's phases (dse plot timeline)"
+    )
     psub = p.add_subparsers(dest="plot_kind", metavar="KIND", parser_class=_Parser, required=True)
     q = psub.add_parser("sweep", help="a sweep CSV: y against x, one line per hue, one panel per facet")
     q.add_argument("csv", metavar="RESULTS.csv")
@@ -99,13 +124,22 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--hue", default=None, help="column(s) naming the lines, e.g. scheduler or scheduler,queue")
     q.add_argument("--facet", default=None, help="column(s) naming the panels, e.g. topology")
     q.add_argument("--logx", action="store_true", help="logarithmic x axis")
-    q.add_argument("--mean", action="store_true", help="average rows that differ only in columns the plot does "
-                   "not show (without it such rows are refused, naming the columns)")  # fmt: skip
+    q.add_argument(
+        "--mean",
+        action="store_true",
+        help="average rows that differ only in columns the plot does "
+        "not show (without it such rows are refused, naming the columns)",
+    )
     q.add_argument("--out", required=True, help="the figure: .png or .svg")
     q.set_defaults(func=cmd_plot_sweep)
-    q = psub.add_parser("timeline", help="the per-dimension phases of one evaluation (dse evaluate --json --timeline), "
-                        "or each resource's nodes of an iteration (dse iterate --json --timeline)")  # fmt: skip
-    q.add_argument("result", metavar="RESULT.json", help="the output of dse evaluate or dse iterate ... --json --timeline")
+    q = psub.add_parser(
+        "timeline",
+        help="the per-dimension phases of one evaluation (dse evaluate --json --timeline), "
+        "or each resource's nodes of an iteration (dse iterate --json --timeline)",
+    )
+    q.add_argument(
+        "result", metavar="RESULT.json", help="the output of dse evaluate or dse iterate ... --json --timeline"
+    )
     q.add_argument("--out", required=True, help="the figure: .png or .svg")
     q.set_defaults(func=cmd_plot_timeline)
 
@@ -121,24 +155,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from dse.sim.evaluate import evaluate
-    from dse.output.report import result_text
     from dse.core.topology import parse_topology
+    from dse.output.report import result_text
+    from dse.sim.evaluate import evaluate
 
     if args.timeline and not args.json:
-        raise InputError("--timeline", "given without --json",
-                         "--json --timeline (the phases are listed in the JSON), or --plot FILE.png to draw them")  # fmt: skip
+        raise InputError(
+            "--timeline",
+            "given without --json",
+            "--json --timeline (the phases are listed in the JSON), or --plot FILE.png to draw them",
+        )
     if args.plot is not None:
         from dse.output.plots import figure_path
 
         figure_path(args.plot, "plot")  # refused before any work
     topo = parse_topology(_topology_arg(args))
     res = evaluate(
-        topo, collective=args.collective, size=args.size, chunks=args.chunks, scheduler=args.scheduler,
-        queue=args.queue, cost_model=args.cost_model, latency_mode=args.latency_mode,
-        active_chunks=args.active_chunks, seed=args.seed, orders=args.orders,
+        topo,
+        collective=args.collective,
+        size=args.size,
+        chunks=args.chunks,
+        scheduler=args.scheduler,
+        queue=args.queue,
+        cost_model=args.cost_model,
+        latency_mode=args.latency_mode,
+        active_chunks=args.active_chunks,
+        seed=args.seed,
+        orders=args.orders,
         timeline=args.timeline or args.plot is not None,
-    )  # fmt: skip
+    )
     if args.plot is not None:
         from dse.output.timeline_plot import draw_timelines, result_timeline_data
 
@@ -158,26 +203,37 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import json
 
     from dse.bounds.api import lower_bounds
-    from dse.costs import COST_MODELS
-    from dse.sim.evaluate import COMPARE_SCHEDULERS, compare
-    from dse.schedulers.lp_guided import too_many_orders
-    from dse.output.report import ALL_TO_ALL_NOTE, below_bound_note, comparison_rows, comparison_text
     from dse.core.topology import parse_topology
     from dse.core.units import format_size, format_time, parse_int, parse_positive
+    from dse.costs import COST_MODELS
+    from dse.output.report import ALL_TO_ALL_NOTE, below_bound_note, comparison_rows, comparison_text
+    from dse.schedulers.lp_guided import too_many_orders
+    from dse.sim.evaluate import COMPARE_SCHEDULERS, compare
 
     topo = parse_topology(_topology_arg(args))
     skipped = {"lp_guided": why} if (why := too_many_orders(topo.ndims)) else {}
     results = compare(
-        topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
-        latency_mode=args.latency_mode, active_chunks=args.active_chunks, seed=args.seed,
+        topo,
+        collective=args.collective,
+        size=args.size,
+        chunks=args.chunks,
+        cost_model=args.cost_model,
+        latency_mode=args.latency_mode,
+        active_chunks=args.active_chunks,
+        seed=args.seed,
         schedulers=tuple(s for s in COMPARE_SCHEDULERS if s not in skipped),
-    )  # fmt: skip
+    )
     bounds = lower_bounds(
-        topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
-        latency_mode=args.latency_mode, active_chunks=args.active_chunks,
+        topo,
+        collective=args.collective,
+        size=args.size,
+        chunks=args.chunks,
+        cost_model=args.cost_model,
+        latency_mode=args.latency_mode,
+        active_chunks=args.active_chunks,
         time_limit_s=parse_positive(args.time_limit, "time_limit"),
         node_limit=parse_int(args.node_limit, "node_limit", minimum=1),
-    )  # fmt: skip
+    )
     rows = comparison_rows(results, bounds)
     first = results[0]
     if args.json:
@@ -201,8 +257,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
             f"{first.chunks} chunks, cost model {first.cost_model} ({first.latency_mode} latency)"
         )
         print(comparison_text(rows, title))
-        print(f"bound {format_time(bounds.bound_ns)} ({bounds.status}): ideal {format_time(bounds.ideal_ns)}, "
-              f"ILP {format_time(bounds.ilp_ns)}, pipeline {format_time(bounds.pipeline_ns)}")  # fmt: skip
+        print(
+            f"bound {format_time(bounds.bound_ns)} ({bounds.status}): ideal {format_time(bounds.ideal_ns)}, "
+            f"ILP {format_time(bounds.ilp_ns)}, pipeline {format_time(bounds.pipeline_ns)}"
+        )
         for note in bounds.notes if bounds.status in ("lp_only", "ideal_only") else ():
             print(f"note: {note}")
         if first.collective == "all_to_all":
@@ -219,19 +277,25 @@ def cmd_bound(args: argparse.Namespace) -> int:
     import json
 
     from dse.bounds.api import lower_bounds
-    from dse.output.report import bounds_text
     from dse.core.topology import parse_topology
     from dse.core.units import parse_int, parse_positive, size_family
+    from dse.output.report import bounds_text
 
     topo = parse_topology(_topology_arg(args))
     no_limit = args.node_limit.strip().lower() == "none"
     b = lower_bounds(
-        topo, collective=args.collective, size=args.size, chunks=args.chunks, cost_model=args.cost_model,
-        latency_mode=args.latency_mode, active_chunks=args.active_chunks,
-        time_limit_s=parse_positive(args.time_limit, "time_limit"), solver=args.solver,
+        topo,
+        collective=args.collective,
+        size=args.size,
+        chunks=args.chunks,
+        cost_model=args.cost_model,
+        latency_mode=args.latency_mode,
+        active_chunks=args.active_chunks,
+        time_limit_s=parse_positive(args.time_limit, "time_limit"),
+        solver=args.solver,
         pipeline=not args.no_pipeline,
         node_limit=None if no_limit else parse_int(args.node_limit, "node_limit", minimum=1),
-    )  # fmt: skip
+    )
     if args.json:
         print(json.dumps(b.to_dict()))
         return 0
@@ -245,15 +309,24 @@ def cmd_topologies(args: argparse.Namespace) -> int:
     import json
     import textwrap
 
-    from dse.output.report import format_table
     from dse.core.topology import NOT_PRESETS, preset_records
+    from dse.output.report import format_table
 
     records = preset_records()
     if args.json:
         print(json.dumps(records))
         return 0
-    rows = [(r["name"], r["npus"], "x".join(map(str, r["shape"])), f"{r['total_bandwidth_gbps']:g}", r["what"],
-             r["notation"]) for r in records]  # fmt: skip
+    rows = [
+        (
+            r["name"],
+            r["npus"],
+            "x".join(map(str, r["shape"])),
+            f"{r['total_bandwidth_gbps']:g}",
+            r["what"],
+            r["notation"],
+        )
+        for r in records
+    ]
     print(format_table(("name", "NPUs", "shape", "GB/s/NPU", "what", "notation"), rows, align="lrrrll"))
     print("\nSources (NAME@artifact is accepted wherever a topology is):")
     sources: dict[str, list[str]] = {}
@@ -269,26 +342,33 @@ def cmd_topologies(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from dse.explore.sweep import load_sweep, run_sweep
     from dse.core.units import parse_int
+    from dse.explore.sweep import load_sweep, run_sweep
 
     sweep = load_sweep(args.file)
     jobs = parse_int(args.jobs, "jobs", minimum=-1)
     batch = parse_int(args.batch, "batch", minimum=1) if args.batch is not None else None
     counts = run_sweep(
-        sweep, args.out, jobs=jobs, backend=args.backend, scheduler_address=args.scheduler_address,
-        batch=batch, progress=args.progress,
-    )  # fmt: skip
-    print(f"{args.out}: {counts['points']} points, {counts['done_before']} already there, "
-          f"{counts['evaluated']} evaluated")  # fmt: skip
+        sweep,
+        args.out,
+        jobs=jobs,
+        backend=args.backend,
+        scheduler_address=args.scheduler_address,
+        batch=batch,
+        progress=args.progress,
+    )
+    print(
+        f"{args.out}: {counts['points']} points, {counts['done_before']} already there, {counts['evaluated']} evaluated"
+    )
     return 0
 
 
 def cmd_plot_sweep(args: argparse.Namespace) -> int:
     from dse.output.plots import plot_sweep_file
 
-    data = plot_sweep_file(args.csv, args.out, x=args.x, y=args.y, hue=args.hue, facet=args.facet, logx=args.logx,
-                           mean=args.mean)  # fmt: skip
+    data = plot_sweep_file(
+        args.csv, args.out, x=args.x, y=args.y, hue=args.hue, facet=args.facet, logx=args.logx, mean=args.mean
+    )
     if data.averaged:
         most = max(n for lines in data.panels.values() for line in lines for n in line.n)
         print(f"note: each point averages the rows that differ in {', '.join(data.averaged)} (up to {most} rows)")
@@ -324,7 +404,7 @@ def _resumable(args: argparse.Namespace | None) -> bool:
     return command in ("sweep", "reproduce") or (command == "study" and getattr(args, "study_command", None) == "run")
 
 
-def _unraisable(args: "sys.UnraisableHookArgs") -> None:
+def _unraisable(args: sys.UnraisableHookArgs) -> None:
     if args.exc_type is not None and issubclass(args.exc_type, KeyboardInterrupt):
         note_swallowed_interrupt()  # raised again at the next safe point, never printed as a traceback
     else:

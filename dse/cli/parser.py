@@ -42,8 +42,11 @@ def _queues() -> Iterable[str]:
 
 #: Placeholder (without its braces) -> the names it stands for.
 NAME_LISTS: dict[str, Callable[[], Iterable[str]]] = {
-    "collectives": _collectives, "cost_models": _cost_models, "schedulers": _schedulers, "queues": _queues,
-}  # fmt: skip
+    "collectives": _collectives,
+    "cost_models": _cost_models,
+    "schedulers": _schedulers,
+    "queues": _queues,
+}
 
 
 def fill_names(text: str) -> str:
@@ -73,8 +76,14 @@ def terminal_columns(fallback: int = 80) -> int:
 class HelpFormatter(argparse.HelpFormatter):
     """argparse's formatter, with the name-list placeholders of the help texts filled in."""
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None,
-                 **kwargs: object) -> None:  # fmt: skip
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+        **kwargs: object,
+    ) -> None:
         if width is None:
             width = terminal_columns() - 2  # what argparse does, through shutil
         super().__init__(prog, indent_increment, max_help_position, width, **kwargs)  # type: ignore[arg-type]

@@ -11,20 +11,26 @@ def add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("reproduce", help="reproduce a paper's experiments (themis)")
     p.add_argument("paper", help="which paper: themis")
     p.add_argument("--out", default=None, help="output folder (default studies/out/reproduce-themis-MODEL)")
-    p.add_argument("--cost-model", default="paper", help="paper (default), astra-sim-1 (runs NAME@artifact) or astra-sim")
+    p.add_argument(
+        "--cost-model", default="paper", help="paper (default), astra-sim-1 (runs NAME@artifact) or astra-sim"
+    )
     p.add_argument("--jobs", default="1", help="worker processes (default 1; -1 for every core)")
     p.add_argument("--quick", action="store_true", help="a reduced grid (2 topologies, 3 sizes, 3 chunk counts)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="labelled progress bars on stderr (default: when stderr is a terminal)")  # fmt: skip
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="labelled progress bars on stderr (default: when stderr is a terminal)",
+    )
     p.set_defaults(func=cmd_reproduce)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from dse.core.units import parse_int
     from dse.costs import get_cost_model
     from dse.output.reproduce import run
-    from dse.core.units import parse_int
 
     if args.paper.strip().lower() != "themis":
         raise InputError("paper", f"unknown paper {args.paper!r}", "themis")

@@ -14,9 +14,11 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type che
 if TYPE_CHECKING:
     from typing import Any
 
-STORAGE_HELP = ("journal file, sqlite:///file.db or postgresql+psycopg://... (default: "
-                "studies/out/<NAME up to its first dot>.journal under the current folder, where "
-                "'dse study run studies/<file>.toml' writes it)")  # fmt: skip
+STORAGE_HELP = (
+    "journal file, sqlite:///file.db or postgresql+psycopg://... (default: "
+    "studies/out/<NAME up to its first dot>.journal under the current folder, where "
+    "'dse study run studies/<file>.toml' writes it)"
+)
 
 
 def add_study_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,12 +29,20 @@ def add_study_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("file", help="a studies/*.toml file")
     r.add_argument("--trials", default=None, help="complete trials in total (default: the file's)")
     r.add_argument("--workers", default="1", help="worker processes on the same storage (default 1)")
-    r.add_argument("--storage", default=None, help="journal file, sqlite:///file.db or postgresql+psycopg://... "
-                   "(default: a journal file under the study file's out/ folder, named after the study: "
-                   "studies/out/bw_split_4d.journal for studies/bw_split_4d.toml)")  # fmt: skip
+    r.add_argument(
+        "--storage",
+        default=None,
+        help="journal file, sqlite:///file.db or postgresql+psycopg://... "
+        "(default: a journal file under the study file's out/ folder, named after the study: "
+        "studies/out/bw_split_4d.journal for studies/bw_split_4d.toml)",
+    )
     r.add_argument("--only", default=None, help="run only this study of the file (a variant's full name)")
-    r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="a bar of complete trials per study on stderr (default: when stderr is a terminal)")
+    r.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a bar of complete trials per study on stderr (default: when stderr is a terminal)",
+    )
     r.add_argument("--quiet", action="store_true", help="print nothing (workers started by --workers)")
     r.add_argument("--json", action="store_true", help="print one JSON object per study instead of a line")
     r.set_defaults(func=cmd_study_run)
@@ -44,9 +54,13 @@ def add_study_parser(sub: argparse._SubParsersAction) -> None:
     rep.set_defaults(func=cmd_study_report)
 
     ls = ssub.add_parser("list", help="the studies on a storage (default: the journals in studies/out/)")
-    ls.add_argument("--storage", default=None, help="journal file, sqlite:///file.db or postgresql+psycopg://... "
-                    "(default: every journal in studies/out/ under the current folder, where "
-                    "'dse study run studies/<file>.toml' writes)")  # fmt: skip
+    ls.add_argument(
+        "--storage",
+        default=None,
+        help="journal file, sqlite:///file.db or postgresql+psycopg://... "
+        "(default: every journal in studies/out/ under the current folder, where "
+        "'dse study run studies/<file>.toml' writes)",
+    )
     ls.add_argument("--json", action="store_true", help="print a JSON list: every field of the table")
     ls.set_defaults(func=cmd_study_list)
 
@@ -73,17 +87,20 @@ def _best_text(res: dict[str, Any]) -> str:
 def run_line(res: dict[str, Any]) -> str:
     """The line `dse study run` prints for one study (one that needed no trial says so)."""
     if res["complete_before"] >= res["asked"]:
-        return (f"{res['study']}: already {res['complete']} complete trials (asked for {res['asked']}); nothing to run "
-                f"on {res['storage']}; {_best_text(res)}")  # fmt: skip
-    return f"{res['study']}: {res['complete']} complete trials ({res['failed']} failed) on {res['storage']}; {_best_text(res)}"
+        return (
+            f"{res['study']}: already {res['complete']} complete trials (asked for {res['asked']}); nothing to run "
+            f"on {res['storage']}; {_best_text(res)}"
+        )
+    trials = f"{res['complete']} complete trials ({res['failed']} failed)"
+    return f"{res['study']}: {trials} on {res['storage']}; {_best_text(res)}"
 
 
 def cmd_study_run(args: argparse.Namespace) -> int:
     import json
 
     from dse.core.progress import wanted
-    from dse.explore.search import load_studies, run_study
     from dse.core.units import parse_int
+    from dse.explore.search import load_studies, run_study
 
     specs = load_studies(args.file)
     if args.only:
@@ -109,7 +126,9 @@ def cmd_study_report(args: argparse.Namespace) -> int:
     from dse.explore.storage import storage_for
 
     rep = write_report(args.name, storage_for(args.name, args.storage), args.out)
-    print(f"{args.name}: {len(rep.rows)} complete trials; {'Pareto front' if rep.multi else 'best'}: {len(rep.best)} rows")
+    print(
+        f"{args.name}: {len(rep.rows)} complete trials; {'Pareto front' if rep.multi else 'best'}: {len(rep.best)} rows"
+    )
     for f in rep.files:
         print(f"  {f}")
     for note in rep.notes:
@@ -120,15 +139,18 @@ def cmd_study_report(args: argparse.Namespace) -> int:
 def cmd_study_list(args: argparse.Namespace) -> int:
     import json
 
-    from dse.output.report import format_table
+    from dse.core.units import format_time
     from dse.explore.search import list_studies
     from dse.explore.storage import STUDIES_OUT, default_journals
-    from dse.core.units import format_time
+    from dse.output.report import format_table
 
     urls = [args.storage] if args.storage is not None else default_journals()
     if not urls:
-        raise InputError("storage", f"no journal in {STUDIES_OUT}/ (where dse study run studies/<file>.toml writes "
-                         "by default)", "--storage S, or run a study first")  # fmt: skip
+        raise InputError(
+            "storage",
+            f"no journal in {STUDIES_OUT}/ (where dse study run studies/<file>.toml writes by default)",
+            "--storage S, or run a study first",
+        )
     rows = [row for url in urls for row in list_studies(url)]
     if args.json:
         print(json.dumps(rows))
@@ -136,16 +158,24 @@ def cmd_study_list(args: argparse.Namespace) -> int:
     body = []
     for r in rows:
         best = r.get("best_value")
-        body.append((r["study"], r["complete"], r["failed"], "" if best is None else (format_time(best) if best > 1e3 else f"{best:.6g}"),
-                     r.get("pareto_size", ""), r["storage"]))  # fmt: skip
+        body.append(
+            (
+                r["study"],
+                r["complete"],
+                r["failed"],
+                "" if best is None else (format_time(best) if best > 1e3 else f"{best:.6g}"),
+                r.get("pareto_size", ""),
+                r["storage"],
+            )
+        )
     print(format_table(("study", "complete", "failed", "best", "pareto", "storage"), body, align="lrrrrl"))
     return 0
 
 
 def cmd_study_dashboard(args: argparse.Namespace) -> int:
+    from dse.core.units import parse_int
     from dse.explore.storage import storage_for
     from dse.explore.study_dashboard import require, serve
-    from dse.core.units import parse_int
 
     require()
     port = parse_int(args.port, "--port", minimum=0, maximum=65535)

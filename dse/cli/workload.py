@@ -7,24 +7,39 @@ import argparse
 
 def add_workload_parser(sub: argparse._SubParsersAction) -> None:
     """Register the `workload` subcommand on a subparsers object (dse.cli.main hooks it)."""
-    p = sub.add_parser("workload", help="the bundled workloads; convert a workload file to dse TOML (or back), or export it as a Chakra trace")
+    p = sub.add_parser(
+        "workload",
+        help="the bundled workloads; convert a workload file to dse TOML (or back), or export it as a Chakra trace",
+    )
     wsub = p.add_subparsers(dest="workload_command", metavar="ACTION", parser_class=type(p), required=True)
     q = wsub.add_parser("list", help="the bundled workloads and the generators, by the names dse iterate takes")
     q.add_argument("--json", action="store_true", help="print one JSON list instead of a table")
     q.set_defaults(func=cmd_workload_list)
     q = wsub.add_parser("convert", help="write a workload as dse TOML (.toml) or ASTRA-sim 1.0 text (.txt), losslessly")
-    q.add_argument("source", metavar="WORKLOAD", help="an ASTRA-sim 1.0 text file, a .toml workload, a bundled name or a generator")
+    q.add_argument(
+        "source", metavar="WORKLOAD", help="an ASTRA-sim 1.0 text file, a .toml workload, a bundled name or a generator"
+    )
     q.add_argument("-o", "--out", required=True, help="the file to write: .toml (dse) or .txt (ASTRA-sim 1.0)")
     q.add_argument("--origin", default="", help="the line of origin to record (default: the source file's name)")
     q.add_argument("--force", action="store_true", help="replace --out if it exists")
     q.set_defaults(func=cmd_workload_convert)
-    q = wsub.add_parser("export", help="write a workload as a Chakra trace (ASTRA-sim 2.x): PREFIX.0.et, PREFIX.1.et, ...")
-    q.add_argument("source", metavar="WORKLOAD", help="an ASTRA-sim 1.0 text file, a .toml workload, a bundled name, "
-                   "a generator or a Chakra trace")  # fmt: skip
+    q = wsub.add_parser(
+        "export", help="write a workload as a Chakra trace (ASTRA-sim 2.x): PREFIX.0.et, PREFIX.1.et, ..."
+    )
+    q.add_argument(
+        "source",
+        metavar="WORKLOAD",
+        help="an ASTRA-sim 1.0 text file, a .toml workload, a bundled name, a generator or a Chakra trace",
+    )
     q.add_argument("--format", default="chakra", help="chakra (the only format so far)")
     q.add_argument("-o", "--out", required=True, metavar="PREFIX", help="the files are PREFIX.<rank>.et")
-    q.add_argument("-t", "--topology", default=None, help="the network the trace is for: names the dimensions of "
-                   "model- and data-parallel collectives, and how many rank files to write")  # fmt: skip
+    q.add_argument(
+        "-t",
+        "--topology",
+        default=None,
+        help="the network the trace is for: names the dimensions of "
+        "model- and data-parallel collectives, and how many rank files to write",
+    )
     q.add_argument("--npus", default=None, help="rank files to write (default: the topology's NPUs, else 1)")
     q.add_argument("--force", action="store_true", help="replace existing rank files")
     q.set_defaults(func=cmd_workload_export)
@@ -38,8 +53,17 @@ def _listing() -> list[dict[str, object]]:
     for name, path in bundled_workloads().items():
         wl = load_workload(path)
         colls = sum(1 for layer in wl.layers for s in ("fwd", "ig", "wg") if layer.comm(s))
-        rows.append({"name": name, "kind": "bundled", "parallelism": wl.parallelism, "layers": len(wl.layers),
-                     "collectives": colls, "compute_ns": wl.compute_ns, "origin": wl.origin})  # fmt: skip
+        rows.append(
+            {
+                "name": name,
+                "kind": "bundled",
+                "parallelism": wl.parallelism,
+                "layers": len(wl.layers),
+                "collectives": colls,
+                "compute_ns": wl.compute_ns,
+                "origin": wl.origin,
+            }
+        )
     for name, fn in GENERATORS.items():
         summary = (fn.__doc__ or "").strip().splitlines()[0]
         rows.append({"name": name, "kind": "generator", "origin": summary})
@@ -49,15 +73,24 @@ def _listing() -> list[dict[str, object]]:
 def cmd_workload_list(args: argparse.Namespace) -> int:
     import json
 
-    from dse.output.report import format_table
     from dse.core.units import format_time
+    from dse.output.report import format_table
 
     rows = _listing()
     if args.json:
         print(json.dumps(rows))
         return 0
-    body = [(r["name"], r["kind"], r.get("parallelism", "-"), r.get("layers", "-"), r.get("collectives", "-"),
-             format_time(float(r["compute_ns"])) if "compute_ns" in r else "-") for r in rows]  # fmt: skip
+    body = [
+        (
+            r["name"],
+            r["kind"],
+            r.get("parallelism", "-"),
+            r.get("layers", "-"),
+            r.get("collectives", "-"),
+            format_time(float(r["compute_ns"])) if "compute_ns" in r else "-",
+        )
+        for r in rows
+    ]
     print(format_table(("name", "kind", "parallelism", "layers", "collectives", "compute"), body, align="lllrrr"))
     return 0
 
@@ -72,14 +105,15 @@ def cmd_workload_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_workload_export(args: argparse.Namespace) -> int:
-    from dse.training.chakra_write import export_chakra
     from dse.core.errors import InputError
+    from dse.training.chakra_write import export_chakra
 
     if str(args.format).strip().lower() != "chakra":
         raise InputError("--format", f"{args.format!r}", "chakra")
     rep = export_chakra(args.source, args.out, topology=args.topology, npus=args.npus, force=args.force)
     files = rep.files[0] if len(rep.files) == 1 else f"{rep.files[0]} ... {rep.files[-1]}"
-    print(f"{files}: {rep.nodes} nodes, {rep.collectives} collective{'' if rep.collectives == 1 else 's'}, {rep.ranks} rank file{'' if rep.ranks == 1 else 's'}")
+    collectives = f"{rep.collectives} collective{'' if rep.collectives == 1 else 's'}"
+    print(f"{files}: {rep.nodes} nodes, {collectives}, {rep.ranks} rank file{'' if rep.ranks == 1 else 's'}")
     if rep.run_on:
         print(f"note: the model-parallel group splits a dimension: run the trace on {rep.run_on}")
     for note in rep.notes:

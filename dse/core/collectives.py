@@ -14,11 +14,19 @@ COLLECTIVES: tuple[str, ...] = (ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_A
 RS, AG, AR, A2A = "RS", "AG", "AR", "A2A"
 
 _ALIASES = {
-    "all_reduce": ALL_REDUCE, "allreduce": ALL_REDUCE, "ar": ALL_REDUCE,
-    "reduce_scatter": REDUCE_SCATTER, "reducescatter": REDUCE_SCATTER, "rs": REDUCE_SCATTER,
-    "all_gather": ALL_GATHER, "allgather": ALL_GATHER, "ag": ALL_GATHER,
-    "all_to_all": ALL_TO_ALL, "alltoall": ALL_TO_ALL, "a2a": ALL_TO_ALL,
-}  # fmt: skip
+    "all_reduce": ALL_REDUCE,
+    "allreduce": ALL_REDUCE,
+    "ar": ALL_REDUCE,
+    "reduce_scatter": REDUCE_SCATTER,
+    "reducescatter": REDUCE_SCATTER,
+    "rs": REDUCE_SCATTER,
+    "all_gather": ALL_GATHER,
+    "allgather": ALL_GATHER,
+    "ag": ALL_GATHER,
+    "all_to_all": ALL_TO_ALL,
+    "alltoall": ALL_TO_ALL,
+    "a2a": ALL_TO_ALL,
+}
 
 
 def parse_collective(name: str) -> str:

@@ -21,13 +21,13 @@ from typing import Any
 from dse.core.errors import InputError
 
 
-def _path(path: "str | Path", field: str) -> Path:
+def _path(path: str | Path, field: str) -> Path:
     if not str(path).strip():
         raise InputError(field, "an empty path", "a file name")
     return Path(path)
 
 
-def read_text(path: "str | Path", field: str) -> str:
+def read_text(path: str | Path, field: str) -> str:
     """The UTF-8 text of an existing file."""
     p = _path(path, field)
     if p.is_dir():
@@ -44,7 +44,7 @@ def read_text(path: "str | Path", field: str) -> str:
         raise InputError(field, f"{str(path)!r} is not UTF-8 text (byte {e.start})", "a UTF-8 text file") from None
 
 
-def read_toml(path: "str | Path", field: str) -> dict[str, Any]:
+def read_toml(path: str | Path, field: str) -> dict[str, Any]:
     """A TOML file as a dict; an unreadable, binary or malformed file is one `InputError`."""
     text = read_text(path, field)
     try:
@@ -66,7 +66,7 @@ def _writable_parent(p: Path, field: str) -> None:
         raise InputError(field, f"cannot write in {str(parent)!r} (permission denied)", "a folder you may write to")
 
 
-def check_output_file(path: "str | Path", field: str) -> Path:
+def check_output_file(path: str | Path, field: str) -> Path:
     """An output file dse may create or extend: not empty, not a directory, in a writable place."""
     p = _path(path, field)
     if p.is_dir():
@@ -81,7 +81,7 @@ def check_output_file(path: "str | Path", field: str) -> Path:
     return p
 
 
-def check_output_dir(path: "str | Path", field: str) -> Path:
+def check_output_dir(path: str | Path, field: str) -> Path:
     """An output folder dse may create or write into."""
     p = _path(path, field)
     if p.exists():
@@ -127,7 +127,7 @@ def pid_alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def atomic_output(path: "str | Path", field: str = "out") -> Iterator[Path]:
+def atomic_output(path: str | Path, field: str = "out") -> Iterator[Path]:
     """Yields a temporary path beside `path`; renamed onto `path` only when the block succeeds."""
     target = Path(path)
     make_dirs(target.parent, field)
@@ -153,7 +153,7 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: "str | Path", data: "str | bytes", field: str = "out") -> None:
+def write_atomic(path: str | Path, data: str | bytes, field: str = "out") -> None:
     """Write a whole file atomically (see `atomic_output`)."""
     with atomic_output(path, field) as tmp:
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)

@@ -37,8 +37,9 @@ def wanted(progress: bool | None, stream: IO[str] | None = None) -> bool:
     return progress if progress is not None else stream.isatty()
 
 
-def progress_bar(total: int, *, initial: int = 0, desc: str | None = None, unit: str = "it",
-                 stream: IO[str] | None = None) -> Any:  # fmt: skip
+def progress_bar(
+    total: int, *, initial: int = 0, desc: str | None = None, unit: str = "it", stream: IO[str] | None = None
+) -> Any:
     """A tqdm bar of `total` steps (starting at `initial`) on `stream` (stderr), shaped by
     `bar_shape`; None when tqdm is missing."""
     try:
@@ -48,5 +49,6 @@ def progress_bar(total: int, *, initial: int = 0, desc: str | None = None, unit:
     stream = stream if stream is not None else sys.stderr
     tqdm.monitor_interval = 0  # no monitor thread: worker processes are forked beside it
     cols, rows = bar_shape(stream)
-    return tqdm(total=total, initial=min(initial, total), desc=desc, unit=unit, file=stream, ncols=cols,
-                nrows=rows, leave=True)  # fmt: skip
+    return tqdm(
+        total=total, initial=min(initial, total), desc=desc, unit=unit, file=stream, ncols=cols, nrows=rows, leave=True
+    )

@@ -84,7 +84,9 @@ class Dim:
         object.__setattr__(self, "npus", parse_int(self.npus, "npus", minimum=1, maximum=MAX_NPUS))
         bw = parse_positive(self.bandwidth, "bandwidth", maximum=MAX_BANDWIDTH)
         if bw < MIN_BANDWIDTH:
-            raise InputError("bandwidth", f"{self.bandwidth!r} GB/s is too small", f"{MIN_BANDWIDTH:g} to {MAX_BANDWIDTH:g} GB/s")
+            raise InputError(
+                "bandwidth", f"{self.bandwidth!r} GB/s is too small", f"{MIN_BANDWIDTH:g} to {MAX_BANDWIDTH:g} GB/s"
+            )
         object.__setattr__(self, "bandwidth", bw)
         object.__setattr__(self, "latency", parse_positive(self.latency, "latency", allow_zero=True, maximum=MAX_NS))
         algo = self.algorithm if self.algorithm is not None else DEFAULT_ALGORITHM[self.kind]
@@ -94,7 +96,9 @@ class Dim:
         object.__setattr__(self, "algorithm", canon)
         if self.links is not None:
             object.__setattr__(self, "links", parse_int(self.links, "links", minimum=1))
-        object.__setattr__(self, "nic_latency", parse_positive(self.nic_latency, "nic", allow_zero=True, maximum=MAX_NS))
+        object.__setattr__(
+            self, "nic_latency", parse_positive(self.nic_latency, "nic", allow_zero=True, maximum=MAX_NS)
+        )
         object.__setattr__(
             self, "router_latency", parse_positive(self.router_latency, "router", allow_zero=True, maximum=MAX_NS)
         )
@@ -145,7 +149,9 @@ class Topology:
         for d in kept:
             npus *= d.npus
             if npus > MAX_NPUS:
-                raise InputError("topology", f"more than 2^40 NPUs ({len(kept)} dimensions)", "at most 2^40 NPUs in all")
+                raise InputError(
+                    "topology", f"more than 2^40 NPUs ({len(kept)} dimensions)", "at most 2^40 NPUs in all"
+                )
         if len(kept) < len(dims):
             warnings.warn("dropping dimension(s) with 1 NPU", stacklevel=3)
         object.__setattr__(self, "dims", kept)
@@ -183,7 +189,7 @@ class Topology:
     def kinds_label(self) -> str:
         return "_".join(_NOTATION_KIND[d.kind] for d in self.dims)
 
-    def with_latency(self, latency_ns: "float | Sequence[float]") -> "Topology":
+    def with_latency(self, latency_ns: float | Sequence[float]) -> Topology:
         """A copy with every dimension's link latency replaced (one value, or one per dimension).
 
         E.g. ``PRESETS["2D-SW_SW"].with_latency(1)``: the Themis artifact's 1 ns network (the preset
@@ -213,7 +219,7 @@ class Topology:
         bandwidth: str | list[float],
         latency: str | list[float] | None = None,
         name: str | None = None,
-    ) -> "Topology":
+    ) -> Topology:
         """The paper's form: kinds ``Ring_FC_Ring_SW``, shape ``4x8x4x8``, bandwidths, latencies."""
         ks = kinds.split("_") if isinstance(kinds, str) else list(kinds)
         ps = re.split(r"[xX*,]", shape) if isinstance(shape, str) else list(shape)
@@ -236,7 +242,13 @@ class Topology:
 
 
 _DIM_RE = re.compile(r"^\s*([A-Za-z_]+)\s*\((.*)\)\s*$")
-_KEYWORDS = {"links": "links", "nic": "nic_latency", "router": "router_latency", "algorithm": "algorithm", "algo": "algorithm"}
+_KEYWORDS = {
+    "links": "links",
+    "nic": "nic_latency",
+    "router": "router_latency",
+    "algorithm": "algorithm",
+    "algo": "algorithm",
+}
 NOTATION_HELP = "e.g. Ring(4,375,20)_FC(8,175,700) or 'Ring_FC 4x8 375,175 20,700' or a preset name"
 
 
@@ -270,10 +282,14 @@ def _parse_dim(token: str) -> Dim:
             key, _, val = a.partition("=")
             key = key.strip().lower()
             if key not in _KEYWORDS:
-                raise InputError("topology", f"unknown keyword {key!r} in {token.strip()!r}", ", ".join(sorted(_KEYWORDS)))
+                raise InputError(
+                    "topology", f"unknown keyword {key!r} in {token.strip()!r}", ", ".join(sorted(_KEYWORDS))
+                )
             if _KEYWORDS[key] in kw:
                 same = [k for k, v in _KEYWORDS.items() if v == _KEYWORDS[key]]
-                raise InputError("topology", f"{' or '.join(same)} given twice in {token.strip()!r}", "each keyword once")
+                raise InputError(
+                    "topology", f"{' or '.join(same)} given twice in {token.strip()!r}", "each keyword once"
+                )
             kw[_KEYWORDS[key]] = val.strip()
         elif kw:
             raise InputError("topology", f"positional value after a keyword in {token.strip()!r}", NOTATION_HELP)
@@ -289,7 +305,7 @@ def _parse_dim(token: str) -> Dim:
         raise InputError(f"topology {token.strip()}: {e.field}", e.problem, e.allowed) from None
 
 
-def parse_topology(spec: "str | Topology") -> Topology:
+def parse_topology(spec: str | Topology) -> Topology:
     """A `Topology` from a preset name (``NAME@artifact`` too), either notation, or a `Topology`
     (returned as is)."""
     if isinstance(spec, Topology):
@@ -387,8 +403,10 @@ ARTIFACT_PRESETS: dict[str, Topology] = {
 # (the vendors' and others'), cited in each source text. No latency is published for either: Table
 # 2's value for the same tier is used. "Facebook Zion: FC_SW", named there too, is left out: no
 # source at hand states its per-accelerator bandwidths, and none is invented (`NOT_PRESETS`).
-NOT_PRESETS = {"Zion-like FC_SW": "named by the Themis talk (\"Facebook Zion: FC_SW\"), but no source at hand "
-                                  "gives its per-accelerator bandwidths, so it is not a preset (no invented figures)"}
+NOT_PRESETS = {
+    "Zion-like FC_SW": 'named by the Themis talk ("Facebook Zion: FC_SW"), but no source at hand '
+    "gives its per-accelerator bandwidths, so it is not a preset (no invented figures)"
+}
 _SYSTEMS: tuple[tuple[str, str, str, str], ...] = (
     (
         "HGX-H100-pod",

@@ -56,7 +56,9 @@ def _parse_size(value: int | float | str, field: str = "size") -> int:
     arithmetic is decimal, so ``"0.7GB"`` is exactly 700,000,000 bytes. At most 2^53 bytes
     (`dse.core.limits.MAX_BYTES`), so that every byte count stays exact in floating point.
     """
-    allowed = "1 byte to 2^53 bytes: a whole number of bytes, or a number with a unit KB, MB, GB, TB, KiB, MiB, GiB, TiB"
+    allowed = (
+        "1 byte to 2^53 bytes: a whole number of bytes, or a number with a unit KB, MB, GB, TB, KiB, MiB, GiB, TiB"
+    )
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise InputError(field, f"{value!r} is not a size", allowed)
     unit = ""

@@ -15,7 +15,7 @@ COST_MODELS: dict[str, type[CostModel]] = {
 }
 
 
-def get_cost_model(model: "str | CostModel") -> CostModel:
+def get_cost_model(model: str | CostModel) -> CostModel:
     """A cost-model instance from its name (`paper`, `astra-sim`, `astra-sim-1`) or an instance (as is)."""
     if isinstance(model, CostModel):
         return model
@@ -36,5 +36,12 @@ _SHARED: dict[str, CostModel] = {}
 
 
 __all__ = [
-    "COST_MODELS", "ChunkPlan", "CostModel", "Phase", "get_cost_model", "PaperModel", "AstraSimModel", "AstraSim1Model",
+    "COST_MODELS",
+    "ChunkPlan",
+    "CostModel",
+    "Phase",
+    "get_cost_model",
+    "PaperModel",
+    "AstraSimModel",
+    "AstraSim1Model",
 ]

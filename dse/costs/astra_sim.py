@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from dse.core.collectives import A2A, AG, AR, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL
+from dse.core.collectives import A2A, AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
 from dse.costs.base import ChunkPlan, CostModel, is_power_of_two, log2_int

@@ -34,7 +34,6 @@ hold both equal to the bit (tests/test_batch.py).
 from __future__ import annotations
 
 import math
-
 from functools import lru_cache
 
 from dse.core.collectives import A2A, AG, AR, RS

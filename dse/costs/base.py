@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
-from dse.core.collectives import AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, A2A, RS
+from dse.core.collectives import A2A, AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, RS
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
 
@@ -121,7 +121,7 @@ class CostModel(ABC):
         self._check(topology, collective)
         return mode
 
-    def _check(self, topology: Topology, collective: str) -> None:
+    def _check(self, topology: Topology, collective: str) -> None:  # noqa: B027 (a hook; no checks by default)
         """Model-specific validation of the topology (raise `InputError`)."""
 
     def replay_steps(self, topology: Topology, collective: str, chunks: int) -> float:
@@ -145,7 +145,9 @@ class CostModel(ABC):
             return chunk / topology.npus
         return chunk
 
-    def steps(self, collective: str, order: tuple[int, ...], topology: Topology, *, baseline: bool) -> list[tuple[int, str]]:
+    def steps(
+        self, collective: str, order: tuple[int, ...], topology: Topology, *, baseline: bool
+    ) -> list[tuple[int, str]]:
         """The (dim, kind) steps of one chunk with dimension order `order` (DESIGN.md §5)."""
         if collective == ALL_REDUCE:
             if baseline and self.baseline_ar_phase:

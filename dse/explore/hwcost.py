@@ -37,7 +37,7 @@ class HardwareCost:
     link_fixed: tuple[float, ...] = (0.0,)
 
     @classmethod
-    def from_table(cls, table: dict[str, Any] | None, field: str = "cost") -> "HardwareCost":
+    def from_table(cls, table: dict[str, Any] | None, field: str = "cost") -> HardwareCost:
         """Prices from a TOML table: each key a number (every tier) or a list (one per tier)."""
         table = dict(table or {})
         unknown = set(table) - set(PRICE_KEYS)

@@ -51,8 +51,12 @@ def process_runner(jobs: int) -> Runner:
         if jobs <= 1 or len(tasks) <= 1:
             yield from serial_runner(func, tasks)
             return
-        pool = ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_worker_init, initargs=(os.getpid(),))  # fmt: skip
+        pool = ProcessPoolExecutor(
+            min(jobs, len(tasks)),
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_worker_init,
+            initargs=(os.getpid(),),
+        )
         # the workers are forked at the first submit: keep a Ctrl-C from reaching them before they ignore it
         old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
@@ -67,8 +71,10 @@ def process_runner(jobs: int) -> Runner:
                     yield f.result()
         except BrokenProcessPool:
             _stop(pool)
-            raise RunError("a worker process died (killed, or out of memory); what was finished is kept: "
-                           "run the same command again to resume") from None  # fmt: skip
+            raise RunError(
+                "a worker process died (killed, or out of memory); what was finished is kept: "
+                "run the same command again to resume"
+            ) from None
         except BaseException:  # Ctrl-C, an error in a task, or the consumer stopped early
             _stop(pool)
             raise
@@ -102,8 +108,11 @@ def dask_runner(jobs: int, scheduler_address: str | None = None) -> Runner:
         from distributed import Client
 
         try:
-            client = Client(scheduler_address, timeout="10s") if scheduler_address else Client(
-                n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None)  # fmt: skip
+            client = (
+                Client(scheduler_address, timeout="10s")
+                if scheduler_address
+                else Client(n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None)
+            )
         except OSError as e:
             raise InputError("scheduler_address", f"cannot reach {scheduler_address!r}: {e}") from None
         try:

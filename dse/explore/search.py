@@ -58,19 +58,33 @@ from typing import Any
 from dse.bounds.api import _solve, ideal_ns, types_for_plan
 from dse.core.errors import InputError, raise_if_interrupted
 from dse.core.files import read_toml
+from dse.core.limits import MAX_NPUS, MAX_SPACE_SHAPES
+from dse.core.topology import Dim, Topology, parse_kind
+from dse.core.units import parse_int, parse_positive
+from dse.explore.hwcost import HardwareCost
+from dse.explore.storage import (
+    FIXED_KEY,
+    LAYOUT,
+    LAYOUT_ATTR,
+    RECORD_ATTR,
+    WORKER_ATTR,
+    default_storage,
+    fail_dead,
+    gate,
+    load_study,
+    me,
+    open_storage,
+    reading,
+    study_names,
+    trial_record,
+)
+from dse.explore.study_progress import CompleteCount, TrialBar, wait_all
+from dse.explore.study_samplers import SAMPLERS, ResumableSampler
+from dse.output.study_report import Report, metric_name, report_data, write_report  # noqa: F401  (re-exported)
+from dse.schedulers import SCHEDULERS, parse_queue
 from dse.sim.batch import evaluate_many
 from dse.sim.evaluate import evaluate
-from dse.explore.hwcost import HardwareCost
-from dse.schedulers import SCHEDULERS, parse_queue
 from dse.sim.spec import CollectiveSpec
-from dse.explore.storage import (FIXED_KEY, LAYOUT, LAYOUT_ATTR, RECORD_ATTR, WORKER_ATTR, default_storage, fail_dead, gate,
-                      load_study, me, open_storage, reading, study_names, trial_record)  # fmt: skip
-from dse.explore.study_progress import CompleteCount, TrialBar, wait_all
-from dse.output.study_report import Report, metric_name, report_data, write_report  # noqa: F401  (re-exported)
-from dse.explore.study_samplers import SAMPLERS, ResumableSampler
-from dse.core.topology import Dim, Topology, parse_kind
-from dse.core.limits import MAX_NPUS, MAX_SPACE_SHAPES
-from dse.core.units import parse_int, parse_positive
 
 SPACE_KEYS = {"npus", "dims", "sizes", "shapes", "kinds", "chunks", "schedulers", "queues", "bandwidth", "latency"}
 BANDWIDTH_KEYS = {"budget", "minimum", "step", "ranges"}
@@ -111,15 +125,17 @@ class SearchSpace:
     ranges: tuple[tuple[float, float], ...] | None = None
 
     @classmethod
-    def from_toml(cls, path: str | Path) -> "SearchSpace":
+    def from_toml(cls, path: str | Path) -> SearchSpace:
         data = read_toml(path, "space file")
         if set(data) != {"space"}:
             extra = sorted(set(data) - {"space"})
-            raise InputError(f"{extra[0] if extra else 'space'}", "a search space file holds one [space] table", "[space]")
+            raise InputError(
+                f"{extra[0] if extra else 'space'}", "a search space file holds one [space] table", "[space]"
+            )
         return cls.from_table(data["space"])
 
     @classmethod
-    def from_table(cls, t: dict[str, Any]) -> "SearchSpace":
+    def from_table(cls, t: dict[str, Any]) -> SearchSpace:
         _check_keys(t, SPACE_KEYS, "space")
         if "npus" not in t:
             raise InputError("space.npus", "missing", "the total NPU count, e.g. 1024")
@@ -132,9 +148,17 @@ class SearchSpace:
             dims_allowed = sorted({len(s) for s in shapes_l})
             shapes = {d: tuple(s for s in shapes_l if len(s) == d) for d in dims_allowed}
         else:
-            dims_allowed = [parse_int(d, "space.dims", minimum=1, maximum=40) for d in _as_list(t.get("dims", [2, 3, 4]), "space.dims")]
+            dims_allowed = [
+                parse_int(d, "space.dims", minimum=1, maximum=40)
+                for d in _as_list(t.get("dims", [2, 3, 4]), "space.dims")
+            ]
             default_sizes = [2**k for k in range(1, int(math.log2(npus)) + 1)]
-            sizes = sorted({parse_int(s, "space.sizes", minimum=2, maximum=npus) for s in _as_list(t.get("sizes", default_sizes), "space.sizes")})
+            sizes = sorted(
+                {
+                    parse_int(s, "space.sizes", minimum=2, maximum=npus)
+                    for s in _as_list(t.get("sizes", default_sizes), "space.sizes")
+                }
+            )
             shapes = {}
             budget = [MAX_SPACE_SHAPES]
             for d in sorted(set(dims_allowed)):
@@ -142,11 +166,17 @@ class SearchSpace:
                 if found:
                     shapes[d] = found
             if not shapes:
-                raise InputError("space", f"no shape of {dims_allowed} dimensions multiplies to {npus} NPUs from sizes {sizes}", "other dims or sizes")
+                raise InputError(
+                    "space",
+                    f"no shape of {dims_allowed} dimensions multiplies to {npus} NPUs from sizes {sizes}",
+                    "other dims or sizes",
+                )
         kinds_raw = t.get("kinds", ["ring", "fc", "switch"])
         kinds_l = _as_list(kinds_raw, "space.kinds")
         if all(isinstance(k, list) for k in kinds_l):
-            kinds = tuple(tuple(parse_kind(k, "space.kinds") for k in _as_list(tier, "space.kinds")) for tier in kinds_l)
+            kinds = tuple(
+                tuple(parse_kind(k, "space.kinds") for k in _as_list(tier, "space.kinds")) for tier in kinds_l
+            )
         else:
             kinds = (tuple(parse_kind(k, "space.kinds") for k in kinds_l),)
         chunks = tuple(parse_int(c, "space.chunks", minimum=1) for c in _as_list(t.get("chunks", [64]), "space.chunks"))
@@ -156,13 +186,20 @@ class SearchSpace:
         if not isinstance(lat, dict):
             raise InputError("space.latency", "must be a table", "[space.latency] tiers = [...]")
         _check_keys(lat, LATENCY_KEYS, "space.latency")
-        tiers = tuple(parse_positive(x, "space.latency.tiers", allow_zero=True) for x in _as_list(lat.get("tiers", [0]), "space.latency.tiers"))
+        tiers = tuple(
+            parse_positive(x, "space.latency.tiers", allow_zero=True)
+            for x in _as_list(lat.get("tiers", [0]), "space.latency.tiers")
+        )
         bw = t.get("bandwidth")
         if not isinstance(bw, dict):
             raise InputError("space.bandwidth", "missing", "[space.bandwidth] with budget (and minimum) or ranges")
         _check_keys(bw, BANDWIDTH_KEYS, "space.bandwidth")
         if ("budget" in bw) == ("ranges" in bw):
-            raise InputError("space.bandwidth", "give either budget or ranges", "budget = 800, minimum = 25; or ranges = [[lo, hi], ...]")
+            raise InputError(
+                "space.bandwidth",
+                "give either budget or ranges",
+                "budget = 800, minimum = 25; or ranges = [[lo, hi], ...]",
+            )
         step = parse_positive(bw["step"], "space.bandwidth.step") if "step" in bw else None
         if step is not None and step > 1:
             raise InputError("space.bandwidth.step", f"{step} is more than 1", "a weight step in (0, 1]")
@@ -182,7 +219,9 @@ class SearchSpace:
             ranges = []
             for r in _as_list(bw["ranges"], "space.bandwidth.ranges"):
                 if not (isinstance(r, list) and len(r) == 2):
-                    raise InputError("space.bandwidth.ranges", f"{r!r} is not [low, high]", "[[lo, hi], ...] one per tier")
+                    raise InputError(
+                        "space.bandwidth.ranges", f"{r!r} is not [low, high]", "[[lo, hi], ...] one per tier"
+                    )
                 lo = parse_positive(r[0], "space.bandwidth.ranges")
                 hi = parse_positive(r[1], "space.bandwidth.ranges")
                 if hi < lo:
@@ -235,8 +274,10 @@ class SearchSpace:
         else:
             assert self.ranges is not None
             bws = [self._tier(self.ranges, i, nd)[0] for i in range(nd)]
-        dims = tuple(Dim(self._tier(self.kinds, i, nd)[0], p, b, self._tier(self.latency_tiers, i, nd))
-                     for i, (p, b) in enumerate(zip(shape, bws)))  # fmt: skip
+        dims = tuple(
+            Dim(self._tier(self.kinds, i, nd)[0], p, b, self._tier(self.latency_tiers, i, nd))
+            for i, (p, b) in enumerate(zip(shape, bws))
+        )
         return Topology(dims), max(self.chunks)
 
     def check_discrete(self) -> None:
@@ -265,7 +306,9 @@ def _factorisations(n: int, sizes: list[int], d: int, budget: list[int]) -> Iter
     if d == 0:
         if n == 1:
             if budget[0] <= 0:
-                raise InputError("space", f"more than {MAX_SPACE_SHAPES:,} shapes", "fewer dims or sizes, or shapes = [...]")
+                raise InputError(
+                    "space", f"more than {MAX_SPACE_SHAPES:,} shapes", "fewer dims or sizes, or shapes = [...]"
+                )
             budget[0] -= 1
             yield ()
         return
@@ -357,12 +400,17 @@ def load_studies(path: str | Path) -> list[StudySpec]:
         raise InputError("workload", f"{wl!r} is not a table", "[workload] collective, size, cost_model")
     _check_keys(wl, {"collective", "size", "cost_model"}, "workload")
     probe = CollectiveSpec.parse(
-        "Ring(2,1,0)", collective=wl.get("collective", "all_reduce"), size=wl.get("size", "1GB"), chunks=1,
+        "Ring(2,1,0)",
+        collective=wl.get("collective", "all_reduce"),
+        size=wl.get("size", "1GB"),
+        chunks=1,
         cost_model=wl.get("cost_model", "paper"),
-    )  # fmt: skip
+    )
     design, most = space.first_design()
     try:  # before any storage exists: a workload no design of the space can run is refused here
-        CollectiveSpec.parse(design, collective=probe.collective, size=probe.size, chunks=most, cost_model=probe.cost_model)
+        CollectiveSpec.parse(
+            design, collective=probe.collective, size=probe.size, chunks=most, cost_model=probe.cost_model
+        )
     except InputError as e:
         raise InputError("workload", f"the space's first design {design.notation()} cannot run it: {e}") from None
     seed = parse_int(st.get("seed", 0), "study.seed", minimum=0)
@@ -385,15 +433,30 @@ def load_studies(path: str | Path) -> list[StudySpec]:
             space.check_discrete()
         vname = name if v.get("name") is None else f"{name}.{v['name']}"
         out.append(
-            StudySpec(vname, space, probe.collective, probe.size, probe.cost_model.name, objs, cons, sampler, seed,
-                      trials, prices, str(path), str(Path(path).parent / "out"))  # fmt: skip
+            StudySpec(
+                vname,
+                space,
+                probe.collective,
+                probe.size,
+                probe.cost_model.name,
+                objs,
+                cons,
+                sampler,
+                seed,
+                trials,
+                prices,
+                str(path),
+                str(Path(path).parent / "out"),
+            )
         )
     return out
 
 
 def _parse_objectives(raw: Any) -> tuple[Objective, ...]:
     if not raw:
-        raise InputError("objectives", "missing or empty", "[[objectives]] with metric = time, bw_utilization, cost or gap")
+        raise InputError(
+            "objectives", "missing or empty", "[[objectives]] with metric = time, bw_utilization, cost or gap"
+        )
     out = []
     for o in _as_list(raw, "objectives"):
         if not isinstance(o, dict):
@@ -405,7 +468,11 @@ def _parse_objectives(raw: Any) -> tuple[Objective, ...]:
         direction = str(o.get("direction", METRICS[metric])).lower()
         if direction not in ("minimize", "maximize"):
             raise InputError("objectives.direction", f"unknown direction {direction!r}", "minimize, maximize")
-        out.append(Objective(metric, direction, _parse_scheduler(o.get("scheduler", "themis")), parse_queue(o.get("queue", "scf"))))
+        out.append(
+            Objective(
+                metric, direction, _parse_scheduler(o.get("scheduler", "themis")), parse_queue(o.get("queue", "scf"))
+            )
+        )
     return tuple(out)
 
 
@@ -420,8 +487,14 @@ def _parse_constraints(raw: Any) -> tuple[Constraint, ...]:
             raise InputError("constraints.metric", f"unknown metric {metric!r}", ", ".join(METRICS))
         if "max" not in c:
             raise InputError("constraints.max", "missing", "the largest allowed value")
-        out.append(Constraint(metric, float(parse_positive(c["max"], "constraints.max", allow_zero=True)),
-                              _parse_scheduler(c.get("scheduler", "themis")), parse_queue(c.get("queue", "scf"))))  # fmt: skip
+        out.append(
+            Constraint(
+                metric,
+                float(parse_positive(c["max"], "constraints.max", allow_zero=True)),
+                _parse_scheduler(c.get("scheduler", "themis")),
+                parse_queue(c.get("queue", "scf")),
+            )
+        )
     return tuple(out)
 
 
@@ -429,7 +502,9 @@ def _parse_constraints(raw: Any) -> tuple[Constraint, ...]:
 def measure(spec: StudySpec, topo: Topology, chunks: int) -> dict[str, Any]:
     """Everything a trial records about one design (see the module docstring)."""
     common = dict(topology=topo, collective=spec.collective, size=spec.size, chunks=chunks, cost_model=spec.cost_model)
-    both = evaluate_many([dict(common, scheduler="themis", queue="scf"), dict(common, scheduler="baseline", queue="fifo")])
+    both = evaluate_many(
+        [dict(common, scheduler="themis", queue="scf"), dict(common, scheduler="baseline", queue="fifo")]
+    )
     themis, base = both.result(0), both.result(1)
     lp = fluid_bound(topo, spec.collective, spec.size, chunks, spec.cost_model)
     return {
@@ -459,8 +534,9 @@ def fluid_bound(topo: Topology, collective: str, size: int, chunks: int, cost_mo
     return max(ideal_ns(cspec), _solve(types, 1, relax=True, solver="highs", time_limit_s=5.0).bound)
 
 
-def metric_value(spec: StudySpec, topo: Topology, chunks: int, metric: str, scheduler: str, queue: str,
-                 record: dict[str, Any]) -> float:  # fmt: skip
+def metric_value(
+    spec: StudySpec, topo: Topology, chunks: int, metric: str, scheduler: str, queue: str, record: dict[str, Any]
+) -> float:
     """One objective or constraint value, reusing what `measure` already computed."""
     if metric == "cost":
         return record["cost_usd"]
@@ -469,16 +545,30 @@ def metric_value(spec: StudySpec, topo: Topology, chunks: int, metric: str, sche
     elif scheduler == "baseline" and queue == "fifo" and metric == "time":
         t, u = record["time_baseline_ns"], None
     else:
-        r = evaluate(topo, collective=spec.collective, size=spec.size, chunks=chunks, cost_model=spec.cost_model,
-                     scheduler=scheduler, queue=queue)  # fmt: skip
+        r = evaluate(
+            topo,
+            collective=spec.collective,
+            size=spec.size,
+            chunks=chunks,
+            cost_model=spec.cost_model,
+            scheduler=scheduler,
+            queue=queue,
+        )
         t, u = r.time_ns, r.bw_utilization
     if metric == "time":
         return t
     if metric == "gap":
         return t / record["bound_ns"] - 1.0
     if u is None:
-        u = evaluate(topo, collective=spec.collective, size=spec.size, chunks=chunks, cost_model=spec.cost_model,
-                     scheduler=scheduler, queue=queue).bw_utilization  # fmt: skip
+        u = evaluate(
+            topo,
+            collective=spec.collective,
+            size=spec.size,
+            chunks=chunks,
+            cost_model=spec.cost_model,
+            scheduler=scheduler,
+            queue=queue,
+        ).bw_utilization
     return u
 
 
@@ -491,7 +581,9 @@ def objective(spec: StudySpec, trial: Any, layout: int = LAYOUT) -> list[float]:
     topo, chunks, sched, queue = spec.space.suggest(trial, fixed)
     record = measure(spec, topo, chunks)
     for c in spec.constraints:
-        trial.set_constraint(c.metric, metric_value(spec, topo, chunks, c.metric, c.scheduler, c.queue, record) - c.maximum)
+        trial.set_constraint(
+            c.metric, metric_value(spec, topo, chunks, c.metric, c.scheduler, c.queue, record) - c.maximum
+        )
     values = []
     for o in spec.objectives:
         # the space's own scheduler choice applies to objectives that name the default
@@ -509,8 +601,13 @@ def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = open_storage(url, repair=repair)
     with gate(url, spec.name), reading(url):
-        study = optuna.create_study(study_name=spec.name, storage=storage, directions=spec.directions,
-                                    sampler=ResumableSampler(spec.sampler, spec.seed), load_if_exists=True)  # fmt: skip
+        study = optuna.create_study(
+            study_name=spec.name,
+            storage=storage,
+            directions=spec.directions,
+            sampler=ResumableSampler(spec.sampler, spec.seed),
+            load_if_exists=True,
+        )
         labels = [o.label for o in spec.objectives]
         if study.user_attrs.get("objectives") != labels:
             study.set_user_attr("objectives", labels)
@@ -570,8 +667,9 @@ def work(spec: StudySpec, url: str, trials: int, progress: Callable[[int], None]
         done += 1
 
 
-def run_study(spec: StudySpec, *, trials: int | None = None, workers: int = 1, storage: str | None = None,
-              progress: bool = False) -> dict[str, Any]:  # fmt: skip
+def run_study(
+    spec: StudySpec, *, trials: int | None = None, workers: int = 1, storage: str | None = None, progress: bool = False
+) -> dict[str, Any]:
     """Run `spec` until it has `trials` complete trials, with `workers` processes on one storage.
 
     With several workers, this process waits for them; if one dies, it finishes the study itself
@@ -601,17 +699,34 @@ def _run(spec: StudySpec, url: str, n: int, workers: int, bar: TrialBar | None) 
     if not any(codes):
         return -1
     short = summary(spec.name, url)["complete"] < n
-    warnings.warn(f"{sum(1 for c in codes if c)} of {workers} workers ended early (exit codes {codes}); "
-                  + ("this process finishes the study" if short else "the others finished the study"),
-                  stacklevel=3)  # fmt: skip
+    warnings.warn(
+        f"{sum(1 for c in codes if c)} of {workers} workers ended early (exit codes {codes}); "
+        + ("this process finishes the study" if short else "the others finished the study"),
+        stacklevel=3,
+    )
     return work(spec, url, n, bar.show if bar else None) if short else -1
 
 
 def _run_workers(spec: StudySpec, url: str, n: int, workers: int, poll: Callable[[], None] | None = None) -> list[int]:
     """Start `workers` worker processes and wait for them (calling `poll` meanwhile, if given); on
     Ctrl-C, interrupt and reap them."""
-    cmd = [sys.executable, "-m", "dse", "study", "run", spec.source, "--trials", str(n), "--storage", url,
-           "--only", spec.name, "--workers", "1", "--quiet"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "dse",
+        "study",
+        "run",
+        spec.source,
+        "--trials",
+        str(n),
+        "--storage",
+        url,
+        "--only",
+        spec.name,
+        "--workers",
+        "1",
+        "--quiet",
+    ]
     procs = [subprocess.Popen(cmd) for _ in range(workers)]
     try:
         return wait_all(procs, poll)

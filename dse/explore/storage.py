@@ -80,8 +80,11 @@ def storage_for(name: str, storage: str | None, folder: Path = STUDIES_OUT) -> s
     if Path(url).is_file():
         return url
     held = [n for j in default_journals(folder) for n in _names_or_none(j)]
-    raise InputError("study", f"no study {name!r}: there is no {url} (where dse study run writes it by default)",
-                     ", ".join(held) or "--storage S, or dse study run on its file first")  # fmt: skip
+    raise InputError(
+        "study",
+        f"no study {name!r}: there is no {url} (where dse study run writes it by default)",
+        ", ".join(held) or "--storage S, or dse study run on its file first",
+    )
 
 
 def _names_or_none(url: str) -> list[str]:
@@ -124,7 +127,9 @@ def open_storage(url: str, *, must_exist: bool = False, repair: bool = False) ->
     from dse.explore.study_journal import SyncedJournal
 
     if not isinstance(url, str) or not url.strip():
-        raise InputError("storage", "an empty storage", "a journal file path, sqlite:///file.db, postgresql+psycopg://...")
+        raise InputError(
+            "storage", "an empty storage", "a journal file path, sqlite:///file.db, postgresql+psycopg://..."
+        )
     if url.startswith(SQLITE):
         path = Path(url[len(SQLITE) :])
         if must_exist and not path.is_file():
@@ -135,14 +140,21 @@ def open_storage(url: str, *, must_exist: bool = False, repair: bool = False) ->
             with gate(url, "storage-init"):
                 return optuna.storages.RDBStorage(url)
         except ImportError as e:
-            raise InputError("storage", f"{url.split(':')[0]} storage needs a driver that is not installed ({e.name})",
-                             "pip install 'dse[postgres]'") from None  # fmt: skip
+            raise InputError(
+                "storage",
+                f"{url.split(':')[0]} storage needs a driver that is not installed ({e.name})",
+                "pip install 'dse[postgres]'",
+            ) from None
         except InputError:
             raise
         except Exception as e:  # connection refused, bad URL, a file that is no database...
             raise InputError("storage", f"cannot open {url!r}: {type(e).__name__}: {_first_line(e)}") from None
     if "://" in url:
-        raise InputError("storage", f"unsupported storage {url!r}", "a journal file path, sqlite:///file.db, postgresql+psycopg://...")
+        raise InputError(
+            "storage",
+            f"unsupported storage {url!r}",
+            "a journal file path, sqlite:///file.db, postgresql+psycopg://...",
+        )
     path = check_output_file(url, "storage")
     if must_exist and not path.exists():
         raise InputError("storage", f"no such journal file {url!r}", "the --storage a study ran on")
@@ -152,7 +164,9 @@ def open_storage(url: str, *, must_exist: bool = False, repair: bool = False) ->
         with reading(url):
             return JournalStorage(SyncedJournal(str(path), FlockLock(str(path))))
     except OSError as e:
-        raise InputError("storage", f"cannot use {url!r}: {e.strerror or e}", "a journal file in a folder you may write to") from None
+        raise InputError(
+            "storage", f"cannot use {url!r}: {e.strerror or e}", "a journal file in a folder you may write to"
+        ) from None
 
 
 def _first_line(e: BaseException) -> str:
@@ -166,13 +180,19 @@ def reading(url: str) -> Iterator[None]:
     try:
         yield
     except (json.JSONDecodeError, KeyError) as e:
-        raise InputError("storage", f"{url} is damaged inside ({type(e).__name__}: {_first_line(e)}); dse repairs "
-                         "only a damaged end", "the journal from a backup, or a new --storage") from None  # fmt: skip
+        raise InputError(
+            "storage",
+            f"{url} is damaged inside ({type(e).__name__}: {_first_line(e)}); dse repairs only a damaged end",
+            "the journal from a backup, or a new --storage",
+        ) from None
     except ValueError as e:
         if "log format" not in str(e):
             raise
-        raise InputError("storage", f"{url} is damaged inside (a record cut short); dse repairs only a damaged end",
-                         "the journal from a backup, or a new --storage") from None  # fmt: skip
+        raise InputError(
+            "storage",
+            f"{url} is damaged inside (a record cut short); dse repairs only a damaged end",
+            "the journal from a backup, or a new --storage",
+        ) from None
 
 
 def _record(line: bytes) -> bool:
@@ -205,23 +225,32 @@ def check_journal(path: Path, *, repair: bool) -> None:
         else:
             keep = _intact_end(tail, start)
         if keep is None:
-            raise InputError("storage", f"{path} has no readable record in its last {_TAIL >> 20} MiB",
-                             "the journal from a backup, or a new --storage")  # fmt: skip
+            raise InputError(
+                "storage",
+                f"{path} has no readable record in its last {_TAIL >> 20} MiB",
+                "the journal from a backup, or a new --storage",
+            )
         if keep == size:
             return
         lost = size - keep
         if not repair:
             if (path, size) not in _REPORTED:  # once per command, though it opens the journal twice
                 _REPORTED.add((path, size))
-                warnings.warn(f"{path}: its last {lost} bytes are not a whole record (an interrupted write); "
-                              "reading up to them. dse study run repairs it", stacklevel=3)  # fmt: skip
+                warnings.warn(
+                    f"{path}: its last {lost} bytes are not a whole record (an interrupted write); "
+                    "reading up to them. dse study run repairs it",
+                    stacklevel=3,
+                )
             return
         with open(path, "r+b") as f:
             f.truncate(keep)
             f.flush()
             os.fsync(f.fileno())
-        warnings.warn(f"{path}: removed a damaged end of {lost} bytes left by an interrupted write; the study "
-                      "continues from its last complete record", stacklevel=3)  # fmt: skip
+        warnings.warn(
+            f"{path}: removed a damaged end of {lost} bytes left by an interrupted write; the study "
+            "continues from its last complete record",
+            stacklevel=3,
+        )
 
 
 @contextlib.contextmanager

@@ -85,7 +85,9 @@ def dashboard_server(name: str, url: str, host: str = "127.0.0.1", port: int = 8
     try:
         server = make_server(host, port, app, handler_class=_QuietHandler)
     except OSError as e:
-        raise InputError("--port", f"cannot listen on {host}:{port}: {e.strerror or e}", "another --port or --host") from None
+        raise InputError(
+            "--port", f"cannot listen on {host}:{port}: {e.strerror or e}", "another --port or --host"
+        ) from None
     return server, study_url(host, server.server_port, study._study_id)
 
 

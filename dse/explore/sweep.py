@@ -22,14 +22,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from dse.bounds.api import lower_bounds
-from dse.sim.batch import evaluate_many
 from dse.core.errors import InputError, raise_if_interrupted
-from dse.sim.evaluate import evaluate
 from dse.core.progress import progress_bar, wanted
+from dse.core.topology import Topology, parse_topology
 from dse.explore.runners import Runner, get_runner
 from dse.explore.sweepcsv import SweepFile
 from dse.explore.sweepfile import Point, Sweep, load_sweep, parse_sweep  # noqa: F401  (re-exported)
-from dse.core.topology import Topology, parse_topology
+from dse.sim.batch import evaluate_many
+from dse.sim.evaluate import evaluate
 
 RESULT_COLUMNS: tuple[str, ...] = ("time_ns", "bw_utilization", "algbw_GBps", "busbw_GBps")
 BOUND_COLUMNS: tuple[str, ...] = ("bound_ns", "gap")
@@ -52,31 +52,57 @@ def _topology(spec: str) -> Topology:
 @lru_cache(maxsize=4096)
 def _bound_ns(key: tuple, time_limit_s: float, node_limit: int | None = None) -> float:
     topo, coll, size, chunks, model, mode, active = key
-    b = lower_bounds(_topology(topo), collective=coll, size=size, chunks=chunks, cost_model=model,
-                     latency_mode=mode, active_chunks=active, time_limit_s=time_limit_s,
-                     node_limit=node_limit)  # fmt: skip
+    b = lower_bounds(
+        _topology(topo),
+        collective=coll,
+        size=size,
+        chunks=chunks,
+        cost_model=model,
+        latency_mode=mode,
+        active_chunks=active,
+        time_limit_s=time_limit_s,
+        node_limit=node_limit,
+    )
     return b.bound_ns
 
 
 def evaluate_point(p: Point) -> list:
     """The result columns of one point (as `evaluate` returns them, unrounded)."""
     r = evaluate(
-        _topology(p.topology), collective=p.collective, size=p.size_bytes, chunks=p.chunks,
-        scheduler=p.scheduler, queue=p.queue, cost_model=p.cost_model, latency_mode=p.latency_mode,
-        active_chunks=p.active_chunks, seed=p.seed,
-    )  # fmt: skip
+        _topology(p.topology),
+        collective=p.collective,
+        size=p.size_bytes,
+        chunks=p.chunks,
+        scheduler=p.scheduler,
+        queue=p.queue,
+        cost_model=p.cost_model,
+        latency_mode=p.latency_mode,
+        active_chunks=p.active_chunks,
+        seed=p.seed,
+    )
     return [r.time_ns, r.bw_utilization, r.algbw_GBps, r.busbw_GBps]
 
 
 def evaluate_points(points: Sequence[Point]) -> list[list]:
     """The result columns of many points, evaluated together (`dse.evaluate_many`: points of one
     shape share their tables and run in one compiled call); each as `evaluate_point` gives it."""
-    res = evaluate_many([
-        dict(topology=_topology(p.topology), collective=p.collective, size=p.size_bytes, chunks=p.chunks,
-             scheduler=p.scheduler, queue=p.queue, cost_model=p.cost_model, latency_mode=p.latency_mode,
-             active_chunks=p.active_chunks, seed=p.seed)
-        for p in points
-    ])  # fmt: skip
+    res = evaluate_many(
+        [
+            dict(
+                topology=_topology(p.topology),
+                collective=p.collective,
+                size=p.size_bytes,
+                chunks=p.chunks,
+                scheduler=p.scheduler,
+                queue=p.queue,
+                cost_model=p.cost_model,
+                latency_mode=p.latency_mode,
+                active_chunks=p.active_chunks,
+                seed=p.seed,
+            )
+            for p in points
+        ]
+    )
     out = []
     for k in range(len(points)):
         r = res.result(k)
@@ -125,8 +151,8 @@ def make_batches(todo: Sequence[tuple[int, Point]], size: int, group_bounds: boo
 
 
 def run_sweep(
-    sweep: "Sweep | str | Path",
-    out_path: "str | Path",
+    sweep: Sweep | str | Path,
+    out_path: str | Path,
     *,
     jobs: int = 1,
     backend: str = "processes",
@@ -187,7 +213,7 @@ class _BatchFunc:
         return run_batch(batch, self.bounds, self.time_limit_s, self.node_limit)
 
 
-def read_rows(path: "str | Path") -> list[dict[str, str]]:
+def read_rows(path: str | Path) -> list[dict[str, str]]:
     """A sweep CSV as dicts, sorted by `point`."""
     try:
         with open(path, newline="") as f:

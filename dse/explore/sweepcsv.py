@@ -144,7 +144,9 @@ class _Rows:
             elif self.torn(rest):
                 made[s] = []
             else:
-                made[s] = next((made[k] for k in starts if k > s and made[k] is not None and self.torn(text[s:k])), None)
+                made[s] = next(
+                    (made[k] for k in starts if k > s and made[k] is not None and self.torn(text[s:k])), None
+                )
         return made[0]
 
 
@@ -172,8 +174,11 @@ def inspect(data: bytes, header: Sequence[str], params: Sequence[Sequence[object
         elif done[i][0] == raw:
             repairs["a repeated row"] += 1
         else:
-            raise InputError("out", f"{name} lines {done[i][1]} and {n} give point {i} different results",
-                             "remove the wrong row (or both, and the point runs again)")  # fmt: skip
+            raise InputError(
+                "out",
+                f"{name} lines {done[i][1]} and {n} give point {i} different results",
+                "remove the wrong row (or both, and the point runs again)",
+            )
 
     for n, raw in enumerate(lines[1:], start=2):
         text = raw.decode("ascii", "replace")
@@ -207,14 +212,14 @@ class SweepFile:
     Use as a context manager; `open` returns the points already done. A file this run created and
     never wrote a row to is removed again on the way out."""
 
-    def __init__(self, path: "str | Path", header: Sequence[str], params: Sequence[Sequence[object]]) -> None:
+    def __init__(self, path: str | Path, header: Sequence[str], params: Sequence[Sequence[object]]) -> None:
         self.path = check_output_file(path, "out")
         self.header, self.params = header, params
         self.fd = -1
         self.created = False
         self.written = 0
 
-    def __enter__(self) -> "SweepFile":
+    def __enter__(self) -> SweepFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -226,7 +231,9 @@ class SweepFile:
         try:
             return self._open()
         except OSError as e:
-            raise InputError("out", f"cannot write {str(self.path)!r}: {e.strerror or e}", "a file in a folder you may write to") from None
+            raise InputError(
+                "out", f"cannot write {str(self.path)!r}: {e.strerror or e}", "a file in a folder you may write to"
+            ) from None
 
     def _open(self) -> frozenset[int]:
         for _ in range(3):  # a repair replaces the file: lock and read the new one
@@ -235,8 +242,10 @@ class SweepFile:
             data = os.pread(self.fd, st.st_size, 0)
             state = inspect(data, self.header, self.params, str(self.path))
             if state.repairs:
-                warnings.warn(f"{self.path}: repaired {', '.join(state.repairs)}; each point keeps one row, lost ones run again",
-                              stacklevel=2)  # fmt: skip
+                warnings.warn(
+                    f"{self.path}: repaired {', '.join(state.repairs)}; each point keeps one row, lost ones run again",
+                    stacklevel=2,
+                )
             if state.keep is None:
                 if state.truncate_to is not None:
                     os.ftruncate(self.fd, state.truncate_to)
@@ -256,7 +265,9 @@ class SweepFile:
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise InputError("out", f"another dse sweep is writing {self.path}", "one dse sweep per file at a time") from None
+                raise InputError(
+                    "out", f"another dse sweep is writing {self.path}", "one dse sweep per file at a time"
+                ) from None
             try:
                 same = os.path.samestat(os.fstat(self.fd), os.stat(self.path))
             except FileNotFoundError:

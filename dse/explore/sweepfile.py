@@ -28,27 +28,41 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from dse.core.collectives import parse_collective
-from dse.costs import get_cost_model
 from dse.core.errors import InputError
 from dse.core.files import read_toml
 from dse.core.limits import MAX_SWEEP_POINTS
-from dse.schedulers.lp_guided import too_many_orders
-from dse.sim.spec import CollectiveSpec
-from dse.schedulers import get_scheduler, parse_queue
 from dse.core.topology import Topology, parse_topology
 from dse.core.units import parse_int, parse_positive, parse_size
+from dse.costs import get_cost_model
+from dse.schedulers import get_scheduler, parse_queue
+from dse.schedulers.lp_guided import too_many_orders
+from dse.sim.spec import CollectiveSpec
 
 #: The `evaluate()` parameters a sweep may vary, in expansion order.
 PARAMS: tuple[str, ...] = (
-    "topology", "collective", "size", "chunks", "scheduler", "queue",
-    "cost_model", "latency_mode", "active_chunks", "seed",
-)  # fmt: skip
+    "topology",
+    "collective",
+    "size",
+    "chunks",
+    "scheduler",
+    "queue",
+    "cost_model",
+    "latency_mode",
+    "active_chunks",
+    "seed",
+)
 #: Keys of `[sweep]` that are options, not parameters.
 OPTIONS: tuple[str, ...] = ("schedules", "bounds", "bounds_time_limit", "bounds_node_limit")
 DEFAULTS: dict[str, Any] = {
-    "collective": "all_reduce", "chunks": 64, "scheduler": "themis", "queue": "scf",
-    "cost_model": "paper", "latency_mode": None, "active_chunks": 1, "seed": 0,
-}  # fmt: skip
+    "collective": "all_reduce",
+    "chunks": 64,
+    "scheduler": "themis",
+    "queue": "scf",
+    "cost_model": "paper",
+    "latency_mode": None,
+    "active_chunks": 1,
+    "seed": 0,
+}
 
 
 class Point(NamedTuple):
@@ -67,8 +81,15 @@ class Point(NamedTuple):
 
     def bound_key(self) -> tuple:
         """What the lower bound depends on (not the schedule, queue or seed)."""
-        return (self.topology, self.collective, self.size_bytes, self.chunks, self.cost_model,
-                self.latency_mode, self.active_chunks)  # fmt: skip
+        return (
+            self.topology,
+            self.collective,
+            self.size_bytes,
+            self.chunks,
+            self.cost_model,
+            self.latency_mode,
+            self.active_chunks,
+        )
 
 
 @dataclass(frozen=True)
@@ -178,7 +199,9 @@ def parse_sweep(table: dict[str, Any], source: str = "<sweep>") -> Sweep:
     nodes = parse_int(table.get("bounds_node_limit", 100), "sweep.bounds_node_limit", minimum=1)
     n = len(pairs) * math.prod(len(lists[k]) for k in PARAMS if k not in ("scheduler", "queue"))
     if n > MAX_SWEEP_POINTS:
-        raise InputError("sweep", f"{n:,} points", f"at most {MAX_SWEEP_POINTS:,} per sweep file (split it into several)")
+        raise InputError(
+            "sweep", f"{n:,} points", f"at most {MAX_SWEEP_POINTS:,} per sweep file (split it into several)"
+        )
     return Sweep(tuple(_expand(lists, pairs, topos)), bounds, limit, source, nodes)
 
 
@@ -188,9 +211,16 @@ def _expand(lists: dict[str, list], pairs: list[tuple[str, str]], topos: dict[st
     modes: dict[tuple, str] = {}
     checked: set[tuple] = set()
     for t, coll, size, chunks, (s, q), model, mode, active, seed in itertools.product(
-        lists["topology"], lists["collective"], lists["size"], lists["chunks"], pairs,
-        lists["cost_model"], lists["latency_mode"], lists["active_chunks"], lists["seed"],
-    ):  # fmt: skip
+        lists["topology"],
+        lists["collective"],
+        lists["size"],
+        lists["chunks"],
+        pairs,
+        lists["cost_model"],
+        lists["latency_mode"],
+        lists["active_chunks"],
+        lists["seed"],
+    ):
         key = (t, coll, model, mode, active)
         if key not in modes:
             try:
@@ -204,13 +234,17 @@ def _expand(lists: dict[str, list], pairs: list[tuple[str, str]], topos: dict[st
         yield Point(t, coll, size, chunks, s, q, model, modes[key], active, seed)
 
 
-def _check_run(topo: Topology, coll: str, size: int, chunks: int, sched: str, queue: str, model: str, mode: str,
-               active: int) -> None:  # fmt: skip
+def _check_run(
+    topo: Topology, coll: str, size: int, chunks: int, sched: str, queue: str, model: str, mode: str, active: int
+) -> None:
     """What `evaluate` would refuse at run time, refused before the sweep starts."""
-    where = f"topology {topo.notation() if topo.name is None else topo.name}, size {size}, chunks {chunks}, {sched}+{queue}"
+    where = (
+        f"topology {topo.notation() if topo.name is None else topo.name}, size {size}, chunks {chunks}, {sched}+{queue}"
+    )
     try:
-        spec = CollectiveSpec.parse(topo, collective=coll, size=size, chunks=chunks, cost_model=model,
-                                    latency_mode=mode, active_chunks=active)  # fmt: skip
+        spec = CollectiveSpec.parse(
+            topo, collective=coll, size=size, chunks=chunks, cost_model=model, latency_mode=mode, active_chunks=active
+        )
         spec.check_work(queue=queue, extra_simulations=get_scheduler(sched).simulations())
         if sched == "lp_guided" and (why := too_many_orders(topo.ndims)):
             raise InputError("scheduler", why, "at most 8 dimensions, or another scheduler")
@@ -218,7 +252,7 @@ def _check_run(topo: Topology, coll: str, size: int, chunks: int, sched: str, qu
         raise InputError("sweep", f"{where}: {e}") from None
 
 
-def load_sweep(path: "str | Path") -> Sweep:
+def load_sweep(path: str | Path) -> Sweep:
     """Read and validate a sweep file; any problem is one `InputError` line naming the key."""
     doc = read_toml(path, "sweep file")
     path = Path(path)

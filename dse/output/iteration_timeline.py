@@ -14,12 +14,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from dse.core.errors import InputError
-from dse.output.timeline_plot import Bar, Lane, TimelinePlotData, _rows
 from dse.core.units import format_time
+from dse.output.timeline_plot import Bar, Lane, TimelinePlotData, _rows
 
 LANES = (("gpu", "GPU compute"), ("cpu", "CPU"), ("net", "communication"))
-STYLES = {"compute": ("compute", "tab:blue"), "comm": ("collective", "tab:orange"),
-          "replay": ("replayed (broadcast, CPU-side call)", "tab:gray")}  # fmt: skip
+STYLES = {
+    "compute": ("compute", "tab:blue"),
+    "comm": ("collective", "tab:orange"),
+    "replay": ("replayed (broadcast, CPU-side call)", "tab:gray"),
+}
 _NEEDS = "a JSON object written by dse iterate --json --timeline"
 
 
@@ -33,7 +36,9 @@ def iteration_plot_data(d: Mapping[str, Any], field_: str = "RESULT.json") -> Ti
         if not isinstance(n, Mapping) or n.get("resource") not in per or n.get("kind") not in STYLES:
             raise InputError(field_, f"node entry {k} lacks a known resource or kind", _NEEDS)
         a, b = n.get("start_ns"), n.get("end_ns")
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0 for x in (a, b)):
+        if not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0 for x in (a, b)
+        ):
             raise InputError(field_, f"node entry {k} has start {a!r} and end {b!r}", _NEEDS)
         per[n["resource"]].append((int(n.get("index", k)), n["kind"], float(a), float(b)))
     lanes, used = [], set()
@@ -49,7 +54,9 @@ def iteration_plot_data(d: Mapping[str, Any], field_: str = "RESULT.json") -> Ti
             lane.bars.append(Bar(i, kind, a, b, row, color))
         lanes.append(lane)
     time_ns = d.get("total_ns") or max(b.end for lane in lanes for b in lane.bars)
-    title = (f"{d.get('workload', '?')} on {d.get('topology', '?')}, {d.get('scheduler', '?')} + {d.get('queue', '?')}, "
-             f"{d.get('cost_model', '?')}: {format_time(float(time_ns))}")  # fmt: skip
+    title = (
+        f"{d.get('workload', '?')} on {d.get('topology', '?')}, {d.get('scheduler', '?')} + {d.get('queue', '?')}, "
+        f"{d.get('cost_model', '?')}: {format_time(float(time_ns))}"
+    )
     legend = [STYLES[k] for k in STYLES if k in used]
     return TimelinePlotData(title, float(time_ns), lanes, legend)

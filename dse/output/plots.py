@@ -24,7 +24,7 @@ OUTPUT_COLUMNS: frozenset[str] = frozenset(
 )
 
 
-def figure_path(out: "str | Path", field: str = "out") -> tuple[Path, str]:
+def figure_path(out: str | Path, field: str = "out") -> tuple[Path, str]:
     """A figure's path and format (``png`` or ``svg``, from the extension); anything else is one
     `InputError`, before any work."""
     p = check_output_file(out, field)
@@ -90,9 +90,14 @@ def varying_columns(rows: Sequence[dict[str, str]], point: Sequence[str], plotte
 
 
 def sweep_plot_data(
-    rows: Sequence[dict[str, str]], x: str, y: str, hue: str | None = None, facet: str | None = None,
-    *, mean: bool = False,
-) -> SweepPlotData:  # fmt: skip
+    rows: Sequence[dict[str, str]],
+    x: str,
+    y: str,
+    hue: str | None = None,
+    facet: str | None = None,
+    *,
+    mean: bool = False,
+) -> SweepPlotData:
     """Group sweep rows into panels (`facet`) of lines (`hue`) of `y` against `x`.
 
     `hue` and `facet` may name several columns joined by commas (``scheduler,queue``). Panels and
@@ -112,7 +117,7 @@ def sweep_plot_data(
             "plot sweep",
             f"rows on the same point differ in {', '.join(varying)}, which the plot does not show",
             f"add {'them' if len(varying) > 1 else 'it'} to --hue or --facet, or pass --mean to average them",
-        )  # fmt: skip
+        )
     ys = [_num(r[ycol]) for r in rows]
     if any(v is None for v in ys):
         bad = next(r[ycol] for r, v in zip(rows, ys) if v is None)
@@ -138,7 +143,7 @@ def sweep_plot_data(
     return SweepPlotData(xcol, ycol, panels, numeric_x, hue, facet, tuple(varying))
 
 
-def draw_sweep(data: SweepPlotData, out: "str | Path", *, logx: bool = False) -> Path:
+def draw_sweep(data: SweepPlotData, out: str | Path, *, logx: bool = False) -> Path:
     """Draw `data` to `out` (.png or .svg, by the extension) with matplotlib's Agg backend."""
     out, fmt = figure_path(out)
     import matplotlib
@@ -173,9 +178,16 @@ def draw_sweep(data: SweepPlotData, out: "str | Path", *, logx: bool = False) ->
 
 
 def plot_sweep_file(
-    csv_path: "str | Path", out: "str | Path", *, x: str, y: str, hue: str | None = None,
-    facet: str | None = None, logx: bool = False, mean: bool = False,
-) -> SweepPlotData:  # fmt: skip
+    csv_path: str | Path,
+    out: str | Path,
+    *,
+    x: str,
+    y: str,
+    hue: str | None = None,
+    facet: str | None = None,
+    logx: bool = False,
+    mean: bool = False,
+) -> SweepPlotData:
     """Read a sweep CSV and draw it: `sweep_plot_data` then `draw_sweep`; returns the data drawn."""
     from dse.explore.sweep import read_rows
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 from dse.sim.result import Result
@@ -58,15 +57,18 @@ def result_text(result: Result, topology: Topology) -> str:
     """A readable report of one evaluation: the headline figures, then one row per dimension."""
     head = [
         ("topology", f"{result.topology} ({topology.npus} NPUs): {topology.notation()}"),
-        ("collective", f"{result.collective}, {format_size(result.size_bytes, result.size_unit)} per NPU, {result.chunks} chunks"
-         + (f" ({result.simulated_chunks} simulated)" if result.simulated_chunks != result.chunks else "")),
+        (
+            "collective",
+            f"{result.collective}, {format_size(result.size_bytes, result.size_unit)} per NPU, {result.chunks} chunks"
+            + (f" ({result.simulated_chunks} simulated)" if result.simulated_chunks != result.chunks else ""),
+        ),
         ("schedule", f"{result.scheduler} + {result.queue}, active chunks {result.active_chunks}, seed {result.seed}"),
         ("cost model", f"{result.cost_model}, latency {result.latency_mode}"),
         ("time", f"{format_time(result.time_ns)} ({result.time_ns:.6g} ns)"),
         ("BW utilisation", utilisation_text(result)),
         ("algbw / busbw", f"{result.algbw_GBps:.2f} / {result.busbw_GBps:.2f} GB/s"),
         ("orders", order_summary(result.orders)),
-    ]  # fmt: skip
+    ]
     w = max(len(k) for k, _ in head)
     lines = [f"{k.ljust(w)}  {v}" for k, v in head]
     rows = []
@@ -101,14 +103,15 @@ class ComparisonRow:
             "queue": self.queue,
             "time_ns": self.time_ns,
             "bw_utilization": self.bw_utilization,
-            "bw_utilization_uncapped": self.bw_utilization if self.bw_utilization_uncapped is None
+            "bw_utilization_uncapped": self.bw_utilization
+            if self.bw_utilization_uncapped is None
             else self.bw_utilization_uncapped,
             "speedup_vs_baseline_fifo": self.speedup,
             "gap_to_bound": self.gap,
         }
 
 
-def comparison_rows(results: Sequence[Result], bounds: "Bounds | None" = None) -> list[ComparisonRow]:
+def comparison_rows(results: Sequence[Result], bounds: Bounds | None = None) -> list[ComparisonRow]:
     """Speed-up of each result over the baseline+fifo one (which must be among them), and its gap
     to the bound when one is given."""
     ref = next((r for r in results if r.scheduler == "baseline" and r.queue == "fifo"), None)
@@ -116,9 +119,14 @@ def comparison_rows(results: Sequence[Result], bounds: "Bounds | None" = None) -
         raise ValueError("comparison needs a baseline+fifo result")
     return [
         ComparisonRow(
-            r.scheduler, r.queue, r.time_ns, r.bw_utilization, ref.time_ns / r.time_ns,
-            bounds.gap(r.time_ns) if bounds is not None else None, r.bw_utilization_uncapped,
-        )  # fmt: skip
+            r.scheduler,
+            r.queue,
+            r.time_ns,
+            r.bw_utilization,
+            ref.time_ns / r.time_ns,
+            bounds.gap(r.time_ns) if bounds is not None else None,
+            r.bw_utilization_uncapped,
+        )
         for r in results
     ]
 
@@ -140,9 +148,11 @@ def below_bound_note(rows: Sequence[ComparisonRow], cost_model: str, concurrent_
     worst = min((r.gap for r in rows if r.gap is not None), default=0.0)
     if worst >= -1e-9:
         return None
-    where = (f" with up to {concurrent_phases} phases at once on a dimension" if concurrent_phases > 1 else "")
-    return (f"schedules beat the bound (gap down to {format_percent(worst)}): a bound must hold for every "
-            f"schedule, so this is a defect of dse's bounds for the {cost_model} model{where}; please report it")
+    where = f" with up to {concurrent_phases} phases at once on a dimension" if concurrent_phases > 1 else ""
+    return (
+        f"schedules beat the bound (gap down to {format_percent(worst)}): a bound must hold for every "
+        f"schedule, so this is a defect of dse's bounds for the {cost_model} model{where}; please report it"
+    )
 
 
 def comparison_text(rows: Sequence[ComparisonRow], title: str) -> str:
@@ -157,7 +167,7 @@ def comparison_text(rows: Sequence[ComparisonRow], title: str) -> str:
     return title + "\n" + format_table(heads, body, align="llrrr" + ("r" if with_gap else ""))
 
 
-def bounds_text(b: "Bounds", topology: Topology, size_unit: str = "decimal") -> str:
+def bounds_text(b: Bounds, topology: Topology, size_unit: str = "decimal") -> str:
     """A readable report of `dse bound`; the size in `size_unit`'s family (`dse.core.units.size_family`)."""
     lines = [
         f"{b.topology} ({topology.npus} NPUs), {b.collective} of {format_size(b.size_bytes, size_unit)} per NPU, "

@@ -37,16 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from dse.bounds.api import ideal_ns
-from dse.costs import get_cost_model
 from dse.core.errors import raise_if_interrupted
-from dse.sim.evaluate import evaluate
 from dse.core.files import atomic_output, check_output_dir, make_dirs, write_atomic
-from dse.training.iteration import end_to_end_markdown, end_to_end_rows
 from dse.core.progress import progress_bar as _bar
 from dse.core.progress import wanted
-from dse.sim.spec import CollectiveSpec
-from dse.explore.sweep import read_rows, run_sweep
-from dse.explore.sweepfile import parse_sweep
 from dse.core.topology import (
     ARTIFACT_SUFFIX,
     PAPER_PRESETS,
@@ -55,6 +49,12 @@ from dse.core.topology import (
     Topology,
     parse_topology,
 )
+from dse.costs import get_cost_model
+from dse.explore.sweep import read_rows, run_sweep
+from dse.explore.sweepfile import parse_sweep
+from dse.sim.evaluate import evaluate
+from dse.sim.spec import CollectiveSpec
+from dse.training.iteration import end_to_end_markdown, end_to_end_rows
 
 SCHEDULES = ("baseline+fifo", "themis+fifo", "themis+scf", "lp_guided+scf")
 SIZES_GIB = tuple(Decimal("0.10") + Decimal("0.05") * i for i in range(19))
@@ -152,7 +152,9 @@ def run(
     artifact = e2e if model == "astra-sim-1" else end_to_end("astra-sim-1", e2e_names, progress)
     if model != "astra-sim-1":
         write_csv(out / "end_to_end_astra-sim-1.csv", artifact)
-    ran = [n for n in PAPER_PRESETS if any(r["topology"] == n for t in tables.values() for r in t) or n == GANTT_CASE[0]]
+    ran = [
+        n for n in PAPER_PRESETS if any(r["topology"] == n for t in tables.values() for r in t) or n == GANTT_CASE[0]
+    ]
     notations = {n: topology_for(n, model).notation() for n in ran}
     e2e_note = (
         f"Quick run: {len(QUICK_TOPOLOGIES)} of {len(PAPER_PRESETS)} topologies. The paper column is the paper's "
@@ -162,19 +164,32 @@ def run(
     )
     write_atomic(
         out / "summary.md",
-        summary_markdown(summary, tables["chunks"], model, quick=quick, ran={n: run_as(n, model) for n in ran},
-                         notations=notations)
-        + "\n## Training iterations (speed-up over baseline+FIFO)\n\n" + e2e_note + end_to_end_markdown(e2e) + "\n"
-        + ("" if model == "astra-sim-1" else "\n" + ARTIFACT_E2E_TITLE + e2e_note + end_to_end_markdown(artifact) + "\n"),
-    )  # fmt: skip
+        summary_markdown(
+            summary, tables["chunks"], model, quick=quick, ran={n: run_as(n, model) for n in ran}, notations=notations
+        )
+        + "\n## Training iterations (speed-up over baseline+FIFO)\n\n"
+        + e2e_note
+        + end_to_end_markdown(e2e)
+        + "\n"
+        + (
+            ""
+            if model == "astra-sim-1"
+            else "\n" + ARTIFACT_E2E_TITLE + e2e_note + end_to_end_markdown(artifact) + "\n"
+        ),
+    )
     raise_if_interrupted()
     figures = [
         draw_utilization(utilization_data(tables["single_allreduce"]), out / "utilization.png"),
         draw_chunks(chunk_data(tables["chunks"]), out / "chunks.png"),
         draw_timeline(timeline_data(model), out / "timeline.png"),
     ]
-    return {"out": str(out), "counts": counts, "summary": summary, "topologies": notations,
-            "figures": [str(f) for f in figures]}  # fmt: skip
+    return {
+        "out": str(out),
+        "counts": counts,
+        "summary": summary,
+        "topologies": notations,
+        "figures": [str(f) for f in figures],
+    }
 
 
 ARTIFACT_E2E_TITLE = (
@@ -222,21 +237,23 @@ def finish_rows(rows: list[dict[str, str]], names: dict[str, str], model: str) -
             spec = CollectiveSpec.parse(r["topology"], size=size, chunks=1, cost_model=model)
             ideal_cache[key] = ideal_ns(spec)
         time_ns = float(r["time_ns"])
-        out.append({
-            "topology": names.get(r["topology"], r["topology"]),
-            "notation": r["topology"],
-            "size_bytes": size,
-            "chunks": int(r["chunks"]),
-            "scheduler": r["scheduler"],
-            "queue": r["queue"],
-            "schedule": f"{r['scheduler']}+{r['queue']}",
-            "cost_model": r["cost_model"],
-            "time_ns": time_ns,
-            "bw_utilization": float(r["bw_utilization"]),
-            "ideal_ns": ideal_cache[key],
-            "bound_ns": float(r["bound_ns"]),
-            "gap": float(r["gap"]),
-        })  # fmt: skip
+        out.append(
+            {
+                "topology": names.get(r["topology"], r["topology"]),
+                "notation": r["topology"],
+                "size_bytes": size,
+                "chunks": int(r["chunks"]),
+                "scheduler": r["scheduler"],
+                "queue": r["queue"],
+                "schedule": f"{r['scheduler']}+{r['queue']}",
+                "cost_model": r["cost_model"],
+                "time_ns": time_ns,
+                "bw_utilization": float(r["bw_utilization"]),
+                "ideal_ns": ideal_cache[key],
+                "bound_ns": float(r["bound_ns"]),
+                "gap": float(r["gap"]),
+            }
+        )
     return out
 
 
@@ -281,7 +298,11 @@ def summarize(rows: Sequence[dict[str, Any]]) -> Summary:
         overall_rows[sched] += rs
     overall = {}
     for sched, rs in overall_rows.items():
-        speed = [base[(r["topology"], r["size_bytes"])] / r["time_ns"] for r in rs if (r["topology"], r["size_bytes"]) in base]
+        speed = [
+            base[(r["topology"], r["size_bytes"])] / r["time_ns"]
+            for r in rs
+            if (r["topology"], r["size_bytes"]) in base
+        ]
         overall[sched] = {
             "bw_utilization": statistics.mean(r["bw_utilization"] for r in rs),
             "speedup_geomean": _geomean(speed),
@@ -307,42 +328,81 @@ def summary_markdown(
     scheds = [x for x in SCHEDULES if x in s.overall]
     lines = [f"# Themis reproduction, cost model `{model}`", ""]
     if quick:
-        scope = (f"{len(s.per_topology)} of {len(PAPER_PRESETS)} topologies, {len(QUICK_SIZES_GIB)} of "
-                 f"{len(SIZES_GIB)} sizes")  # fmt: skip
+        scope = (
+            f"{len(s.per_topology)} of {len(PAPER_PRESETS)} topologies, {len(QUICK_SIZES_GIB)} of "
+            f"{len(SIZES_GIB)} sizes"
+        )
         lines += [f"## Overall (quick run: {scope}; not comparable with the paper's means)", ""]
     else:
         lines += ["## Overall (every topology and size)", ""]
-    lines += ["| schedule | mean BW utilisation | geo-mean speed-up over baseline | mean gap to bound |", "|---|---|---|---|"]
+    lines += [
+        "| schedule | mean BW utilisation | geo-mean speed-up over baseline | mean gap to bound |",
+        "|---|---|---|---|",
+    ]
     for sc in scheds:
         o = s.overall[sc]
-        lines.append(f"| {sc} | {100 * o['bw_utilization']:.2f} % | {o['speedup_geomean']:.3f}x | {100 * o['gap_mean']:.2f} % |")
+        lines.append(
+            f"| {sc} | {100 * o['bw_utilization']:.2f} % | {o['speedup_geomean']:.3f}x | {100 * o['gap_mean']:.2f} % |"
+        )
     if quick:
-        lines += ["", (f"Quick run ({scope}): the paper's headline figures are means over all {len(PAPER_PRESETS)} "
-                       f"topologies and {len(SIZES_GIB)} sizes, so they are not set beside these. Run without --quick "
-                       "to compare with the paper."), ""]  # fmt: skip
+        lines += [
+            "",
+            (
+                f"Quick run ({scope}): the paper's headline figures are means over all {len(PAPER_PRESETS)} "
+                f"topologies and {len(SIZES_GIB)} sizes, so they are not set beside these. Run without --quick "
+                "to compare with the paper."
+            ),
+            "",
+        ]
     else:
-        lines += ["", (f"The paper: baseline {100 * PAPER['baseline_util']:.2f} %, Themis {100 * PAPER['themis_util']:.2f} % "
-                       f"utilisation, geometric-mean speed-up {PAPER['speedup_geomean']}x."), ""]  # fmt: skip
+        lines += [
+            "",
+            (
+                f"The paper: baseline {100 * PAPER['baseline_util']:.2f} %, Themis {100 * PAPER['themis_util']:.2f} % "
+                f"utilisation, geometric-mean speed-up {PAPER['speedup_geomean']}x."
+            ),
+            "",
+        ]
     if ran:
-        lines += [f"## Topologies as run (cost model `{model}`)", "", "| topology | run as | notation |", "|---|---|---|"]
-        lines += [f"| {n} | {what} | `{(notations or {}).get(n, topology_for(n, model).notation())}` |"
-                  for n, what in ran.items()]  # fmt: skip
+        lines += [
+            f"## Topologies as run (cost model `{model}`)",
+            "",
+            "| topology | run as | notation |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {n} | {what} | `{(notations or {}).get(n, topology_for(n, model).notation())}` |"
+            for n, what in ran.items()
+        ]
         lines.append("")
-    lines += ["## Per topology (means over sizes)", "",
-              "| topology | schedule | BW utilisation | speed-up (arith.) | speed-up (geo.) | gap to bound |", "|---|---|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "## Per topology (means over sizes)",
+        "",
+        "| topology | schedule | BW utilisation | speed-up (arith.) | speed-up (geo.) | gap to bound |",
+        "|---|---|---|---|---|---|",
+    ]
     for topo in s.per_topology:
         for sc in scheds:
             f = s.per_topology[topo].get(sc)
             if f:
-                lines.append(f"| {topo} | {sc} | {100 * f['bw_utilization']:.2f} % | {f['speedup_mean']:.3f}x | "
-                             f"{f['speedup_geomean']:.3f}x | {100 * f['gap_mean']:.2f} % |")  # fmt: skip
-    lines += ["", "## Chunk sensitivity (0.1 GiB)", "", "| topology | chunks | " + " | ".join(scheds) + " |",
-              "|---|---|" + "---|" * len(scheds)]  # fmt: skip
+                lines.append(
+                    f"| {topo} | {sc} | {100 * f['bw_utilization']:.2f} % | {f['speedup_mean']:.3f}x | "
+                    f"{f['speedup_geomean']:.3f}x | {100 * f['gap_mean']:.2f} % |"
+                )
+    lines += [
+        "",
+        "## Chunk sensitivity (0.1 GiB)",
+        "",
+        "| topology | chunks | " + " | ".join(scheds) + " |",
+        "|---|---|" + "---|" * len(scheds),
+    ]
     cell: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
     for r in chunk_rows:
         cell[(r["topology"], r["chunks"])][r["schedule"]] = r["bw_utilization"]
     for (topo, ch), v in sorted(cell.items()):
-        lines.append(f"| {topo} | {ch} | " + " | ".join(f"{100 * v[sc]:.1f} %" if sc in v else "" for sc in scheds) + " |")
+        lines.append(
+            f"| {topo} | {ch} | " + " | ".join(f"{100 * v[sc]:.1f} %" if sc in v else "" for sc in scheds) + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -366,16 +426,18 @@ def chunk_data(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[tuple
 def timeline_data(model: str) -> list[Any]:
     """The per-dimension phases of baseline+FIFO and Themis+SCF on one case: one
     `dse.output.timeline_plot.TimelinePlotData` each, the same as `dse evaluate --plot` draws."""
-    from dse.output.timeline_plot import result_timeline_data
     from dse.core.units import format_size, format_time
+    from dse.output.timeline_plot import result_timeline_data
 
     name, size, chunks = GANTT_CASE
     topo = topology_for(name, model)
     panels = []
     for sched, queue in (("baseline", "fifo"), ("themis", "scf")):
         r = evaluate(topo, size=size, chunks=chunks, scheduler=sched, queue=queue, cost_model=model, timeline=True)
-        title = (f"{sched}+{queue}: {format_time(r.time_ns)} ({name}, {format_size(r.size_bytes, r.size_unit)} "
-                 f"all-reduce, {chunks} chunks, {model} model)")  # fmt: skip
+        title = (
+            f"{sched}+{queue}: {format_time(r.time_ns)} ({name}, {format_size(r.size_bytes, r.size_unit)} "
+            f"all-reduce, {chunks} chunks, {model} model)"
+        )
         panels.append(result_timeline_data(r, topo, title=title))
     return panels
 
@@ -404,7 +466,7 @@ def draw_utilization(data: dict[str, dict[str, list[tuple[float, float]]]], path
         ax.grid(alpha=0.3)
     for ax in axes[:, 0]:
         ax.set_ylabel("BW utilisation (%)")
-    for ax in list(axes.flat)[len(topos):]:
+    for ax in list(axes.flat)[len(topos) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=8)
     fig.tight_layout()

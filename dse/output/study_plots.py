@@ -77,9 +77,16 @@ def pareto_data(trials: Sequence[Any], front: set[int], names: Sequence[str]) ->
     panels = []
     for i, j in itertools.combinations(range(len(names)), 2):
         ax, ay = axis(names[i]), axis(names[j])
-        panels.append(ParetoPanel(ax.label, ay.label, [t.values[i] * ax.scale for t in trials],
-                                  [t.values[j] * ay.scale for t in trials], [t.number in front for t in trials],
-                                  [feasible(t) for t in trials]))  # fmt: skip
+        panels.append(
+            ParetoPanel(
+                ax.label,
+                ay.label,
+                [t.values[i] * ax.scale for t in trials],
+                [t.values[j] * ay.scale for t in trials],
+                [t.number in front for t in trials],
+                [feasible(t) for t in trials],
+            )
+        )
     return panels
 
 
@@ -116,9 +123,11 @@ def importance_data(trials: Sequence[Any], names: Sequence[str], directions: Seq
     per = [design_params(t) for t in trials]
     vary = varying(per)
     if len(vary) < 2:
-        return (f"no importances.png: {len(vary)} parameter{'s' if len(vary) != 1 else ''} of the space "
-                f"{'varies' if len(vary) == 1 else 'vary'} over the complete trials ({', '.join(vary) or 'none'}); "
-                "importances compare two or more")  # fmt: skip
+        return (
+            f"no importances.png: {len(vary)} parameter{'s' if len(vary) != 1 else ''} of the space "
+            f"{'varies' if len(vary) == 1 else 'vary'} over the complete trials ({', '.join(vary) or 'none'}); "
+            "importances compare two or more"
+        )
     dists = {}
     for p in vary:
         values = [params[p] for params in per if p in params]
@@ -128,15 +137,24 @@ def importance_data(trials: Sequence[Any], names: Sequence[str], directions: Seq
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # no line per in-memory study
     for k, (name, direction) in enumerate(zip(names, directions)):
         study = optuna.create_study(direction=direction)
-        study.add_trials([optuna.trial.create_trial(params={p: params[p] for p in vary if p in params},
-                                                    distributions={p: dists[p] for p in vary if p in params},
-                                                    value=t.values[k]) for t, params in zip(trials, per)])  # fmt: skip
+        study.add_trials(
+            [
+                optuna.trial.create_trial(
+                    params={p: params[p] for p in vary if p in params},
+                    distributions={p: dists[p] for p in vary if p in params},
+                    value=t.values[k],
+                )
+                for t, params in zip(trials, per)
+            ]
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
                 out[name] = optuna.importance.get_param_importances(study, params=vary)
             except (ValueError, RuntimeError, ZeroDivisionError) as e:  # too few trials to tell, say
-                return f"no importances.png: Optuna could not weigh the parameters for {name} ({' '.join(str(e).split())})"
+                return (
+                    f"no importances.png: Optuna could not weigh the parameters for {name} ({' '.join(str(e).split())})"
+                )
     return Importances(vary, out)
 
 

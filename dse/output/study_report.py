@@ -23,8 +23,8 @@ from typing import Any
 
 from dse.core.errors import InputError
 from dse.core.files import atomic_output, check_output_dir, make_dirs
-from dse.explore.storage import load_study, trial_params, trial_record
 from dse.core.topology import parse_topology
+from dse.explore.storage import load_study, trial_params, trial_record
 
 METRIC_PREFIX = {"time": "time_ns", "bw_utilization": "bw_utilization", "gap": "gap", "cost": "cost"}
 _AXES = {  # metric name prefix -> (axis title, factor from the stored value, unit)
@@ -147,8 +147,9 @@ def report_data(name: str, url: str) -> tuple[Any, Report]:
         sign = 1 if study.direction == optuna.study.StudyDirection.MINIMIZE else -1
         good = [t for t in complete if feasible(t)] or complete
         best = sorted(good, key=lambda t: sign * t.value)[:20]
-    return study, Report([trial_row(t, names) for t in complete], [trial_row(t, names) for t in best], multi,
-                         names=names)  # fmt: skip
+    return study, Report(
+        [trial_row(t, names) for t in complete], [trial_row(t, names) for t in best], multi, names=names
+    )
 
 
 def _column_rank(key: str, names: Sequence[str]) -> tuple[int, int]:

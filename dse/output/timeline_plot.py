@@ -24,10 +24,10 @@ from typing import Any
 
 from dse.core.errors import InputError
 from dse.core.files import atomic_output, read_text
-from dse.output.plots import figure_path
-from dse.sim.simulate import TimelineEntry
 from dse.core.topology import Dim, Topology, parse_topology
 from dse.core.units import format_size, format_time
+from dse.output.plots import figure_path
+from dse.sim.simulate import TimelineEntry
 
 # What each phase kind is called and drawn in (dse.core.collectives: RS, AG, AR, A2A).
 PHASE_STYLES: dict[str, tuple[str, str]] = {
@@ -121,10 +121,23 @@ def timeline_plot_data(
     return TimelinePlotData(title, time_ns, lanes, legend, shared)
 
 
-def _title(topology: str, collective: str, size_bytes: int, size_unit: str, chunks: int, scheduler: str,
-           queue: str, cost_model: str, active: int, time_ns: float, shared: bool) -> str:  # fmt: skip
-    t = (f"{topology}: {collective} of {format_size(size_bytes, size_unit)} per NPU, {chunks} chunks, "
-         f"{scheduler} + {queue}, {cost_model}, active chunks {active}: {format_time(time_ns)}")  # fmt: skip
+def _title(
+    topology: str,
+    collective: str,
+    size_bytes: int,
+    size_unit: str,
+    chunks: int,
+    scheduler: str,
+    queue: str,
+    cost_model: str,
+    active: int,
+    time_ns: float,
+    shared: bool,
+) -> str:
+    t = (
+        f"{topology}: {collective} of {format_size(size_bytes, size_unit)} per NPU, {chunks} chunks, "
+        f"{scheduler} + {queue}, {cost_model}, active chunks {active}: {format_time(time_ns)}"
+    )
     if shared:
         t += "\n(bars from a phase's start to its end: the phases on a dimension share its bandwidth)"
     return t
@@ -136,9 +149,19 @@ def result_timeline_data(result: Any, topology: Topology, title: str | None = No
         raise InputError("timeline", "the result has no timeline", "evaluate(..., timeline=True)")
     shared = _shares(result.cost_model, result.active_chunks)
     if title is None:
-        title = _title(result.topology, result.collective, result.size_bytes, result.size_unit, result.chunks,
-                       result.scheduler, result.queue, result.cost_model, result.active_chunks, result.time_ns,
-                       shared)  # fmt: skip
+        title = _title(
+            result.topology,
+            result.collective,
+            result.size_bytes,
+            result.size_unit,
+            result.chunks,
+            result.scheduler,
+            result.queue,
+            result.cost_model,
+            result.active_chunks,
+            result.time_ns,
+            shared,
+        )
     return timeline_plot_data(result.timeline, topology, time_ns=result.time_ns, title=title, shared=shared)
 
 
@@ -177,7 +200,9 @@ def json_timeline_data(d: object, field_: str = "RESULT.json") -> TimelinePlotDa
             raise InputError(field_, f"timeline entry {k} lacks chunk, dim, kind, start, end or busy", _NEEDS)
         dim, chunk = e["dim"], e["chunk"]
         if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < topo.ndims:
-            raise InputError(field_, f"timeline entry {k} has dim {dim!r}", f"a dimension of {topo.ndims}: 0 to {topo.ndims - 1}")
+            raise InputError(
+                field_, f"timeline entry {k} has dim {dim!r}", f"a dimension of {topo.ndims}: 0 to {topo.ndims - 1}"
+            )
         if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 0:
             raise InputError(field_, f"timeline entry {k} has chunk {chunk!r}", _NEEDS)
         if not isinstance(e["kind"], str):
@@ -194,8 +219,19 @@ def json_timeline_data(d: object, field_: str = "RESULT.json") -> TimelinePlotDa
     size = d.get("size_bytes")
     unit = d.get("size_unit") if d.get("size_unit") in ("decimal", "binary") else "decimal"
     if isinstance(size, int) and not isinstance(size, bool) and size > 0:
-        title = _title(str(d.get("topology", spec)), str(d.get("collective", "?")), size, unit, d.get("chunks", "?"),  # type: ignore[arg-type]
-                       str(d.get("scheduler", "?")), str(d.get("queue", "?")), cost_model, active, time_ns, shared)  # fmt: skip
+        title = _title(
+            str(d.get("topology", spec)),
+            str(d.get("collective", "?")),
+            size,
+            unit,
+            d.get("chunks", "?"),  # type: ignore[arg-type]
+            str(d.get("scheduler", "?")),
+            str(d.get("queue", "?")),
+            cost_model,
+            active,
+            time_ns,
+            shared,
+        )
     else:
         title = f"{spec}: {format_time(time_ns)}"
     return timeline_plot_data(entries, topo, time_ns=time_ns, title=title, shared=shared)
@@ -206,7 +242,7 @@ def time_unit(ns: float) -> tuple[str, float]:
     return next(((u, k) for u, k in _TIME_UNITS if ns >= k), ("ns", 1.0))
 
 
-def draw_timelines(panels: Sequence[TimelinePlotData], out: "str | Path", *, caption: str | None = None) -> Path:
+def draw_timelines(panels: Sequence[TimelinePlotData], out: str | Path, *, caption: str | None = None) -> Path:
     """Draw `panels` stacked on one time axis to `out` (.png or .svg, by the extension), with one
     legend of the colours they use."""
     out, fmt = figure_path(out)
@@ -217,9 +253,17 @@ def draw_timelines(panels: Sequence[TimelinePlotData], out: "str | Path", *, cap
     from matplotlib.patches import Patch
 
     unit, scale = time_unit(max((p.time_ns for p in panels), default=1.0))
-    heights = [0.9 + 0.5 * sum(min(lane.rows, 4) ** 0.5 for lane in p.lanes) + 0.3 * p.title.count("\n") for p in panels]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(12, sum(heights) + 0.8), sharex=True, squeeze=False,
-                             gridspec_kw={"height_ratios": heights})  # fmt: skip
+    heights = [
+        0.9 + 0.5 * sum(min(lane.rows, 4) ** 0.5 for lane in p.lanes) + 0.3 * p.title.count("\n") for p in panels
+    ]
+    fig, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=(12, sum(heights) + 0.8),
+        sharex=True,
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
+    )
     try:
         for ax, p in zip(axes[:, 0], panels):
             for y, lane in enumerate(p.lanes):
@@ -252,7 +296,7 @@ def draw_timelines(panels: Sequence[TimelinePlotData], out: "str | Path", *, cap
     return out
 
 
-def plot_timeline_file(path: "str | Path", out: "str | Path") -> Path:
+def plot_timeline_file(path: str | Path, out: str | Path) -> Path:
     """Draw the timeline of a `dse evaluate --json --timeline` file (`json_timeline_data`), or of a
     `dse iterate --json --timeline` file (`dse.output.iteration_timeline`), with `draw_timelines`."""
     figure_path(out)  # a bad output name is refused before anything is read

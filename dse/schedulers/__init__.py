@@ -9,7 +9,10 @@ from dse.schedulers.simple import BaselineScheduler, FixedScheduler, RandomSched
 from dse.schedulers.themis import ThemisScheduler
 
 SCHEDULERS: LazyRegistry[type[Scheduler]] = LazyRegistry(
-    ((cls.name, cls) for cls in (BaselineScheduler, ThemisScheduler, RoundRobinScheduler, RandomScheduler, FixedScheduler)),
+    (
+        (cls.name, cls)
+        for cls in (BaselineScheduler, ThemisScheduler, RoundRobinScheduler, RandomScheduler, FixedScheduler)
+    ),
     {"lp_guided": "dse.schedulers.lp_guided"},  # needs the bounds and the simulator: imported on its first lookup
 )
 QUEUES: tuple[str, ...] = ("fifo", "scf")
@@ -22,7 +25,7 @@ def register_scheduler(cls: type[Scheduler]) -> type[Scheduler]:
     return cls
 
 
-def get_scheduler(scheduler: "str | Scheduler", *, orders: object = None) -> Scheduler:
+def get_scheduler(scheduler: str | Scheduler, *, orders: object = None) -> Scheduler:
     """A scheduler instance from its name or an instance; `orders` feeds `fixed` (and only it)."""
     if isinstance(scheduler, Scheduler):
         if orders is not None:
@@ -34,7 +37,11 @@ def get_scheduler(scheduler: "str | Scheduler", *, orders: object = None) -> Sch
     if key not in SCHEDULERS:
         raise InputError("scheduler", f"unknown scheduler {scheduler!r}", ", ".join(SCHEDULERS))
     if orders is not None and key != "fixed":
-        raise InputError("orders", f"given with the {key} scheduler, which chooses its own orders", "orders only with scheduler fixed")
+        raise InputError(
+            "orders",
+            f"given with the {key} scheduler, which chooses its own orders",
+            "orders only with scheduler fixed",
+        )
     if key == "fixed":
         return FixedScheduler(orders or ())  # type: ignore[arg-type]
     return SCHEDULERS[key]()
@@ -50,7 +57,20 @@ def parse_queue(queue: str) -> str:
 
 
 __all__ = [
-    "SCHEDULERS", "QUEUES", "Order", "ScheduleProblem", "Scheduler", "ascending", "baseline_order",
-    "BaselineScheduler", "FixedScheduler", "RandomScheduler", "RoundRobinScheduler", "ThemisScheduler",
-    "get_scheduler", "parse_orders", "parse_queue", "register_scheduler",
-]  # fmt: skip
+    "SCHEDULERS",
+    "QUEUES",
+    "Order",
+    "ScheduleProblem",
+    "Scheduler",
+    "ascending",
+    "baseline_order",
+    "BaselineScheduler",
+    "FixedScheduler",
+    "RandomScheduler",
+    "RoundRobinScheduler",
+    "ThemisScheduler",
+    "get_scheduler",
+    "parse_orders",
+    "parse_queue",
+    "register_scheduler",
+]

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from dse.core.collectives import ALL_GATHER, ALL_TO_ALL
-from dse.costs.base import ChunkPlan, CostModel
 from dse.core.topology import Topology
+from dse.costs.base import ChunkPlan, CostModel
 
 Order = tuple[int, ...]
 

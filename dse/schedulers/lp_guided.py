@@ -58,7 +58,9 @@ class LPGuidedScheduler(Scheduler):
             return [tuple(range(topo.ndims))] * n
         reason = too_many_orders(topo.ndims, len(set(problem.chunks.sizes)))
         if reason:
-            raise InputError("scheduler", f"lp_guided cannot run here: {reason}", "at most 8 dimensions, or another scheduler")
+            raise InputError(
+                "scheduler", f"lp_guided cannot run here: {reason}", "at most 8 dimensions, or another scheduler"
+            )
         types = types_for_plan(model, topo, coll, problem.chunks, mode, ar_phase=False)
         main_size = Counter(problem.chunks.sizes).most_common(1)[0][0]
         main = [t for t in types if t.size == main_size]
@@ -82,9 +84,14 @@ class LPGuidedScheduler(Scheduler):
         def run(seq: list[int]) -> float:
             plans = [plan(i, s) for i, s in zip(seq, sizes)]
             out = simulate(
-                plans, topo.ndims, queue=problem.queue, scf_rule=model.scf_rule, active_chunks=problem.active_chunks,
-                shares_bandwidth=model.shares_bandwidth, dim_tiebreak=model.dim_tiebreak,
-            )  # fmt: skip
+                plans,
+                topo.ndims,
+                queue=problem.queue,
+                scf_rule=model.scf_rule,
+                active_chunks=problem.active_chunks,
+                shares_bandwidth=model.shares_bandwidth,
+                dim_tiebreak=model.dim_tiebreak,
+            )
             return out.time_ns
 
         loads = [t.load for t in main]

@@ -61,8 +61,10 @@ class FixedScheduler(Scheduler):
     shape_only = True
     description = "user-given orders, cycled over the chunks"
 
-    def __init__(self, orders: "Sequence[Sequence[int]] | str" = ()) -> None:
-        self.fixed = parse_orders(orders) if isinstance(orders, str) else tuple(tuple(int(d) for d in o) for o in orders)
+    def __init__(self, orders: Sequence[Sequence[int]] | str = ()) -> None:
+        self.fixed = (
+            parse_orders(orders) if isinstance(orders, str) else tuple(tuple(int(d) for d in o) for o in orders)
+        )
 
     def __repr__(self) -> str:
         return f"FixedScheduler(orders={self.fixed!r})"

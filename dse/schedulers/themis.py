@@ -114,7 +114,7 @@ class OfflineGreedy:
     and the identity-order fallback of an all-gather charges position i with dim i's volume.
     """
 
-    def __init__(self, bandwidths: "list[float] | tuple[float, ...]", npus: "tuple[int, ...]") -> None:
+    def __init__(self, bandwidths: list[float] | tuple[float, ...], npus: tuple[int, ...]) -> None:
         self.bw = list(bandwidths)
         self.ps = list(npus)
         self.nd = len(self.ps)
@@ -147,7 +147,7 @@ class OfflineGreedy:
             self._charges[key] = got
         return got
 
-    def order(self, r: int, involved: "tuple[bool, ...]", ag: bool) -> Order:
+    def order(self, r: int, involved: tuple[bool, ...], ag: bool) -> Order:
         """One chunk of recommended size `r`: its dim order, the loads charged."""
         table, ps, bw, b0 = self.table, self.ps, self.bw, self.bw[0]
         table.sort(key=itemgetter(1))  # stable

@@ -20,20 +20,30 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dse.sim import engine as engine_front
-from dse.costs.base import CostModel
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BANDWIDTH, MAX_NS, MIN_BANDWIDTH
-from dse.sim.result import Result
-from dse.schedulers import Scheduler, ThemisScheduler, get_scheduler, parse_queue
-from dse.sim.spec import CollectiveSpec
-from dse.sim.tables import OFFLINE_GREEDY, ShapeTable, schedulable
 from dse.core.topology import Topology
 from dse.core.units import parse_int, size_family
+from dse.costs.base import CostModel
+from dse.schedulers import Scheduler, ThemisScheduler, get_scheduler, parse_queue
+from dse.sim import engine as engine_front
+from dse.sim.result import Result
+from dse.sim.spec import CollectiveSpec
+from dse.sim.tables import OFFLINE_GREEDY, ShapeTable, schedulable
 
 #: evaluate's keywords a point may set
-KEYWORDS = ("topology", "collective", "size", "chunks", "scheduler", "queue", "cost_model", "latency_mode",
-            "active_chunks", "seed")  # fmt: skip
+KEYWORDS = (
+    "topology",
+    "collective",
+    "size",
+    "chunks",
+    "scheduler",
+    "queue",
+    "cost_model",
+    "latency_mode",
+    "active_chunks",
+    "seed",
+)
 _TABLES: dict[tuple, ShapeTable] = {}
 _SEEN: dict[tuple, bool] = {}  # shapes evaluated once, without a table
 #: the most dimensions a table runs (more go through `evaluate`'s Python path)
@@ -60,10 +70,14 @@ def prepare(point: Mapping[str, Any]) -> Prepared:
     if "topology" not in point or "size" not in point:
         raise InputError("point", "needs a topology and a size", "e.g. {'topology': '2D-SW_SW', 'size': '1GB'}")
     spec = CollectiveSpec.parse(
-        point["topology"], collective=point.get("collective", "all_reduce"), size=point["size"],
-        chunks=point.get("chunks", 64), cost_model=point.get("cost_model", "paper"),
-        latency_mode=point.get("latency_mode"), active_chunks=point.get("active_chunks", 1),
-    )  # fmt: skip
+        point["topology"],
+        collective=point.get("collective", "all_reduce"),
+        size=point["size"],
+        chunks=point.get("chunks", 64),
+        cost_model=point.get("cost_model", "paper"),
+        latency_mode=point.get("latency_mode"),
+        active_chunks=point.get("active_chunks", 1),
+    )
     sched = get_scheduler(point.get("scheduler", "themis"))
     queue = parse_queue(point.get("queue", "scf"))
     seed = parse_int(point.get("seed", 0), "seed", minimum=0)
@@ -98,11 +112,20 @@ def shape_key(p: Prepared) -> tuple:
     s = p.spec
     fields = s.cost_model.shape_fields
     dims = tuple((d.kind, d.npus, d.algorithm, *[getattr(d, f) for f in fields]) for d in s.topology.dims)
-    return (dims, s.collective, s.size, s.chunks, s.cost_model, s.latency_mode, _sched_key(p.sched, p.seed),
-            p.queue, s.active_chunks)  # fmt: skip
+    return (
+        dims,
+        s.collective,
+        s.size,
+        s.chunks,
+        s.cost_model,
+        s.latency_mode,
+        _sched_key(p.sched, p.seed),
+        p.queue,
+        s.active_chunks,
+    )
 
 
-def table_for(p: Prepared, *, now: bool = True) -> "ShapeTable | None":
+def table_for(p: Prepared, *, now: bool = True) -> ShapeTable | None:
     """The shape table of a point, built once (a bounded cache). With `now` False a shape seen for
     the first time gets none: a table holds every order, which costs more than one evaluation in
     Python (a sweep over sizes or chunk counts has a new shape at every point)."""
@@ -117,8 +140,18 @@ def table_for(p: Prepared, *, now: bool = True) -> "ShapeTable | None":
         if len(_TABLES) >= _MAX_TABLES:
             _TABLES.clear()
         s = p.spec
-        hit = _TABLES[key] = ShapeTable(s.topology, s.collective, s.size, s.chunks, s.cost_model, s.latency_mode,
-                                        p.sched, p.seed, p.queue, s.active_chunks)  # fmt: skip
+        hit = _TABLES[key] = ShapeTable(
+            s.topology,
+            s.collective,
+            s.size,
+            s.chunks,
+            s.cost_model,
+            s.latency_mode,
+            p.sched,
+            p.seed,
+            p.queue,
+            s.active_chunks,
+        )
     return hit
 
 
@@ -179,14 +212,14 @@ class BatchResult:
     `time_ns[i]`, `dim_busy_ns[i]`, `dim_bytes[i]` as `evaluate` reports them; `result(i)` the
     whole `Result` (built then, and kept)."""
 
-    def __init__(self, prepared: "list[Prepared] | _Vector") -> None:
+    def __init__(self, prepared: list[Prepared] | _Vector) -> None:
         n = len(prepared)
         self._prepared = prepared
         self.time_ns: list[float] = [0.0] * n
         self.dim_busy_ns: list[tuple[float, ...]] = [()] * n
         self.dim_bytes: list[tuple[float, ...]] = [()] * n
         self._orders: list[tuple] = [()] * n  # (table, order ids, row): the orders, made in `result`
-        self._all: "tuple[ShapeTable, array] | None" = None  # the same for every point at once
+        self._all: tuple[ShapeTable, array] | None = None  # the same for every point at once
         self._results: list[Result | None] = [None] * n
 
     def __len__(self) -> int:
@@ -206,9 +239,21 @@ class BatchResult:
             orders = tuple(map(table.perms.__getitem__, ids[k * nc : (k + 1) * nc]))
             out = SimOutput(self.time_ns[i], self.dim_busy_ns[i], self.dim_bytes[i], (), None)
             r = self._results[i] = make_result(
-                s.topology, s.collective, s.size, s.chunks, p.sched, p.queue, s.cost_model, s.latency_mode,
-                s.active_chunks, p.seed, orders, out, size_unit=p.size_unit, keep_timeline=False,
-            )  # fmt: skip
+                s.topology,
+                s.collective,
+                s.size,
+                s.chunks,
+                p.sched,
+                p.queue,
+                s.cost_model,
+                s.latency_mode,
+                s.active_chunks,
+                p.seed,
+                orders,
+                out,
+                size_unit=p.size_unit,
+                keep_timeline=False,
+            )
         return r
 
     def results(self) -> list[Result]:
@@ -242,7 +287,9 @@ class _Vector:
     def __getitem__(self, i: int) -> Prepared:
         dims = self.base.spec.topology.dims
         k = i * self.nd
-        topo = Topology(tuple(replace(d, bandwidth=self.bw[k + j], latency=self.lat[k + j]) for j, d in enumerate(dims)))
+        topo = Topology(
+            tuple(replace(d, bandwidth=self.bw[k + j], latency=self.lat[k + j]) for j, d in enumerate(dims))
+        )
         return replace(self.base, spec=replace(self.base.spec, topology=topo))
 
 
@@ -261,8 +308,9 @@ def run_point(table: ShapeTable, topo: Topology, rows: tuple) -> tuple[array, ar
     return _run(table, rows, 1, lambda: (topo,))
 
 
-def _run(table: ShapeTable, rows: tuple, n: int,
-         topos: Callable[[], Sequence[Topology]]) -> tuple[array, array, array, array]:  # fmt: skip
+def _run(
+    table: ShapeTable, rows: tuple, n: int, topos: Callable[[], Sequence[Topology]]
+) -> tuple[array, array, array, array]:
     """`run_table` on the rows of `_points`; `topos` gives the points as topologies, for when the
     table's kernel refuses one (a time beyond its integers, `KERNEL_INTS`): then the model's own
     methods cost them all."""
@@ -279,7 +327,7 @@ def _run(table: ShapeTable, rows: tuple, n: int,
     return time, busy, sent, orders
 
 
-def _prepare_all(points: Iterable["Mapping[str, Any] | Topology | str"], common: Mapping[str, Any]) -> list[Prepared]:
+def _prepare_all(points: Iterable[Mapping[str, Any] | Topology | str], common: Mapping[str, Any]) -> list[Prepared]:
     """Every point validated; points that share their other keywords and their shape with an earlier
     one reuse its validation (only what depends on the topology is checked again)."""
     seen: dict[tuple, Prepared] = {}
@@ -356,7 +404,11 @@ def _vectorised(bandwidths: Any, latencies: Any, common: Mapping[str, Any]) -> B
     nd = topo.ndims
     bw = _matrix(bandwidths, nd, "bandwidths", MIN_BANDWIDTH, MAX_BANDWIDTH)
     n = len(bw) // nd
-    lat = _matrix(latencies, nd, "latencies", 0.0, MAX_NS) if latencies is not None else array("d", [d.latency for d in topo.dims] * n)
+    lat = (
+        _matrix(latencies, nd, "latencies", 0.0, MAX_NS)
+        if latencies is not None
+        else array("d", [d.latency for d in topo.dims] * n)
+    )
     if len(lat) != len(bw):
         raise InputError("latencies", f"{len(lat) // nd} rows for {n} rows of bandwidths", "one row per point")
     vec = _Vector(base, bw, lat)
@@ -373,8 +425,13 @@ def _vectorised(bandwidths: Any, latencies: Any, common: Mapping[str, Any]) -> B
     return res
 
 
-def evaluate_many(points: "Iterable[Mapping[str, Any] | Topology | str] | None" = None, *,
-                  bandwidths: Any = None, latencies: Any = None, **common: Any) -> BatchResult:  # fmt: skip
+def evaluate_many(
+    points: Iterable[Mapping[str, Any] | Topology | str] | None = None,
+    *,
+    bandwidths: Any = None,
+    latencies: Any = None,
+    **common: Any,
+) -> BatchResult:
     """Evaluate many points; returns a `BatchResult` (numbers at once, `Result`s on demand).
 
     Each point is a topology (a `Topology`, preset name or notation) or a dict of `evaluate`'s

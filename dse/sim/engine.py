@@ -7,10 +7,10 @@ give the same numbers to the bit; the tests hold them equal.
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
-from dse.sim import engine_ref
 from dse.costs.base import Phase
+from dse.sim import engine_ref
 from dse.sim.engine_io import EngineGraph, EngineOutput, IssueHooks, LogEntry, NetRules
 
 try:  # the optional C engine (setup.py); engine_ref is the reference
@@ -35,8 +35,21 @@ def _graph_args(g: EngineGraph) -> tuple:
             sdst.append(x)
             slag.append(lag)
         soff.append(len(sdst))
-    return (g.kinds, g.resources, g.durations, g.delays, soff, sdst, slag, g.end, int(g.comm_exclusive),
-            int(g.by_id), float(g.min_ns), int(g.end_before_release), g.ideal)  # fmt: skip
+    return (
+        g.kinds,
+        g.resources,
+        g.durations,
+        g.delays,
+        soff,
+        sdst,
+        slag,
+        g.end,
+        int(g.comm_exclusive),
+        int(g.by_id),
+        float(g.min_ns),
+        int(g.end_before_release),
+        g.ideal,
+    )
 
 
 def run(
@@ -64,9 +77,31 @@ def run(
         return engine_ref.run(net, graph, hooks, plans=plans, record=record)
     if graph is None:
         plans = plans if type(plans) is list else list(plans or ())
-    out = _engine.run(net.ndims, net.policy, net.slots, int(net.shared), int(net.dim_tiebreak),
-                      int(net.issue_priorities), int(net.track_lead), int(record), int(net.tieless), plans,
-                      None if graph is None else _graph_args(graph), hooks)  # fmt: skip
+    out = _engine.run(
+        net.ndims,
+        net.policy,
+        net.slots,
+        int(net.shared),
+        int(net.dim_tiebreak),
+        int(net.issue_priorities),
+        int(net.track_lead),
+        int(record),
+        int(net.tieless),
+        plans,
+        None if graph is None else _graph_args(graph),
+        hooks,
+    )
     finish, busy, sent, ends, starts, node_ends, compute, cpu, comm, nbytes, log = out
-    return EngineOutput(finish, busy, sent, ends, starts, node_ends, compute, cpu, comm, nbytes,
-                        tuple(LogEntry(*e) for e in log) if log is not None else None)  # fmt: skip
+    return EngineOutput(
+        finish,
+        busy,
+        sent,
+        ends,
+        starts,
+        node_ends,
+        compute,
+        cpu,
+        comm,
+        nbytes,
+        tuple(LogEntry(*e) for e in log) if log is not None else None,
+    )

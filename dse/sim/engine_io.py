@@ -13,8 +13,9 @@ same-tick rules of ASTRA-sim 1.0 (`dim_tiebreak`, `issue_priorities`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, Sequence
+from typing import NamedTuple, Protocol
 
 from dse.costs.base import Phase
 
@@ -90,7 +91,7 @@ class EngineGraph:
 class IssueHooks(Protocol):
     """What the engine asks its caller while a graph runs."""
 
-    def issue(self, node: int, t: float, lead: int) -> "tuple[Sequence[tuple[Phase, ...]], int]":
+    def issue(self, node: int, t: float, lead: int) -> tuple[Sequence[tuple[Phase, ...]], int]:
         """The chunk phase lists of collective `node` issued at `t` (first by NPU `lead`) and their
         queue priority."""
 

@@ -11,8 +11,9 @@ Network. A collective's chunks enter the queues of their first dimensions in chu
 enqueue followed by a refill of that dimension). A dimension serves up to `slots` phases:
 - Servers (`shared` off): a phase holds a slot for its `busy` ns. Without a `delay` its end is one
   completion event; with one (latency overlapped), a release of the slot at the end and the
-  chunk's arrival `delay` later (a delay lost to rounding, end + delay == end, is none). A completion moves the chunk to its next queue, then refills the
-  old dimension, then the new one (ASTRA-sim's order); an arrival refills only the new one.
+  chunk's arrival `delay` later (a delay lost to rounding, end + delay == end, is none). A
+  completion moves the chunk to its next queue, then refills the old dimension, then the new one
+  (ASTRA-sim's order); an arrival refills only the new one.
 - Processor sharing (`shared`): the k running phases each progress at 1/k of the rate. A
   dimension keeps a virtual time V that grows at 1/k; a phase started at V with work w ends when
   V reaches V + w (its tag). One pending event per dimension, for its smallest tag, made again
@@ -39,12 +40,23 @@ from __future__ import annotations
 
 import heapq
 from bisect import insort
-from typing import Sequence
+from collections.abc import Sequence
 
 from dse.costs.base import Phase
 from dse.sim.engine_io import (
-    CPU, FIFO, GPU, N_COMM, N_COMPUTE, NET, SCF_PRIORITY, EngineGraph, EngineOutput, IssueHooks, LogEntry, NetRules,
-)  # fmt: skip
+    CPU,
+    FIFO,
+    GPU,
+    N_COMM,
+    N_COMPUTE,
+    NET,
+    SCF_PRIORITY,
+    EngineGraph,
+    EngineOutput,
+    IssueHooks,
+    LogEntry,
+    NetRules,
+)
 
 COMPLETE, RELEASE, ARRIVE, COMM_DONE, COMPUTE_DONE, LAG, SHARE_DONE = range(7)
 NO_TIE = (0.0, 0.0, 0.0, 0.0, 0)
@@ -78,8 +90,14 @@ class _FixedPlans:
 SINGLE = EngineGraph(kinds=(N_COMM,), resources=(NET,), durations=(0.0,), delays=(0.0,), succ=((),), end=0)
 
 
-def run(net: NetRules, graph: EngineGraph | None, hooks: IssueHooks | None, *,
-        plans: Sequence[tuple[Phase, ...]] | None = None, record: bool = False) -> EngineOutput:  # fmt: skip
+def run(
+    net: NetRules,
+    graph: EngineGraph | None,
+    hooks: IssueHooks | None,
+    *,
+    plans: Sequence[tuple[Phase, ...]] | None = None,
+    record: bool = False,
+) -> EngineOutput:
     """Run `graph` with `hooks` (or, `graph` None, the single collective of `plans`)."""
     if graph is None:
         graph, hooks = SINGLE, _FixedPlans(plans or [])
@@ -419,8 +437,15 @@ class _Run:
         if any(self.need) or any(self.ready) or any(self.taken):
             raise RuntimeError("engine stalled (a dependency cycle)")
         return EngineOutput(
-            finish_ns=max(self.chunk_end, default=0.0), dim_busy=tuple(self.busy), dim_bytes=tuple(self.sent),
-            chunk_end=tuple(self.chunk_end), node_start=tuple(self.start), node_end=tuple(self.end),
-            compute_ns=self.compute_ns, cpu_ns=self.cpu_ns, comm_ns=self.comm_ns, bytes_sent=self.bytes_sent,
+            finish_ns=max(self.chunk_end, default=0.0),
+            dim_busy=tuple(self.busy),
+            dim_bytes=tuple(self.sent),
+            chunk_end=tuple(self.chunk_end),
+            node_start=tuple(self.start),
+            node_end=tuple(self.end),
+            compute_ns=self.compute_ns,
+            cpu_ns=self.cpu_ns,
+            comm_ns=self.comm_ns,
+            bytes_sent=self.bytes_sent,
             log=tuple(self.log) if self.log is not None else None,
-        )  # fmt: skip
+        )

@@ -7,28 +7,28 @@ import warnings
 from collections.abc import Sequence
 
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, nominal_bytes_sent
-from dse.costs import CostModel, Phase
-from dse.sim.batch import Prepared, point_rows, run_point, table_for, tableable
 from dse.core.errors import InputError
 from dse.core.limits import check_work
-from dse.sim.result import Result
+from dse.core.topology import Topology, parse_topology
+from dse.core.units import parse_int, size_family
+from dse.costs import CostModel, Phase
 from dse.schedulers import ScheduleProblem, Scheduler, get_scheduler, parse_queue
+from dse.sim.batch import Prepared, point_rows, run_point, table_for, tableable
+from dse.sim.result import Result
 from dse.sim.simulate import SimOutput, TimelineEntry, simulate
 from dse.sim.spec import CollectiveSpec, simulation_steps
 from dse.sim.tables import ShapeTable
-from dse.core.topology import Topology, parse_topology
-from dse.core.units import parse_int, size_family
 
 
 def evaluate(
-    topology: "Topology | str",
+    topology: Topology | str,
     *,
     collective: str = "all_reduce",
-    size: "int | float | str",
+    size: int | float | str,
     chunks: int = 64,
-    scheduler: "str | Scheduler" = "themis",
+    scheduler: str | Scheduler = "themis",
     queue: str = "scf",
-    cost_model: "str | CostModel" = "paper",
+    cost_model: str | CostModel = "paper",
     latency_mode: str | None = None,
     active_chunks: int = 1,
     seed: int = 0,
@@ -48,18 +48,44 @@ def evaluate(
     included) so that reports print it back the same way.
     """
     key = None
-    if (not timeline and orders is None and type(scheduler) is str and type(cost_model) is str
-            and type(chunks) is int and type(active_chunks) is int and type(seed) is int and type(size) in (int, str)):
+    if (
+        not timeline
+        and orders is None
+        and type(scheduler) is str
+        and type(cost_model) is str
+        and type(chunks) is int
+        and type(active_chunks) is int
+        and type(seed) is int
+        and type(size) in (int, str)
+    ):
         name = topology.name if isinstance(topology, Topology) else None  # labels differ, dims may not
-        key = (topology, name, collective, size, chunks, scheduler, queue, cost_model, latency_mode, active_chunks, seed)
+        key = (
+            topology,
+            name,
+            collective,
+            size,
+            chunks,
+            scheduler,
+            queue,
+            cost_model,
+            latency_mode,
+            active_chunks,
+            seed,
+        )
         hit = _FAST.get(key)
         if hit is not None:  # the same arguments again: validated before, checked against the work limit now
             check_work(*hit[2])
             return _run_fast(hit[0], hit[1], hit[3], hit[4])
     spec = CollectiveSpec.parse(
-        topology, collective=collective, size=size, chunks=chunks, cost_model=cost_model,
-        latency_mode=latency_mode, active_chunks=active_chunks, work_check=False,
-    )  # fmt: skip
+        topology,
+        collective=collective,
+        size=size,
+        chunks=chunks,
+        cost_model=cost_model,
+        latency_mode=latency_mode,
+        active_chunks=active_chunks,
+        work_check=False,
+    )
     sched = get_scheduler(scheduler, orders=orders)
     q = parse_queue(queue)
     seed = parse_int(seed, "seed", minimum=0)
@@ -73,8 +99,13 @@ def evaluate(
             try:
                 if len(_FAST) >= 1024:
                     _FAST.clear()
-                _FAST[key] = (prepared, table, simulation_steps(topo, spec.collective, spec.chunks, spec.cost_model, q),
-                              consts, rows)  # fmt: skip
+                _FAST[key] = (
+                    prepared,
+                    table,
+                    simulation_steps(topo, spec.collective, spec.chunks, spec.cost_model, q),
+                    consts,
+                    rows,
+                )
             except TypeError:  # an unhashable argument: nothing to remember
                 pass
         return _run_fast(prepared, table, consts, rows)
@@ -104,9 +135,21 @@ def evaluate_prepared(p: Prepared, *, timeline: bool = False) -> Result:
         timeline=timeline or overlapping,
     )
     return make_result(
-        topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed, chunk_orders, out,
-        size_unit=p.size_unit, keep_timeline=timeline,
-    )  # fmt: skip
+        topo,
+        coll,
+        nbytes,
+        nchunks,
+        sched,
+        q,
+        model,
+        mode,
+        active,
+        seed,
+        chunk_orders,
+        out,
+        size_unit=p.size_unit,
+        keep_timeline=timeline,
+    )
 
 
 #: evaluate's arguments -> their validated form and shape table (bounded; see `evaluate`)
@@ -119,9 +162,23 @@ def _run_fast(p: Prepared, table: ShapeTable, consts: tuple, rows: tuple) -> Res
     time, busy, sent, ids = run_point(table, s.topology, rows)
     out = SimOutput(time[0], tuple(busy), tuple(sent), (), None)
     chunk_orders = list(map(table.perms.__getitem__, ids))
-    return make_result(s.topology, s.collective, s.size, s.chunks, p.sched, p.queue, s.cost_model, s.latency_mode,
-                       s.active_chunks, p.seed, chunk_orders, out, size_unit=p.size_unit, keep_timeline=False,
-                       consts=consts)  # fmt: skip
+    return make_result(
+        s.topology,
+        s.collective,
+        s.size,
+        s.chunks,
+        p.sched,
+        p.queue,
+        s.cost_model,
+        s.latency_mode,
+        s.active_chunks,
+        p.seed,
+        chunk_orders,
+        out,
+        size_unit=p.size_unit,
+        keep_timeline=False,
+        consts=consts,
+    )
 
 
 def build_plans(
@@ -169,15 +226,21 @@ def busy_union(timeline: Sequence[TimelineEntry], ndims: int) -> tuple[float, ..
 def _warn_capped(model: CostModel, active: int, raw: float) -> None:
     """One line saying why a BW utilisation above 100 % is shown as 100 %."""
     if not model.shares_bandwidth and active > 1:
-        why = (f"the {model.name} model runs up to {active} phases at once on a dimension, each at the full "
-               "bandwidth (congestion-unaware), so more bytes move than the dimensions' bandwidth allows")  # fmt: skip
+        why = (
+            f"the {model.name} model runs up to {active} phases at once on a dimension, each at the full "
+            "bandwidth (congestion-unaware), so more bytes move than the dimensions' bandwidth allows"
+        )
     else:
         why = f"the {model.name} model moved more bytes than the dimensions' bandwidth allows"
-    warnings.warn(f"BW utilisation above 100 % shown as 100 %: {why}; the uncapped value is "
-                  "bw_utilization_uncapped in --json", stacklevel=4)  # fmt: skip
+    warnings.warn(
+        f"BW utilisation above 100 % shown as 100 %: {why}; the uncapped value is bw_utilization_uncapped in --json",
+        stacklevel=4,
+    )
 
 
-def result_constants(topo: Topology, coll: str, nbytes: int, model: CostModel) -> tuple[float, float, float, float, str]:
+def result_constants(
+    topo: Topology, coll: str, nbytes: int, model: CostModel
+) -> tuple[float, float, float, float, str]:
     """What a `Result` takes from the point alone: the bytes one NPU must send, the sum of the
     dims' bandwidths (model's unit), the data algbw counts, busbw's factor, the topology's label."""
     need = nominal_bytes_sent(coll, nbytes, topo.shape, ag_input_shard=model.ag_input_shard)
@@ -190,9 +253,23 @@ def result_constants(topo: Topology, coll: str, nbytes: int, model: CostModel) -
 
 
 def make_result(  # type: ignore[no-untyped-def]
-    topo, coll, nbytes, nchunks, sched, q, model, mode, active, seed, chunk_orders, out, *,
-    size_unit: str = "decimal", keep_timeline: bool = True, consts: tuple | None = None,
-) -> Result:  # fmt: skip
+    topo,
+    coll,
+    nbytes,
+    nchunks,
+    sched,
+    q,
+    model,
+    mode,
+    active,
+    seed,
+    chunk_orders,
+    out,
+    *,
+    size_unit: str = "decimal",
+    keep_timeline: bool = True,
+    consts: tuple | None = None,
+) -> Result:
     """Assemble a `Result` from a simulation's output (see `Result` for what each number means).
 
     Phases that overlap on a dimension (`active` > 1 without shared bandwidth) need the timeline,
@@ -204,7 +281,11 @@ def make_result(  # type: ignore[no-untyped-def]
     if t <= 0:
         raise InputError("size", "the collective takes no time", "a size of at least one byte per chunk")
     if not math.isfinite(t):  # the input ranges (dse.core.limits) keep every time finite: a last guard
-        raise InputError("topology", f"the collective's time is not finite ({t})", "sizes, bandwidths and latencies within dse.core.limits")
+        raise InputError(
+            "topology",
+            f"the collective's time is not finite ({t})",
+            "sizes, bandwidths and latencies within dse.core.limits",
+        )
     busy = out.dim_busy_ns
     if active > 1 and not model.shares_bandwidth and out.timeline is not None:
         busy = busy_union(out.timeline, topo.ndims)
@@ -242,12 +323,12 @@ COMPARE_SCHEDULERS: tuple[str, ...] = ("baseline", "themis", "lp_guided", "round
 
 
 def compare(
-    topology: "Topology | str",
+    topology: Topology | str,
     *,
     collective: str = "all_reduce",
-    size: "int | float | str",
+    size: int | float | str,
     chunks: int = 64,
-    cost_model: "str | CostModel" = "paper",
+    cost_model: str | CostModel = "paper",
     latency_mode: str | None = None,
     active_chunks: int = 1,
     seed: int = 0,
@@ -258,9 +339,17 @@ def compare(
     topo = parse_topology(topology)
     return [
         evaluate(
-            topo, collective=collective, size=size, chunks=chunks, scheduler=s, queue=q, cost_model=cost_model,
-            latency_mode=latency_mode, active_chunks=active_chunks, seed=seed,
-        )  # fmt: skip
+            topo,
+            collective=collective,
+            size=size,
+            chunks=chunks,
+            scheduler=s,
+            queue=q,
+            cost_model=cost_model,
+            latency_mode=latency_mode,
+            active_chunks=active_chunks,
+            seed=seed,
+        )
         for s in schedulers
         for q in queues
     ]

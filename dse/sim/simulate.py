@@ -24,10 +24,11 @@ This is the one-collective front of dse's event engine (`dse.sim.engine`, whose 
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
-from dse.sim import engine as _engine_front
 from dse.costs.base import Phase
+from dse.sim import engine as _engine_front
 from dse.sim.engine_io import FIFO, SCF_ASTRA, SCF_PRIORITY, NetRules, policy_code
 
 __all__ = ["FIFO", "SCF_ASTRA", "SCF_PRIORITY", "SimOutput", "TimelineEntry", "policy_code", "simulate"]
@@ -73,11 +74,18 @@ def simulate(
     """
     plans = plans if type(plans) is list else list(plans)
     tieless = not any(ph.tie for p in {id(p): p for p in plans}.values() for ph in p)
-    net = NetRules(ndims, policy_code(queue, scf_rule), active_chunks, active_chunks > 1 and shares_bandwidth,
-                   dim_tiebreak, tieless=tieless)  # fmt: skip
+    net = NetRules(
+        ndims,
+        policy_code(queue, scf_rule),
+        active_chunks,
+        active_chunks > 1 and shares_bandwidth,
+        dim_tiebreak,
+        tieless=tieless,
+    )
     out = _engine_front.run(net, plans=plans, record=timeline, engine=engine)  # type: ignore[arg-type]
     entries = None
     if out.log is not None:
-        entries = tuple(TimelineEntry(c, plans[c][k].dim, plans[c][k].kind, t0, t1, plans[c][k].busy)
-                        for c, k, t0, t1 in out.log)  # fmt: skip
+        entries = tuple(
+            TimelineEntry(c, plans[c][k].dim, plans[c][k].kind, t0, t1, plans[c][k].busy) for c, k, t0, t1 in out.log
+        )
     return SimOutput(out.finish_ns, out.dim_busy, out.dim_bytes, out.chunk_end, entries)

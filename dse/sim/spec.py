@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dse.core.collectives import ALL_REDUCE, parse_collective
-from dse.costs import CostModel, get_cost_model
 from dse.core.errors import InputError
 from dse.core.limits import check_work
 from dse.core.topology import Topology, parse_topology
 from dse.core.units import parse_int, parse_size
+from dse.costs import CostModel, get_cost_model
 
 #: ASTRA-sim's smallest-first rule scans a queue for its place: about chunks^2 x phases / this.
 _SCAN_DIVISOR = 1e4
@@ -35,16 +35,16 @@ class CollectiveSpec:
     @classmethod
     def parse(
         cls,
-        topology: "Topology | str",
+        topology: Topology | str,
         *,
         collective: str = "all_reduce",
-        size: "int | float | str",
+        size: int | float | str,
         chunks: int = 64,
-        cost_model: "str | CostModel" = "paper",
+        cost_model: str | CostModel = "paper",
         latency_mode: str | None = None,
         active_chunks: int = 1,
         work_check: bool = True,
-    ) -> "CollectiveSpec":
+    ) -> CollectiveSpec:
         """Validate everything once and check the work limit (`work_check=False`: the caller will,
         with the queue and scheduler it knows, `check_work`)."""
         topo = parse_topology(topology)
@@ -52,7 +52,9 @@ class CollectiveSpec:
         nbytes = parse_size(size)
         nchunks = parse_int(chunks, "chunks", minimum=1)
         if nchunks > nbytes:
-            raise InputError("chunks", f"{nchunks} chunks of a {nbytes}-byte collective", f"at most one chunk per byte, <= {nbytes}")
+            raise InputError(
+                "chunks", f"{nchunks} chunks of a {nbytes}-byte collective", f"at most one chunk per byte, <= {nbytes}"
+            )
         model = get_cost_model(cost_model)
         active = parse_int(active_chunks, "active_chunks", minimum=1, maximum=2**31 - 1)
         mode = model.check(topo, coll, latency_mode, active)
@@ -72,8 +74,9 @@ class CollectiveSpec:
         check_work(steps, what)
 
 
-def simulation_steps(topology: Topology, collective: str, chunks: int, model: CostModel,
-                     queue: str | None = None) -> tuple[float, str]:  # fmt: skip
+def simulation_steps(
+    topology: Topology, collective: str, chunks: int, model: CostModel, queue: str | None = None
+) -> tuple[float, str]:
     """Estimated steps of one simulation, and where they come from (see `dse.core.limits`).
 
     Chunk-phases, plus the packets the cost model replays, plus (with ASTRA-sim's smallest-first

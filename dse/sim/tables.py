@@ -24,14 +24,14 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
-from typing import Any
 from itertools import permutations
+from typing import Any
 
-from dse.core.collectives import AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, A2A, RS
-from dse.costs.base import CostModel
-from dse.sim.engine_io import policy_code
-from dse.schedulers import ScheduleProblem, Scheduler, ThemisScheduler, baseline_order
+from dse.core.collectives import A2A, AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, RS
 from dse.core.topology import Topology
+from dse.costs.base import CostModel
+from dse.schedulers import ScheduleProblem, Scheduler, ThemisScheduler, baseline_order
+from dse.sim.engine_io import policy_code
 
 NO_TRACKER, LOAD_TRACKER, OFFLINE_GREEDY = 0, 1, 2
 KIND_CODES = {RS: 0, AG: 1, AR: 2, A2A: 3}
@@ -64,8 +64,19 @@ def schedulable(sched: Scheduler, collective: str) -> bool:
 class ShapeTable:
     """The shape-level part of many evaluations (module docstring); build with `shape_table`."""
 
-    def __init__(self, topo: Topology, coll: str, nbytes: int, nchunks: int, model: CostModel, mode: str,
-                 sched: Scheduler, seed: int, queue: str, active: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        topo: Topology,
+        coll: str,
+        nbytes: int,
+        nchunks: int,
+        model: CostModel,
+        mode: str,
+        sched: Scheduler,
+        seed: int,
+        queue: str,
+        active: int,
+    ) -> None:
         self.nd = nd = topo.ndims
         self.coll, self.model, self.mode, self.sched = coll, model, mode, sched
         self.queue, self.active = queue, active
@@ -101,8 +112,9 @@ class ShapeTable:
         self.plan_combo = array("i")
         for o, order in enumerate(self.perms):
             for s, size in enumerate(self.size_classes):
-                phases = model.phases(topo, self.coll, order, size, latency_mode=self.mode,
-                                      baseline=self.sched.is_baseline, memo=memo)  # fmt: skip
+                phases = model.phases(
+                    topo, self.coll, order, size, latency_mode=self.mode, baseline=self.sched.is_baseline, memo=memo
+                )
                 by_phase = {id(v[0]): k for k, v in memo.items()}
                 for ph in phases:
                     k = by_phase[id(ph)]
@@ -142,8 +154,9 @@ class ShapeTable:
             return ids[k]
 
         ncc = len(self.charge_classes)
-        self.thr_idx = array("i", [cid(d, RS, size * sched.threshold_fraction) for size in self.charge_classes
-                                   for d in range(self.nd)])  # fmt: skip
+        self.thr_idx = array(
+            "i", [cid(d, RS, size * sched.threshold_fraction) for size in self.charge_classes for d in range(self.nd)]
+        )
         self.ch_off, self.ch_idx, self.ch_dim, self.ch_fac = array("i", [0]), array("i"), array("i"), array("d")
         for order in self.perms:
             for size in self.charge_classes:
@@ -216,37 +229,65 @@ class ShapeTable:
         permcode = array("i", [-1] * nd**nd)
         for i, o in enumerate(self.perms):
             permcode[sum(d * nd**k for k, d in enumerate(o))] = i
-        ints = (nd, self.nchunks, len(combos), len(self.perms), len(self.size_classes), len(self.charge_classes),
-                len(chk), self.tracker, kernel, policy_code(self.queue, model.scf_rule), self.active,
-                int(self.active > 1 and model.shares_bandwidth), int(model.dim_tiebreak), self.base,
-                int(load and self.seed_latency), int(self.coll == ALL_GATHER), int(self.coll == ALL_GATHER),
-                int(self.mode == "serialized"), int(getattr(model, "endpoint_delay_ns", 0)))  # fmt: skip
+        ints = (
+            nd,
+            self.nchunks,
+            len(combos),
+            len(self.perms),
+            len(self.size_classes),
+            len(self.charge_classes),
+            len(chk),
+            self.tracker,
+            kernel,
+            policy_code(self.queue, model.scf_rule),
+            self.active,
+            int(self.active > 1 and model.shares_bandwidth),
+            int(model.dim_tiebreak),
+            self.base,
+            int(load and self.seed_latency),
+            int(self.coll == ALL_GATHER),
+            int(self.coll == ALL_GATHER),
+            int(self.mode == "serialized"),
+            int(getattr(model, "endpoint_delay_ns", 0)),
+        )
         sc = {s: i for i, s in enumerate(self.size_classes)}
         cc = {s: i for i, s in enumerate(self.charge_classes)}
         empty_i, empty_d = array("i"), array("d")
         a1 = kernel == KERNELS["astra-sim-1"]
         return (
             ints,
-            array("i", [c.dim for c in combos]), array("d", [c.key for c in combos]), array("d", [c.sent for c in combos]),
-            array("B", [c.fifo_only for c in combos]), array("i", [c.tied for c in combos]),
-            self.plan_off, self.plan_combo, self.slot_of,
-            array("i", [sc[s] for s in self.sizes]), array("i", [cc[s] for s in self.charges]),
+            array("i", [c.dim for c in combos]),
+            array("d", [c.key for c in combos]),
+            array("d", [c.sent for c in combos]),
+            array("B", [c.fifo_only for c in combos]),
+            array("i", [c.tied for c in combos]),
+            self.plan_off,
+            self.plan_combo,
+            self.slot_of,
+            array("i", [sc[s] for s in self.sizes]),
+            array("i", [cc[s] for s in self.charges]),
             array("i", [self.order_id[o] for o in self.fixed]) if self.tracker == NO_TRACKER else empty_i,
-            array("i", [d for o in self.perms for d in o]), permcode,
-            self.thr_idx if load else empty_i, self.ch_off if load else empty_i, self.ch_idx if load else empty_i,
-            self.ch_dim if load else empty_i, self.ch_fac if load else empty_d,
-            array("i", [d.steps for d in shape_dims]), array("i", [d.npus for d in shape_dims]),
+            array("i", [d for o in self.perms for d in o]),
+            permcode,
+            self.thr_idx if load else empty_i,
+            self.ch_off if load else empty_i,
+            self.ch_idx if load else empty_i,
+            self.ch_dim if load else empty_i,
+            self.ch_fac if load else empty_d,
+            array("i", [d.steps for d in shape_dims]),
+            array("i", [d.npus for d in shape_dims]),
             array("q", [int(r) for r in self.charges]) if self.tracker == OFFLINE_GREEDY else array("q"),
             array("i", [KIND_CODES[c.kind] for c in combos]),
             array("q", [int(c.c) for c in combos]) if kernel >= KERNELS["astra-sim"] else array("q"),
-            array("i", [ALGO_CODES[d.algorithm] for d in shape_dims]), array("i", [d.kind == "switch" for d in shape_dims]),
+            array("i", [ALGO_CODES[d.algorithm] for d in shape_dims]),
+            array("i", [d.kind == "switch" for d in shape_dims]),
             array("d", [_numerator(c, kind, shape_dims[d].npus) for d, kind, c in chk]) if kernel == 1 else empty_d,
             array("i", [d for d, _, _ in chk]) if kernel == 1 else empty_i,
             array("i", [DIM_KINDS[d.kind] for d in shape_dims]) if a1 else empty_i,
             array("q", [d.links for d in shape_dims]) if a1 else array("q"),
             array("d", [d.nic_latency for d in shape_dims]) if a1 else empty_d,
             array("d", [d.router_latency for d in shape_dims]) if a1 else empty_d,
-        )  # fmt: skip
+        )
 
 
 def _numerator(c: float, kind: str, p: int) -> float:

@@ -47,12 +47,70 @@ NOTATIONS = (
 )
 #: Tokens mutations insert: numbers out of range, non-ASCII digits, keywords, separators.
 TOKENS = (
-    "0", "1", "-1", "1.5", "1e400", "1e308", "nan", "inf", "4" * 40, "\uff14", "\u0663", "\u00a0", "\x00",
-    ",", "(", ")", "_", "=", "x", ";", " ", "links=2", "links=", "algo=ring", "algorithm=direct", "nic=1e400",
-    "Ring(1,100,10)", "SW(2,1e-12,1)", "FC(600,1,1)", "Ring(1000000000,100,10,links=2)", "KiB", "B", "GB", "\"", "'",
-    "[", "]", "[[", "]]", "{", "}", "#", "\n", "\\", "true", "[]", "\xff",
-)  # fmt: skip
-SIZES = ("1GB", "64MiB", "1e9", "100", "1.5B", "0.5", "0.1GiB", "1e400", "1e309", "-1", "\uff14GB", "", "8PiB", "9007199254740993")
+    "0",
+    "1",
+    "-1",
+    "1.5",
+    "1e400",
+    "1e308",
+    "nan",
+    "inf",
+    "4" * 40,
+    "\uff14",
+    "\u0663",
+    "\u00a0",
+    "\x00",
+    ",",
+    "(",
+    ")",
+    "_",
+    "=",
+    "x",
+    ";",
+    " ",
+    "links=2",
+    "links=",
+    "algo=ring",
+    "algorithm=direct",
+    "nic=1e400",
+    "Ring(1,100,10)",
+    "SW(2,1e-12,1)",
+    "FC(600,1,1)",
+    "Ring(1000000000,100,10,links=2)",
+    "KiB",
+    "B",
+    "GB",
+    '"',
+    "'",
+    "[",
+    "]",
+    "[[",
+    "]]",
+    "{",
+    "}",
+    "#",
+    "\n",
+    "\\",
+    "true",
+    "[]",
+    "\xff",
+)
+SIZES = (
+    "1GB",
+    "64MiB",
+    "1e9",
+    "100",
+    "1.5B",
+    "0.5",
+    "0.1GiB",
+    "1e400",
+    "1e309",
+    "-1",
+    "\uff14GB",
+    "",
+    "8PiB",
+    "9007199254740993",
+)
 CHUNKS = ("64", "1", "0", "-3", "1000", "10000000", "1e3", "\uff18", "4" * 40, "")
 MODELS = ("paper", "astra-sim", "astra-sim-1", "astra")
 SWEEP = """[sweep]
@@ -162,7 +220,9 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def cli_case(argv: Sequence[str], folder: Path, *, outputs: Sequence[Path] = (), codes: Counter | None = None) -> list[str]:
+def cli_case(
+    argv: Sequence[str], folder: Path, *, outputs: Sequence[Path] = (), codes: Counter | None = None
+) -> list[str]:
     """Run one command in `folder` and check the promise: on exit 2 no file in `folder` changed and
     none of `outputs` was created. `codes` counts the exit codes seen."""
     before = _snapshot(folder)
@@ -184,14 +244,27 @@ def cli_case(argv: Sequence[str], folder: Path, *, outputs: Sequence[Path] = (),
 def notation_argv(rng: random.Random) -> list[str]:
     """`dse evaluate|bound|compare` with a mutated topology and odd sizes, chunks and options."""
     cmd = rng.choice(("evaluate", "evaluate", "evaluate", "bound", "compare"))
-    argv = [cmd, mutate(rng.choice(NOTATIONS), rng), "--size", rng.choice(SIZES[:6]) if rng.random() < 0.7 else rng.choice(SIZES)]
+    argv = [
+        cmd,
+        mutate(rng.choice(NOTATIONS), rng),
+        "--size",
+        rng.choice(SIZES[:6]) if rng.random() < 0.7 else rng.choice(SIZES),
+    ]
     if rng.random() < 0.5:
         argv += ["--chunks", rng.choice(CHUNKS)]
     if rng.random() < 0.3:
         argv += ["--cost-model", rng.choice(MODELS)]
     if cmd == "evaluate" and rng.random() < 0.3:
-        argv += rng.choice((["--orders", "0123"], ["--timeline"], ["--scheduler", "fixed", "--orders", "01;\uff10"],
-                            ["--scheduler", "lp_guided"], ["--active-chunks", "1e9"], ["--latency-mode", "serialized"]))
+        argv += rng.choice(
+            (
+                ["--orders", "0123"],
+                ["--timeline"],
+                ["--scheduler", "fixed", "--orders", "01;\uff10"],
+                ["--scheduler", "lp_guided"],
+                ["--active-chunks", "1e9"],
+                ["--latency-mode", "serialized"],
+            )
+        )
     if cmd != "evaluate":
         argv += ["--node-limit", "20"]
     return argv
@@ -205,8 +278,13 @@ def file_argv(kind: str, rng: random.Random, folder: Path) -> tuple[list[str], l
         kind = rng.choice(("sweep", "study", "workload"))
         (folder / "in.toml").write_bytes(data)
     else:
-        text = {"sweep": SWEEP, "study": STUDY_TOML, "space": STUDY_TOML, "astra": ASTRA_WORKLOAD,
-                "workload": TOML_WORKLOAD}[kind]  # fmt: skip
+        text = {
+            "sweep": SWEEP,
+            "study": STUDY_TOML,
+            "space": STUDY_TOML,
+            "astra": ASTRA_WORKLOAD,
+            "workload": TOML_WORKLOAD,
+        }[kind]
         (folder / "space.toml").write_text(SPACE_TOML)
         if kind == "space":
             (folder / "space.toml").write_text(mutate(SPACE_TOML, rng))
@@ -263,7 +341,10 @@ def damage_csv(data: bytes, rng: random.Random) -> tuple[bytes, bool]:
     own = rng.random() < 2 / 3
     if not own:
         if rng.random() < 0.5:  # a line that is no row of this sweep
-            lines.insert(rng.randrange(1, len(lines) + 1), rng.choice((b"hello", b"1,2,3", b"99999," + rng.choice(whole).split(b",", 1)[1])))
+            lines.insert(
+                rng.randrange(1, len(lines) + 1),
+                rng.choice((b"hello", b"1,2,3", b"99999," + rng.choice(whole).split(b",", 1)[1])),
+            )
         else:  # another header
             lines[0] = lines[0].replace(b"time_ns", b"time")
         lines.append(whole[-1])  # so that the torn tail cannot reach the foreign damage
@@ -304,9 +385,26 @@ def journal_reference(folder: Path, trials: int = 12) -> tuple[Path, list[tuple]
     another process, as a real one is (a running trial whose worker is alive is left running)."""
     ref = folder / "ref.journal"
     if not ref.exists():
-        subprocess.run([sys.executable, "-m", "dse", "study", "run", str(STUDY), "--only", "bw_split_4d.themis",
-                        "--trials", str(trials), "--storage", str(ref)], cwd=ROOT, check=True, capture_output=True,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "dse",
+                "study",
+                "run",
+                str(STUDY),
+                "--only",
+                "bw_split_4d.themis",
+                "--trials",
+                str(trials),
+                "--storage",
+                str(ref),
+            ],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
     return ref, _trials(str(ref))
 
 
@@ -319,7 +417,7 @@ def journal_case(folder: Path, rng: random.Random, trials: int = 12) -> list[str
         cut = rng.randrange(len(data) // 2, len(data))
         damaged, ok = data[:cut], True
     elif op == 1:  # garbage appended, with or without a newline
-        damaged, ok = data + rng.choice((b"garbage\n", b"{\"op_code\": ", b"\x00\xff", b"more\nlines\n")), True
+        damaged, ok = data + rng.choice((b"garbage\n", b'{"op_code": ', b"\x00\xff", b"more\nlines\n")), True
     elif op == 2:  # a record inside cut short
         lines = data.split(b"\n")
         k = rng.randrange(1, len(lines) - 2)
@@ -333,8 +431,9 @@ def journal_case(folder: Path, rng: random.Random, trials: int = 12) -> list[str
     for p in folder.glob("case.journal*"):
         p.unlink()
     case.write_bytes(damaged)
-    code, _, err = run_cli(["study", "run", str(STUDY), "--only", "bw_split_4d.themis", "--trials", str(trials),
-                            "--storage", str(case)])  # fmt: skip
+    code, _, err = run_cli(
+        ["study", "run", str(STUDY), "--only", "bw_split_4d.themis", "--trials", str(trials), "--storage", str(case)]
+    )
     problems = outcome_problems(code, err)
     if ok and code != 0:
         problems.append(f"a damaged end was not repaired: {err.strip()}")
@@ -347,8 +446,11 @@ def journal_case(folder: Path, rng: random.Random, trials: int = 12) -> list[str
 
 # ------------------------------------------------------------------ interrupted runs
 def _digest(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())
-            if p.is_file() and not p.name.endswith(".raw.csv")}  # fmt: skip
+    return {
+        p.name: hashlib.md5(p.read_bytes()).hexdigest()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and not p.name.endswith(".raw.csv")
+    }
 
 
 def _shm() -> set[str]:
@@ -384,17 +486,23 @@ def kill_command(target: str, folder: Path) -> tuple[list[str], Path, Callable[[
     dse = [sys.executable, "-m", "dse"]
     if target.startswith("sweep"):
         spec = folder / "kill.toml"
-        spec.write_text('[sweep]\ntopology = ["4D-Ring_FC_Ring_SW", "3D-SW_SW_SW_hetero"]\n'
-                        'size = ["100MB", "300MB", "500MB"]\nchunks = [64, 256, 1024]\n'
-                        'schedules = ["themis+scf", "baseline+fifo", "round_robin+scf"]\nseed = [0, 1]\n')  # fmt: skip
+        spec.write_text(
+            '[sweep]\ntopology = ["4D-Ring_FC_Ring_SW", "3D-SW_SW_SW_hetero"]\n'
+            'size = ["100MB", "300MB", "500MB"]\nchunks = [64, 256, 1024]\n'
+            'schedules = ["themis+scf", "baseline+fifo", "round_robin+scf"]\nseed = [0, 1]\n'
+        )
         out = folder / f"{target}.csv"
         jobs = target[-1]
         read = (lambda: out.read_bytes()) if jobs == "1" else (lambda: sorted(out.read_bytes().splitlines()))
         return dse + ["sweep", str(spec), "--out", str(out), "--jobs", jobs, "--batch", "3"], out, read
     if target == "study":
         out = folder / "kill.journal"
-        return (dse + ["study", "run", str(STUDY), "--only", "bw_split_4d.themis", "--trials", "120", "--storage", str(out)],
-                out, lambda: _trials(str(out)))  # fmt: skip
+        return (
+            dse
+            + ["study", "run", str(STUDY), "--only", "bw_split_4d.themis", "--trials", "120", "--storage", str(out)],
+            out,
+            lambda: _trials(str(out)),
+        )
     out = folder / "repro"
     return dse + ["reproduce", "themis", "--quick", "--jobs", "2", "--out", str(out)], out, lambda: _digest(out)
 
@@ -451,7 +559,9 @@ def kill_case(target: str, sig: int, at: float, folder: Path, reference: tuple[o
 def kill_reference(target: str, folder: Path) -> tuple[object, int]:
     """The uninterrupted output of `target` (run in `folder`, then read), and its size in bytes."""
     cmd, out, read = kill_command(target, folder)
-    subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True, capture_output=True, timeout=300
+    )
     result = read(), _size(out)
     if out.is_dir():
         shutil.rmtree(out)

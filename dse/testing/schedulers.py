@@ -15,10 +15,10 @@ import itertools
 import pytest
 
 from dse.core.collectives import ALL_TO_ALL, COLLECTIVES
-from dse.costs import COST_MODELS, get_cost_model
 from dse.core.errors import InputError
-from dse.schedulers.base import ScheduleProblem
 from dse.core.topology import parse_topology
+from dse.costs import COST_MODELS, get_cost_model
+from dse.schedulers.base import ScheduleProblem
 
 TOPOLOGIES = (
     "Ring(8,100,500)",

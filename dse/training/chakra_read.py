@@ -40,15 +40,19 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from dse.training import chakra_schema as cs
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BYTES, MAX_NS
+from dse.training import chakra_schema as cs
 from dse.training.workload_graph import ALL, COMM, COMPUTE, MARK, POLICIES, REPLAY, Graph, Node
 
 #: Chakra's collectives that run as dse collectives
-SIMULATED = {cs.ALL_REDUCE: ALL_REDUCE, cs.REDUCE_SCATTER: REDUCE_SCATTER, cs.ALL_GATHER: ALL_GATHER,
-             cs.ALL_TO_ALL: ALL_TO_ALL}  # fmt: skip
+SIMULATED = {
+    cs.ALL_REDUCE: ALL_REDUCE,
+    cs.REDUCE_SCATTER: REDUCE_SCATTER,
+    cs.ALL_GATHER: ALL_GATHER,
+    cs.ALL_TO_ALL: ALL_TO_ALL,
+}
 CHAKRA_TYPE = {v: k for k, v in SIMULATED.items()}
 CHECK_RANKS = 64
 _RANK_FILE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>\d+)\.et$")
@@ -77,13 +81,13 @@ class ChakraTrace:
         return sum(n.duration for n in self.graph.nodes if n.kind == COMPUTE)
 
 
-def is_trace_path(spec: "str | Path") -> bool:
+def is_trace_path(spec: str | Path) -> bool:
     """Does `spec` name a Chakra trace: a ``.et`` file, or a prefix with a ``.0.et`` file?"""
     s = str(spec)
     return s.endswith(".et") or s.endswith(".et.gz") or (not Path(s).exists() and Path(s + ".0.et").is_file())
 
 
-def load_trace(spec: "str | Path") -> ChakraTrace:
+def load_trace(spec: str | Path) -> ChakraTrace:
     """Read a Chakra trace (module docstring): a rank's ``.et`` file or the prefix of its rank files."""
     path = Path(spec)
     if not path.exists() and Path(str(spec) + ".0.et").is_file():
@@ -145,7 +149,9 @@ def _parse(msg: Any, data: bytes, pos: int, where: str) -> int:
     """Parse the length-prefixed message at `pos` into `msg`; returns the position after it."""
     n, pos = _varint(data, pos, where)
     if pos + n > len(data):
-        raise InputError(where, f"truncated: the message needs {n} bytes, {len(data) - pos} remain", "a whole Chakra trace")
+        raise InputError(
+            where, f"truncated: the message needs {n} bytes, {len(data) - pos} remain", "a whole Chakra trace"
+        )
     try:
         msg.ParseFromString(data[pos : pos + n])
     except DecodeError as e:
@@ -191,8 +197,12 @@ def _node(msg: Any, where: str) -> Node:
         raise InputError(where, f"duration_micros {msg.duration_micros} is too long", f"at most {MAX_NS / 1000:g} us")
     ns = _ns(a, "dse_duration_ns", where)
     dur = float(msg.duration_micros * 1000) if ns is None else ns
-    label = dict(name=msg.name, iteration=_integer(a, "dse_iteration", where) or 0, slot=str(a.get("dse_slot", "")),
-                 layer=_integer(a, "dse_layer", where, minimum=-1) if "dse_layer" in a else -1)  # fmt: skip
+    label = dict(
+        name=msg.name,
+        iteration=_integer(a, "dse_iteration", where) or 0,
+        slot=str(a.get("dse_slot", "")),
+        layer=_integer(a, "dse_layer", where, minimum=-1) if "dse_layer" in a else -1,
+    )
     t = msg.type
     if t not in _RUNS:
         what = f"node type {cs.NODE_TYPES[t]}" if t < len(cs.NODE_TYPES) else f"unknown node type {t}"
@@ -205,14 +215,24 @@ def _node(msg: Any, where: str) -> Node:
     if ctype is None:
         if cpu:  # PyTorch's CPU-side collective call: its duration on the CPU
             return Node(REPLAY, duration=dur, cpu=True, **label)
-        raise InputError(where, "a COMM_COLL_NODE without comm_type", "comm_type ALL_REDUCE (0), ALL_GATHER (2), "
-                         "BROADCAST (5), ALL_TO_ALL (6) or REDUCE_SCATTER (7)")  # fmt: skip
+        raise InputError(
+            where,
+            "a COMM_COLL_NODE without comm_type",
+            "comm_type ALL_REDUCE (0), ALL_GATHER (2), BROADCAST (5), ALL_TO_ALL (6) or REDUCE_SCATTER (7)",
+        )
     if ctype == cs.BROADCAST:
         return Node(REPLAY, duration=dur, cpu=cpu, **label)
     if ctype not in SIMULATED:
-        what = f"collective {cs.COLLECTIVE_TYPES[ctype]}" if ctype < len(cs.COLLECTIVE_TYPES) else f"unknown comm_type {ctype}"
-        raise InputError(where, f"{what} is not simulated (nor by ASTRA-sim 2.x)",
-                         "ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, or BROADCAST (replayed)")  # fmt: skip
+        what = (
+            f"collective {cs.COLLECTIVE_TYPES[ctype]}"
+            if ctype < len(cs.COLLECTIVE_TYPES)
+            else f"unknown comm_type {ctype}"
+        )
+        raise InputError(
+            where,
+            f"{what} is not simulated (nor by ASTRA-sim 2.x)",
+            "ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, or BROADCAST (replayed)",
+        )
     size = _integer(a, "comm_size", where, minimum=1)
     if size is None:
         raise InputError(where, f"a {cs.COLLECTIVE_TYPES[ctype]} without comm_size", "comm_size in bytes, at least 1")
@@ -254,8 +274,11 @@ def _build(raw: list[Any], path: str, pytorch: bool) -> tuple[Graph, tuple[int, 
                 if d in pos:
                     deps[pos[d]] = None
                 else:
-                    raise InputError(f"{path}: node {i}", f"a {kind} dependency on node {d}, which the trace does not have",
-                                     "dependencies on nodes of the same trace")  # fmt: skip
+                    raise InputError(
+                        f"{path}: node {i}",
+                        f"a {kind} dependency on node {d}, which the trace does not have",
+                        "dependencies on nodes of the same trace",
+                    )
         g.edges.extend((d, j, 0.0) for d in deps)
     _check_acyclic(g, order, path)
     has_succ = {a for a, _, _ in g.edges}
@@ -263,8 +286,10 @@ def _build(raw: list[Any], path: str, pytorch: bool) -> tuple[Graph, tuple[int, 
     g.end = g.add(Node(MARK, "end"), *((j, 0.0) for j in sinks))
     notes = ()
     if dropped:
-        notes = (f"a trace converted from PyTorch: its {dropped:,} control dependencies (each operator's parent "
-                 "in PyTorch's call tree, not an order) are left out; its data dependencies order it",)  # fmt: skip
+        notes = (
+            f"a trace converted from PyTorch: its {dropped:,} control dependencies (each operator's parent "
+            "in PyTorch's call tree, not an order) are left out; its data dependencies order it",
+        )
     return g, tuple(order), notes
 
 
@@ -288,8 +313,9 @@ def _check_acyclic(g: Graph, ids: list[int], path: str) -> None:
                 stack.append(y)
     if seen < n:
         first = min(i for i in range(n) if need[i])
-        raise InputError(f"{path}: node {ids[first]}", "is on a dependency cycle (or waits for one)",
-                         "a directed acyclic graph")  # fmt: skip
+        raise InputError(
+            f"{path}: node {ids[first]}", "is on a dependency cycle (or waits for one)", "a directed acyclic graph"
+        )
 
 
 def _check_ranks(path: Path, data0: bytes) -> tuple[int, tuple[str, ...]]:
@@ -326,8 +352,10 @@ def _check_ranks(path: Path, data0: bytes) -> tuple[int, tuple[str, ...]]:
         return len(files), ()
     differ.sort()
     shown = ", ".join(map(str, differ[:8])) + (", ..." if len(differ) > 8 else "")
-    return len(files), (f"rank {m.group('rank')} is the representative NPU; {len(differ)} of the {len(files)} rank "
-                        f"files differ from it (ranks {shown})",)  # fmt: skip
+    return len(files), (
+        f"rank {m.group('rank')} is the representative NPU; {len(differ)} of the {len(files)} rank "
+        f"files differ from it (ranks {shown})",
+    )
 
 
 def _signature(raw: list[Any]) -> tuple:
@@ -341,4 +369,3 @@ def _signature(raw: list[Any]) -> tuple:
         attrs = tuple(sorted((a.name, a.SerializeToString(deterministic=True)) for a in m.attr))
         out.append((m.type, m.name, m.duration_micros, deps, attrs))
     return tuple(out)
-

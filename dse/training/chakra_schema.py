@@ -12,29 +12,67 @@ from __future__ import annotations
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-NODE_TYPES = ("INVALID_NODE", "METADATA_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE", "COMP_NODE",
-              "COMM_SEND_NODE", "COMM_RECV_NODE", "COMM_COLL_NODE")  # fmt: skip
+NODE_TYPES = (
+    "INVALID_NODE",
+    "METADATA_NODE",
+    "MEM_LOAD_NODE",
+    "MEM_STORE_NODE",
+    "COMP_NODE",
+    "COMM_SEND_NODE",
+    "COMM_RECV_NODE",
+    "COMM_COLL_NODE",
+)
 INVALID, METADATA, MEM_LOAD, MEM_STORE, COMP, COMM_SEND, COMM_RECV, COMM_COLL = range(8)
-COLLECTIVE_TYPES = ("ALL_REDUCE", "REDUCE", "ALL_GATHER", "GATHER", "SCATTER", "BROADCAST", "ALL_TO_ALL",
-                    "REDUCE_SCATTER", "REDUCE_SCATTER_BLOCK", "BARRIER")  # fmt: skip
+COLLECTIVE_TYPES = (
+    "ALL_REDUCE",
+    "REDUCE",
+    "ALL_GATHER",
+    "GATHER",
+    "SCATTER",
+    "BROADCAST",
+    "ALL_TO_ALL",
+    "REDUCE_SCATTER",
+    "REDUCE_SCATTER_BLOCK",
+    "BARRIER",
+)
 ALL_REDUCE, REDUCE, ALL_GATHER, GATHER, SCATTER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER, RS_BLOCK, BARRIER = range(10)
 
 _F = descriptor_pb2.FieldDescriptorProto
 #: the scalar types of `AttributeProto`'s oneof, in field-number order (3, 5, ..., 31); each has a
 #: list form one number higher
-_SCALARS = (("double", _F.TYPE_DOUBLE), ("float", _F.TYPE_FLOAT), ("int32", _F.TYPE_INT32),
-            ("int64", _F.TYPE_INT64), ("uint32", _F.TYPE_UINT32), ("uint64", _F.TYPE_UINT64),
-            ("sint32", _F.TYPE_SINT32), ("sint64", _F.TYPE_SINT64), ("fixed32", _F.TYPE_FIXED32),
-            ("fixed64", _F.TYPE_FIXED64), ("sfixed32", _F.TYPE_SFIXED32), ("sfixed64", _F.TYPE_SFIXED64),
-            ("bool", _F.TYPE_BOOL), ("string", _F.TYPE_STRING), ("bytes", _F.TYPE_BYTES))  # fmt: skip
+_SCALARS = (
+    ("double", _F.TYPE_DOUBLE),
+    ("float", _F.TYPE_FLOAT),
+    ("int32", _F.TYPE_INT32),
+    ("int64", _F.TYPE_INT64),
+    ("uint32", _F.TYPE_UINT32),
+    ("uint64", _F.TYPE_UINT64),
+    ("sint32", _F.TYPE_SINT32),
+    ("sint64", _F.TYPE_SINT64),
+    ("fixed32", _F.TYPE_FIXED32),
+    ("fixed64", _F.TYPE_FIXED64),
+    ("sfixed32", _F.TYPE_SFIXED32),
+    ("sfixed64", _F.TYPE_SFIXED64),
+    ("bool", _F.TYPE_BOOL),
+    ("string", _F.TYPE_STRING),
+    ("bytes", _F.TYPE_BYTES),
+)
 
 
 def _list_name(kind: str) -> str:
     return kind.capitalize() + "List"  # DoubleList, Uint64List, Sfixed32List, ...
 
 
-def _field(msg: descriptor_pb2.DescriptorProto, name: str, number: int, ftype: int, *, repeated: bool = False,
-           type_name: str = "", oneof: int | None = None) -> None:  # fmt: skip
+def _field(
+    msg: descriptor_pb2.DescriptorProto,
+    name: str,
+    number: int,
+    ftype: int,
+    *,
+    repeated: bool = False,
+    type_name: str = "",
+    oneof: int | None = None,
+) -> None:
     f = msg.field.add(name=name, number=number, type=ftype)
     f.label = _F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL
     if type_name:

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dse.training import chakra_schema as cs
-from dse.training.chakra_read import CHAKRA_TYPE, ChakraTrace
 from dse.core.errors import InputError
 from dse.core.files import atomic_output
-from dse.training.placement import group_topology
 from dse.core.topology import Topology, parse_topology
 from dse.core.units import parse_int
+from dse.training import chakra_schema as cs
+from dse.training.chakra_read import CHAKRA_TYPE, ChakraTrace
+from dse.training.placement import group_topology
 from dse.training.workload_graph import COMM, COMPUTE, MARK, REPLAY, Graph, Node, compile_workload
 from dse.training.workloads import ALL, DP, MP, load_workload
 
@@ -57,8 +57,14 @@ class ExportReport:
     notes: tuple[str, ...] = field(default=())
 
 
-def export_chakra(workload: Any, prefix: "str | Path", *, topology: "str | Topology | None" = None,
-                  npus: "int | None" = None, force: bool = False) -> ExportReport:  # fmt: skip
+def export_chakra(
+    workload: Any,
+    prefix: str | Path,
+    *,
+    topology: str | Topology | None = None,
+    npus: int | None = None,
+    force: bool = False,
+) -> ExportReport:
     """Write `workload` as ``PREFIX.<rank>.et`` for each of `npus` ranks (module docstring).
 
     `npus`: rank files to write; default the topology's NPUs, else 1 (rank 0 only: ASTRA-sim needs
@@ -73,13 +79,22 @@ def export_chakra(workload: Any, prefix: "str | Path", *, topology: "str | Topol
         graph = compile_workload(wl, passes=1, tick=0.0)
         hybrid = any(n.scope != ALL for n in graph.comms())
         if hybrid and topo is None:
-            raise InputError("topology", f"{wl.name} has model- and data-parallel collectives, whose dimensions "
-                             "depend on the topology", "-t TOPOLOGY: the network the trace is for")  # fmt: skip
-        logical, k = (topo, 0) if topo is None else group_topology(
-            topo, wl.model_parallel_group if hybrid else None, wl.field("model_parallel_group"))  # fmt: skip
+            raise InputError(
+                "topology",
+                f"{wl.name} has model- and data-parallel collectives, whose dimensions depend on the topology",
+                "-t TOPOLOGY: the network the trace is for",
+            )
+        logical, k = (
+            (topo, 0)
+            if topo is None
+            else group_topology(topo, wl.model_parallel_group if hybrid else None, wl.field("model_parallel_group"))
+        )
         flags_len = logical.ndims if logical is not None else None
-    ranks = parse_int(npus, "npus", minimum=1, maximum=MAX_RANK_FILES) if npus is not None else (
-        topo.npus if topo is not None else 1)  # fmt: skip
+    ranks = (
+        parse_int(npus, "npus", minimum=1, maximum=MAX_RANK_FILES)
+        if npus is not None
+        else (topo.npus if topo is not None else 1)
+    )
     if ranks > MAX_RANK_FILES:
         raise InputError("npus", f"{ranks} rank files", f"at most {MAX_RANK_FILES}: pass --npus")
     nodes, notes = encode_graph(graph, flags_len, mp_dims=k, ndims=logical.ndims if logical is not None else None)
@@ -95,7 +110,9 @@ def _deps_without_marks(graph: Graph) -> list[list[int]]:
     preds: list[list[int]] = [[] for _ in graph.nodes]
     for a, b, lag in graph.edges:
         if lag:
-            raise InputError("workload", "a dependency with a lag (ASTRA-sim 1.0's ticks)", "a graph compiled with tick 0")
+            raise InputError(
+                "workload", "a dependency with a lag (ASTRA-sim 1.0's ticks)", "a graph compiled with tick 0"
+            )
         preds[b].append(a)
     memo: dict[int, list[int]] = {}
 
@@ -141,11 +158,14 @@ def _scope_flags(node: Node, flags_len: int | None, mp_dims: int, ndims: int | N
     return [d in dims for d in range(n)]
 
 
-def encode_graph(graph: Graph, flags_len: int | None, *, mp_dims: int = 0, ndims: int | None = None) -> tuple[list[Any], list[str]]:
+def encode_graph(
+    graph: Graph, flags_len: int | None, *, mp_dims: int = 0, ndims: int | None = None
+) -> tuple[list[Any], list[str]]:
     """The Chakra `Node` messages of a graph (marks contracted), and notes on what ASTRA-sim sees differently."""
     deps = _deps_without_marks(graph)
-    trace_len = max((max(n.scope) + 1 for n in graph.nodes if n.kind == COMM and isinstance(n.scope, tuple) and n.scope),
-                    default=0)  # fmt: skip
+    trace_len = max(
+        (max(n.scope) + 1 for n in graph.nodes if n.kind == COMM and isinstance(n.scope, tuple) and n.scope), default=0
+    )
     flags_len = flags_len or trace_len or None
     ids: dict[int, int] = {}
     out: list[Any] = []
@@ -193,16 +213,22 @@ def encode_graph(graph: Graph, flags_len: int | None, *, mp_dims: int = 0, ndims
         out.append(m)
     notes = []
     if rounded:
-        notes.append(f"{rounded} duration{'s are' if rounded > 1 else ' is'} not whole microseconds (Chakra's unit): ASTRA-sim 2.x reads them "
-                     f"rounded, by up to {worst:.0f} ns each; dse reads the exact ns kept in dse_duration_ns")  # fmt: skip
+        notes.append(
+            f"{rounded} duration{'s are' if rounded > 1 else ' is'} not whole microseconds (Chakra's unit): "
+            f"ASTRA-sim 2.x reads them rounded, by up to {worst:.0f} ns each; "
+            "dse reads the exact ns kept in dse_duration_ns"
+        )
     if delays:
-        notes.append(f"{delays} collective{'s carry' if delays > 1 else ' carries'} an update delay (dse_delay_ns) that ASTRA-sim 2.x does not apply")
+        notes.append(
+            f"{delays} collective{'s carry' if delays > 1 else ' carries'} an update delay (dse_delay_ns) "
+            "that ASTRA-sim 2.x does not apply"
+        )
     return out, notes
 
 
 def _attr(m: Any, name: str, **value: Any) -> None:
     a = m.attr.add(name=name)
-    (key, v), = value.items()
+    ((key, v),) = value.items()
     setattr(a, key, v)
 
 

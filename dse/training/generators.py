@@ -70,9 +70,15 @@ def resnet152(
     layers.append(Layer("fc", t, None, 0, t, None, 0, t, ALL_REDUCE, params * bytes_per_param, 2.0 * params / rate))
     if fused:
         total = sum(layer.wg_bytes for layer in layers)
-        layers = [replace(layer, wg_comm=ALL_REDUCE if i == 0 else None, wg_bytes=total if i == 0 else 0,
-                          wg_update=sum(x.wg_update for x in layers) if i == 0 else 0.0)
-                  for i, layer in enumerate(layers)]  # fmt: skip
+        layers = [
+            replace(
+                layer,
+                wg_comm=ALL_REDUCE if i == 0 else None,
+                wg_bytes=total if i == 0 else 0,
+                wg_update=sum(x.wg_update for x in layers) if i == 0 else 0.0,
+            )
+            for i, layer in enumerate(layers)
+        ]
     return Workload("resnet152", "DATA", tuple(layers), None, "generator resnet152")
 
 
@@ -107,12 +113,27 @@ def transformer(
     act = batch * seq * hidden * bytes_per_param
     out: list[Layer] = []
     for i in range(layers):
-        for part, weights, extra in (("attn", 4 * hidden * hidden, 4.0 * batch * seq * seq * hidden),
-                                     ("mlp", 8 * hidden * hidden, 0.0)):  # fmt: skip
+        for part, weights, extra in (
+            ("attn", 4 * hidden * hidden, 4.0 * batch * seq * seq * hidden),
+            ("mlp", 8 * hidden * hidden, 0.0),
+        ):
             t = (2.0 * batch * seq * weights + extra) / mp / rate
             shard = weights // mp * bytes_per_param
-            out.append(Layer(f"{part}{i}", t, ALL_REDUCE, act, t, ALL_REDUCE, act, t, ALL_REDUCE, shard,
-                             2.0 * weights / mp / rate))  # fmt: skip
+            out.append(
+                Layer(
+                    f"{part}{i}",
+                    t,
+                    ALL_REDUCE,
+                    act,
+                    t,
+                    ALL_REDUCE,
+                    act,
+                    t,
+                    ALL_REDUCE,
+                    shard,
+                    2.0 * weights / mp / rate,
+                )
+            )
     return Workload("transformer", "HYBRID", tuple(out), mp, "generator transformer")
 
 

@@ -38,21 +38,22 @@ for ASTRA-sim 1.0's ticks); `bw_utilization` = bytes one NPU sends / (comm_ns ×
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
-from dse.training.chakra_read import ChakraTrace
-from dse.costs import CostModel, get_cost_model
 from dse.core.errors import InputError
-from dse.training.iteration_engine import RESOURCE_NAMES, RULES, Engine, resource_of
-from dse.training.iteration_planner import MIB, Planner, chunk_count
 from dse.core.limits import check_work
-from dse.training.placement import group_topology
+from dse.core.topology import Topology, parse_topology
+from dse.core.units import parse_int
+from dse.costs import CostModel, get_cost_model
 from dse.schedulers import Scheduler, get_scheduler, parse_queue
 from dse.sim.simulate import policy_code
 from dse.sim.spec import simulation_steps
-from dse.core.topology import Topology, parse_topology
-from dse.core.units import parse_int
+from dse.training.chakra_read import ChakraTrace
+from dse.training.iteration_engine import RESOURCE_NAMES, RULES, Engine, resource_of
+from dse.training.iteration_planner import MIB, Planner, chunk_count
+from dse.training.placement import group_topology
 from dse.training.workload_graph import COMM, MARK, Graph, compile_workload, repeat_graph
 from dse.training.workloads import ALL, Workload, load_workload
 
@@ -117,7 +118,7 @@ class IterationResult:
     #: communication is time − GPU compute, as ASTRA-sim 2.x reports it
     cpu_ns: float = 0.0
     #: every node's start and end (with ``iterate(..., nodes=True)``), marks left out
-    nodes: "tuple[NodeRun, ...]" = ()
+    nodes: tuple[NodeRun, ...] = ()
     #: what a user should know about the workload (a Chakra trace's rank check, say)
     notes: tuple[str, ...] = ()
 
@@ -144,12 +145,12 @@ def scope_dims(topology: Topology, scope: str, group: int | None) -> tuple[int, 
 
 
 def iterate(
-    workload: "str | Workload",
-    topology: "str | Topology",
+    workload: str | Workload,
+    topology: str | Topology,
     *,
-    scheduler: "str | Scheduler" = "themis",
+    scheduler: str | Scheduler = "themis",
     queue: str = "scf",
-    cost_model: "str | CostModel" = "paper",
+    cost_model: str | CostModel = "paper",
     iterations: int = 1,
     chunks: int = 64,
     min_chunk_bytes: int = MIB,
@@ -184,11 +185,19 @@ def iterate(
     if iterations == 1:
         graph = one
     else:
-        graph = repeat_graph(one, iterations) if trace else compile_workload(wl, passes=iterations, tick=model.workload_tick)
-    engine = Engine(graph, planner, policy_code(q, model.scf_rule), model.dim_tiebreak, ideal, RULES[model.workload_rules])
+        graph = (
+            repeat_graph(one, iterations)
+            if trace
+            else compile_workload(wl, passes=iterations, tick=model.workload_tick)
+        )
+    engine = Engine(
+        graph, planner, policy_code(q, model.scf_rule), model.dim_tiebreak, ideal, RULES[model.workload_rules]
+    )
     total = engine.run()
     if not math.isfinite(total):  # the input ranges (dse.core.limits) keep every time finite: a last guard
-        raise InputError("workload", f"the iteration's time is not finite ({total})", "times and sizes within dse.core.limits")
+        raise InputError(
+            "workload", f"the iteration's time is not finite ({total})", "times and sizes within dse.core.limits"
+        )
     time = total / iterations
     gpu = engine.compute_busy / iterations
     cpu = engine.cpu_busy / iterations
@@ -196,24 +205,61 @@ def iterate(
     bw = sum(model.bytes_per_ns(d) for d in logical.dims)
     sent = engine.bytes_sent / iterations
     runs = tuple(
-        CollectiveRun(n.iteration, n.name if trace or n.layer < 0 else wl.layers[n.layer].name, n.slot, n.collective,  # type: ignore[arg-type]
-                      n.size, engine.dims[i], engine.chunks[i], engine.start[i], engine.end[i], n.delay)  # fmt: skip
-        for i, n in enumerate(graph.nodes) if n.kind == COMM
+        CollectiveRun(
+            n.iteration,
+            n.name if trace or n.layer < 0 else wl.layers[n.layer].name,
+            n.slot,
+            n.collective,  # type: ignore[arg-type]
+            n.size,
+            engine.dims[i],
+            engine.chunks[i],
+            engine.start[i],
+            engine.end[i],
+            n.delay,
+        )
+        for i, n in enumerate(graph.nodes)
+        if n.kind == COMM
     )
     ids = wl.ids if trace else ()  # a trace's node ids, in graph order (its end mark has none)
-    timeline = tuple(
-        NodeRun(i, ids[i % len(one.nodes)] if ids else i, n.name, n.kind, RESOURCE_NAMES[resource_of(n.kind, n.cpu)],
-                n.iteration, engine.start[i], engine.end[i])
-        for i, n in enumerate(graph.nodes) if n.kind != MARK
-    ) if nodes else ()  # fmt: skip
+    timeline = (
+        tuple(
+            NodeRun(
+                i,
+                ids[i % len(one.nodes)] if ids else i,
+                n.name,
+                n.kind,
+                RESOURCE_NAMES[resource_of(n.kind, n.cpu)],
+                n.iteration,
+                engine.start[i],
+                engine.end[i],
+            )
+            for i, n in enumerate(graph.nodes)
+            if n.kind != MARK
+        )
+        if nodes
+        else ()
+    )
     return IterationResult(
-        workload=wl.name, topology=topo.label(), scheduler="ideal" if ideal else sched.name,  # type: ignore[union-attr]
-        queue=q, cost_model=model.name, iterations=iterations, chunks=chunks, time_ns=time,
-        compute_ns=gpu + cpu, cpu_ns=cpu, comm_ns=comm, exposed_comm_ns=max(0.0, time - gpu), nodes=timeline,
-        bw_utilization=sent / (comm * bw) if comm > 0 else 0.0, bytes_sent=sent, total_ns=total,
-        collectives=runs, logical_topology=logical.notation() if logical is not topo else "",
+        workload=wl.name,
+        topology=topo.label(),
+        scheduler="ideal" if ideal else sched.name,  # type: ignore[union-attr]
+        queue=q,
+        cost_model=model.name,
+        iterations=iterations,
+        chunks=chunks,
+        time_ns=time,
+        compute_ns=gpu + cpu,
+        cpu_ns=cpu,
+        comm_ns=comm,
+        exposed_comm_ns=max(0.0, time - gpu),
+        nodes=timeline,
+        bw_utilization=sent / (comm * bw) if comm > 0 else 0.0,
+        bytes_sent=sent,
+        total_ns=total,
+        collectives=runs,
+        logical_topology=logical.notation() if logical is not topo else "",
         notes=wl.notes if trace else (),
-    )  # fmt: skip
+    )
 
 
 def graph_steps(graph: Graph, planner: Planner, queue: str, ideal: bool) -> tuple[float, str]:
@@ -241,12 +287,20 @@ PAPER_SPEEDUPS = {"ResNet-152": 1.49, "GNMT": 1.30, "DLRM": 1.30, "Transformer-1
 
 #: The paper's end-to-end workloads: ResNet-152 from the generator (the artifact has ResNet-50
 #: only), the others bundled (converted from the Themis artifact's ASTRA-sim 1.0 files).
-END_TO_END = {"ResNet-152": "resnet152", "GNMT": "gnmt_fp16_fused", "DLRM": "large_DLRM_fused",
-              "Transformer-1T": "transformer_1t_fused_only_t"}  # fmt: skip
+END_TO_END = {
+    "ResNet-152": "resnet152",
+    "GNMT": "gnmt_fp16_fused",
+    "DLRM": "large_DLRM_fused",
+    "Transformer-1T": "transformer_1t_fused_only_t",
+}
 #: What the artifact itself ran end to end (its own workload files, ResNet-50 for ResNet): the
 #: workloads of the end-to-end table under `astra-sim-1`, which replays those runs.
-END_TO_END_ARTIFACT = {"ResNet-50": "Resnet50_DataParallel_fused", "GNMT": "gnmt_fp16_fused",
-                       "DLRM": "large_DLRM_fused", "Transformer-1T": "transformer_1t_fused_only_t"}  # fmt: skip
+END_TO_END_ARTIFACT = {
+    "ResNet-50": "Resnet50_DataParallel_fused",
+    "GNMT": "gnmt_fp16_fused",
+    "DLRM": "large_DLRM_fused",
+    "Transformer-1T": "transformer_1t_fused_only_t",
+}
 
 
 def end_to_end_workloads(cost_model: str = "paper") -> dict[str, Workload]:
@@ -256,7 +310,9 @@ def end_to_end_workloads(cost_model: str = "paper") -> dict[str, Workload]:
     return {label: load_workload(spec) for label, spec in specs.items()}
 
 
-def end_to_end_rows(cost_model: str = "paper", *, topologies: "Sequence[str | Topology] | None" = None, chunks: int = 64) -> list[dict]:
+def end_to_end_rows(
+    cost_model: str = "paper", *, topologies: Sequence[str | Topology] | None = None, chunks: int = 64
+) -> list[dict]:
     """Iteration time of baseline+fifo, themis+scf and ideal per workload x paper topology.
 
     A combination the workload cannot run on (a model-parallel group no prefix of dims holds and
@@ -278,10 +334,14 @@ def end_to_end_rows(cost_model: str = "paper", *, topologies: "Sequence[str | To
                 continue
             row.update(
                 compute_ns=base.compute_ns,
-                baseline_ns=base.time_ns, themis_ns=themis.time_ns, ideal_ns=ideal.time_ns,
-                themis_speedup=base.time_ns / themis.time_ns, ideal_speedup=base.time_ns / ideal.time_ns,
-                baseline_exposed_ns=base.exposed_comm_ns, themis_exposed_ns=themis.exposed_comm_ns,
-            )  # fmt: skip
+                baseline_ns=base.time_ns,
+                themis_ns=themis.time_ns,
+                ideal_ns=ideal.time_ns,
+                themis_speedup=base.time_ns / themis.time_ns,
+                ideal_speedup=base.time_ns / ideal.time_ns,
+                baseline_exposed_ns=base.exposed_comm_ns,
+                themis_exposed_ns=themis.exposed_comm_ns,
+            )
             rows.append(row)
     return rows
 
@@ -292,23 +352,34 @@ def _gmean(xs: Sequence[float]) -> float:
 
 def end_to_end_markdown(rows: Sequence[dict]) -> str:
     """Markdown: per-topology rows, then geometric means per workload next to the paper's."""
-    lines = ["| workload | topology | baseline ms | themis ms | ideal ms | themis speed-up | ideal speed-up |",
-             "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        "| workload | topology | baseline ms | themis ms | ideal ms | themis speed-up | ideal speed-up |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['workload']} | {r['topology']} | not run | — | — | n/a | n/a |")
             continue
-        lines.append(f"| {r['workload']} | {r['topology']} | {r['baseline_ns'] / 1e6:.3f} | {r['themis_ns'] / 1e6:.3f} | "
-                     f"{r['ideal_ns'] / 1e6:.3f} | {r['themis_speedup']:.3f} | {r['ideal_speedup']:.3f} |")  # fmt: skip
-    lines += ["", "| workload | topologies | themis speed-up (geomean) | ideal speed-up (geomean) | paper (Themis) |",
-              "|---|---:|---:|---:|---:|"]  # fmt: skip
+        lines.append(
+            f"| {r['workload']} | {r['topology']} | {r['baseline_ns'] / 1e6:.3f} | {r['themis_ns'] / 1e6:.3f} | "
+            f"{r['ideal_ns'] / 1e6:.3f} | {r['themis_speedup']:.3f} | {r['ideal_speedup']:.3f} |"
+        )
+    lines += [
+        "",
+        "| workload | topologies | themis speed-up (geomean) | ideal speed-up (geomean) | paper (Themis) |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for label in dict.fromkeys(r["workload"] for r in rows):
         mine = [r for r in rows if r["workload"] == label]
         ok = [r for r in mine if "error" not in r]
-        paper = PAPER_SPEEDUPS.get(label) or (f"{PAPER_SPEEDUPS['ResNet-152']} (ResNet-152)" if label == "ResNet-50" else None)
+        paper = PAPER_SPEEDUPS.get(label) or (
+            f"{PAPER_SPEEDUPS['ResNet-152']} (ResNet-152)" if label == "ResNet-50" else None
+        )
         count = f"{len(ok)}" if len(ok) == len(mine) else f"{len(ok)} of {len(mine)}"
-        lines.append(f"| {label} | {count} | {_gmean([r['themis_speedup'] for r in ok]):.3f} | "
-                     f"{_gmean([r['ideal_speedup'] for r in ok]):.3f} | {paper if paper else '—'} |")  # fmt: skip
+        lines.append(
+            f"| {label} | {count} | {_gmean([r['themis_speedup'] for r in ok]):.3f} | "
+            f"{_gmean([r['ideal_speedup'] for r in ok]):.3f} | {paper if paper else '—'} |"
+        )
     skipped = [r for r in rows if "error" in r]
     if skipped:
         lines += ["", "Not run (left out of the means above):", ""]

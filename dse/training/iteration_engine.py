@@ -27,10 +27,10 @@ What the engine does with them, event by event, is written in `dse.sim.engine_re
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-from dse.sim import engine as engine_front
 from dse.costs.base import Phase
+from dse.sim import engine as engine_front
 from dse.sim.engine_io import CPU, GPU, N_COMM, N_COMPUTE, N_MARK, N_REPLAY, NET, EngineGraph, NetRules
 from dse.training.iteration_planner import Planner
 from dse.training.workload_graph import ASTRA2_RULES, COMM, COMPUTE, DSE_RULES, MARK, REPLAY, Graph, ResourceRules
@@ -49,27 +49,47 @@ def resource_of(kind: str, cpu: bool) -> int:
     return NET if kind == COMM else -1
 
 
-def engine_graph(graph: Graph, rules: ResourceRules, ideal: "Sequence[float] | None" = None) -> EngineGraph:
+def engine_graph(graph: Graph, rules: ResourceRules, ideal: Sequence[float] | None = None) -> EngineGraph:
     """The engine's form of a workload graph under a cost model's resource rules."""
     succ: list[list[tuple[int, float]]] = [[] for _ in graph.nodes]
     for a, b, lag in graph.edges:
         succ[a].append((b, float(lag)))
     nodes = graph.nodes
     return EngineGraph(
-        kinds=tuple(_KINDS[n.kind] for n in nodes), resources=tuple(resource_of(n.kind, n.cpu) for n in nodes),
-        durations=tuple(float(n.duration) for n in nodes), delays=tuple(float(n.delay) for n in nodes),
-        succ=tuple(tuple(s) for s in succ), end=graph.end, comm_exclusive=rules.comm_exclusive, by_id=rules.by_id,
-        min_ns=rules.min_ns, end_before_release=rules.end_before_release,
+        kinds=tuple(_KINDS[n.kind] for n in nodes),
+        resources=tuple(resource_of(n.kind, n.cpu) for n in nodes),
+        durations=tuple(float(n.duration) for n in nodes),
+        delays=tuple(float(n.delay) for n in nodes),
+        succ=tuple(tuple(s) for s in succ),
+        end=graph.end,
+        comm_exclusive=rules.comm_exclusive,
+        by_id=rules.by_id,
+        min_ns=rules.min_ns,
+        end_before_release=rules.end_before_release,
         ideal=tuple(ideal) if ideal is not None else None,
-    )  # fmt: skip
+    )
 
 
 class Engine:
     """Runs one graph; afterwards `start`/`end` hold every node's times and the totals are set."""
 
-    def __init__(self, graph: Graph, planner: Planner, policy: int, dim_tiebreak: bool, ideal: bool,
-                 rules: ResourceRules = DSE_RULES, engine: str = "auto") -> None:  # fmt: skip
-        self.graph, self.planner, self.policy, self.dim_tiebreak, self.ideal = graph, planner, policy, dim_tiebreak, ideal
+    def __init__(
+        self,
+        graph: Graph,
+        planner: Planner,
+        policy: int,
+        dim_tiebreak: bool,
+        ideal: bool,
+        rules: ResourceRules = DSE_RULES,
+        engine: str = "auto",
+    ) -> None:
+        self.graph, self.planner, self.policy, self.dim_tiebreak, self.ideal = (
+            graph,
+            planner,
+            policy,
+            dim_tiebreak,
+            ideal,
+        )
         self.rules, self.engine = rules, engine
         n = len(graph.nodes)
         self.start = [float("nan")] * n
@@ -105,9 +125,14 @@ class Engine:
                     ideal_ns[i], need = planner.ideal_ns(node.collective, node.size, node.scope)  # type: ignore[arg-type]
                     ideal_bytes += need
                     self.dims[i], self.chunks[i] = planner.scope(node.scope)[0], 1
-        net = NetRules(planner.topo.ndims, self.policy, dim_tiebreak=self.dim_tiebreak,
-                       issue_priorities=planner.model.issue_priorities, track_lead=planner.tracks_lead,
-                       tieless=not planner.model.phase_ties)  # fmt: skip
+        net = NetRules(
+            planner.topo.ndims,
+            self.policy,
+            dim_tiebreak=self.dim_tiebreak,
+            issue_priorities=planner.model.issue_priorities,
+            track_lead=planner.tracks_lead,
+            tieless=not planner.model.phase_ties,
+        )
         out = engine_front.run(net, engine_graph(self.graph, self.rules, ideal_ns), self, engine=self.engine)
         self.start, self.end = list(out.node_start), list(out.node_end)
         self.compute_busy, self.cpu_busy, self.comm_time = out.compute_ns, out.cpu_ns, out.comm_ns

@@ -29,11 +29,11 @@ import math
 from typing import Any
 
 from dse.core.collectives import A2A, ALL_GATHER, ALL_TO_ALL, nominal_bytes_sent
+from dse.core.topology import Topology
 from dse.costs import CostModel, Phase
-from dse.sim.engine_ref import lead_after
 from dse.schedulers import ScheduleProblem, Scheduler, ThemisScheduler, baseline_order
 from dse.schedulers.themis import OfflineGreedy
-from dse.core.topology import Topology
+from dse.sim.engine_ref import lead_after
 from dse.training.workloads import ALL, DP, MP
 
 MIB = 2**20
@@ -77,8 +77,9 @@ class _NodeZeroGreedy:
         self.node0_leads = True  # 1.0's rule; 2.x passes node0_first per issue
         self.last_reset = 0.0
 
-    def orders(self, problem: ScheduleProblem, dims: tuple[int, ...], t: float,
-               node0_first: bool | None = None) -> list[tuple[int, ...]]:  # fmt: skip
+    def orders(
+        self, problem: ScheduleProblem, dims: tuple[int, ...], t: float, node0_first: bool | None = None
+    ) -> list[tuple[int, ...]]:
         coll = problem.collective
         new_tick = t != self.last_reset
         if node0_first is not None:
@@ -92,8 +93,10 @@ class _NodeZeroGreedy:
             involved = tuple(d in dims for d in range(self.nd))
             local = {g: i for i, g in enumerate(dims)}
             ag = coll == ALL_GATHER
-            out = [tuple(local[d] for d in self.greedy.order(int(r), involved, ag) if d in local)
-                   for r in problem.chunks.charges]  # fmt: skip
+            out = [
+                tuple(local[d] for d in self.greedy.order(int(r), involved, ag) if d in local)
+                for r in problem.chunks.charges
+            ]
         if not self.node0_leads and new_tick:
             self.greedy.reset()
             self.last_reset = t
@@ -103,8 +106,16 @@ class _NodeZeroGreedy:
 class Planner:
     """Turns a collective (kind, bytes, scope) issued at a time into chunk phase lists in logical dim indices."""
 
-    def __init__(self, topology: Topology, mp_dims: int, model: CostModel, sched: Scheduler | None, queue: str,
-                 chunks: int, min_chunk_bytes: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        topology: Topology,
+        mp_dims: int,
+        model: CostModel,
+        sched: Scheduler | None,
+        queue: str,
+        chunks: int,
+        min_chunk_bytes: int,
+    ) -> None:
         self.topo, self.mp_dims, self.model, self.sched, self.queue = topology, mp_dims, model, sched, queue
         self.chunks, self.min_chunk = chunks, min_chunk_bytes
         self.scopes: dict[Any, tuple[tuple[int, ...], Topology | None, dict]] = {}
@@ -162,7 +173,7 @@ class Planner:
         if self.node0 is not None and not self.tracks_lead:
             self.node0.node0_leads = False
 
-    def _lead_map(self, dim: int, coll: str, kind: str) -> "tuple[int, tuple[int, ...]] | None":
+    def _lead_map(self, dim: int, coll: str, kind: str) -> tuple[int, tuple[int, ...]] | None:
         """`Phase.lead` of a `coll` phase of `kind` on logical dim `dim`: (stride, table), or None
         when the engine does not track the lead."""
         if not self.tracks_lead:
@@ -189,9 +200,11 @@ class Planner:
         need = nominal_bytes_sent(coll, nbytes, sub.shape, ag_input_shard=self.model.ag_input_shard)
         return need / sum(self.model.bytes_per_ns(d, coll) for d in sub.dims), need
 
-    def plans(self, coll: str, nbytes: int, scope: Any, t: float,
-              lead: int = 0) -> tuple[list[tuple[Phase, ...]], tuple[int, ...]]:  # fmt: skip
-        """The chunks' phase lists (logical dim indices) of a collective issued at `t`, first by NPU `lead`, and its dims."""
+    def plans(
+        self, coll: str, nbytes: int, scope: Any, t: float, lead: int = 0
+    ) -> tuple[list[tuple[Phase, ...]], tuple[int, ...]]:
+        """The chunks' phase lists (logical dim indices) of a collective issued at `t`, first by NPU
+        `lead`, and its dims."""
         dims, sub, memo = self.scope(scope)
         if sub is None:
             return [], dims
@@ -219,7 +232,8 @@ class Planner:
             p = cache.get(k)
             if p is None:
                 local = model.phases(sub, coll, order, size, latency_mode=mode, baseline=sched.is_baseline, memo=memo)
-                p = cache[k] = tuple(ph._replace(dim=dims[ph.dim], lead=self._lead_map(dims[ph.dim], coll, ph.kind))
-                                     for ph in local)  # fmt: skip
+                p = cache[k] = tuple(
+                    ph._replace(dim=dims[ph.dim], lead=self._lead_map(dims[ph.dim], coll, ph.kind)) for ph in local
+                )
             out.append(p)
         return out, dims

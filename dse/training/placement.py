@@ -46,8 +46,11 @@ def group_topology(topology: Topology, group: int | None, field: str = "model_pa
         return topology, 0
     shape = "x".join(map(str, topology.shape))
     if group > topology.npus:
-        raise InputError(field, f"a group of {group} NPUs is larger than {topology.label()} ({shape}, {topology.npus} NPUs)",
-                         f"at most {topology.npus}")  # fmt: skip
+        raise InputError(
+            field,
+            f"a group of {group} NPUs is larger than {topology.label()} ({shape}, {topology.npus} NPUs)",
+            f"at most {topology.npus}",
+        )
     before = 1
     for i, d in enumerate(topology.dims):
         if before * d.npus < group:
@@ -58,11 +61,13 @@ def group_topology(topology: Topology, group: int | None, field: str = "model_pa
         first = group // before
         if group % before or d.npus % first:
             prefixes = [math.prod(topology.shape[: j + 1]) for j in range(topology.ndims)]
-            raise InputError(field,
-                             f"a group of {group} NPUs is neither a prefix of {topology.label()} ({shape}) nor a "
-                             f"split of its dim {i} ({d.npus} NPUs after {before}) into two whole parts",
-                             "a product of leading dims (" + ", ".join(map(str, prefixes)) + ") or such a product "
-                             "times a divisor of the next dim")  # fmt: skip
+            raise InputError(
+                field,
+                f"a group of {group} NPUs is neither a prefix of {topology.label()} ({shape}) nor a "
+                f"split of its dim {i} ({d.npus} NPUs after {before}) into two whole parts",
+                "a product of leading dims (" + ", ".join(map(str, prefixes)) + ") or such a product "
+                "times a divisor of the next dim",
+            )
         a, b = split_dim(d, first)
         dims = topology.dims[:i] + (a, b) + topology.dims[i + 1 :]
         name = f"{topology.label()} split {shape} -> {'x'.join(str(x.npus) for x in dims)}"

@@ -18,10 +18,24 @@ from typing import Any
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
 from dse.core.errors import InputError
 from dse.core.files import check_output_file, read_text, write_atomic
-from dse.training.workloads import LAYER0_IG_STRATEGIES, SLOTS, Layer, Workload, load_toml_text, load_workload, looks_like_toml, parse_astra_text
+from dse.training.workloads import (
+    LAYER0_IG_STRATEGIES,
+    SLOTS,
+    Layer,
+    Workload,
+    load_toml_text,
+    load_workload,
+    looks_like_toml,
+    parse_astra_text,
+)
 
-_ASTRA_NAMES = {ALL_REDUCE: "ALLREDUCE", ALL_GATHER: "ALLGATHER", REDUCE_SCATTER: "REDUCESCATTER",
-                ALL_TO_ALL: "ALLTOALL", None: "NONE"}  # fmt: skip
+_ASTRA_NAMES = {
+    ALL_REDUCE: "ALLREDUCE",
+    ALL_GATHER: "ALLGATHER",
+    REDUCE_SCATTER: "REDUCESCATTER",
+    ALL_TO_ALL: "ALLTOALL",
+    None: "NONE",
+}
 #: Output formats by file suffix.
 FORMATS = {".toml": "dse TOML", ".txt": "ASTRA-sim 1.0 text"}
 
@@ -58,8 +72,11 @@ def _astra_line(layer: Layer) -> str:
         raise InputError(f"layer {layer.name!r}: name", "is empty or has spaces", "one word (ASTRA-sim 1.0 text)")
     toks = [layer.name, str(layer.dependency)]
     for slot in SLOTS:
-        toks += [str(_whole(getattr(layer, f"{slot}_compute"), f"layer {layer.name}: {slot}_compute")),
-                 _ASTRA_NAMES[getattr(layer, f"{slot}_comm")], str(getattr(layer, f"{slot}_bytes"))]  # fmt: skip
+        toks += [
+            str(_whole(getattr(layer, f"{slot}_compute"), f"layer {layer.name}: {slot}_compute")),
+            _ASTRA_NAMES[getattr(layer, f"{slot}_comm")],
+            str(getattr(layer, f"{slot}_bytes")),
+        ]
     toks.append(str(_whole(layer.wg_update, f"layer {layer.name}: wg_update")))
     return "\t".join(toks)
 
@@ -70,9 +87,11 @@ def to_astra_text(wl: Workload) -> str:
     The text format has no `layer0_input_gradient`: its strategy implies it (ASTRA-sim 1.0's
     model-parallel loops compute layer 0's input gradient), so a workload that says otherwise is refused."""
     if wl.layer0_input_gradient != (wl.parallelism in LAYER0_IG_STRATEGIES):
-        raise InputError("layer0_input_gradient", f"{str(wl.layer0_input_gradient).lower()} cannot be written for "
-                         f"{wl.parallelism} in ASTRA-sim 1.0 text",
-                         "TOML (.toml), or the strategy's own: true for " + ", ".join(LAYER0_IG_STRATEGIES))  # fmt: skip
+        raise InputError(
+            "layer0_input_gradient",
+            f"{str(wl.layer0_input_gradient).lower()} cannot be written for {wl.parallelism} in ASTRA-sim 1.0 text",
+            "TOML (.toml), or the strategy's own: true for " + ", ".join(LAYER0_IG_STRATEGIES),
+        )
     return "\n".join([_header(wl), str(len(wl.layers)), *map(_astra_line, wl.layers)]) + "\n"
 
 
@@ -94,12 +113,17 @@ def to_toml(wl: Workload, *, origin: str = "", source_sha256: str = "") -> str:
     source_sha256 = source_sha256 or wl.source_sha256
     out = [f"# {' '.join(line.split())}" for line in (origin or "a dse workload").splitlines()[:1]]
     out.append("# dse workload (see dse/training/workloads.py); times in ns, bytes per NPU")
-    top: dict[str, Any] = {"name": wl.name, "parallelism": wl.parallelism,
-                           "model_parallel_group": wl.model_parallel_group, "dlrm_last_bottom": wl.dlrm_last_bottom,
-                           "checkpoints": list(wl.checkpoints) or None,
-                           "checkpoint_initiates": list(wl.checkpoint_initiates) or None,
-                           "layer0_input_gradient": True if wl.layer0_input_gradient else None,
-                           "origin": origin or None, "source_sha256": source_sha256 or None}  # fmt: skip
+    top: dict[str, Any] = {
+        "name": wl.name,
+        "parallelism": wl.parallelism,
+        "model_parallel_group": wl.model_parallel_group,
+        "dlrm_last_bottom": wl.dlrm_last_bottom,
+        "checkpoints": list(wl.checkpoints) or None,
+        "checkpoint_initiates": list(wl.checkpoint_initiates) or None,
+        "layer0_input_gradient": True if wl.layer0_input_gradient else None,
+        "origin": origin or None,
+        "source_sha256": source_sha256 or None,
+    }
     out += [f"{k} = {_value(v)}" for k, v in top.items() if v is not None]
     default = Layer("")
     for layer in wl.layers:
@@ -111,14 +135,16 @@ def to_toml(wl: Workload, *, origin: str = "", source_sha256: str = "") -> str:
     return "\n".join(out) + "\n"
 
 
-def convert(source: "str | Path", out: "str | Path", *, origin: str = "", force: bool = False) -> Workload:
+def convert(source: str | Path, out: str | Path, *, origin: str = "", force: bool = False) -> Workload:
     """Write `source` (any workload `load_workload` reads) to `out` as TOML (``.toml``) or ASTRA-sim
     1.0 text (``.txt``), losslessly: reading `out` back gives an equal `Workload` (checked before
     anything is written). An existing `out` is refused unless `force`."""
     target = Path(out)
     fmt = target.suffix.lower()
     if fmt not in FORMATS:
-        raise InputError("out", f"{str(out)!r} has no known suffix", ", ".join(f"{k} ({v})" for k, v in FORMATS.items()))
+        raise InputError(
+            "out", f"{str(out)!r} has no known suffix", ", ".join(f"{k} ({v})" for k, v in FORMATS.items())
+        )
     check_output_file(target, "out")
     if target.exists() and not force:
         raise InputError("out", f"{str(out)!r} exists", "a new file, or --force to replace it")

@@ -41,8 +41,8 @@ files, dse's TOML, the generators), and the Chakra front-end for execution trace
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Iterator
 
 from dse.training.workloads import ALL, Workload
 
@@ -70,7 +70,7 @@ class Node:
     duration: float = 0.0
     collective: str | None = None
     size: int = 0
-    scope: "str | tuple[int, ...]" = ALL
+    scope: str | tuple[int, ...] = ALL
     delay: float = 0.0
     policy: str = "none"
     iteration: int = 0
@@ -118,7 +118,7 @@ class Graph:
     edges: list[tuple[int, int, float]] = field(default_factory=list)
     end: int = -1
 
-    def add(self, node: Node, *after: "tuple[int | None, float]") -> int:
+    def add(self, node: Node, *after: tuple[int | None, float]) -> int:
         """Append `node`, waiting for each ``(source, lag)`` in `after` (None sources are skipped)."""
         self.nodes.append(node)
         i = len(self.nodes) - 1
@@ -162,8 +162,9 @@ def compile_workload(wl: Workload, *, passes: int = 1, tick: float = 0.0) -> Gra
     return g
 
 
-def _forward(g: Graph, wl: Workload, it: int, prev_end: int | None, prev_wg: list, tick: float,
-             all_comms: list[int]) -> tuple[int | None, list]:  # fmt: skip
+def _forward(
+    g: Graph, wl: Workload, it: int, prev_end: int | None, prev_wg: list, tick: float, all_comms: list[int]
+) -> tuple[int | None, list]:
     """F_0..F_{n-1}; returns the last compute and the end-checks the backward's first compute inherits."""
     n = len(wl.layers)
     last: int | None = prev_end
@@ -180,8 +181,9 @@ def _forward(g: Graph, wl: Workload, it: int, prev_end: int | None, prev_wg: lis
     return last, fwd_wait.pop(n, [])
 
 
-def _backward(g: Graph, wl: Workload, it: int, last: int | None, pending: list, tick: float,
-              all_comms: list[int]) -> tuple[int | None, list, list]:  # fmt: skip
+def _backward(
+    g: Graph, wl: Workload, it: int, last: int | None, pending: list, tick: float, all_comms: list[int]
+) -> tuple[int | None, list, list]:
     """The backward pass; returns its last compute, what the pass's end awaits, and each layer's wg collective."""
     n = len(wl.layers)
     wg_first = wl.parallelism in _WG_FIRST
@@ -199,8 +201,9 @@ def _backward(g: Graph, wl: Workload, it: int, last: int | None, pending: list, 
                 waits, pending = pending + ig_wait.pop(li, []), []
                 if li in wl.checkpoint_initiates:
                     last, waits = _recompute(g, wl, it, li, last, waits, tick, all_comms)
-                last = g.add(Node(COMPUTE, f"I{li}", layer.ig_compute, iteration=it, layer=li, slot="ig"),
-                             (last, tick), *waits)  # fmt: skip
+                last = g.add(
+                    Node(COMPUTE, f"I{li}", layer.ig_compute, iteration=it, layer=li, slot="ig"), (last, tick), *waits
+                )
                 for src in _ig_issued_by(wl, li):
                     c = _comm(g, wl, it, src, "ig", last)
                     if c is None:
@@ -215,8 +218,9 @@ def _backward(g: Graph, wl: Workload, it: int, last: int | None, pending: list, 
                         late.append((c, tick))
             else:
                 waits, pending = pending, []
-                last = g.add(Node(COMPUTE, f"W{li}", layer.wg_compute, iteration=it, layer=li, slot="wg"),
-                             (last, tick), *waits)  # fmt: skip
+                last = g.add(
+                    Node(COMPUTE, f"W{li}", layer.wg_compute, iteration=it, layer=li, slot="wg"), (last, tick), *waits
+                )
                 c = _comm(g, wl, it, li, "wg", last)
                 wg_of[li] = c
                 if c is not None:
@@ -242,13 +246,24 @@ def _comm(g: Graph, wl: Workload, it: int, li: int, slot: str, after: int | None
     comm = layer.comm(slot)
     if comm is None:
         return None
-    node = Node(COMM, f"{slot}{li}", collective=comm[0], size=comm[1], scope=wl.scope(slot),
-                delay=layer.wg_update, policy=_policy(wl, slot), iteration=it, layer=li, slot=slot)  # fmt: skip
+    node = Node(
+        COMM,
+        f"{slot}{li}",
+        collective=comm[0],
+        size=comm[1],
+        scope=wl.scope(slot),
+        delay=layer.wg_update,
+        policy=_policy(wl, slot),
+        iteration=it,
+        layer=li,
+        slot=slot,
+    )
     return g.add(node, (after, 0.0))
 
 
-def _recompute(g: Graph, wl: Workload, it: int, li: int, last: int | None, pending: list, tick: float,
-               all_comms: list[int]) -> tuple[int, list]:  # fmt: skip
+def _recompute(
+    g: Graph, wl: Workload, it: int, li: int, last: int | None, pending: list, tick: float, all_comms: list[int]
+) -> tuple[int, list]:
     """Re-run the forward from the checkpoint below `li` to li-1; returns the last compute and its end-checks."""
     start = max(c for c in wl.checkpoints if c < li)
     # the state change into recompute is a step of its own (zero compute)

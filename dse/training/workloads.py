@@ -58,9 +58,10 @@ from __future__ import annotations
 import math
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, parse_collective
 from dse.core.errors import InputError
@@ -78,12 +79,26 @@ _ASTRA_TYPES = {
     "REDUCESCATTER": REDUCE_SCATTER,
     "ALLTOALL": ALL_TO_ALL,
 }
-_STRATEGIES = ("DATA", "MODEL", "MICRO", "HYBRID_DLRM", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA",
-               "HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", "HYBRID")  # fmt: skip
+_STRATEGIES = (
+    "DATA",
+    "MODEL",
+    "MICRO",
+    "HYBRID_DLRM",
+    "HYBRID_DATA_MODEL",
+    "HYBRID_MODEL_DATA",
+    "HYBRID_TRANSFORMER",
+    "HYBRID_TRANSFORMER_FWD_IN_BCKWD",
+    "HYBRID",
+)
 _ALL_DIMS = ("DATA", "MODEL", "MICRO", "HYBRID_DLRM")
 #: ASTRA-sim 1.0's loops that compute layer 0's input gradient (`Workload.layer0_input_gradient`)
-LAYER0_IG_STRATEGIES = ("MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_TRANSFORMER",
-                        "HYBRID_TRANSFORMER_FWD_IN_BCKWD")  # fmt: skip
+LAYER0_IG_STRATEGIES = (
+    "MODEL",
+    "HYBRID_DATA_MODEL",
+    "HYBRID_MODEL_DATA",
+    "HYBRID_TRANSFORMER",
+    "HYBRID_TRANSFORMER_FWD_IN_BCKWD",
+)
 _TEXT_NAMES = {"model_parallel_group": "model_parallel_NPU_group"}
 
 
@@ -120,7 +135,9 @@ class Layer:
         for f in ("fwd_bytes", "ig_bytes", "wg_bytes"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_BYTES:
-                raise InputError(f"layer {self.name}: {f}", f"{v!r} is out of range", "a whole number of bytes, 0 to 2^53")
+                raise InputError(
+                    f"layer {self.name}: {f}", f"{v!r} is out of range", "a whole number of bytes, 0 to 2^53"
+                )
 
     @property
     def compute_ns(self) -> float:
@@ -162,14 +179,15 @@ class Workload:
         for what in ("checkpoints", "checkpoint_initiates"):
             for li in getattr(self, what):
                 if isinstance(li, bool) or not isinstance(li, int) or not 0 <= li < len(self.layers):
-                    raise InputError(self.field(what), f"{li!r} is not a layer index",
-                                     f"0 to {len(self.layers) - 1}")  # fmt: skip
+                    raise InputError(self.field(what), f"{li!r} is not a layer index", f"0 to {len(self.layers) - 1}")
         for li in self.checkpoint_initiates:
             if not any(c < li for c in self.checkpoints):
                 below = f"checkpoints {list(self.checkpoints)}" if self.checkpoints else "no checkpoints"
-                raise InputError(self.field("checkpoint_initiates"),
-                                 f"layer {li} re-runs the forward from a checkpoint below it, but the workload has {below}",
-                                 "a checkpoint layer below every checkpoint_initiates layer")  # fmt: skip
+                raise InputError(
+                    self.field("checkpoint_initiates"),
+                    f"layer {li} re-runs the forward from a checkpoint below it, but the workload has {below}",
+                    "a checkpoint layer below every checkpoint_initiates layer",
+                )
 
     def field(self, name: str) -> str:
         """An error's field: the file (and line, for a text file's options) and the option's name."""
@@ -232,7 +250,7 @@ class Workload:
 
 
 # ----- loading ---------------------------------------------------------------------------------
-def load_workload(spec: "str | Path | Workload | Mapping[str, Any] | Any") -> "Workload | Any":
+def load_workload(spec: str | Path | Workload | Mapping[str, Any] | Any) -> Workload | Any:
     """A `Workload` from a file (ASTRA-sim text or ``.toml``), a generator spec, a dict or itself;
     or a `dse.training.chakra_read.ChakraTrace` from a Chakra trace (a ``.et`` file or the prefix of one).
 
@@ -265,9 +283,11 @@ def load_workload(spec: "str | Path | Workload | Mapping[str, Any] | Any") -> "W
         gen = str(spec).strip().split(":", 1)[0].lower().replace("-", "").replace("_", "")
         if gen in GENERATORS:
             return generate(str(spec))
-        raise InputError("workload", f"no such file {str(spec)!r}",
-                         f"a workload file, a bundled workload ({', '.join(bundled)}) or a generator "
-                         f"({', '.join(GENERATORS)})")  # fmt: skip
+        raise InputError(
+            "workload",
+            f"no such file {str(spec)!r}",
+            f"a workload file, a bundled workload ({', '.join(bundled)}) or a generator ({', '.join(GENERATORS)})",
+        )
     text = read_text(path, "workload")
     if path.suffix.lower() == ".toml" or looks_like_toml(text):
         return load_toml_text(text, str(path))
@@ -315,9 +335,11 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
     for lineno, toks in body:
         e = lambda p, allowed=None, _n=lineno: err(_n, p, allowed)  # noqa: E731
         if len(toks) != 12:
-            raise e(f"a layer line needs 12 fields, got {len(toks)}",
-                    "name dependency fwd_compute fwd_type fwd_bytes ig_compute ig_type ig_bytes "
-                    "wg_compute wg_type wg_bytes wg_update_time")  # fmt: skip
+            raise e(
+                f"a layer line needs 12 fields, got {len(toks)}",
+                "name dependency fwd_compute fwd_type fwd_bytes ig_compute ig_type ig_bytes "
+                "wg_compute wg_type wg_bytes wg_update_time",
+            )
         name = toks[0]
         dep = _int(toks[1], e, "dependency", minimum=-1)
         vals: dict[str, Any] = {"name": name, "dependency": dep}
@@ -336,12 +358,23 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
     for what, idx in lists.items():
         bad = [li for li in idx if li >= len(layers)]
         if bad:
-            raise err(numbered[0][0], f"{what}: layer {bad[0]} does not exist (the workload has {len(layers)} layers)",
-                      f"layer indices 0 to {len(layers) - 1}")  # fmt: skip
-    return Workload(name, strategy, tuple(layers), group, source, dlrm,
-                    lists.get("checkpoints", ()), lists.get("checkpoint_initiates", ()),
-                    layer0_input_gradient=strategy in LAYER0_IG_STRATEGIES,
-                    header_at=f"{source}:{numbered[0][0]}")  # fmt: skip
+            raise err(
+                numbered[0][0],
+                f"{what}: layer {bad[0]} does not exist (the workload has {len(layers)} layers)",
+                f"layer indices 0 to {len(layers) - 1}",
+            )
+    return Workload(
+        name,
+        strategy,
+        tuple(layers),
+        group,
+        source,
+        dlrm,
+        lists.get("checkpoints", ()),
+        lists.get("checkpoint_initiates", ()),
+        layer0_input_gradient=strategy in LAYER0_IG_STRATEGIES,
+        header_at=f"{source}:{numbered[0][0]}",
+    )
 
 
 _HEADER_OPTIONS = ("model_parallel_NPU_group:", "checkpoints:", "checkpoint_initiates:")
@@ -405,8 +438,18 @@ _LAYER_KEYS = {"name", "dependency", "wg_update"} | {f"{s}_{k}" for s in SLOTS f
 
 
 def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
-    keys = ("name", "parallelism", "model_parallel_group", "dlrm_last_bottom", "checkpoints",
-            "checkpoint_initiates", "layer0_input_gradient", "origin", "source_sha256", "layers")  # fmt: skip
+    keys = (
+        "name",
+        "parallelism",
+        "model_parallel_group",
+        "dlrm_last_bottom",
+        "checkpoints",
+        "checkpoint_initiates",
+        "layer0_input_gradient",
+        "origin",
+        "source_sha256",
+        "layers",
+    )
     unknown = set(data) - set(keys)
     if unknown:
         raise InputError(source, f"unknown key(s) {', '.join(sorted(unknown))}", ", ".join(keys))
@@ -451,14 +494,18 @@ def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
                     raise InputError(f"{where}.{slot}_comm", e.problem, e.allowed) from None
             nbytes = entry.get(f"{slot}_bytes", 0)
             if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 0 <= nbytes <= MAX_BYTES:
-                raise InputError(f"{where}.{slot}_bytes", f"{nbytes!r} is out of range", "a whole number of bytes, 0 to 2^53")
+                raise InputError(
+                    f"{where}.{slot}_bytes", f"{nbytes!r} is out of range", "a whole number of bytes, 0 to 2^53"
+                )
             vals[f"{slot}_bytes"] = nbytes
         vals["wg_update"] = _nonneg(entry.get("wg_update", 0), f"{where}.wg_update")
         layers.append(Layer(**vals))
     dlrm = data.get("dlrm_last_bottom")
     if dlrm is not None and (strategy != "HYBRID_DLRM" or not isinstance(dlrm, int) or not 0 <= dlrm < len(layers)):
         raise InputError(f"{source}: dlrm_last_bottom", f"{dlrm!r} needs parallelism HYBRID_DLRM and a layer index")
-    lists = {k: _index_list(data.get(k, []), f"{source}: {k}", len(layers)) for k in ("checkpoints", "checkpoint_initiates")}
+    lists = {
+        k: _index_list(data.get(k, []), f"{source}: {k}", len(layers)) for k in ("checkpoints", "checkpoint_initiates")
+    }
     text = {k: data.get(k, "") for k in ("origin", "source_sha256")}
     for k, v in text.items():
         if not isinstance(v, str):
@@ -466,13 +513,24 @@ def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
     slice_ = data.get("layer0_input_gradient", False)
     if not isinstance(slice_, bool):
         raise InputError(f"{source}: layer0_input_gradient", f"{slice_!r} is not true or false", "true, false")
-    return Workload(str(data.get("name", "workload")), strategy, tuple(layers), group, source, dlrm,
-                    lists["checkpoints"], lists["checkpoint_initiates"], **text,
-                    layer0_input_gradient=slice_)  # fmt: skip
+    return Workload(
+        str(data.get("name", "workload")),
+        strategy,
+        tuple(layers),
+        group,
+        source,
+        dlrm,
+        lists["checkpoints"],
+        lists["checkpoint_initiates"],
+        **text,
+        layer0_input_gradient=slice_,
+    )
 
 
 def _index_list(v: Any, where: str, n: int) -> tuple[int, ...]:
-    if not isinstance(v, (list, tuple)) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n for i in v):
+    if not isinstance(v, (list, tuple)) or any(
+        isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n for i in v
+    ):
         raise InputError(where, f"{v!r} is not a list of layer indices", f"integers 0 to {n - 1}")
     return tuple(v)
 

@@ -65,7 +65,7 @@ def test_astra_sim_baseline_draws_its_all_reduce_phase_in_the_legend():
 
 
 def test_reproduction_timeline_legend_matches_its_colours(tmp_path):
-    from dse.output.reproduce import draw_timeline, timeline_data
+    from dse.output.reproduce_figures import draw_timeline, timeline_data
 
     panels = timeline_data("paper")
     assert len(panels) == 2

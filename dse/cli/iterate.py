@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from dse.core.errors import InputError
+
+if TYPE_CHECKING:
+    from dse.training.iteration import IterationResult
 
 
 def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
@@ -45,8 +49,6 @@ def cmd_iterate(args: argparse.Namespace) -> int:
     """Run `dse.iterate` and print a table or one JSON object; `InputError` propagates (exit 2)."""
     import json
 
-    from dse.core.units import format_size, format_time
-    from dse.output.report import format_table
     from dse.training.iteration import iterate
 
     if not args.topology:
@@ -80,6 +82,15 @@ def cmd_iterate(args: argparse.Namespace) -> int:
             d.pop("nodes", None)
         print(json.dumps(d))
         return 0
+    _print_tables(res, collectives=args.collectives)
+    return 0
+
+
+def _print_tables(res: IterationResult, *, collectives: bool) -> None:
+    """The iteration's quantities as a table, then (`collectives`) one row per collective."""
+    from dse.core.units import format_size, format_time
+    from dse.output.report import format_table
+
     for note in res.notes:
         print(f"note: {note}")
     rows = [
@@ -99,7 +110,7 @@ def cmd_iterate(args: argparse.Namespace) -> int:
         ("collectives", len(res.collectives)),
     ]
     print(format_table(("quantity", "value"), rows, align="ll"))
-    if args.collectives and res.collectives:
+    if collectives and res.collectives:
         body = [
             (
                 c.iteration,
@@ -122,4 +133,3 @@ def cmd_iterate(args: argparse.Namespace) -> int:
                 align="rllllrrrr",
             )
         )
-    return 0

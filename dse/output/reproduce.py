@@ -52,7 +52,6 @@ from dse.core.topology import (
 from dse.costs import get_cost_model
 from dse.explore.sweep import read_rows, run_sweep
 from dse.explore.sweepfile import parse_sweep
-from dse.sim.evaluate import evaluate
 from dse.sim.spec import CollectiveSpec
 from dse.training.iteration import end_to_end_markdown, end_to_end_rows
 
@@ -178,6 +177,15 @@ def run(
         ),
     )
     raise_if_interrupted()
+    from dse.output.reproduce_figures import (
+        chunk_data,
+        draw_chunks,
+        draw_timeline,
+        draw_utilization,
+        timeline_data,
+        utilization_data,
+    )
+
     figures = [
         draw_utilization(utilization_data(tables["single_allreduce"]), out / "utilization.png"),
         draw_chunks(chunk_data(tables["chunks"]), out / "chunks.png"),
@@ -327,6 +335,17 @@ def summary_markdown(
     run as and its exact notation (recorded so every figure can be re-run by hand)."""
     scheds = [x for x in SCHEDULES if x in s.overall]
     lines = [f"# Themis reproduction, cost model `{model}`", ""]
+    lines += _overall_lines(s, scheds, quick)
+    if ran:
+        lines += _ran_lines(ran, notations or {}, model)
+    lines += _per_topology_lines(s, scheds)
+    lines += _chunk_lines(chunk_rows, scheds)
+    return "\n".join(lines) + "\n"
+
+
+def _overall_lines(s: Summary, scheds: list[str], quick: bool) -> list[str]:
+    """The overall table, and the paper's headline numbers beside it (not after a quick run)."""
+    lines: list[str] = []
     if quick:
         scope = (
             f"{len(s.per_topology)} of {len(PAPER_PRESETS)} topologies, {len(QUICK_SIZES_GIB)} of "
@@ -363,18 +382,26 @@ def summary_markdown(
             ),
             "",
         ]
-    if ran:
-        lines += [
-            f"## Topologies as run (cost model `{model}`)",
-            "",
-            "| topology | run as | notation |",
-            "|---|---|---|",
-        ]
-        lines += [
-            f"| {n} | {what} | `{(notations or {}).get(n, topology_for(n, model).notation())}` |"
-            for n, what in ran.items()
-        ]
-        lines.append("")
+    return lines
+
+
+def _ran_lines(ran: Mapping[str, str], notations: Mapping[str, str], model: str) -> list[str]:
+    """What each paper preset was run as, and its exact notation."""
+    lines: list[str] = []
+    lines += [
+        f"## Topologies as run (cost model `{model}`)",
+        "",
+        "| topology | run as | notation |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {n} | {what} | `{notations.get(n, topology_for(n, model).notation())}` |" for n, what in ran.items()]
+    lines.append("")
+    return lines
+
+
+def _per_topology_lines(s: Summary, scheds: list[str]) -> list[str]:
+    """Per topology and schedule, the means over sizes."""
+    lines: list[str] = []
     lines += [
         "## Per topology (means over sizes)",
         "",
@@ -389,6 +416,12 @@ def summary_markdown(
                     f"| {topo} | {sc} | {100 * f['bw_utilization']:.2f} % | {f['speedup_mean']:.3f}x | "
                     f"{f['speedup_geomean']:.3f}x | {100 * f['gap_mean']:.2f} % |"
                 )
+    return lines
+
+
+def _chunk_lines(chunk_rows: Sequence[dict[str, Any]], scheds: list[str]) -> list[str]:
+    """BW utilisation per topology and chunk count."""
+    lines: list[str] = []
     lines += [
         "",
         "## Chunk sensitivity (0.1 GiB)",
@@ -403,102 +436,4 @@ def summary_markdown(
         lines.append(
             f"| {topo} | {ch} | " + " | ".join(f"{100 * v[sc]:.1f} %" if sc in v else "" for sc in scheds) + " |"
         )
-    return "\n".join(lines) + "\n"
-
-
-# ------------------------------------------------------------------ figures: data, then drawing
-def utilization_data(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[tuple[float, float]]]]:
-    """topology -> schedule -> [(size GiB, utilisation)], sorted by size."""
-    data: dict[str, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
-    for r in rows:
-        data[r["topology"]][r["schedule"]].append((r["size_bytes"] / 2**30, r["bw_utilization"]))
-    return {t: {s: sorted(v) for s, v in d.items()} for t, d in data.items()}
-
-
-def chunk_data(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[tuple[int, float]]]]:
-    """topology -> schedule -> [(chunks, utilisation)]."""
-    data: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
-    for r in rows:
-        data[r["topology"]][r["schedule"]].append((r["chunks"], r["bw_utilization"]))
-    return {t: {s: sorted(v) for s, v in d.items()} for t, d in data.items()}
-
-
-def timeline_data(model: str) -> list[Any]:
-    """The per-dimension phases of baseline+FIFO and Themis+SCF on one case: one
-    `dse.output.timeline_plot.TimelinePlotData` each, the same as `dse evaluate --plot` draws."""
-    from dse.core.units import format_size, format_time
-    from dse.output.timeline_plot import result_timeline_data
-
-    name, size, chunks = GANTT_CASE
-    topo = topology_for(name, model)
-    panels = []
-    for sched, queue in (("baseline", "fifo"), ("themis", "scf")):
-        r = evaluate(topo, size=size, chunks=chunks, scheduler=sched, queue=queue, cost_model=model, timeline=True)
-        title = (
-            f"{sched}+{queue}: {format_time(r.time_ns)} ({name}, {format_size(r.size_bytes, r.size_unit)} "
-            f"all-reduce, {chunks} chunks, {model} model)"
-        )
-        panels.append(result_timeline_data(r, topo, title=title))
-    return panels
-
-
-def _plt() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def draw_utilization(data: dict[str, dict[str, list[tuple[float, float]]]], path: Path) -> Path:
-    plt = _plt()
-    topos = list(data)
-    cols = 3
-    rows = max(1, math.ceil(len(topos) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(13, 3.6 * rows), squeeze=False, sharey=True)
-    for ax, topo in zip(axes.flat, topos):
-        for sched, pts in data[topo].items():
-            ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", ms=3, label=sched)
-        ax.set_title(topo)
-        ax.set_xlabel("all-reduce size (GiB)")
-        ax.set_ylim(0, 105)
-        ax.grid(alpha=0.3)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("BW utilisation (%)")
-    for ax in list(axes.flat)[len(topos) :]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=8)
-    fig.tight_layout()
-    with atomic_output(path) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
-    return path
-
-
-def draw_chunks(data: dict[str, dict[str, list[tuple[int, float]]]], path: Path) -> Path:
-    plt = _plt()
-    fig, axes = plt.subplots(1, max(1, len(data)), figsize=(6 * max(1, len(data)), 4), squeeze=False)
-    for ax, topo in zip(axes.flat, data):
-        for sched, pts in data[topo].items():
-            ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", ms=3, label=sched)
-        ax.set_xscale("log", base=2)
-        ax.set_title(f"{topo}, 0.1 GiB all-reduce")
-        ax.set_xlabel("chunks")
-        ax.set_ylabel("BW utilisation (%)")
-        ax.set_ylim(0, 105)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    with atomic_output(path) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
-    return path
-
-
-def draw_timeline(data: list[Any], path: Path) -> Path:
-    """`timeline_data` drawn by `dse.output.timeline_plot.draw_timelines`: its legend names exactly the
-    colours drawn."""
-    from dse.output.timeline_plot import draw_timelines
-
-    return draw_timelines(data, path)
+    return lines

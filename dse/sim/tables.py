@@ -222,21 +222,21 @@ class ShapeTable:
         return hit
 
     def _pack(self, kernel: int) -> tuple:
-        nd, model, combos = self.nd, self.model, self.combos
+        """The header's ints, then the arrays, in the order dse/sim/_batch.c reads them."""
+        return (self._header(kernel), *self._arrays(kernel))
+
+    def _header(self, kernel: int) -> tuple[int, ...]:
+        """The table's sizes and the run's settings, as ints."""
+        nd, model = self.nd, self.model
         load = self.tracker == LOAD_TRACKER
-        chk = self.charge_combos if load else []
-        shape_dims = self._dims
-        permcode = array("i", [-1] * nd**nd)
-        for i, o in enumerate(self.perms):
-            permcode[sum(d * nd**k for k, d in enumerate(o))] = i
-        ints = (
+        return (
             nd,
             self.nchunks,
-            len(combos),
+            len(self.combos),
             len(self.perms),
             len(self.size_classes),
             len(self.charge_classes),
-            len(chk),
+            len(self.charge_combos if load else []),
             self.tracker,
             kernel,
             policy_code(self.queue, model.scf_rule),
@@ -250,12 +250,21 @@ class ShapeTable:
             int(self.mode == "serialized"),
             int(getattr(model, "endpoint_delay_ns", 0)),
         )
+
+    def _arrays(self, kernel: int) -> tuple:
+        """The combos', plans', trackers' and dims' arrays."""
+        nd, combos = self.nd, self.combos
+        load = self.tracker == LOAD_TRACKER
+        chk = self.charge_combos if load else []
+        shape_dims = self._dims
+        permcode = array("i", [-1] * nd**nd)
+        for i, o in enumerate(self.perms):
+            permcode[sum(d * nd**k for k, d in enumerate(o))] = i
         sc = {s: i for i, s in enumerate(self.size_classes)}
         cc = {s: i for i, s in enumerate(self.charge_classes)}
         empty_i, empty_d = array("i"), array("d")
         a1 = kernel == KERNELS["astra-sim-1"]
         return (
-            ints,
             array("i", [c.dim for c in combos]),
             array("d", [c.key for c in combos]),
             array("d", [c.sent for c in combos]),

@@ -42,6 +42,15 @@ def resnet152(
     rate = peak_flops * efficiency / 1e9  # FLOP per ns
     if rate <= 0 or batch < 1 or bytes_per_param < 1:
         raise InputError("resnet152", "batch, bytes_per_param, peak_flops and efficiency must be positive")
+    layers = _resnet152_layers(batch, bytes_per_param, rate, image, classes)
+    if fused:
+        layers = _fuse_weight_gradients(layers)
+    return Workload("resnet152", "DATA", tuple(layers), None, "generator resnet152")
+
+
+def _resnet152_layers(batch: int, bytes_per_param: int, rate: float, image: int, classes: int) -> list[Layer]:
+    """Each convolution (with its batch norm) and the fc, each all-reducing its weight gradient;
+    `rate`: FLOP per ns."""
     layers: list[Layer] = []
 
     def add(name: str, cin: int, cout: int, k: int, hw_out: int, *, bn: bool = True) -> None:
@@ -68,18 +77,21 @@ def resnet152(
     params = cin * classes + classes
     t = 2.0 * cin * classes * batch / rate
     layers.append(Layer("fc", t, None, 0, t, None, 0, t, ALL_REDUCE, params * bytes_per_param, 2.0 * params / rate))
-    if fused:
-        total = sum(layer.wg_bytes for layer in layers)
-        layers = [
-            replace(
-                layer,
-                wg_comm=ALL_REDUCE if i == 0 else None,
-                wg_bytes=total if i == 0 else 0,
-                wg_update=sum(x.wg_update for x in layers) if i == 0 else 0.0,
-            )
-            for i, layer in enumerate(layers)
-        ]
-    return Workload("resnet152", "DATA", tuple(layers), None, "generator resnet152")
+    return layers
+
+
+def _fuse_weight_gradients(layers: list[Layer]) -> list[Layer]:
+    """One all-reduce of every weight gradient (and one update), issued by the first layer."""
+    total = sum(layer.wg_bytes for layer in layers)
+    return [
+        replace(
+            layer,
+            wg_comm=ALL_REDUCE if i == 0 else None,
+            wg_bytes=total if i == 0 else 0,
+            wg_update=sum(x.wg_update for x in layers) if i == 0 else 0.0,
+        )
+        for i, layer in enumerate(layers)
+    ]
 
 
 def parameter_count(workload: Workload, bytes_per_param: int = 2) -> int:

@@ -134,15 +134,7 @@ def run(
     model = get_cost_model(cost_model).name
     out = check_output_dir(out, "out")
     make_dirs(out, "out")
-    names = {topology_for(n, model).notation(): n for n in PAPER_PRESETS}
-    counts = {}
-    tables: dict[str, list[dict[str, Any]]] = {}
-    for name, table in sweeps(model, quick).items():
-        sweep = parse_sweep(table, source=f"reproduce:{name}")
-        raw_path = out / f"{name}.raw.csv"
-        counts[name] = run_sweep(sweep, raw_path, jobs=jobs, progress=progress, label=f"{EXPERIMENTS[name]} ({model})")
-        tables[name] = finish_rows(read_rows(raw_path), names, model)
-        write_csv(out / f"{name}.csv", tables[name])
+    counts, tables = _run_sweeps(out, model, jobs=jobs, quick=quick, progress=progress)
     summary = summarize(tables["single_allreduce"])
     raise_if_interrupted()
     e2e_names = QUICK_TOPOLOGIES if quick else PAPER_PRESETS
@@ -177,6 +169,34 @@ def run(
         ),
     )
     raise_if_interrupted()
+    figures = _draw_figures(tables, model, out)
+    return {
+        "out": str(out),
+        "counts": counts,
+        "summary": summary,
+        "topologies": notations,
+        "figures": [str(f) for f in figures],
+    }
+
+
+def _run_sweeps(
+    out: Path, model: str, *, jobs: int, quick: bool, progress: bool | None
+) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """Both experiments' sweeps (resumed from their raw CSVs), and their finished tables."""
+    names = {topology_for(n, model).notation(): n for n in PAPER_PRESETS}
+    counts = {}
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for name, table in sweeps(model, quick).items():
+        sweep = parse_sweep(table, source=f"reproduce:{name}")
+        raw_path = out / f"{name}.raw.csv"
+        counts[name] = run_sweep(sweep, raw_path, jobs=jobs, progress=progress, label=f"{EXPERIMENTS[name]} ({model})")
+        tables[name] = finish_rows(read_rows(raw_path), names, model)
+        write_csv(out / f"{name}.csv", tables[name])
+    return counts, tables
+
+
+def _draw_figures(tables: dict[str, list[dict[str, Any]]], model: str, out: Path) -> list[Path]:
+    """The utilisation, chunk and timeline figures."""
     from dse.output.reproduce_figures import (
         chunk_data,
         draw_chunks,
@@ -186,18 +206,11 @@ def run(
         utilization_data,
     )
 
-    figures = [
+    return [
         draw_utilization(utilization_data(tables["single_allreduce"]), out / "utilization.png"),
         draw_chunks(chunk_data(tables["chunks"]), out / "chunks.png"),
         draw_timeline(timeline_data(model), out / "timeline.png"),
     ]
-    return {
-        "out": str(out),
-        "counts": counts,
-        "summary": summary,
-        "topologies": notations,
-        "figures": [str(f) for f in figures],
-    }
 
 
 ARTIFACT_E2E_TITLE = (

@@ -12,7 +12,7 @@ import pytest
 
 from dse import InputError, evaluate
 from dse.core.topology import PRESETS, Dim, Topology
-from dse.costs import AstraSim1Model, get_cost_model
+from dse.costs import AstraSim1Model, SimRules, get_cost_model
 from dse.schedulers import get_scheduler
 from dse.schedulers.base import ScheduleProblem
 from dse.sim.engine import _engine as _csim
@@ -251,7 +251,7 @@ def test_c_and_python_engines_agree(preset):
         plan = m.chunking(coll, size, chunks, topo, baseline=s.is_baseline)
         orders = s.orders(ScheduleProblem(topo, coll, plan, m, 3))
         plans = build_plans(m, topo, coll, orders, plan.sizes, "serialized", s.is_baseline)
-        kw = dict(queue=queue, scf_rule=m.scf_rule, shares_bandwidth=False, dim_tiebreak=True, timeline=True)
+        kw = dict(queue=queue, rules=SimRules(m.scf_rule, shares_bandwidth=False, dim_tiebreak=True), timeline=True)
         a = simulate(plans, topo.ndims, engine="c", **kw)
         b = simulate(plans, topo.ndims, engine="python", **kw)
         assert a.time_ns == b.time_ns and a.timeline == b.timeline

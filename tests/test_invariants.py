@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from dse import evaluate
 from dse.core.collectives import nominal_bytes_sent
 from dse.core.topology import Dim, Topology
-from dse.costs import get_cost_model
+from dse.costs import SimRules, get_cost_model
 from dse.schedulers import ScheduleProblem, get_scheduler
 from dse.sim.engine import _engine as _csim
 from dse.sim.evaluate import build_plans
@@ -132,10 +132,8 @@ def test_c_and_python_engines_agree_exactly(topo, coll, sched, queue, model, mod
     plans = build_plans(m, topo, coll, orders, plan.sizes, lm, s.is_baseline)
     kw = dict(
         queue=queue,
-        scf_rule=m.scf_rule,
+        rules=SimRules(m.scf_rule, shares_bandwidth=False, dim_tiebreak=dim_tiebreak),
         active_chunks=active,
-        shares_bandwidth=False,
-        dim_tiebreak=dim_tiebreak,
         timeline=True,
     )
     a = simulate(plans, topo.ndims, engine="c", **kw)

@@ -3,7 +3,7 @@
 import pytest
 
 from dse import evaluate
-from dse.costs.base import Phase
+from dse.costs.base import Phase, SimRules
 from dse.sim.simulate import simulate
 
 
@@ -38,7 +38,7 @@ def test_scf_serves_the_smallest_first(engine):
 
 def test_scf_ties_by_arrival_in_dse_rule(engine):
     plans = [(ph(0, 10),), (ph(0, 5, key=3),), (ph(0, 1, key=3),)]
-    out = simulate(plans, 1, queue="scf", scf_rule="priority", engine=engine)
+    out = simulate(plans, 1, queue="scf", rules=SimRules(scf_rule="priority"), engine=engine)
     assert out.chunk_end_ns == (10, 15, 16)
 
 
@@ -46,14 +46,14 @@ def test_astra_scf_overtakes_equal_keys(engine):
     # ASTRA-sim: a newcomer goes before the first waiting entry with key >= its own: LIFO for equals
     three = lambda b, k: (ph(0, b, key=k), ph(1, 1), ph(1, 1))  # noqa: E731
     plans = [three(10, 1), three(5, 3), three(1, 3)]
-    out = simulate(plans, 2, queue="scf", scf_rule="astra-sim", engine=engine)
+    out = simulate(plans, 2, queue="scf", rules=SimRules(scf_rule="astra-sim"), engine=engine)
     assert out.chunk_end_ns == (12, 18, 14)  # chunk 2 overtook chunk 1 on dim 0
 
 
 def test_astra_scf_penultimate_phase_goes_to_the_back(engine):
     # the same, but each chunk enters its second-to-last phase (2 phases): appended, FIFO
     plans = [(ph(0, 10), ph(1, 1)), (ph(0, 5, key=3), ph(1, 1)), (ph(0, 1, key=3), ph(1, 1))]
-    out = simulate(plans, 2, queue="scf", scf_rule="astra-sim", engine=engine)
+    out = simulate(plans, 2, queue="scf", rules=SimRules(scf_rule="astra-sim"), engine=engine)
     assert out.chunk_end_ns == (11, 16, 17)
 
 
@@ -66,13 +66,13 @@ def test_overlapped_latency_frees_the_dimension_early(engine):
 
 def test_active_chunks_without_sharing_run_in_parallel(engine):
     plans = [(ph(0, 10),), (ph(0, 10),), (ph(0, 10),)]
-    out = simulate(plans, 1, active_chunks=2, shares_bandwidth=False, engine=engine)
+    out = simulate(plans, 1, active_chunks=2, rules=SimRules(shares_bandwidth=False), engine=engine)
     assert out.chunk_end_ns == (10, 10, 20)
 
 
 def test_active_chunks_with_sharing_split_the_bandwidth():
     plans = [(ph(0, 10),), (ph(0, 10),), (ph(0, 10),)]
-    out = simulate(plans, 1, active_chunks=2, shares_bandwidth=True)
+    out = simulate(plans, 1, active_chunks=2, rules=SimRules(shares_bandwidth=True))
     assert out.chunk_end_ns == pytest.approx((20, 20, 30))
     assert out.dim_busy_ns == pytest.approx((30,))
 

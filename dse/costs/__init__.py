@@ -5,7 +5,7 @@ from __future__ import annotations
 from dse.core.errors import InputError
 from dse.costs.astra_sim import AstraSimModel
 from dse.costs.astra_sim1 import AstraSim1Model
-from dse.costs.base import ChunkPlan, CostModel, Phase
+from dse.costs.base import ChunkPlan, CostModel, Phase, SimRules
 from dse.costs.paper import PaperModel
 
 COST_MODELS: dict[str, type[CostModel]] = {
@@ -40,6 +40,7 @@ __all__ = [
     "ChunkPlan",
     "CostModel",
     "Phase",
+    "SimRules",
     "get_cost_model",
     "PaperModel",
     "AstraSimModel",

@@ -58,6 +58,18 @@ class ChunkPlan:
     charges: tuple[float, ...]
 
 
+@dataclass(frozen=True)
+class SimRules:
+    """How a cost model's phases run on the simulator's servers, as one object (`simulate` takes
+    it): the smallest-chunk-first rule ("priority": ties by arrival, or "astra-sim"), whether
+    phases running at once on a dimension share its bandwidth, and whether same-tick completions go
+    lower dimension first (ASTRA-sim 1.0)."""
+
+    scf_rule: str = "priority"
+    shares_bandwidth: bool = True
+    dim_tiebreak: bool = False
+
+
 class CostModel(ABC):
     """Base class of the cost models; instances are immutable and cheap to share."""
 
@@ -105,6 +117,11 @@ class CostModel(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+    @property
+    def sim_rules(self) -> SimRules:
+        """This model's `SimRules`."""
+        return SimRules(self.scf_rule, self.shares_bandwidth, self.dim_tiebreak)
 
     # ----- validation -------------------------------------------------------------------
     def check(self, topology: Topology, collective: str, latency_mode: str | None, active_chunks: int) -> str:

@@ -87,10 +87,8 @@ class LPGuidedScheduler(Scheduler):
                 plans,
                 topo.ndims,
                 queue=problem.queue,
-                scf_rule=model.scf_rule,
+                rules=model.sim_rules,
                 active_chunks=problem.active_chunks,
-                shares_bandwidth=model.shares_bandwidth,
-                dim_tiebreak=model.dim_tiebreak,
             )
             return out.time_ns
 

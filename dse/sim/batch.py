@@ -23,27 +23,15 @@ from typing import Any
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BANDWIDTH, MAX_NS, MIN_BANDWIDTH
 from dse.core.topology import Topology
-from dse.core.units import parse_int, size_family
 from dse.costs.base import CostModel
-from dse.schedulers import Scheduler, ThemisScheduler, get_scheduler, parse_queue
+from dse.schedulers import Scheduler, ThemisScheduler
 from dse.sim import engine as engine_front
 from dse.sim.result import Result
-from dse.sim.spec import CollectiveSpec
+from dse.sim.spec import SPEC_KEYS, RunSpec
 from dse.sim.tables import OFFLINE_GREEDY, ShapeTable, schedulable
 
 #: evaluate's keywords a point may set
-KEYWORDS = (
-    "topology",
-    "collective",
-    "size",
-    "chunks",
-    "scheduler",
-    "queue",
-    "cost_model",
-    "latency_mode",
-    "active_chunks",
-    "seed",
-)
+KEYWORDS: tuple[str, ...] = ("topology", *SPEC_KEYS, "scheduler", "queue", "seed")
 _TABLES: dict[tuple, ShapeTable] = {}
 _SEEN: dict[tuple, bool] = {}  # shapes evaluated once, without a table
 #: the most dimensions a table runs (more go through `evaluate`'s Python path)
@@ -51,40 +39,17 @@ MAX_DIMS = 5
 _MAX_TABLES = 256
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """One point, validated: what `evaluate` parses, and the shape it belongs to."""
-
-    spec: CollectiveSpec
-    sched: Scheduler
-    queue: str
-    seed: int
-    size_unit: str
-
-
-def prepare(point: Mapping[str, Any]) -> Prepared:
+def prepare(point: Mapping[str, Any]) -> RunSpec:
     """Validate one point's keywords as `evaluate` does (one `InputError` line if one is wrong)."""
     unknown = set(point) - set(KEYWORDS)
     if unknown:
         raise InputError("point", f"unknown keyword(s) {', '.join(sorted(unknown))}", ", ".join(KEYWORDS))
     if "topology" not in point or "size" not in point:
         raise InputError("point", "needs a topology and a size", "e.g. {'topology': '2D-SW_SW', 'size': '1GB'}")
-    spec = CollectiveSpec.parse(
-        point["topology"],
-        collective=point.get("collective", "all_reduce"),
-        size=point["size"],
-        chunks=point.get("chunks", 64),
-        cost_model=point.get("cost_model", "paper"),
-        latency_mode=point.get("latency_mode"),
-        active_chunks=point.get("active_chunks", 1),
-    )
-    sched = get_scheduler(point.get("scheduler", "themis"))
-    queue = parse_queue(point.get("queue", "scf"))
-    seed = parse_int(point.get("seed", 0), "seed", minimum=0)
-    return Prepared(spec, sched, queue, seed, size_family(point["size"]))
+    return RunSpec.parse(point["topology"], **{k: v for k, v in point.items() if k != "topology"})
 
 
-def tableable(p: Prepared) -> bool:
+def tableable(p: RunSpec) -> bool:
     """Can a shape table run this point (module docstring)? (`table_for` may still decline a shape
     seen once.)"""
     model, spec = p.spec.cost_model, p.spec
@@ -105,7 +70,7 @@ def _sched_key(sched: Scheduler, seed: int) -> tuple:
     return (type(sched), repr(sched), seed)
 
 
-def shape_key(p: Prepared) -> tuple:
+def shape_key(p: RunSpec) -> tuple:
     """What a point's shape table depends on (module docstring): all but bandwidths and latencies.
     Of a dim, its kind, size and algorithm, and what else the model's kernel takes from the table
     (`CostModel.shape_fields`: astra-sim-1's links, NIC and router latencies)."""
@@ -125,7 +90,7 @@ def shape_key(p: Prepared) -> tuple:
     )
 
 
-def table_for(p: Prepared, *, now: bool = True) -> ShapeTable | None:
+def table_for(p: RunSpec, *, now: bool = True) -> ShapeTable | None:
     """The shape table of a point, built once (a bounded cache). With `now` False a shape seen for
     the first time gets none: a table holds every order, which costs more than one evaluation in
     Python (a sweep over sizes or chunk counts has a new shape at every point)."""
@@ -212,7 +177,7 @@ class BatchResult:
     `time_ns[i]`, `dim_busy_ns[i]`, `dim_bytes[i]` as `evaluate` reports them; `result(i)` the
     whole `Result` (built then, and kept)."""
 
-    def __init__(self, prepared: list[Prepared] | _Vector) -> None:
+    def __init__(self, prepared: list[RunSpec] | _Vector) -> None:
         n = len(prepared)
         self._prepared = prepared
         self.time_ns: list[float] = [0.0] * n
@@ -233,27 +198,11 @@ class BatchResult:
             from dse.sim.simulate import SimOutput
 
             p = self._prepared[i]
-            s = p.spec
             table, ids, k = self._orders[i] if self._all is None else (*self._all, i)
             nc = table.nchunks
             orders = tuple(map(table.perms.__getitem__, ids[k * nc : (k + 1) * nc]))
             out = SimOutput(self.time_ns[i], self.dim_busy_ns[i], self.dim_bytes[i], (), None)
-            r = self._results[i] = make_result(
-                s.topology,
-                s.collective,
-                s.size,
-                s.chunks,
-                p.sched,
-                p.queue,
-                s.cost_model,
-                s.latency_mode,
-                s.active_chunks,
-                p.seed,
-                orders,
-                out,
-                size_unit=p.size_unit,
-                keep_timeline=False,
-            )
+            r = self._results[i] = make_result(p, orders, out, keep_timeline=False)
         return r
 
     def results(self) -> list[Result]:
@@ -277,14 +226,14 @@ class BatchResult:
 class _Vector:
     """The points of the vectorised form: one base point, per point its bandwidths and latencies."""
 
-    def __init__(self, base: Prepared, bw: array, lat: array) -> None:
+    def __init__(self, base: RunSpec, bw: array, lat: array) -> None:
         self.base, self.bw, self.lat = base, bw, lat
         self.nd = base.spec.topology.ndims
 
     def __len__(self) -> int:
         return len(self.bw) // self.nd
 
-    def __getitem__(self, i: int) -> Prepared:
+    def __getitem__(self, i: int) -> RunSpec:
         dims = self.base.spec.topology.dims
         k = i * self.nd
         topo = Topology(
@@ -327,10 +276,10 @@ def _run(
     return time, busy, sent, orders
 
 
-def _prepare_all(points: Iterable[Mapping[str, Any] | Topology | str], common: Mapping[str, Any]) -> list[Prepared]:
+def _prepare_all(points: Iterable[Mapping[str, Any] | Topology | str], common: Mapping[str, Any]) -> list[RunSpec]:
     """Every point validated; points that share their other keywords and their shape with an earlier
     one reuse its validation (only what depends on the topology is checked again)."""
-    seen: dict[tuple, Prepared] = {}
+    seen: dict[tuple, RunSpec] = {}
     out = []
     for i, pt in enumerate(points):
         kw = dict(common)

@@ -4,181 +4,124 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Unpack
 
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, nominal_bytes_sent
 from dse.core.errors import InputError
 from dse.core.limits import check_work
 from dse.core.topology import Topology, parse_topology
-from dse.core.units import parse_int, size_family
 from dse.costs import CostModel, Phase
-from dse.schedulers import ScheduleProblem, Scheduler, get_scheduler, parse_queue
-from dse.sim.batch import Prepared, point_rows, run_point, table_for, tableable
+from dse.schedulers import ScheduleProblem
+from dse.sim.batch import point_rows, run_point, table_for, tableable
 from dse.sim.result import Result
 from dse.sim.simulate import SimOutput, TimelineEntry, simulate
-from dse.sim.spec import CollectiveSpec, simulation_steps
+from dse.sim.spec import CollectiveSpec, RunArgs, RunSpec, SpecArgs, simulation_steps
 from dse.sim.tables import ShapeTable
 
 
-def evaluate(
-    topology: Topology | str,
-    *,
-    collective: str = "all_reduce",
-    size: int | float | str,
-    chunks: int = 64,
-    scheduler: str | Scheduler = "themis",
-    queue: str = "scf",
-    cost_model: str | CostModel = "paper",
-    latency_mode: str | None = None,
-    active_chunks: int = 1,
-    seed: int = 0,
-    orders: object = None,
-    timeline: bool = False,
-) -> Result:
+def evaluate(topology: Topology | str | CollectiveSpec, *, timeline: bool = False, **run: Unpack[RunArgs]) -> Result:
     """Simulate one collective and return its `Result`.
 
-    `topology`: a `Topology`, a preset name or a notation string. `size`: bytes per NPU (an int or
-    a string such as ``"1GiB"``); the per-NPU input for RS and AR, the per-NPU output for AG in the
-    `paper` model and the input shard in `astra-sim`. `scheduler`: a name (`baseline`, `themis`,
-    `lp_guided`, `round_robin`, `random`, `fixed`) or a `Scheduler`; `orders` feeds `fixed` (e.g.
-    ``"0123;3210"``).
-    `queue`: `fifo` or `scf`. `latency_mode`: `overlapped` or `serialized`, None for the model's
-    default. `timeline=True` records every phase in `Result.timeline`. The result remembers the
-    size's unit family (`Result.size_unit`: binary for KiB/MiB/GiB/TiB, decimal otherwise, ints
+    `topology`: a `Topology`, a preset name, a notation string, or a validated `CollectiveSpec`
+    (then no `SpecArgs` keywords). `run`: the collective's keywords (`SpecArgs`: collective, size,
+    chunks, cost_model, latency_mode, active_chunks) and how it runs (`RunArgs`: scheduler, queue,
+    seed, orders; `orders` feeds `fixed`, e.g. ``"0123;3210"``). `size` is bytes per NPU: the
+    per-NPU input for RS and AR, the per-NPU output for AG in the `paper` model and the input shard
+    in `astra-sim`. `timeline=True` records every phase in `Result.timeline`. The result remembers
+    the size's unit family (`Result.size_unit`: binary for KiB/MiB/GiB/TiB, decimal otherwise, ints
     included) so that reports print it back the same way.
     """
-    key = None
-    if (
-        not timeline
-        and orders is None
-        and type(scheduler) is str
-        and type(cost_model) is str
-        and type(chunks) is int
-        and type(active_chunks) is int
-        and type(seed) is int
-        and type(size) in (int, str)
-    ):
-        name = topology.name if isinstance(topology, Topology) else None  # labels differ, dims may not
-        key = (
-            topology,
-            name,
-            collective,
-            size,
-            chunks,
-            scheduler,
-            queue,
-            cost_model,
-            latency_mode,
-            active_chunks,
-            seed,
-        )
+    key = None if timeline else _fast_key(topology, run)
+    if key is not None:
         hit = _FAST.get(key)
         if hit is not None:  # the same arguments again: validated before, checked against the work limit now
-            check_work(*hit[2])
-            return _run_fast(hit[0], hit[1], hit[3], hit[4])
-    spec = CollectiveSpec.parse(
-        topology,
-        collective=collective,
-        size=size,
-        chunks=chunks,
-        cost_model=cost_model,
-        latency_mode=latency_mode,
-        active_chunks=active_chunks,
-        work_check=False,
-    )
-    sched = get_scheduler(scheduler, orders=orders)
-    q = parse_queue(queue)
-    seed = parse_int(seed, "seed", minimum=0)
-    size_unit = size_family(size)
-    spec.check_work(queue=q, extra_simulations=sched.simulations())
-    prepared = Prepared(spec, sched, q, seed, size_unit)
-    if not timeline and tableable(prepared) and (table := table_for(prepared, now=False)) is not None:
-        consts = result_constants(topo := spec.topology, spec.collective, spec.size, spec.cost_model)
-        rows = point_rows(table, topo)
+            check_work(*hit.steps)
+            return _run_fast(hit.run, hit.table, hit.consts, hit.rows)
+    p = RunSpec.parse(topology, **run)
+    p.check_work()
+    if not timeline and tableable(p) and (table := table_for(p, now=False)) is not None:
+        spec = p.spec
+        hit = _Fast(
+            p,
+            table,
+            simulation_steps(spec.topology, spec.collective, spec.chunks, spec.cost_model, p.queue),
+            result_constants(spec.topology, spec.collective, spec.size, spec.cost_model),
+            point_rows(table, spec.topology),
+        )
         if key is not None:  # a shape seen before: its table, the work estimate, the result's constants, its rows
-            try:
-                if len(_FAST) >= 1024:
-                    _FAST.clear()
-                _FAST[key] = (
-                    prepared,
-                    table,
-                    simulation_steps(topo, spec.collective, spec.chunks, spec.cost_model, q),
-                    consts,
-                    rows,
-                )
-            except TypeError:  # an unhashable argument: nothing to remember
-                pass
-        return _run_fast(prepared, table, consts, rows)
-    return evaluate_prepared(prepared, timeline=timeline)
+            if len(_FAST) >= 1024:
+                _FAST.clear()
+            _FAST[key] = hit
+        return _run_fast(hit.run, hit.table, hit.consts, hit.rows)
+    return evaluate_prepared(p, timeline=timeline)
 
 
-def evaluate_prepared(p: Prepared, *, timeline: bool = False) -> Result:
+#: keyword values a remembered call may have: hashable, and equal only when they mean the same
+_PLAIN = (str, int, type(None))
+
+
+def _fast_key(topology: object, run: Mapping[str, object]) -> tuple | None:
+    """The key under which `evaluate` remembers a call's validation, or None (not remembered:
+    an unhashable or non-plain argument, such as a `Scheduler` or a float size)."""
+    if not all(type(v) in _PLAIN for v in run.values()) or run.get("orders") is not None:
+        return None
+    name = topology.name if isinstance(topology, Topology) else None  # labels differ, dims may not
+    key = (topology, name, *sorted(run.items()))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+@dataclass(frozen=True)
+class _Fast:
+    """What `evaluate` remembers of a call: the validated run, its table, the work estimate, the
+    result's constants and the point's rows."""
+
+    run: RunSpec
+    table: ShapeTable
+    steps: tuple[float, str]
+    consts: tuple
+    rows: tuple
+
+
+def evaluate_prepared(p: RunSpec, *, timeline: bool = False) -> Result:
     """`evaluate` of a validated point without a shape table: the scheduler's orders, the cost
     model's phases, the engine (`dse.sim.simulate`)."""
-    spec, sched, q, seed = p.spec, p.sched, p.queue, p.seed
-    topo, coll, nbytes, nchunks = spec.topology, spec.collective, spec.size, spec.chunks
-    model, mode, active = spec.cost_model, spec.latency_mode, spec.active_chunks
-    plan = model.chunking(coll, nbytes, nchunks, topo, baseline=sched.is_baseline)
-    problem = ScheduleProblem(topo, coll, plan, model, seed, q, mode, active)
+    spec, sched = p.spec, p.sched
+    topo, model, active = spec.topology, spec.cost_model, spec.active_chunks
+    plan = model.chunking(spec.collective, spec.size, spec.chunks, topo, baseline=sched.is_baseline)
+    problem = ScheduleProblem(topo, spec.collective, plan, model, p.seed, p.queue, spec.latency_mode, active)
     chunk_orders = sched.orders(problem)
-    phase_plans = build_plans(model, topo, coll, chunk_orders, plan.sizes, mode, sched.is_baseline)
+    phase_plans = build_plans(
+        model, topo, spec.collective, chunk_orders, plan.sizes, spec.latency_mode, sched.is_baseline
+    )
     # phases that overlap on a dimension at full bandwidth each: busy time is their union (`Result`)
     overlapping = active > 1 and not model.shares_bandwidth
     out = simulate(
         phase_plans,
         topo.ndims,
-        queue=q,
-        scf_rule=model.scf_rule,
+        queue=p.queue,
+        rules=model.sim_rules,
         active_chunks=active,
-        shares_bandwidth=model.shares_bandwidth,
-        dim_tiebreak=model.dim_tiebreak,
         timeline=timeline or overlapping,
     )
-    return make_result(
-        topo,
-        coll,
-        nbytes,
-        nchunks,
-        sched,
-        q,
-        model,
-        mode,
-        active,
-        seed,
-        chunk_orders,
-        out,
-        size_unit=p.size_unit,
-        keep_timeline=timeline,
-    )
+    return make_result(p, chunk_orders, out, keep_timeline=timeline)
 
 
-#: evaluate's arguments -> their validated form and shape table (bounded; see `evaluate`)
-_FAST: dict[tuple, tuple] = {}
+#: evaluate's arguments -> what it remembers of them (bounded; see `evaluate`)
+_FAST: dict[tuple, _Fast] = {}
 
 
-def _run_fast(p: Prepared, table: ShapeTable, consts: tuple, rows: tuple) -> Result:
+def _run_fast(p: RunSpec, table: ShapeTable, consts: tuple, rows: tuple) -> Result:
     """One point through its shape table (`dse.sim.batch`), as a `Result`."""
-    s = p.spec
-    time, busy, sent, ids = run_point(table, s.topology, rows)
+    time, busy, sent, ids = run_point(table, p.spec.topology, rows)
     out = SimOutput(time[0], tuple(busy), tuple(sent), (), None)
     chunk_orders = list(map(table.perms.__getitem__, ids))
-    return make_result(
-        s.topology,
-        s.collective,
-        s.size,
-        s.chunks,
-        p.sched,
-        p.queue,
-        s.cost_model,
-        s.latency_mode,
-        s.active_chunks,
-        p.seed,
-        chunk_orders,
-        out,
-        size_unit=p.size_unit,
-        keep_timeline=False,
-        consts=consts,
-    )
+    return make_result(p, chunk_orders, out, keep_timeline=False, consts=consts)
 
 
 def build_plans(
@@ -252,31 +195,23 @@ def result_constants(
     return need, total_bw, data, factor, topo.label()
 
 
-def make_result(  # type: ignore[no-untyped-def]
-    topo,
-    coll,
-    nbytes,
-    nchunks,
-    sched,
-    q,
-    model,
-    mode,
-    active,
-    seed,
-    chunk_orders,
-    out,
+def make_result(
+    p: RunSpec,
+    chunk_orders: Sequence[tuple[int, ...]],
+    out: SimOutput,
     *,
-    size_unit: str = "decimal",
     keep_timeline: bool = True,
     consts: tuple | None = None,
 ) -> Result:
     """Assemble a `Result` from a simulation's output (see `Result` for what each number means).
 
-    Phases that overlap on a dimension (`active` > 1 without shared bandwidth) need the timeline,
-    whose union gives the busy time; `keep_timeline=False` then leaves it out of the result.
-    `consts`: the point's `result_constants`, if known."""
+    Phases that overlap on a dimension (`active_chunks` > 1 without shared bandwidth) need the
+    timeline, whose union gives the busy time; `keep_timeline=False` then leaves it out of the
+    result. `consts`: the point's `result_constants`, if known."""
+    spec = p.spec
+    topo, model, active = spec.topology, spec.cost_model, spec.active_chunks
     t = out.time_ns
-    need, total_bw, data, factor, label = consts or result_constants(topo, coll, nbytes, model)
+    need, total_bw, data, factor, label = consts or result_constants(topo, spec.collective, spec.size, model)
     algbw = data / t if t > 0 else 0.0
     if t <= 0:
         raise InputError("size", "the collective takes no time", "a size of at least one byte per chunk")
@@ -294,16 +229,16 @@ def make_result(  # type: ignore[no-untyped-def]
         _warn_capped(model, active, raw)
     return Result(
         topology=label,
-        collective=coll,
-        size_bytes=nbytes,
-        size_unit=size_unit,
-        chunks=nchunks,
-        scheduler=sched.name,
-        queue=q,
+        collective=spec.collective,
+        size_bytes=spec.size,
+        size_unit=p.size_unit,
+        chunks=spec.chunks,
+        scheduler=p.sched.name,
+        queue=p.queue,
         cost_model=model.name,
-        latency_mode=mode,
+        latency_mode=spec.latency_mode,
         active_chunks=active,
-        seed=seed,
+        seed=p.seed,
         time_ns=t,
         bytes_sent=need,
         bw_utilization=min(raw, 1.0),
@@ -323,33 +258,15 @@ COMPARE_SCHEDULERS: tuple[str, ...] = ("baseline", "themis", "lp_guided", "round
 
 
 def compare(
-    topology: Topology | str,
+    topology: Topology | str | CollectiveSpec,
     *,
-    collective: str = "all_reduce",
-    size: int | float | str,
-    chunks: int = 64,
-    cost_model: str | CostModel = "paper",
-    latency_mode: str | None = None,
-    active_chunks: int = 1,
     seed: int = 0,
     schedulers: tuple[str, ...] = COMPARE_SCHEDULERS,
     queues: tuple[str, ...] = ("fifo", "scf"),
+    **spec: Unpack[SpecArgs],
 ) -> list[Result]:
-    """Every scheduler x queue on one topology and collective (baseline+fifo first)."""
-    topo = parse_topology(topology)
-    return [
-        evaluate(
-            topo,
-            collective=collective,
-            size=size,
-            chunks=chunks,
-            scheduler=s,
-            queue=q,
-            cost_model=cost_model,
-            latency_mode=latency_mode,
-            active_chunks=active_chunks,
-            seed=seed,
-        )
-        for s in schedulers
-        for q in queues
-    ]
+    """Every scheduler x queue on one topology and collective (baseline+fifo first); `spec`: the
+    collective's keywords (`SpecArgs`)."""
+    if not isinstance(topology, CollectiveSpec):
+        topology = parse_topology(topology)
+    return [evaluate(topology, scheduler=s, queue=q, seed=seed, **spec) for s in schedulers for q in queues]

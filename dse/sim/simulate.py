@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from dse.costs.base import Phase
+from dse.costs.base import Phase, SimRules
 from dse.sim import engine as _engine_front
 from dse.sim.engine_io import FIFO, SCF_ASTRA, SCF_PRIORITY, NetRules, policy_code
 
@@ -55,31 +55,35 @@ class SimOutput(NamedTuple):
     timeline: tuple[TimelineEntry, ...] | None
 
 
+#: the rules of the `paper` model (and `SimRules`' defaults)
+DEFAULT_RULES = SimRules()
+
+
 def simulate(
     plans: Sequence[Sequence[Phase]],
     ndims: int,
     *,
     queue: str = "fifo",
-    scf_rule: str = "priority",
+    rules: SimRules = DEFAULT_RULES,
     active_chunks: int = 1,
-    shares_bandwidth: bool = True,
-    dim_tiebreak: bool = False,
     timeline: bool = False,
     engine: str = "auto",
 ) -> SimOutput:
     """Run the chunks' phase lists through the per-dimension queues; see the module docstring.
 
-    `dim_tiebreak`: at equal times and tie keys, the lower dimension's event first (ASTRA-sim 1.0).
-    `engine`: ``"auto"`` (C when it is built), ``"c"`` or ``"python"``; all give the same numbers.
+    `rules`: the cost model's `SimRules` (`CostModel.sim_rules`): its smallest-first rule, whether
+    concurrent phases share a dimension's bandwidth, and whether same-tick ends go lower dimension
+    first (ASTRA-sim 1.0). `engine`: ``"auto"`` (C when it is built), ``"c"`` or ``"python"``; all
+    give the same numbers.
     """
     plans = plans if type(plans) is list else list(plans)
     tieless = not any(ph.tie for p in {id(p): p for p in plans}.values() for ph in p)
     net = NetRules(
         ndims,
-        policy_code(queue, scf_rule),
+        policy_code(queue, rules.scf_rule),
         active_chunks,
-        active_chunks > 1 and shares_bandwidth,
-        dim_tiebreak,
+        active_chunks > 1 and rules.shares_bandwidth,
+        rules.dim_tiebreak,
         tieless=tieless,
     )
     out = _engine_front.run(net, plans=plans, record=timeline, engine=engine)  # type: ignore[arg-type]

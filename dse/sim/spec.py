@@ -1,23 +1,67 @@
-"""`CollectiveSpec`: one collective on one topology under one cost model, validated in one place.
+"""The validated request every layer takes: `CollectiveSpec` (one collective on one topology under
+one cost model) and `RunSpec` (that collective, and how its chunks are scheduled and queued).
 
-`evaluate`, `lower_bounds` and everything above them parse their user-facing arguments here, so a
-bad value gets the same one-line message wherever it enters. Parsing also refuses a collective
-whose simulation would exceed the work limit (`dse.core.limits`), before anything is allocated for it.
+A collective's keywords are declared once, in `SpecArgs`; `evaluate`, `compare`, `lower_bounds`
+and `evaluate_many` take them as ``**spec`` and parse them here, so a bad value gets the same
+one-line message wherever it enters. Parsing also refuses a collective whose simulation would
+exceed the work limit (`dse.core.limits`), before anything is allocated for it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Required, TypedDict, Unpack
 
 from dse.core.collectives import ALL_REDUCE, parse_collective
 from dse.core.errors import InputError
 from dse.core.limits import check_work
 from dse.core.topology import Topology, parse_topology
-from dse.core.units import parse_int, parse_size
+from dse.core.units import parse_int, parse_size, size_family
 from dse.costs import CostModel, get_cost_model
+from dse.schedulers import Scheduler, get_scheduler, parse_queue
 
 #: ASTRA-sim's smallest-first rule scans a queue for its place: about chunks^2 x phases / this.
 _SCAN_DIVISOR = 1e4
+
+
+class SpecArgs(TypedDict, total=False):
+    """A collective's keywords, as users give them (defaults: `SPEC_DEFAULTS`).
+
+    `collective`: all_reduce, reduce_scatter, all_gather or all_to_all. `size`: bytes per NPU (an
+    int or a string such as ``"1GiB"``). `chunks`: how many chunks it is split into.
+    `cost_model`: a name (`paper`, `astra-sim`, `astra-sim-1`) or a `CostModel`. `latency_mode`:
+    `overlapped` or `serialized`, None for the model's default. `active_chunks`: chunks in flight."""
+
+    collective: str
+    size: Required[int | float | str]
+    chunks: int
+    cost_model: str | CostModel
+    latency_mode: str | None
+    active_chunks: int
+
+
+SPEC_DEFAULTS: dict[str, Any] = {
+    "collective": "all_reduce",
+    "chunks": 64,
+    "cost_model": "paper",
+    "latency_mode": None,
+    "active_chunks": 1,
+}
+SPEC_KEYS: tuple[str, ...] = tuple(SpecArgs.__annotations__)
+
+
+class RunArgs(SpecArgs, total=False):
+    """`SpecArgs`, and how the chunks run (defaults: `RUN_DEFAULTS`): `scheduler` (a name or a
+    `Scheduler`; `orders` feeds `fixed`), `queue` (`fifo` or `scf`), `seed`."""
+
+    scheduler: str | Scheduler
+    queue: str
+    seed: int
+    orders: object
+
+
+RUN_DEFAULTS: dict[str, Any] = {"scheduler": "themis", "queue": "scf", "seed": 0, "orders": None}
 
 
 @dataclass(frozen=True)
@@ -34,34 +78,34 @@ class CollectiveSpec:
 
     @classmethod
     def parse(
-        cls,
-        topology: Topology | str,
-        *,
-        collective: str = "all_reduce",
-        size: int | float | str,
-        chunks: int = 64,
-        cost_model: str | CostModel = "paper",
-        latency_mode: str | None = None,
-        active_chunks: int = 1,
-        work_check: bool = True,
+        cls, topology: Topology | str | CollectiveSpec, *, work_check: bool = True, **args: Unpack[SpecArgs]
     ) -> CollectiveSpec:
         """Validate everything once and check the work limit (`work_check=False`: the caller will,
-        with the queue and scheduler it knows, `check_work`)."""
+        with the queue and scheduler it knows, `check_work`). A `CollectiveSpec` is taken as it is."""
+        if isinstance(topology, CollectiveSpec):
+            if args:
+                raise TypeError(f"keywords given with a CollectiveSpec: {', '.join(sorted(args))}")
+            spec = topology
+        else:
+            spec = cls._parse(topology, {**SPEC_DEFAULTS, **_checked(args, SPEC_KEYS, "size")})
+        if work_check:
+            spec.check_work()
+        return spec
+
+    @classmethod
+    def _parse(cls, topology: Topology | str, a: Mapping[str, Any]) -> CollectiveSpec:
         topo = parse_topology(topology)
-        coll = parse_collective(collective)
-        nbytes = parse_size(size)
-        nchunks = parse_int(chunks, "chunks", minimum=1)
+        coll = parse_collective(a["collective"])
+        nbytes = parse_size(a["size"])
+        nchunks = parse_int(a["chunks"], "chunks", minimum=1)
         if nchunks > nbytes:
             raise InputError(
                 "chunks", f"{nchunks} chunks of a {nbytes}-byte collective", f"at most one chunk per byte, <= {nbytes}"
             )
-        model = get_cost_model(cost_model)
-        active = parse_int(active_chunks, "active_chunks", minimum=1, maximum=2**31 - 1)
-        mode = model.check(topo, coll, latency_mode, active)
-        spec = cls(topo, coll, nbytes, nchunks, model, mode, active)
-        if work_check:
-            spec.check_work()
-        return spec
+        model = get_cost_model(a["cost_model"])
+        active = parse_int(a["active_chunks"], "active_chunks", minimum=1, maximum=2**31 - 1)
+        mode = model.check(topo, coll, a["latency_mode"], active)
+        return cls(topo, coll, nbytes, nchunks, model, mode, active)
 
     def check_work(self, *, queue: str | None = None, extra_simulations: int = 0) -> None:
         """Refuse the run if its `simulation_steps` exceed the work limit.
@@ -72,6 +116,44 @@ class CollectiveSpec:
         if extra_simulations:
             steps, what = steps * (1 + 0.25 * extra_simulations), f"{what}, and {extra_simulations} trial simulations"
         check_work(steps, what)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One evaluation, validated: the collective, its scheduler, queue and seed, and the unit family
+    its size was given in (`Result.size_unit`)."""
+
+    spec: CollectiveSpec
+    sched: Scheduler
+    queue: str
+    seed: int
+    size_unit: str
+
+    @classmethod
+    def parse(cls, topology: Topology | str | CollectiveSpec, **args: Unpack[RunArgs]) -> RunSpec:
+        """Validate a run's keywords (`RunArgs`) once; the caller checks the work limit (`check_work`)."""
+        a = {**RUN_DEFAULTS, **_checked(args, SPEC_KEYS + tuple(RUN_DEFAULTS), None)}
+        spec_args = {k: a[k] for k in SPEC_KEYS if k in a}
+        spec = CollectiveSpec.parse(topology, work_check=False, **spec_args)  # type: ignore[misc]
+        sched = get_scheduler(a["scheduler"], orders=a["orders"])
+        queue = parse_queue(a["queue"])
+        seed = parse_int(a["seed"], "seed", minimum=0)
+        unit = size_family(a["size"]) if "size" in a else "decimal"
+        return cls(spec, sched, queue, seed, unit)
+
+    def check_work(self) -> None:
+        """Refuse the run if it would exceed the work limit (its scheduler's trial runs included)."""
+        self.spec.check_work(queue=self.queue, extra_simulations=self.sched.simulations())
+
+
+def _checked(args: Mapping[str, Any], allowed: tuple[str, ...], required: str | None) -> Mapping[str, Any]:
+    """`args` if every keyword is known (and `required` is there): Python's own TypeErrors otherwise."""
+    unknown = [k for k in args if k not in allowed]
+    if unknown:
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
+    if required is not None and required not in args:
+        raise TypeError(f"missing keyword argument {required!r}")
+    return args
 
 
 def simulation_steps(

@@ -1,4 +1,4 @@
-"""Lower bounds on a collective's time and the optimality gap (DESIGN.md §7).
+"""Lower bounds on a collective's time and the optimality gap (docs/model.md §7).
 
 Four bounds, each valid (no schedule beats it) and each at least the one before:
 

@@ -1,4 +1,4 @@
-"""Collective names and the phase kinds they are made of (DESIGN.md §4-§5)."""
+"""Collective names and the phase kinds they are made of (docs/model.md §4-§5)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def first_phase_kind(collective: str) -> str:
 
 
 def nominal_bytes_sent(collective: str, size: float, shape: tuple[int, ...], *, ag_input_shard: bool = False) -> float:
-    """Bytes one NPU must send for the whole collective, whatever the orders (DESIGN.md §6).
+    """Bytes one NPU must send for the whole collective, whatever the orders (docs/model.md §6.5).
 
     `size` is the per-NPU input for RS and AR and the per-NPU output for AG, unless
     `ag_input_shard` (ASTRA-sim's convention: `size` is the input shard, the output N times it).

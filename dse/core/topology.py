@@ -1,4 +1,4 @@
-"""Topologies: `Dim`, `Topology`, the notation parser and the named presets (DESIGN.md §3).
+"""Topologies: `Dim`, `Topology`, the notation parser and the named presets (docs/model.md §3).
 
 A topology is an ordered list of dimensions, innermost (fastest) first. Each dimension's
 `bandwidth` is the aggregate uni-directional bandwidth one NPU has into it, in GB/s (the Themis
@@ -360,16 +360,16 @@ _PAPER_WHAT = "paper Table 2"
 _PAPER_SOURCE = (
     "Rashidi et al., Themis, ISCA 2022, Table 2: shape, aggregate GB/s per NPU and ns per step (700 / 1700 ns, 20 ns "
     "on the 4D rings); links per NPU (for the astra-sim-1 model) from the artifact's network files "
-    "(reference/astra-sim-1.0.md §7)"
+    "(docs/model.md §3.3)"
 )
 _ARTIFACT_WHAT = "Themis artifact (ASTRA-sim 1.0 runs): 1 ns latency, links"
 _ARTIFACT_SOURCE = (
-    "the Themis artifact's network files (reference/astra-sim-1.0.md §7): the Table 2 shape and bandwidths as links x "
+    "the Themis artifact's network files (docs/model.md §3.3): the Table 2 shape and bandwidths as links x "
     "per-link GB/s, every link latency 1 ns, NIC and router 0 ns; what the paper's figures were simulated with"
 )
 
 # The named base presets: the six topologies of the Themis paper (Table 2: aggregate GB/s per NPU
-# and ns per step), carrying the artifact's links per NPU (reference/astra-sim-1.0.md §7); the
+# and ns per step), carrying the artifact's links per NPU (docs/model.md §3.3); the
 # real systems below are added after them.
 PRESETS: dict[str, Topology] = {
     t.name: t  # type: ignore[misc]

@@ -1,4 +1,4 @@
-"""Units and parsing: every number a user gives enters here (DESIGN.md §2).
+"""Units and parsing: every number a user gives enters here (docs/model.md §2).
 
 Sizes are bytes; `KB`/`MB`/`GB`/`TB` are decimal, `KiB`/`MiB`/`GiB`/`TiB` binary, and a size is
 printed back in the family it was given in (`size_family`, `format_size`). Bandwidth is

@@ -1,4 +1,4 @@
-"""Cost models: the time of one chunk-phase on one dimension (DESIGN.md §4)."""
+"""Cost models: the time of one chunk-phase on one dimension (docs/model.md §4)."""
 
 from __future__ import annotations
 

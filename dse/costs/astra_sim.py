@@ -1,6 +1,6 @@
-"""The `astra-sim` cost model: ASTRA-sim 2.x's analytical congestion-unaware backend (DESIGN.md §4.2).
+"""The `astra-sim` cost model: ASTRA-sim 2.x's analytical congestion-unaware backend (docs/model.md §4.2).
 
-Reproduces that simulator to the nanosecond (reference/README.md and reference/astra-sim-themis.md):
+Reproduces that simulator to the nanosecond (docs/model.md §4.2, §5.5 and §6):
 GB is 2^30 bytes; every message costs hops·α + ⌊bytes/β⌋ with integer message sizes (hops = 2 on a
 switch, 1 otherwise); each phase adds the endpoint delay e (10 ns); phases are always serialised and
 never share bandwidth (with `active_chunks` = a, up to a phases run at once, each at full speed).
@@ -15,7 +15,7 @@ What ASTRA-sim does and this model therefore does too:
 - All-gather's `size` is the per-NPU input shard (the output is N times larger).
 - Halving-doubling needs a power-of-two dimension size.
 All-to-all (no single-collective reference data; pinned by the workload runs of
-reference/astra-sim-2-workloads.md): per dimension, P(P−1)/2 messages of c/P in turn on a ring,
+docs/model.md §11): per dimension, P(P−1)/2 messages of c/P in turn on a ring,
 P−1 at once when direct (Switch dimensions run it direct, as the reference configures them).
 
 Workloads (`dse.training.iteration`): Themis keeps node 0's one load state across collectives
@@ -132,7 +132,7 @@ class AstraSimModel(CostModel):
         return float(self.phase_ns(dim, kind, int(c))), 0.0
 
     def phase_ns(self, dim: Dim, kind: str, c: int) -> int:
-        """Duration of one phase in whole ns (reference/README.md, the table of formulas)."""
+        """Duration of one phase in whole ns (docs/model.md §4.2, the table of formulas)."""
         p, e = dim.npus, self.endpoint_delay_ns
         beta = dim.bandwidth * GIB / 1e9
         hop = (2 if dim.kind == "switch" else 1) * dim.latency

@@ -1,25 +1,25 @@
 """The `astra-sim-1` cost model: ASTRA-sim 1.0, the Themis paper's own simulator, to the ns.
 
 Replays ASTRA-sim 1.0 (@07d5d19, analytical network @d27635b, the Themis artifact's settings) as
-reference/astra-sim-1.0.md describes it, so that Themis' published numbers can be reproduced:
+docs/model.md §4.3 describes it, so that Themis' published numbers can be reproduced:
 
-- Messages (§1): per-message rate r = (bandwidth/links)·2^30/1e9·scalar B/ns, scalar = links
+- Messages (§4.3): per-message rate r = (bandwidth/links)·2^30/1e9·scalar B/ns, scalar = links
   (Switch), links rounded down to even (Ring), links // (P−1) (FC); hops 2 (Switch), 1 (FC), the
   shorter ring distance (Ring); time = ⌊⌊⌊hops·lat⌋ + bytes/r⌋ + 2·nic⌋ (+ router on a switch).
-- Phases (§2): packets released from a refill scheme, each release costing 1 ns plus, if the packet
+- Phases (§4.3): packets released from a refill scheme, each release costing 1 ns plus, if the packet
   is reduced, proc(m) = 3·⌊m/500000⌋; ring and halving-doubling send one message at a time, direct
   sends all P−1 at once. A phase's tie key (`Phase.tie`) is its final event's registration, last
-  receive and last send; with `dim_tiebreak` the simulator then orders same-tick ends as §5 says.
-- Chunks (§3): ⌊S/splits⌋ bytes each plus a true-size remainder chunk; Themis charges every chunk
+  receive and last send; with `dim_tiebreak` the simulator then orders same-tick ends as §6.3 says.
+- Chunks (§5.1): ⌊S/splits⌋ bytes each plus a true-size remainder chunk; Themis charges every chunk
   at ⌊S/splits⌋. The baseline all-reduce runs one AR phase on the last dim.
-- Schedulers (§4-5): the baseline (FIFO) and Themis' OfflineGreedy (FIFO and smallest-first,
+- Schedulers (§5.5, §6.2): the baseline (FIFO) and Themis' OfflineGreedy (FIFO and smallest-first,
   rule of 07d5d19) are the simulator's; `greedy_bandwidth` is links×per-link bandwidth with links
   made even (Ring) or a multiple of P−1 (FC). round_robin, random and fixed, and baseline with
   smallest-first, run on these phase times with dse's queue rules (the AR phase queued FIFO).
 - `Result.time_ns` is the collective's end; ASTRA-sim 1.0 reports 5 ns more (trailing compute).
 
 Extrapolated beyond the reference (no 1.0 data pins them): standalone reduce-scatter and
-all-gather (the §2 phases, all-gather's `size` the input shard as in `astra-sim`, orders from the
+all-gather (the §4.3 phases, all-gather's `size` the input shard as in `astra-sim`, orders from the
 shared OfflineGreedy, which follows ASTRA-sim 2.x for all-gather); a direct AR phase (a baseline
 whose last dim is FC): one direct RS round then one unreduced direct AG round of D//P;
 all-to-all: an RS-shaped exchange with no reduction; halving-doubling or direct on a Ring dim:
@@ -52,7 +52,7 @@ def proc(m: int) -> int:
 
 
 def rate_scalar(dim: Dim) -> int:
-    """How many links' bandwidth one message gets (§1); 0 means the dim cannot be simulated."""
+    """How many links' bandwidth one message gets (docs/model.md §4.3); 0 means the dim cannot be simulated."""
     links = dim.links or 0
     if dim.kind == "ring":
         return links - links % 2
@@ -77,7 +77,7 @@ def _hops(dim: Dim, distance: int) -> int:
 
 @lru_cache(maxsize=1 << 16)
 def phase_timing(dim: Dim, kind: str, c: int) -> tuple[int, tuple[int, int, int]]:
-    """(duration, (registration, last receive, last send)) of one phase, ns from its start (§2)."""
+    """(duration, (registration, last receive, last send)) of one phase, ns from its start (docs/model.md §4.3)."""
     p, lat, nic, router = dim.npus, dim.latency, dim.nic_latency, dim.router_latency
     rate = message_rate(dim)
     switch = dim.kind == "switch"
@@ -221,7 +221,7 @@ class AstraSim1Model(CostModel):
         return c // p
 
     def greedy_bandwidth(self, dim: Dim) -> float:
-        """links × per-link GB/s, links made even (Ring) or a multiple of P−1 (FC) (§4)."""
+        """links × per-link GB/s, links made even (Ring) or a multiple of P−1 (FC) (docs/model.md §5.5)."""
         if dim.links is None:  # not simulable (check() rejects it); schedulers may still ask
             return dim.bandwidth
         scalar = rate_scalar(dim)

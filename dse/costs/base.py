@@ -1,6 +1,6 @@
 """The cost-model interface: what one chunk-phase costs, and how a collective becomes phases.
 
-A cost model answers three questions for the simulator (DESIGN.md §4):
+A cost model answers three questions for the simulator (docs/model.md §4):
 how a collective of `size` bytes is cut into chunks (`chunking`), which phases one chunk runs for a
 given dimension order and what each costs (`phases`), and the bandwidth-only time of a phase that
 load trackers such as Themis charge (`bandwidth_time`). It also declares the rules of the simulator
@@ -77,7 +77,7 @@ class CostModel(ABC):
     description: ClassVar[str] = ""
     latency_modes: ClassVar[tuple[str, ...]] = LATENCY_MODES
     default_latency_mode: ClassVar[str] = "overlapped"
-    #: smallest-chunk-first rule: "priority" (ties by arrival) or "astra-sim" (DESIGN.md §4.2)
+    #: smallest-chunk-first rule: "priority" (ties by arrival) or "astra-sim" (docs/model.md §6.2)
     scf_rule: ClassVar[str] = "priority"
     #: Themis flavour: "load_tracker" (the paper's Algorithm 1) or "offline_greedy" (ASTRA-sim)
     themis_flavor: ClassVar[str] = "load_tracker"
@@ -165,7 +165,7 @@ class CostModel(ABC):
     def steps(
         self, collective: str, order: tuple[int, ...], topology: Topology, *, baseline: bool
     ) -> list[tuple[int, str]]:
-        """The (dim, kind) steps of one chunk with dimension order `order` (DESIGN.md §5)."""
+        """The (dim, kind) steps of one chunk with dimension order `order` (docs/model.md §5.2)."""
         if collective == ALL_REDUCE:
             if baseline and self.baseline_ar_phase:
                 inner = order[:-1]

@@ -1,4 +1,4 @@
-"""The `paper` cost model: the Themis paper's aggregate-bandwidth model (DESIGN.md §4.1).
+"""The `paper` cost model: the Themis paper's aggregate-bandwidth model (docs/model.md §4.1).
 
 time = steps·α + bytes/B, with B the aggregate per-NPU bandwidth of the dimension (1 GB/s =
 1 B/ns) and steps = P−1 (ring), 1 (direct) or ⌈log2 P⌉ (halving-doubling), doubled for an AR phase.

@@ -1,4 +1,4 @@
-"""Inter-dimension schedulers: one dimension order per chunk (DESIGN.md §5)."""
+"""Inter-dimension schedulers: one dimension order per chunk (docs/model.md §5)."""
 
 from __future__ import annotations
 

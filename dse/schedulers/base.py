@@ -2,7 +2,7 @@
 
 An order is a permutation of the dimension indices: the order in which a chunk's reduce-scatter
 visits the dimensions (an all-reduce's all-gather then runs in the reverse order); for a
-standalone all-gather it is the all-gather's own visiting order (DESIGN.md §5). All-to-all always
+standalone all-gather it is the all-gather's own visiting order (docs/model.md §5.2). All-to-all always
 runs in ascending order; no scheduler reorders it.
 
 `Scheduler.orders` validates the hook's answer once; subclasses implement `_orders` only.

@@ -2,14 +2,14 @@
 
 Two flavours, chosen by the cost model (`CostModel.themis_flavor`):
 
-- ``load_tracker`` (the paper's Algorithm 1, DESIGN.md §5; `paper` model). One predicted busy
+- ``load_tracker`` (the paper's Algorithm 1, docs/model.md §5.4; `paper` model). One predicted busy
   time per dimension, reset per collective (``seed_latency=True`` seeds each with the dimension's
   fixed per-phase latency). For each chunk in issue order: if max load − min load is less than the
   time the least-loaded dimension needs to send a reduce-scatter phase of chunk/16 bytes, take the
   baseline order; otherwise sort the dimensions by load once (ties by dimension index), lowest
   first for RS and AR, highest first for a standalone AG. Then charge each of the chunk's phases'
   bandwidth time (RS and AG for an all-reduce) to its dimension.
-- ``offline_greedy`` (ASTRA-sim's `OfflineGreedy`, reference/astra-sim-themis.md §3): loads in MiB
+- ``offline_greedy`` (ASTRA-sim's `OfflineGreedy`, docs/model.md §5.5): loads in MiB
   normalised to dim 0's bandwidth, a persistent list re-sorted stably per chunk, the r/16 gap test
   in bytes, the identity-order fallback with its all-gather quirk, charges at the recommended chunk
   size. Implemented as written, quirks included, because it reproduces the simulator.
@@ -95,7 +95,7 @@ class ThemisScheduler(Scheduler):
 
 
 def offline_greedy_orders(problem: ScheduleProblem) -> list[Order]:
-    """ASTRA-sim's OfflineGreedy chunk orders (reference/astra-sim-themis.md §3.2), quirks included."""
+    """ASTRA-sim's OfflineGreedy chunk orders (docs/model.md §5.5), quirks included."""
     topo, model = problem.topology, problem.cost_model
     greedy = OfflineGreedy([model.greedy_bandwidth(d) for d in topo.dims], topo.shape)
     involved = (True,) * topo.ndims

@@ -78,7 +78,7 @@ static long long a1_shl(A1 *a, long long x, long long k) {
 
 static long long proc(long long m) { return 3 * (m / 500000); }  /* ns to reduce an m-byte packet */
 
-/* One message of m bytes to the NPU `distance` away (`msg` in phase_timing, §1). */
+/* One message of m bytes to the NPU `distance` away (`msg` in phase_timing, docs/model.md §4.3). */
 static long long a1_msg(A1 *a, long long m, long long distance) {
     long long hops = 2;
     if (a->kind == D_FC) hops = 1;
@@ -119,7 +119,7 @@ static long long a1_send(A1 *a, int kind, long long c, long long i, long long st
 }
 
 /* A ring or halving-doubling phase, one message in flight: n releases from refills of a zero-latency
- * packet and nz others, release n closing the phase (the loop of phase_timing, §2). */
+ * packet and nz others, release n closing the phase (the loop of phase_timing, docs/model.md §4.3). */
 static long long a1_serial(A1 *a, int kind, long long c, long long *tie) {
     long long steps = 0, nz, n;
     while ((2LL << steps) <= a->p) steps++;  /* log2 P: halving-doubling needs a power of two */

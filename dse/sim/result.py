@@ -1,4 +1,4 @@
-"""`Result`: what one evaluation of a collective returns (DESIGN.md §6)."""
+"""`Result`: what one evaluation of a collective returns (docs/model.md §6.5)."""
 
 from __future__ import annotations
 

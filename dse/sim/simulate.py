@@ -1,4 +1,4 @@
-"""The chunk simulator of one collective (DESIGN.md §6): one representative NPU, one server per dimension.
+"""The chunk simulator of one collective (docs/model.md §6): one representative NPU, one server per dimension.
 
 Every chunk is a fixed list of phases (from the cost model). All chunks are issued at t = 0, in
 chunk order, into the queue of their first dimension. A dimension serves up to `active_chunks`
@@ -7,7 +7,7 @@ phases at once; its queue policy picks the next waiting phase:
 - ``fifo``: arrival order.
 - ``scf`` with the ``priority`` rule (dse's own): smallest key (max of bytes in and out) first,
   ties by arrival.
-- ``scf`` with the ``astra-sim`` rule (reference/astra-sim-themis.md §4): a phase entering its
+- ``scf`` with the ``astra-sim`` rule (docs/model.md §6.2): a phase entering its
   chunk's second-to-last step, or flagged `fifo_only`, goes to the back; otherwise it goes before
   the first waiting phase whose key is >= its own (equal keys are overtaken).
 

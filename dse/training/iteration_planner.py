@@ -14,9 +14,9 @@ priorities. The cost model decides the rules that differ between simulators:
   another NPU is first, it schedules every chunk from the loads as they stand (the previous
   collective's, unless node 0 reset them since), and node 0, issuing later in the same tick,
   takes that cached schedule and resets the loads. Who is first: in 1.0, node 0 until the run
-  first waits for a collective, another node after it (reference: astra-sim-1.0-multipass.md
-  §2); in 2.x, the NPU the engine's same-tick order puts first (`lead`, the issuing event's
-  first NPU, `lead_after`). An all-to-all never consults the loads, but resets them;
+  first waits for a collective, another node after it (docs/model.md §9.3); in 2.x, the NPU the
+  engine's same-tick order puts first (`lead`, the issuing event's first NPU, `lead_after`). An
+  all-to-all never consults the loads, but resets them;
 - priorities (`CostModel.issue_priorities`): ASTRA-sim 1.0 gives each collective a priority when
   it is issued (last-in-first-out counts up, first-in-first-out down, ``highest`` above all) and a
   phase entering a first-in-first-out queue goes behind the waiting phases of equal or higher

@@ -1,4 +1,4 @@
-"""Workload graphs: what one NPU computes and communicates, and what waits for what (DESIGN.md §9).
+"""Workload graphs: what one NPU computes and communicates, and what waits for what (docs/model.md §9).
 
 A `Graph` is the form every workload takes before it runs: `compute` nodes (run one at a time on
 the NPU's compute resource), `comm` nodes (collectives on the network) and `mark` nodes (no

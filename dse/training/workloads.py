@@ -1,4 +1,4 @@
-"""Training workloads: layers with compute times and the collectives they issue (DESIGN.md §1).
+"""Training workloads: layers with compute times and the collectives they issue (docs/model.md §9).
 
 A `Workload` is what one training iteration runs on every NPU: per layer a forward compute, an
 input-gradient (``ig``) compute and a weight-gradient (``wg``) compute, each optionally followed

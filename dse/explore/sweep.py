@@ -30,6 +30,7 @@ from dse.explore.sweepcsv import SweepFile
 from dse.explore.sweepfile import Point, Sweep, load_sweep, parse_sweep  # noqa: F401  (re-exported)
 from dse.sim.batch import evaluate_many
 from dse.sim.evaluate import evaluate
+from dse.sim.result import POINT_FIELDS
 
 RESULT_COLUMNS: tuple[str, ...] = ("time_ns", "bw_utilization", "algbw_GBps", "busbw_GBps")
 BOUND_COLUMNS: tuple[str, ...] = ("bound_ns", "gap")
@@ -38,7 +39,7 @@ BOUND_COLUMNS: tuple[str, ...] = ("bound_ns", "gap")
 def columns(bounds: bool) -> tuple[str, ...]:
     """The CSV's columns: `point`, the parameters, the results (and the bound columns if asked); the
     file adds a last column, `crc` (`dse.explore.sweepcsv`)."""
-    return ("point",) + Point._fields + RESULT_COLUMNS + (BOUND_COLUMNS if bounds else ())
+    return ("point",) + POINT_FIELDS + RESULT_COLUMNS + (BOUND_COLUMNS if bounds else ())
 
 
 # ---------------------------------------------------------------- the work of one batch (in a worker)
@@ -116,7 +117,7 @@ def run_batch(
     """Full CSV rows for a batch of (index, point); bounds are cached per bound key in the worker."""
     rows = []
     for (i, p), res in zip(batch, evaluate_points([p for _, p in batch])):
-        row = [i, *p, *res]
+        row = [i, *p.values(), *res]
         if bounds:
             try:
                 b = _bound_ns(p.bound_key(), time_limit_s, node_limit)
@@ -181,7 +182,7 @@ def run_sweep(
     njobs = (os.cpu_count() or 1) if jobs == -1 else jobs
     run = runner or get_runner(backend, njobs, scheduler_address)
     points = sweep.points
-    with SweepFile(out_path, columns(sweep.bounds), [p for p in points]) as out:
+    with SweepFile(out_path, columns(sweep.bounds), [p.values() for p in points]) as out:
         done = out.open()
         todo = [(i, p) for i, p in enumerate(points) if i not in done]
         counts = {"points": len(points), "done_before": len(done), "evaluated": 0}

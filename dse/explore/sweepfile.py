@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from dse.core.collectives import parse_collective
 from dse.core.errors import InputError
@@ -36,6 +36,7 @@ from dse.core.units import parse_int, parse_positive, parse_size
 from dse.costs import get_cost_model
 from dse.schedulers import get_scheduler, parse_queue
 from dse.schedulers.lp_guided import too_many_orders
+from dse.sim.result import Point
 from dse.sim.spec import CollectiveSpec
 
 #: The `evaluate()` parameters a sweep may vary, in expansion order.
@@ -63,33 +64,6 @@ DEFAULTS: dict[str, Any] = {
     "active_chunks": 1,
     "seed": 0,
 }
-
-
-class Point(NamedTuple):
-    """One validated, canonical sweep point: the parameter columns of its CSV row."""
-
-    topology: str
-    collective: str
-    size_bytes: int
-    chunks: int
-    scheduler: str
-    queue: str
-    cost_model: str
-    latency_mode: str
-    active_chunks: int
-    seed: int
-
-    def bound_key(self) -> tuple:
-        """What the lower bound depends on (not the schedule, queue or seed)."""
-        return (
-            self.topology,
-            self.collective,
-            self.size_bytes,
-            self.chunks,
-            self.cost_model,
-            self.latency_mode,
-            self.active_chunks,
-        )
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,52 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from dse.sim.simulate import TimelineEntry
 
 
 @dataclass(frozen=True)
-class Result:
-    """One simulated collective.
+class Point:
+    """What one evaluation ran, in canonical form: the parameters a `Result` reports and the
+    columns a sweep's CSV row names them by (`dse.explore.sweep`). Declared once, here."""
+
+    topology: str
+    collective: str
+    size_bytes: int
+    chunks: int
+    scheduler: str
+    queue: str
+    cost_model: str
+    latency_mode: str
+    active_chunks: int
+    seed: int
+
+    def values(self) -> tuple:
+        """The parameters' values, in `POINT_FIELDS` order."""
+        return tuple(getattr(self, name) for name in POINT_FIELDS)
+
+    def bound_key(self) -> tuple:
+        """What the lower bound depends on (not the schedule, queue or seed)."""
+        return (
+            self.topology,
+            self.collective,
+            self.size_bytes,
+            self.chunks,
+            self.cost_model,
+            self.latency_mode,
+            self.active_chunks,
+        )
+
+
+#: the parameters' names, in order (a sweep's CSV columns after `point`)
+POINT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Point))
+
+
+@dataclass(frozen=True)
+class Result(Point):
+    """One simulated collective: its `Point` (what ran), then what came out.
 
     `time_ns` is when the last chunk finishes. `size_unit` is the unit family the size was given in
     (``decimal`` or ``binary``, `dse.core.units.size_family`), so reports print it back the same way.
@@ -32,17 +69,7 @@ class Result:
     `timeline` the phases as they ran, when asked for.
     """
 
-    topology: str
-    collective: str
-    size_bytes: int
     size_unit: str
-    chunks: int
-    scheduler: str
-    queue: str
-    cost_model: str
-    latency_mode: str
-    active_chunks: int
-    seed: int
     time_ns: float
     bytes_sent: float
     bw_utilization: float

@@ -14,7 +14,8 @@ import pytest
 
 import dse
 from dse.core.errors import InputError
-from dse.explore.search import load_studies, run_study, summary
+from dse.explore.studies import load_studies
+from dse.explore.study_workers import run_study, summary
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = ROOT / "studies" / "sweeps" / "sizes.toml"

@@ -374,7 +374,7 @@ def csv_case(folder: Path, rng: random.Random) -> list[str]:
 
 # ------------------------------------------------------------------ damaged journals
 def _trials(url: str) -> list[tuple]:
-    from dse.explore.search import report_data
+    from dse.output.study_report import report_data
 
     _, rep = report_data("bw_split_4d.themis", url)
     return [tuple(sorted((k, str(v)) for k, v in r.items() if k != "trial")) for r in rep.rows]

@@ -6,6 +6,10 @@ import argparse
 
 from dse.core.errors import InputError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read the name)
+if TYPE_CHECKING:
+    from dse.training.iteration import IterationResult
+
 
 def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
     """Register the `iterate` subcommand on a subparsers object (dse.cli.main hooks it)."""
@@ -45,8 +49,6 @@ def cmd_iterate(args: argparse.Namespace) -> int:
     """Run `dse.iterate` and print a table or one JSON object; `InputError` propagates (exit 2)."""
     import json
 
-    from dse.core.units import format_size, format_time
-    from dse.output.report import format_table
     from dse.training.iteration import iterate
 
     if not args.topology:
@@ -82,6 +84,18 @@ def cmd_iterate(args: argparse.Namespace) -> int:
         return 0
     for note in res.notes:
         print(f"note: {note}")
+    print(_summary_table(res))
+    if args.collectives and res.collectives:
+        print()
+        print(_collectives_table(res))
+    return 0
+
+
+def _summary_table(res: IterationResult) -> str:
+    """The iteration's quantities, one per row."""
+    from dse.core.units import format_time
+    from dse.output.report import format_table
+
     rows = [
         ("workload", res.workload),
         ("topology", res.topology),
@@ -98,28 +112,28 @@ def cmd_iterate(args: argparse.Namespace) -> int:
         ("BW utilisation (while communicating)", f"{res.bw_utilization:.1%}"),
         ("collectives", len(res.collectives)),
     ]
-    print(format_table(("quantity", "value"), rows, align="ll"))
-    if args.collectives and res.collectives:
-        body = [
-            (
-                c.iteration,
-                c.layer,
-                c.slot,
-                c.collective,
-                format_size(c.size_bytes),
-                ",".join(map(str, c.dims)),
-                c.chunks,
-                format_time(c.issue_ns),
-                format_time(c.end_ns + c.delay_ns),
-            )
-            for c in res.collectives
-        ]
-        print()
-        print(
-            format_table(
-                ("it", "layer", "slot", "collective", "size", "dims", "chunks", "issued", "done"),
-                body,
-                align="rllllrrrr",
-            )
+    return format_table(("quantity", "value"), rows, align="ll")
+
+
+def _collectives_table(res: IterationResult) -> str:
+    """Every collective: pass, layer, slot, what, where, and when it was issued and done."""
+    from dse.core.units import format_size, format_time
+    from dse.output.report import format_table
+
+    body = [
+        (
+            c.iteration,
+            c.layer,
+            c.slot,
+            c.collective,
+            format_size(c.size_bytes),
+            ",".join(map(str, c.dims)),
+            c.chunks,
+            format_time(c.issue_ns),
+            format_time(c.end_ns + c.delay_ns),
         )
-    return 0
+        for c in res.collectives
+    ]
+    return format_table(
+        ("it", "layer", "slot", "collective", "size", "dims", "chunks", "issued", "done"), body, align="rllllrrrr"
+    )

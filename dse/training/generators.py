@@ -68,18 +68,22 @@ def resnet152(
     params = cin * classes + classes
     t = 2.0 * cin * classes * batch / rate
     layers.append(Layer("fc", t, None, 0, t, None, 0, t, ALL_REDUCE, params * bytes_per_param, 2.0 * params / rate))
-    if fused:
-        total = sum(layer.wg_bytes for layer in layers)
-        layers = [
-            replace(
-                layer,
-                wg_comm=ALL_REDUCE if i == 0 else None,
-                wg_bytes=total if i == 0 else 0,
-                wg_update=sum(x.wg_update for x in layers) if i == 0 else 0.0,
-            )
-            for i, layer in enumerate(layers)
-        ]
-    return Workload("resnet152", "DATA", tuple(layers), None, "generator resnet152")
+    return Workload("resnet152", "DATA", tuple(_fused(layers) if fused else layers), None, "generator resnet152")
+
+
+def _fused(layers: list[Layer]) -> list[Layer]:
+    """One all-reduce of every layer's weight gradient, and the whole update after it, on the first
+    layer (the last to finish its weight gradient); the other layers communicate nothing."""
+    total = sum(layer.wg_bytes for layer in layers)
+    return [
+        replace(
+            layer,
+            wg_comm=ALL_REDUCE if i == 0 else None,
+            wg_bytes=total if i == 0 else 0,
+            wg_update=sum(x.wg_update for x in layers) if i == 0 else 0.0,
+        )
+        for i, layer in enumerate(layers)
+    ]
 
 
 def parameter_count(workload: Workload, bytes_per_param: int = 2) -> int:

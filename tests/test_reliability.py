@@ -210,7 +210,7 @@ def test_a_killed_worker_does_not_fail_the_study(tmp_path):
         url,
     ]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    from dse.testing.faults import _children
+    from dse.testing.interrupts import _children
 
     kids: list[int] = []
     deadline = time.time() + 60

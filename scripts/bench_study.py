@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
-from dse.explore.search import load_studies, run_study  # noqa: E402
+from dse.explore.studies import load_studies  # noqa: E402
+from dse.explore.study_workers import run_study  # noqa: E402
 
 STUDY = ROOT / "studies" / "bw_split_4d.toml"
 
@@ -60,12 +61,12 @@ def profile(spec, trials: int) -> None:
         prof = cProfile.Profile()
         prof.runcall(run_study, spec, trials=trials, storage=str(Path(d) / "bench.journal"))
     st = pstats.Stats(prof).stats  # (file, line, function) -> (calls, calls, own s, cumulative s, callers)
-    total = _cumulative(st, lambda k: k[2] == "run_study" and k[0].endswith("search.py"))
+    total = _cumulative(st, lambda k: k[2] == "run_study" and k[0].endswith("study_workers.py"))
     fsync = sum(v[2] for k, v in st.items() if k[2] == "<built-in method posix.fsync>")
     writes = _cumulative(st, lambda k: k[2] == "append_logs")
     hooks = ("infer_relative_search_space", "sample_relative", "sample_independent", "before_trial", "after_trial")
     sampler = _cumulative(st, lambda k: k[0].endswith("study_samplers.py") and k[2] in hooks)
-    bound = _cumulative(st, lambda k: k[2] == "fluid_bound" and k[0].endswith("search.py")) or _cumulative(
+    bound = _cumulative(st, lambda k: k[2] == "fluid_bound" and k[0].endswith("study_trials.py")) or _cumulative(
         st, lambda k: k[2] in ("_solve", "types_for_plan") and k[0].endswith("bounds.py")
     )  # before fluid_bound
     evaluation = _cumulative(st, lambda k: k[2] == "evaluate" and k[0].endswith("evaluate.py"))

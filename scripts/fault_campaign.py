@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The fault-injection campaign behind the README's reliability figures.
 
-Runs the checks of `dse.testing.faults` on seeded random cases (the test suite runs the same checks
-under hypothesis, fewer of them) and prints one Markdown row per kind of fault: cases tried, cases
-handled as promised, and the promise. Exits 1 if any case was not handled, listing it.
+Runs the checks of `dse.testing.faults` and `dse.testing.interrupts` on seeded random cases (the
+test suite runs the same checks under hypothesis, fewer of them) and prints one Markdown row per
+kind of fault: cases tried, cases handled as promised, and the promise. Exits 1 if any case was not handled, listing it.
 
     .venv/bin/python scripts/fault_campaign.py            # about 5 minutes on 2 cores
     .venv/bin/python scripts/fault_campaign.py --scale 0.2
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dse.testing import faults  # noqa: E402
+from dse.testing import faults, interrupts  # noqa: E402
 
 PROMISES = {
     "malformed commands": "exit 0, or one `dse: error:` line and exit 2; no traceback",
@@ -78,15 +78,15 @@ def main() -> int:
     for i in range(n(150)):
         record("damaged study journals", f"#{i}", faults.journal_case(work, random.Random(f"{args.seed}-j-{i}")))
     del os.environ["DSE_MAX_WORK"]
-    refs = {t: faults.kill_reference(t, work) for t in faults.KILL_TARGETS}
+    refs = {t: interrupts.kill_reference(t, work) for t in interrupts.KILL_TARGETS}
     rng = random.Random(f"{args.seed}-kill")
-    for target in faults.KILL_TARGETS:
+    for target in interrupts.KILL_TARGETS:
         for sig, kind in ((signal.SIGKILL, "kill -9"), (signal.SIGINT, "SIGINT (Ctrl-C)")):
             for i in range(n(6)):
                 at = rng.uniform(0.05, 0.6 if target == "reproduce" else 0.95)
                 folder = work / f"kill-{target}-{sig.name}-{i}"
                 folder.mkdir()
-                record(kind, f"{target} at {at:.0%}", faults.kill_case(target, sig, at, folder, refs[target]))
+                record(kind, f"{target} at {at:.0%}", interrupts.kill_case(target, sig, at, folder, refs[target]))
     shutil.rmtree(work, ignore_errors=True)
 
     print("| fault | cases | handled as promised | the promise |")

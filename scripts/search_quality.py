@@ -20,7 +20,7 @@ from pathlib import Path
 import optuna
 
 from dse import evaluate
-from dse.explore.search import SearchSpace
+from dse.explore.spaces import SearchSpace
 from dse.explore.study_samplers import ResumableSampler
 
 SPACE = Path(__file__).resolve().parents[1] / "search_spaces" / "quality_4d.toml"

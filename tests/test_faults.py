@@ -1,4 +1,4 @@
-"""The fault-injection suite: malformed input, damaged files and interrupted runs (dse.testing.faults).
+"""The fault-injection suite: malformed input, damaged files and interrupted runs (dse.testing.faults, dse.testing.interrupts).
 
 Hypothesis drives the malformed inputs and the damage; the interrupted runs are kill -9 and SIGINT,
 sent when a sweep (one and two jobs), a study or a reproduction has written a given share of its
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dse.testing import faults
+from dse.testing import faults, interrupts
 
 
 def fast(n: int) -> settings:
@@ -95,7 +95,7 @@ def references(tmp_path_factory):
     folder = tmp_path_factory.mktemp("kill-ref")
     os.environ.pop("DSE_MAX_WORK", None)
     try:
-        return {t: faults.kill_reference(t, folder) for t in faults.KILL_TARGETS}
+        return {t: interrupts.kill_reference(t, folder) for t in interrupts.KILL_TARGETS}
     finally:
         os.environ["DSE_MAX_WORK"] = "2e5"
 
@@ -117,7 +117,7 @@ KILLS = [
 def test_interrupted_runs_resume_to_the_uninterrupted_result(target, sig, at, references, tmp_path):
     os.environ.pop("DSE_MAX_WORK", None)
     try:
-        assert faults.kill_case(target, sig, at, tmp_path, references[target]) == []
+        assert interrupts.kill_case(target, sig, at, tmp_path, references[target]) == []
     finally:
         os.environ["DSE_MAX_WORK"] = "2e5"
 
@@ -144,4 +144,4 @@ def test_output_size_skips_a_file_gone_as_it_is_counted(tmp_path, monkeypatch):
         return seen
 
     monkeypatch.setattr(Path, "is_file", gone_once_seen)
-    assert faults._size(tmp_path) == 10
+    assert interrupts._size(tmp_path) == 10

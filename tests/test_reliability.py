@@ -14,7 +14,8 @@ import pytest
 
 import dse
 from dse.core.errors import InputError
-from dse.explore.search import load_studies, run_study, summary
+from dse.explore.studies import load_studies
+from dse.explore.study_workers import run_study, summary
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = ROOT / "studies" / "sweeps" / "sizes.toml"
@@ -209,7 +210,7 @@ def test_a_killed_worker_does_not_fail_the_study(tmp_path):
         url,
     ]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    from dse.testing.faults import _children
+    from dse.testing.interrupts import _children
 
     kids: list[int] = []
     deadline = time.time() + 60

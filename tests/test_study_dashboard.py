@@ -15,7 +15,9 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
-from dse.explore.search import load_studies, open_storage, run_study  # noqa: E402
+from dse.explore.storage import open_storage  # noqa: E402
+from dse.explore.studies import load_studies  # noqa: E402
+from dse.explore.study_workers import run_study  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BW = ROOT / "studies" / "bw_split_4d.toml"

@@ -1,6 +1,6 @@
 """What a study trial writes: few journal records (the record as one user attribute, no parameter for
 a choice the space fixes), one fsync per finished trial, the worker recorded first; readers of both
-layouts; the cached bound; the long-lived search space (dse.explore.storage, dse.explore.study_journal, dse.explore.search)."""
+layouts; the cached bound; the long-lived search space (dse.explore.storage, dse.explore.study_journal, dse.explore.study_trials)."""
 
 import json
 import os
@@ -14,10 +14,12 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from dse.core.topology import Dim, Topology  # noqa: E402
-from dse.explore.search import fluid_bound, load_studies, run_study, summary  # noqa: E402
 from dse.explore.storage import FIXED_KEY, LAYOUT_ATTR, RECORD_ATTR, WORKER_ATTR, load_study, trial_params, trial_record  # noqa: E402
+from dse.explore.studies import load_studies  # noqa: E402
 from dse.explore.study_journal import needs_sync  # noqa: E402
 from dse.explore.study_samplers import ResumableSampler  # noqa: E402
+from dse.explore.study_trials import fluid_bound  # noqa: E402
+from dse.explore.study_workers import run_study, summary  # noqa: E402
 from dse.output.study_report import report_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,10 +10,11 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from dse.core.topology import parse_topology  # noqa: E402
-from dse.explore.search import load_studies, run_study, write_report  # noqa: E402
 from dse.explore.storage import load_study  # noqa: E402
+from dse.explore.studies import load_studies  # noqa: E402
+from dse.explore.study_workers import run_study  # noqa: E402
 from dse.output.study_plots import history_data, importance_data, pareto_data  # noqa: E402
-from dse.output.study_report import axis, complete_trials, objective_names  # noqa: E402
+from dse.output.study_report import axis, complete_trials, objective_names, write_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BW = ROOT / "studies" / "bw_split_4d.toml"

@@ -9,7 +9,8 @@ import pytest
 
 from dse.training.iteration import iterate
 from dse.training.workload_formats import convert, figures_sha256, to_astra_text, to_toml
-from dse.training.workloads import bundled_workloads, load_toml_text, load_workload
+from dse.training.workload_read import load_toml_text
+from dse.training.workloads import bundled_workloads, load_workload
 
 SHARED_WL = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "astra-sim-1.0"
 BUNDLED = [

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from dse.core.errors import InputError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read the name)
 if TYPE_CHECKING:
     from dse.training.iteration import IterationResult
 
@@ -82,17 +82,20 @@ def cmd_iterate(args: argparse.Namespace) -> int:
             d.pop("nodes", None)
         print(json.dumps(d))
         return 0
-    _print_tables(res, collectives=args.collectives)
+    for note in res.notes:
+        print(f"note: {note}")
+    print(_summary_table(res))
+    if args.collectives and res.collectives:
+        print()
+        print(_collectives_table(res))
     return 0
 
 
-def _print_tables(res: IterationResult, *, collectives: bool) -> None:
-    """The iteration's quantities as a table, then (`collectives`) one row per collective."""
-    from dse.core.units import format_size, format_time
+def _summary_table(res: IterationResult) -> str:
+    """The iteration's quantities, one per row."""
+    from dse.core.units import format_time
     from dse.output.report import format_table
 
-    for note in res.notes:
-        print(f"note: {note}")
     rows = [
         ("workload", res.workload),
         ("topology", res.topology),
@@ -109,27 +112,28 @@ def _print_tables(res: IterationResult, *, collectives: bool) -> None:
         ("BW utilisation (while communicating)", f"{res.bw_utilization:.1%}"),
         ("collectives", len(res.collectives)),
     ]
-    print(format_table(("quantity", "value"), rows, align="ll"))
-    if collectives and res.collectives:
-        body = [
-            (
-                c.iteration,
-                c.layer,
-                c.slot,
-                c.collective,
-                format_size(c.size_bytes),
-                ",".join(map(str, c.dims)),
-                c.chunks,
-                format_time(c.issue_ns),
-                format_time(c.end_ns + c.delay_ns),
-            )
-            for c in res.collectives
-        ]
-        print()
-        print(
-            format_table(
-                ("it", "layer", "slot", "collective", "size", "dims", "chunks", "issued", "done"),
-                body,
-                align="rllllrrrr",
-            )
+    return format_table(("quantity", "value"), rows, align="ll")
+
+
+def _collectives_table(res: IterationResult) -> str:
+    """Every collective: pass, layer, slot, what, where, and when it was issued and done."""
+    from dse.core.units import format_size, format_time
+    from dse.output.report import format_table
+
+    body = [
+        (
+            c.iteration,
+            c.layer,
+            c.slot,
+            c.collective,
+            format_size(c.size_bytes),
+            ",".join(map(str, c.dims)),
+            c.chunks,
+            format_time(c.issue_ns),
+            format_time(c.end_ns + c.delay_ns),
         )
+        for c in res.collectives
+    ]
+    return format_table(
+        ("it", "layer", "slot", "collective", "size", "dims", "chunks", "issued", "done"), body, align="rllllrrrr"
+    )

@@ -10,13 +10,22 @@ from collections.abc import Sequence
 
 from dse.cli.iterate import add_iterate_parser
 from dse.cli.parser import Parser as _Parser
+from dse.cli.plot import add_plot_parser
 from dse.cli.reproduce import add_reproduce_parser
 from dse.cli.study import add_study_parser
+from dse.cli.sweep import add_sweep_parser
 from dse.cli.workload import add_workload_parser
 from dse.core.errors import InputError, RunError, note_swallowed_interrupt
 
 # Each command imports what it runs when it runs (`dse --help` builds every parser and imports none
 # of the simulator): keep the imports above to the parser's own modules.
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read the name)
+if TYPE_CHECKING:
+    from dse.bounds.api import Bounds
+    from dse.core.topology import Topology
+    from dse.output.report import ComparisonRow
+    from dse.sim.result import Result
 
 
 def _add_topology(p: argparse.ArgumentParser) -> None:
@@ -51,9 +60,25 @@ def _add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The whole `dse` parser: every subcommand, in the order --help lists them."""
     parser = _Parser(prog="dse", description="Collectives on multi-dimensional networks: Themis, bounds, search.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add_evaluate_parser(sub)
+    _add_compare_parser(sub)
+    _add_bound_parser(sub)
+    add_sweep_parser(sub)
+    add_plot_parser(sub)
+    add_study_parser(sub)
+    add_reproduce_parser(sub)
+    add_iterate_parser(sub)
+    add_workload_parser(sub)
+    p = sub.add_parser("topologies", help="list the preset topologies: the paper's, NAME@artifact, real systems")
+    p.add_argument("--json", action="store_true", help="print a JSON list: every field of the table, and each source")
+    p.set_defaults(func=cmd_topologies)
+    return parser
 
+
+def _add_evaluate_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="simulate one collective")
     _add_topology(p)
     _add_common(p)
@@ -70,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_evaluate)
 
+
+def _add_compare_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="every scheduler x queue on one topology, with the bound and gaps")
     _add_topology(p)
     _add_common(p)
@@ -82,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_compare)
 
+
+def _add_bound_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bound", help="lower bounds: ideal, fluid LP, ILP, pipeline; the optimal order mix")
     _add_topology(p)
     _add_common(p, seed=False)  # the bound has no randomness: no --seed
@@ -97,61 +126,6 @@ def build_parser() -> argparse.ArgumentParser:
         "dse compare uses, so both print the same bound on every run; 'none' for no limit)",
     )
     p.set_defaults(func=cmd_bound)
-
-    p = sub.add_parser("sweep", help="evaluate every point of a TOML sweep file in parallel, into a resumable CSV")
-    p.add_argument("file", metavar="FILE.toml", help="a sweep file: a [sweep] table of evaluate() parameters")
-    p.add_argument("--out", required=True, help="the CSV to write; re-running resumes it")
-    p.add_argument("--jobs", default="1", help="worker processes (default 1; -1 for every core)")
-    p.add_argument("--backend", default="processes", help="processes (forked workers, default) or dask")
-    p.add_argument("--scheduler-address", default=None, help="dask.distributed scheduler, e.g. tcp://host:8786")
-    p.add_argument("--batch", default=None, help="points per task (default: automatic, at most 200)")
-    p.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="a progress bar on stderr (default: when stderr is a terminal)",
-    )
-    p.set_defaults(func=cmd_sweep)
-
-    p = sub.add_parser(
-        "plot", help="figures: a sweep CSV (dse plot sweep) or one evaluation's phases (dse plot timeline)"
-    )
-    psub = p.add_subparsers(dest="plot_kind", metavar="KIND", parser_class=_Parser, required=True)
-    q = psub.add_parser("sweep", help="a sweep CSV: y against x, one line per hue, one panel per facet")
-    q.add_argument("csv", metavar="RESULTS.csv")
-    q.add_argument("--x", required=True, help="a column, e.g. chunks or size_bytes")
-    q.add_argument("--y", required=True, help="a numeric column, e.g. bw_utilization or time_ns")
-    q.add_argument("--hue", default=None, help="column(s) naming the lines, e.g. scheduler or scheduler,queue")
-    q.add_argument("--facet", default=None, help="column(s) naming the panels, e.g. topology")
-    q.add_argument("--logx", action="store_true", help="logarithmic x axis")
-    q.add_argument(
-        "--mean",
-        action="store_true",
-        help="average rows that differ only in columns the plot does "
-        "not show (without it such rows are refused, naming the columns)",
-    )
-    q.add_argument("--out", required=True, help="the figure: .png or .svg")
-    q.set_defaults(func=cmd_plot_sweep)
-    q = psub.add_parser(
-        "timeline",
-        help="the per-dimension phases of one evaluation (dse evaluate --json --timeline), "
-        "or each resource's nodes of an iteration (dse iterate --json --timeline)",
-    )
-    q.add_argument(
-        "result", metavar="RESULT.json", help="the output of dse evaluate or dse iterate ... --json --timeline"
-    )
-    q.add_argument("--out", required=True, help="the figure: .png or .svg")
-    q.set_defaults(func=cmd_plot_timeline)
-
-    add_study_parser(sub)
-    add_reproduce_parser(sub)
-    add_iterate_parser(sub)
-    add_workload_parser(sub)
-
-    p = sub.add_parser("topologies", help="list the preset topologies: the paper's, NAME@artifact, real systems")
-    p.add_argument("--json", action="store_true", help="print a JSON list: every field of the table, and each source")
-    p.set_defaults(func=cmd_topologies)
-    return parser
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -204,9 +178,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from dse.bounds.api import lower_bounds
     from dse.core.topology import parse_topology
-    from dse.core.units import format_size, format_time, parse_int, parse_positive
-    from dse.costs import COST_MODELS
-    from dse.output.report import ALL_TO_ALL_NOTE, below_bound_note, comparison_rows, comparison_text
+    from dse.core.units import parse_int, parse_positive
+    from dse.output.report import comparison_rows
     from dse.schedulers.lp_guided import too_many_orders
     from dse.sim.evaluate import COMPARE_SCHEDULERS, compare
 
@@ -251,26 +224,37 @@ def cmd_compare(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out))
     else:
-        title = (
-            f"{first.topology} ({topo.npus} NPUs), {first.collective} of "
-            f"{format_size(first.size_bytes, first.size_unit)} per NPU, "
-            f"{first.chunks} chunks, cost model {first.cost_model} ({first.latency_mode} latency)"
-        )
-        print(comparison_text(rows, title))
-        print(
-            f"bound {format_time(bounds.bound_ns)} ({bounds.status}): ideal {format_time(bounds.ideal_ns)}, "
-            f"ILP {format_time(bounds.ilp_ns)}, pipeline {format_time(bounds.pipeline_ns)}"
-        )
-        for note in bounds.notes if bounds.status in ("lp_only", "ideal_only") else ():
-            print(f"note: {note}")
-        if first.collective == "all_to_all":
-            print(f"note: {ALL_TO_ALL_NOTE}")
-        concurrent = first.active_chunks if not COST_MODELS[first.cost_model].shares_bandwidth else 1
-        if (below := below_bound_note(rows, first.cost_model, concurrent)) is not None:
-            print(f"note: {below}")
-        for name, why in skipped.items():
-            print(f"{name} not run: {why}")
+        _print_comparison(topo, first, rows, bounds, skipped)
     return 0
+
+
+def _print_comparison(
+    topo: Topology, first: Result, rows: list[ComparisonRow], bounds: Bounds, skipped: dict[str, str]
+) -> None:
+    """`dse compare`'s table: a title from the first result, the rows, the bound, then notes."""
+    from dse.core.units import format_size, format_time
+    from dse.costs import COST_MODELS
+    from dse.output.report import ALL_TO_ALL_NOTE, below_bound_note, comparison_text
+
+    title = (
+        f"{first.topology} ({topo.npus} NPUs), {first.collective} of "
+        f"{format_size(first.size_bytes, first.size_unit)} per NPU, "
+        f"{first.chunks} chunks, cost model {first.cost_model} ({first.latency_mode} latency)"
+    )
+    print(comparison_text(rows, title))
+    print(
+        f"bound {format_time(bounds.bound_ns)} ({bounds.status}): ideal {format_time(bounds.ideal_ns)}, "
+        f"ILP {format_time(bounds.ilp_ns)}, pipeline {format_time(bounds.pipeline_ns)}"
+    )
+    for note in bounds.notes if bounds.status in ("lp_only", "ideal_only") else ():
+        print(f"note: {note}")
+    if first.collective == "all_to_all":
+        print(f"note: {ALL_TO_ALL_NOTE}")
+    concurrent = first.active_chunks if not COST_MODELS[first.cost_model].shares_bandwidth else 1
+    if (below := below_bound_note(rows, first.cost_model, concurrent)) is not None:
+        print(f"note: {below}")
+    for name, why in skipped.items():
+        print(f"{name} not run: {why}")
 
 
 def cmd_bound(args: argparse.Namespace) -> int:
@@ -338,49 +322,6 @@ def cmd_topologies(args: argparse.Namespace) -> int:
         print(textwrap.fill(source, width=100, initial_indent=f"- {label}: ", subsequent_indent="  "))
     for name, why in NOT_PRESETS.items():
         print(textwrap.fill(why, width=100, initial_indent=f"- {name}: ", subsequent_indent="  "))
-    return 0
-
-
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from dse.core.units import parse_int
-    from dse.explore.sweep import load_sweep, run_sweep
-
-    sweep = load_sweep(args.file)
-    jobs = parse_int(args.jobs, "jobs", minimum=-1)
-    batch = parse_int(args.batch, "batch", minimum=1) if args.batch is not None else None
-    counts = run_sweep(
-        sweep,
-        args.out,
-        jobs=jobs,
-        backend=args.backend,
-        scheduler_address=args.scheduler_address,
-        batch=batch,
-        progress=args.progress,
-    )
-    print(
-        f"{args.out}: {counts['points']} points, {counts['done_before']} already there, {counts['evaluated']} evaluated"
-    )
-    return 0
-
-
-def cmd_plot_sweep(args: argparse.Namespace) -> int:
-    from dse.output.plots import plot_sweep_file
-
-    data = plot_sweep_file(
-        args.csv, args.out, x=args.x, y=args.y, hue=args.hue, facet=args.facet, logx=args.logx, mean=args.mean
-    )
-    if data.averaged:
-        most = max(n for lines in data.panels.values() for line in lines for n in line.n)
-        print(f"note: each point averages the rows that differ in {', '.join(data.averaged)} (up to {most} rows)")
-    print(args.out)
-    return 0
-
-
-def cmd_plot_timeline(args: argparse.Namespace) -> int:
-    from dse.output.timeline_plot import plot_timeline_file
-
-    plot_timeline_file(args.result, args.out)
-    print(args.out)
     return 0
 
 

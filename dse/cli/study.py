@@ -1,4 +1,4 @@
-"""`dse study ...`: run, report, list and browse Optuna design-space studies (see dse.explore.search).
+"""`dse study ...`: run, report, list and browse Optuna design-space studies (see dse.explore.studies).
 
 `report`, `list` and `dashboard` find a study where `run` put it when no --storage is given:
 ``studies/out/<name up to its first dot>.journal`` under the current folder (`dse.explore.storage.storage_for`).
@@ -100,7 +100,8 @@ def cmd_study_run(args: argparse.Namespace) -> int:
 
     from dse.core.progress import wanted
     from dse.core.units import parse_int
-    from dse.explore.search import load_studies, run_study
+    from dse.explore.studies import load_studies
+    from dse.explore.study_workers import run_study
 
     specs = load_studies(args.file)
     if args.only:
@@ -122,8 +123,8 @@ def cmd_study_run(args: argparse.Namespace) -> int:
 
 
 def cmd_study_report(args: argparse.Namespace) -> int:
-    from dse.explore.search import write_report
     from dse.explore.storage import storage_for
+    from dse.output.study_report import write_report
 
     rep = write_report(args.name, storage_for(args.name, args.storage), args.out)
     print(
@@ -140,8 +141,8 @@ def cmd_study_list(args: argparse.Namespace) -> int:
     import json
 
     from dse.core.units import format_time
-    from dse.explore.search import list_studies
     from dse.explore.storage import STUDIES_OUT, default_journals
+    from dse.explore.study_workers import list_studies
     from dse.output.report import format_table
 
     urls = [args.storage] if args.storage is not None else default_journals()

@@ -369,7 +369,7 @@ def trial_record(trial: Any) -> dict[str, Any]:
 
 def trial_params(trial: Any) -> dict[str, Any]:
     """Every choice of a trial's design, sampled or fixed by its space, in the order
-    `dse.explore.search.SearchSpace.suggest` makes them (the order of a trial's parameters before the fixed
+    `dse.explore.spaces.SearchSpace.suggest` makes them (the order of a trial's parameters before the fixed
     ones left them; other names after, as they come)."""
     record = trial.user_attrs.get(RECORD_ATTR)
     fixed = record.get(FIXED_KEY) if isinstance(record, dict) else None

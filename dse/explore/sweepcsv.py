@@ -31,7 +31,7 @@ import warnings
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dse.core.errors import InputError
@@ -158,52 +158,81 @@ def inspect(data: bytes, header: Sequence[str], params: Sequence[Sequence[object
     lines = data.split(b"\n")
     tail = lines.pop()  # the part after the last newline: empty unless the last line was cut short
     if not lines:
-        if rows.header.encode().startswith(tail):
-            return CsvState(frozenset(), truncate_to=0, repairs=("a header cut short",))
-        raise InputError("out", f"{name} exists and is not a sweep CSV", ALLOWED)
-    if lines[0] != rows.header.encode():
-        if b"," in lines[0]:
+        return _header_only(rows, tail, name)
+    _check_header(rows, lines[0], name)
+    kept = _Kept(name, [lines[0]])
+    for n, raw in enumerate(lines[1:], start=2):
+        _read_line(rows, kept, raw, n)
+    if tail:
+        if rows.pieces(tail.decode("ascii", "replace")) is None:  # the last line, cut short (its points run again)
+            raise InputError("out", f"{name} line {len(lines) + 1} is not a point of this sweep", ALLOWED)
+        if not kept.repairs:
+            return CsvState(frozenset(kept.done), truncate_to=len(data) - len(tail), repairs=("a last line cut short",))
+        kept.repairs["a last line cut short"] += 1
+    return kept.state()
+
+
+def _header_only(rows: _Rows, tail: bytes, name: str) -> CsvState:
+    """A file of one line and no newline: a header cut short (cut off), else not a sweep CSV."""
+    if rows.header.encode().startswith(tail):
+        return CsvState(frozenset(), truncate_to=0, repairs=("a header cut short",))
+    raise InputError("out", f"{name} exists and is not a sweep CSV", ALLOWED)
+
+
+def _check_header(rows: _Rows, first: bytes, name: str) -> None:
+    """The first line must be this sweep's header."""
+    if first != rows.header.encode():
+        if b"," in first:
             raise InputError("out", f"{name} exists with other columns", ALLOWED)
         raise InputError("out", f"{name} exists and is not a sweep CSV", ALLOWED)
-    keep, done, repairs = [lines[0]], {}, Counter()
 
-    def add(i: int, raw: bytes, n: int) -> None:
-        if i not in done:
-            done[i] = (raw, n)
-            keep.append(raw)
-        elif done[i][0] == raw:
-            repairs["a repeated row"] += 1
+
+@dataclass
+class _Kept:
+    """The lines a repair keeps (the header first), each point's row and line number, and the
+    repairs counted so far."""
+
+    name: str
+    keep: list[bytes]
+    done: dict[int, tuple[bytes, int]] = field(default_factory=dict)
+    repairs: Counter = field(default_factory=Counter)
+
+    def add(self, i: int, raw: bytes, n: int) -> None:
+        """Point `i`'s row `raw`, on line `n`: kept once; the same row again is a repeat, another is refused."""
+        if i not in self.done:
+            self.done[i] = (raw, n)
+            self.keep.append(raw)
+        elif self.done[i][0] == raw:
+            self.repairs["a repeated row"] += 1
         else:
             raise InputError(
                 "out",
-                f"{name} lines {done[i][1]} and {n} give point {i} different results",
+                f"{self.name} lines {self.done[i][1]} and {n} give point {i} different results",
                 "remove the wrong row (or both, and the point runs again)",
             )
 
-    for n, raw in enumerate(lines[1:], start=2):
-        text = raw.decode("ascii", "replace")
-        i = rows.row(text)
-        if i is not None:
-            add(i, raw, n)
-        elif not text:
-            repairs["a blank line"] += 1
-        elif (whole := rows.pieces(text)) is not None:
-            repairs["a row cut short"] += 1
-            for a, b in whole:
-                add(rows.row(text[a:b]), raw[a:b], n)  # type: ignore[arg-type]
-        else:
-            raise InputError("out", f"{name} line {n} is not a point of this sweep", ALLOWED)
-    if tail:
-        text = tail.decode("ascii", "replace")
-        if rows.pieces(text) is None:  # the last line, cut short (its points run again)
-            raise InputError("out", f"{name} line {len(lines) + 1} is not a point of this sweep", ALLOWED)
-        if not repairs:
-            return CsvState(frozenset(done), truncate_to=len(data) - len(tail), repairs=("a last line cut short",))
-        repairs["a last line cut short"] += 1
-    if not repairs:
-        return CsvState(frozenset(done))
-    what = tuple(f"{k} ({v})" if v > 1 else k for k, v in repairs.items())
-    return CsvState(frozenset(done), keep=tuple(keep), repairs=what)
+    def state(self) -> CsvState:
+        """The points done, and the lines to write anew if anything was repaired."""
+        if not self.repairs:
+            return CsvState(frozenset(self.done))
+        what = tuple(f"{k} ({v})" if v > 1 else k for k, v in self.repairs.items())
+        return CsvState(frozenset(self.done), keep=tuple(self.keep), repairs=what)
+
+
+def _read_line(rows: _Rows, kept: _Kept, raw: bytes, n: int) -> None:
+    """Line `n` (after the header, before the tail): a row, a blank line, rows cut short and glued, or refused."""
+    text = raw.decode("ascii", "replace")
+    i = rows.row(text)
+    if i is not None:
+        kept.add(i, raw, n)
+    elif not text:
+        kept.repairs["a blank line"] += 1
+    elif (whole := rows.pieces(text)) is not None:
+        kept.repairs["a row cut short"] += 1
+        for a, b in whole:
+            kept.add(rows.row(text[a:b]), raw[a:b], n)  # type: ignore[arg-type]
+    else:
+        raise InputError("out", f"{kept.name} line {n} is not a point of this sweep", ALLOWED)
 
 
 class SweepFile:

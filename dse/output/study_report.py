@@ -2,7 +2,7 @@
 
 The report speaks the study's terms rather than Optuna's:
 
-- each objective is a column named by its metric (`metric_name`): ``time_ns_themis_scf``,
+- each objective is a column named by its metric (`dse.explore.objectives.metric_name`): ``time_ns_themis_scf``,
   ``bw_utilization_themis_scf``, ``gap_themis_scf``, ``cost``; the same names are the study's
   Optuna metric names, so optuna-dashboard shows them too;
 - the bandwidth of dimension i (from the innermost) is ``bw<i>_GBps``, read from the trial's
@@ -24,9 +24,9 @@ from typing import Any
 from dse.core.errors import InputError
 from dse.core.files import atomic_output, check_output_dir, make_dirs
 from dse.core.topology import parse_topology
+from dse.explore.objectives import METRIC_PREFIX, metric_name
 from dse.explore.storage import load_study, trial_params, trial_record
 
-METRIC_PREFIX = {"time": "time_ns", "bw_utilization": "bw_utilization", "gap": "gap", "cost": "cost"}
 _AXES = {  # metric name prefix -> (axis title, factor from the stored value, unit)
     "time_ns": ("time", 1e-6, "ms"),
     "bw_utilization": ("BW utilization", 100.0, "%"),
@@ -35,11 +35,6 @@ _AXES = {  # metric name prefix -> (axis title, factor from the stored value, un
 }
 _OLD_LABEL = re.compile(r"^(\w+)\[(\w+)\+(\w+)\]$")  # Objective.label: time[themis+scf]
 BW_PARAM = re.compile(r"^bw_\d+d_\d+$")  # the space's sampled bandwidth parameters (weights or GB/s)
-
-
-def metric_name(metric: str, scheduler: str, queue: str) -> str:
-    """An objective's name in reports and in Optuna: ``time_ns_themis_scf``, ``cost``..."""
-    return "cost" if metric == "cost" else f"{METRIC_PREFIX[metric]}_{scheduler}_{queue}"
 
 
 def objective_names(study: Any) -> list[str]:

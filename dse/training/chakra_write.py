@@ -169,8 +169,7 @@ def encode_graph(
     flags_len = flags_len or trace_len or None
     ids: dict[int, int] = {}
     out: list[Any] = []
-    rounded = delays = 0
-    worst = 0.0
+    seen = _Differences()
     for i, nd in enumerate(graph.nodes):
         if nd.kind == MARK:
             continue
@@ -179,12 +178,7 @@ def encode_graph(
         m.data_deps.extend(ids[p] for p in deps[i])
         _attr(m, "is_cpu_op", bool_val=nd.cpu)
         if nd.kind in (COMPUTE, REPLAY):
-            us = int(nd.duration // 1000 + (1 if nd.duration % 1000 >= 500 else 0))
-            m.duration_micros = us
-            if us * 1000 != nd.duration:
-                _attr(m, "dse_duration_ns", double_val=float(nd.duration))
-                rounded += 1
-                worst = max(worst, abs(us * 1000 - nd.duration))
+            _encode_duration(m, nd, seen)
         if nd.kind == COMPUTE:
             m.type = cs.COMP
         elif nd.kind == REPLAY:
@@ -192,38 +186,72 @@ def encode_graph(
             if not nd.cpu:
                 _attr(m, "comm_type", int64_val=cs.BROADCAST)
         else:
-            m.type = cs.COMM_COLL
-            _attr(m, "comm_type", int64_val=CHAKRA_TYPE[nd.collective])  # type: ignore[index]
-            _attr(m, "comm_size", int64_val=nd.size)
-            flags = _scope_flags(nd, flags_len, mp_dims, ndims)
-            if flags is not None:
-                a = m.attr.add(name="involved_dim")
-                a.bool_list.values.extend(flags)
-            if nd.delay:
-                _attr(m, "dse_delay_ns", double_val=float(nd.delay))
-                delays += 1
-            if nd.policy != "none":
-                _attr(m, "dse_policy", string_val=nd.policy)
-        if nd.iteration:
-            _attr(m, "dse_iteration", int64_val=nd.iteration)
-        if nd.layer >= 0:
-            _attr(m, "dse_layer", int64_val=nd.layer)
-        if nd.slot:
-            _attr(m, "dse_slot", string_val=nd.slot)
+            _encode_collective(m, nd, _scope_flags(nd, flags_len, mp_dims, ndims), seen)
+        _encode_labels(m, nd)
         out.append(m)
-    notes = []
-    if rounded:
-        notes.append(
-            f"{rounded} duration{'s are' if rounded > 1 else ' is'} not whole microseconds (Chakra's unit): "
-            f"ASTRA-sim 2.x reads them rounded, by up to {worst:.0f} ns each; "
-            "dse reads the exact ns kept in dse_duration_ns"
-        )
-    if delays:
-        notes.append(
-            f"{delays} collective{'s carry' if delays > 1 else ' carries'} an update delay (dse_delay_ns) "
-            "that ASTRA-sim 2.x does not apply"
-        )
-    return out, notes
+    return out, seen.notes()
+
+
+@dataclass
+class _Differences:
+    """What ASTRA-sim 2.x reads differently, counted while encoding: durations rounded to whole
+    microseconds (and the largest rounding, ns), and update delays it does not apply."""
+
+    rounded: int = 0
+    worst: float = 0.0
+    delays: int = 0
+
+    def notes(self) -> list[str]:
+        """One note per kind of difference found."""
+        notes = []
+        if self.rounded:
+            notes.append(
+                f"{self.rounded} duration{'s are' if self.rounded > 1 else ' is'} not whole microseconds "
+                f"(Chakra's unit): ASTRA-sim 2.x reads them rounded, by up to {self.worst:.0f} ns each; "
+                "dse reads the exact ns kept in dse_duration_ns"
+            )
+        if self.delays:
+            notes.append(
+                f"{self.delays} collective{'s carry' if self.delays > 1 else ' carries'} an update delay "
+                "(dse_delay_ns) that ASTRA-sim 2.x does not apply"
+            )
+        return notes
+
+
+def _encode_duration(m: Any, nd: Node, seen: _Differences) -> None:
+    """A compute's duration in whole microseconds (rounded to the nearest), the exact ns kept beside
+    it when they differ."""
+    us = int(nd.duration // 1000 + (1 if nd.duration % 1000 >= 500 else 0))
+    m.duration_micros = us
+    if us * 1000 != nd.duration:
+        _attr(m, "dse_duration_ns", double_val=float(nd.duration))
+        seen.rounded += 1
+        seen.worst = max(seen.worst, abs(us * 1000 - nd.duration))
+
+
+def _encode_collective(m: Any, nd: Node, flags: list[bool] | None, seen: _Differences) -> None:
+    """A collective: its type, size and dimensions (`flags`, None: all), and dse's delay and issue policy."""
+    m.type = cs.COMM_COLL
+    _attr(m, "comm_type", int64_val=CHAKRA_TYPE[nd.collective])  # type: ignore[index]
+    _attr(m, "comm_size", int64_val=nd.size)
+    if flags is not None:
+        a = m.attr.add(name="involved_dim")
+        a.bool_list.values.extend(flags)
+    if nd.delay:
+        _attr(m, "dse_delay_ns", double_val=float(nd.delay))
+        seen.delays += 1
+    if nd.policy != "none":
+        _attr(m, "dse_policy", string_val=nd.policy)
+
+
+def _encode_labels(m: Any, nd: Node) -> None:
+    """The node's pass, layer and slot, where it has them."""
+    if nd.iteration:
+        _attr(m, "dse_iteration", int64_val=nd.iteration)
+    if nd.layer >= 0:
+        _attr(m, "dse_layer", int64_val=nd.layer)
+    if nd.slot:
+        _attr(m, "dse_slot", string_val=nd.slot)
 
 
 def _attr(m: Any, name: str, **value: Any) -> None:

@@ -42,15 +42,6 @@ def resnet152(
     rate = peak_flops * efficiency / 1e9  # FLOP per ns
     if rate <= 0 or batch < 1 or bytes_per_param < 1:
         raise InputError("resnet152", "batch, bytes_per_param, peak_flops and efficiency must be positive")
-    layers = _resnet152_layers(batch, bytes_per_param, rate, image, classes)
-    if fused:
-        layers = _fuse_weight_gradients(layers)
-    return Workload("resnet152", "DATA", tuple(layers), None, "generator resnet152")
-
-
-def _resnet152_layers(batch: int, bytes_per_param: int, rate: float, image: int, classes: int) -> list[Layer]:
-    """Each convolution (with its batch norm) and the fc, each all-reducing its weight gradient;
-    `rate`: FLOP per ns."""
     layers: list[Layer] = []
 
     def add(name: str, cin: int, cout: int, k: int, hw_out: int, *, bn: bool = True) -> None:
@@ -77,11 +68,12 @@ def _resnet152_layers(batch: int, bytes_per_param: int, rate: float, image: int,
     params = cin * classes + classes
     t = 2.0 * cin * classes * batch / rate
     layers.append(Layer("fc", t, None, 0, t, None, 0, t, ALL_REDUCE, params * bytes_per_param, 2.0 * params / rate))
-    return layers
+    return Workload("resnet152", "DATA", tuple(_fused(layers) if fused else layers), None, "generator resnet152")
 
 
-def _fuse_weight_gradients(layers: list[Layer]) -> list[Layer]:
-    """One all-reduce of every weight gradient (and one update), issued by the first layer."""
+def _fused(layers: list[Layer]) -> list[Layer]:
+    """One all-reduce of every layer's weight gradient, and the whole update after it, on the first
+    layer (the last to finish its weight gradient); the other layers communicate nothing."""
     total = sum(layer.wg_bytes for layer in layers)
     return [
         replace(

@@ -173,23 +173,11 @@ def iterate(
     ideal = isinstance(scheduler, str) and scheduler.strip().lower() == "ideal"
     sched = None if ideal else get_scheduler(scheduler)
     trace = isinstance(wl, ChakraTrace)
-    if trace:
-        one, logical, k = wl.graph, topo, 0
-    else:
-        one = compile_workload(wl, passes=1, tick=model.workload_tick)  # the work check before the whole graph
-        hybrid = any(n.scope != ALL for n in one.comms())
-        logical, k = group_topology(topo, wl.model_parallel_group if hybrid else None, wl.field("model_parallel_group"))
+    one, logical, k = _one_pass(wl, topo, model)
     planner = Planner(logical, k, model, sched, q, chunks, min_chunk_bytes)
     steps, what = graph_steps(one, planner, q, ideal)
     check_work(steps * iterations, f"{iterations} iteration(s) of {what}")
-    if iterations == 1:
-        graph = one
-    else:
-        graph = (
-            repeat_graph(one, iterations)
-            if trace
-            else compile_workload(wl, passes=iterations, tick=model.workload_tick)
-        )
+    graph = one if iterations == 1 else _passes(wl, one, iterations, model)
     engine = Engine(
         graph, planner, policy_code(q, model.scf_rule), model.dim_tiebreak, ideal, RULES[model.workload_rules]
     )
@@ -198,16 +186,68 @@ def iterate(
         raise InputError(
             "workload", f"the iteration's time is not finite ({total})", "times and sizes within dse.core.limits"
         )
+    return IterationResult(
+        workload=wl.name,
+        topology=topo.label(),
+        scheduler="ideal" if ideal else sched.name,  # type: ignore[union-attr]
+        queue=q,
+        cost_model=model.name,
+        iterations=iterations,
+        chunks=chunks,
+        **_per_pass(engine, total, iterations, sum(model.bytes_per_ns(d) for d in logical.dims)),
+        nodes=_node_runs(graph, engine, wl.ids if trace else (), len(one.nodes)) if nodes else (),
+        collectives=_collective_runs(graph, engine, None if trace else wl),
+        logical_topology=logical.notation() if logical is not topo else "",
+        notes=wl.notes if trace else (),
+    )
+
+
+def _one_pass(wl: Workload | ChakraTrace, topo: Topology, model: CostModel) -> tuple[Graph, Topology, int]:
+    """One pass's graph, the logical topology its collectives run on and its model-parallel dims.
+
+    A hybrid workload's group is placed on the leading dimensions (`group_topology`); a Chakra
+    trace names its dimensions itself."""
+    if isinstance(wl, ChakraTrace):
+        return wl.graph, topo, 0
+    one = compile_workload(wl, passes=1, tick=model.workload_tick)  # the work check before the whole graph
+    hybrid = any(n.scope != ALL for n in one.comms())
+    logical, k = group_topology(topo, wl.model_parallel_group if hybrid else None, wl.field("model_parallel_group"))
+    return one, logical, k
+
+
+def _passes(wl: Workload | ChakraTrace, one: Graph, iterations: int, model: CostModel) -> Graph:
+    """The graph of `iterations` passes: a trace's pass repeated, a workload compiled for them all."""
+    if isinstance(wl, ChakraTrace):
+        return repeat_graph(one, iterations)
+    return compile_workload(wl, passes=iterations, tick=model.workload_tick)
+
+
+def _per_pass(engine: Engine, total: float, iterations: int, bytes_per_ns: float) -> dict[str, float]:
+    """A run's times, bytes and bandwidth utilisation per pass (module docstring), as `IterationResult`
+    fields; `bytes_per_ns`: the sum of the logical dimensions' bandwidths."""
     time = total / iterations
     gpu = engine.compute_busy / iterations
     cpu = engine.cpu_busy / iterations
     comm = engine.comm_time / iterations
-    bw = sum(model.bytes_per_ns(d) for d in logical.dims)
     sent = engine.bytes_sent / iterations
-    runs = tuple(
+    return {
+        "time_ns": time,
+        "compute_ns": gpu + cpu,
+        "cpu_ns": cpu,
+        "comm_ns": comm,
+        "exposed_comm_ns": max(0.0, time - gpu),
+        "bw_utilization": sent / (comm * bytes_per_ns) if comm > 0 else 0.0,
+        "bytes_sent": sent,
+        "total_ns": total,
+    }
+
+
+def _collective_runs(graph: Graph, engine: Engine, wl: Workload | None) -> tuple[CollectiveRun, ...]:
+    """Every collective as it ran; named by its layer's name for a workload (`wl`), else by its node's."""
+    return tuple(
         CollectiveRun(
             n.iteration,
-            n.name if trace or n.layer < 0 else wl.layers[n.layer].name,
+            n.name if wl is None or n.layer < 0 else wl.layers[n.layer].name,
             n.slot,
             n.collective,  # type: ignore[arg-type]
             n.size,
@@ -220,45 +260,24 @@ def iterate(
         for i, n in enumerate(graph.nodes)
         if n.kind == COMM
     )
-    ids = wl.ids if trace else ()  # a trace's node ids, in graph order (its end mark has none)
-    timeline = (
-        tuple(
-            NodeRun(
-                i,
-                ids[i % len(one.nodes)] if ids else i,
-                n.name,
-                n.kind,
-                RESOURCE_NAMES[resource_of(n.kind, n.cpu)],
-                n.iteration,
-                engine.start[i],
-                engine.end[i],
-            )
-            for i, n in enumerate(graph.nodes)
-            if n.kind != MARK
+
+
+def _node_runs(graph: Graph, engine: Engine, ids: Sequence[int], per_pass: int) -> tuple[NodeRun, ...]:
+    """Every node but marks as it ran; `ids`: a trace's node ids in graph order (its end mark has
+    none), repeated each pass of `per_pass` nodes; without, a node's id is its index."""
+    return tuple(
+        NodeRun(
+            i,
+            ids[i % per_pass] if ids else i,
+            n.name,
+            n.kind,
+            RESOURCE_NAMES[resource_of(n.kind, n.cpu)],
+            n.iteration,
+            engine.start[i],
+            engine.end[i],
         )
-        if nodes
-        else ()
-    )
-    return IterationResult(
-        workload=wl.name,
-        topology=topo.label(),
-        scheduler="ideal" if ideal else sched.name,  # type: ignore[union-attr]
-        queue=q,
-        cost_model=model.name,
-        iterations=iterations,
-        chunks=chunks,
-        time_ns=time,
-        compute_ns=gpu + cpu,
-        cpu_ns=cpu,
-        comm_ns=comm,
-        exposed_comm_ns=max(0.0, time - gpu),
-        nodes=timeline,
-        bw_utilization=sent / (comm * bw) if comm > 0 else 0.0,
-        bytes_sent=sent,
-        total_ns=total,
-        collectives=runs,
-        logical_topology=logical.notation() if logical is not topo else "",
-        notes=wl.notes if trace else (),
+        for i, n in enumerate(graph.nodes)
+        if n.kind != MARK
     )
 
 

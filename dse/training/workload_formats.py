@@ -18,15 +18,14 @@ from typing import Any
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
 from dse.core.errors import InputError
 from dse.core.files import check_output_file, read_text, write_atomic
+from dse.training.workload_read import load_toml_text, parse_astra_text
 from dse.training.workloads import (
     LAYER0_IG_STRATEGIES,
     SLOTS,
     Layer,
     Workload,
-    load_toml_text,
     load_workload,
     looks_like_toml,
-    parse_astra_text,
 )
 
 _ASTRA_NAMES = {

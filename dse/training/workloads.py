@@ -4,7 +4,7 @@ A `Workload` is what one training iteration runs on every NPU: per layer a forwa
 input-gradient (``ig``) compute and a weight-gradient (``wg``) compute, each optionally followed
 by a collective, and a weight update. `dse.training.iteration` turns it into a timeline.
 
-Three ways to get one:
+Three ways to get one (`load_workload`; the file readers are in `dse.training.workload_read`):
 
 - the ASTRA-sim 1.0 text format (`load_workload("x.txt")`): line 1 the parallelism strategy and
   its options (``model_parallel_NPU_group: N``, the checkpoint lists), line 2
@@ -55,31 +55,22 @@ wg collective is data-parallel (the remaining dims).
 
 from __future__ import annotations
 
-import math
 import re
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, parse_collective
 from dse.core.errors import InputError
 from dse.core.files import read_text
-from dse.core.limits import MAX_BYTES, MAX_LAYERS, MAX_NS
+from dse.core.limits import MAX_BYTES, MAX_NS
 
 #: The three collective slots of a layer, in the order the fields appear.
 SLOTS = ("fwd", "ig", "wg")
 MP, DP, ALL = "mp", "dp", "all"
 
-_ASTRA_TYPES = {
-    "NONE": None,
-    "ALLREDUCE": ALL_REDUCE,
-    "ALLGATHER": ALL_GATHER,
-    "REDUCESCATTER": REDUCE_SCATTER,
-    "ALLTOALL": ALL_TO_ALL,
-}
-_STRATEGIES = (
+#: The parallelism strategies (ASTRA-sim 1.0's names).
+STRATEGIES = (
     "DATA",
     "MODEL",
     "MICRO",
@@ -90,7 +81,8 @@ _STRATEGIES = (
     "HYBRID_TRANSFORMER_FWD_IN_BCKWD",
     "HYBRID",
 )
-_ALL_DIMS = ("DATA", "MODEL", "MICRO", "HYBRID_DLRM")
+#: The strategies whose collectives all span every dimension (`Workload.scope`).
+ALL_DIMS_STRATEGIES = ("DATA", "MODEL", "MICRO", "HYBRID_DLRM")
 #: ASTRA-sim 1.0's loops that compute layer 0's input gradient (`Workload.layer0_input_gradient`)
 LAYER0_IG_STRATEGIES = (
     "MODEL",
@@ -197,7 +189,7 @@ class Workload:
 
     def scope(self, slot: str) -> str:
         """Where a slot's collectives run: ``all`` dims, the model-parallel or data-parallel dims."""
-        if self.parallelism in _ALL_DIMS or not self.model_parallel_group:
+        if self.parallelism in ALL_DIMS_STRATEGIES or not self.model_parallel_group:
             return ALL
         return DP if slot == "wg" else MP
 
@@ -266,8 +258,10 @@ def load_workload(spec: str | Path | Workload | Mapping[str, Any] | Any) -> Work
 
         if is_trace_path(spec):
             return load_trace(spec)
+    from dse.training import workload_read as read  # the readers build on this module's classes
+
     if isinstance(spec, Mapping):
-        return _from_mapping(spec, "workload")
+        return read.workload_from_mapping(spec, "workload")
     if not isinstance(spec, (str, Path)):
         raise InputError("workload", f"{spec!r} is not a workload", "a file path, a generator spec or a Workload")
     if not str(spec).strip():
@@ -277,7 +271,7 @@ def load_workload(spec: str | Path | Workload | Mapping[str, Any] | Any) -> Work
         bundled = bundled_workloads()
         named = {k.lower(): v for k, v in bundled.items()}.get(str(spec).strip().lower())
         if named is not None:
-            return load_toml_text(read_text(named, "workload"), str(named))
+            return read.load_toml_text(read_text(named, "workload"), str(named))
         from dse.training.generators import GENERATORS, generate  # generators build on this module's classes
 
         gen = str(spec).strip().split(":", 1)[0].lower().replace("-", "").replace("_", "")
@@ -290,8 +284,8 @@ def load_workload(spec: str | Path | Workload | Mapping[str, Any] | Any) -> Work
         )
     text = read_text(path, "workload")
     if path.suffix.lower() == ".toml" or looks_like_toml(text):
-        return load_toml_text(text, str(path))
-    return parse_astra_text(text, str(path))
+        return read.load_toml_text(text, str(path))
+    return read.parse_astra_text(text, str(path))
 
 
 #: Where the bundled workloads live (package data): TOML files converted by ``dse workload convert``.
@@ -306,236 +300,3 @@ def bundled_workloads() -> dict[str, Path]:
 def looks_like_toml(text: str) -> bool:
     """Whether a workload file's text is the TOML form (it has a ``[[layers]]`` table), whatever its suffix."""
     return bool(re.search(r"^\s*\[\[layers\]\]", text, re.M))
-
-
-def parse_astra_text(text: str, source: str = "workload") -> Workload:
-    """Parse the ASTRA-sim 1.0 text format; errors name `source` and the line number."""
-    lines = text.splitlines()
-
-    def err(lineno: int, problem: str, allowed: str | None = None) -> InputError:
-        return InputError(f"{source}:{lineno}", problem, allowed)
-
-    numbered = [(i + 1, ln.split()) for i, ln in enumerate(lines)]
-    numbered = [(i, toks) for i, toks in numbered if toks]
-    if not numbered:
-        raise err(1, "empty workload file")
-    lineno, head = numbered[0]
-    strategy, group, dlrm, lists = _parse_header(head, lambda p, a=None: err(lineno, p, a))
-    if len(numbered) < 2:
-        raise err(lineno + 1, "missing the layer count")
-    lineno, count_toks = numbered[1]
-    count = _int(count_toks[0], lambda p: err(lineno, p), "layer count", minimum=1)
-    if len(count_toks) > 1:
-        raise err(lineno, f"expected only the layer count, got {len(count_toks)} fields")
-    body = numbered[2:]
-    if len(body) != count:
-        where = body[count][0] if len(body) > count else (body[-1][0] + 1 if body else lineno + 1)
-        raise err(where, f"the file says {count} layers but has {len(body)} layer lines")
-    layers = []
-    for lineno, toks in body:
-        e = lambda p, allowed=None, _n=lineno: err(_n, p, allowed)  # noqa: E731
-        if len(toks) != 12:
-            raise e(
-                f"a layer line needs 12 fields, got {len(toks)}",
-                "name dependency fwd_compute fwd_type fwd_bytes ig_compute ig_type ig_bytes "
-                "wg_compute wg_type wg_bytes wg_update_time",
-            )
-        name = toks[0]
-        dep = _int(toks[1], e, "dependency", minimum=-1)
-        vals: dict[str, Any] = {"name": name, "dependency": dep}
-        for slot, base in zip(SLOTS, (2, 5, 8)):
-            vals[f"{slot}_compute"] = float(_int(toks[base], e, f"{slot}_compute", minimum=0, maximum=int(MAX_NS)))
-            t = toks[base + 1].upper()
-            if t not in _ASTRA_TYPES:
-                raise e(f"unknown {slot} communication type {toks[base + 1]!r}", ", ".join(_ASTRA_TYPES))
-            vals[f"{slot}_comm"] = _ASTRA_TYPES[t]
-            vals[f"{slot}_bytes"] = _int(toks[base + 2], e, f"{slot}_bytes", minimum=0, maximum=MAX_BYTES)
-        vals["wg_update"] = float(_int(toks[11], e, "wg_update_time", minimum=0, maximum=int(MAX_NS)))
-        layers.append(Layer(**vals))
-    name = Path(source).stem if source else "workload"
-    if dlrm is not None and dlrm >= len(layers):
-        raise err(numbered[0][0], f"HYBRID_DLRM {dlrm}: the workload has only {len(layers)} layers")
-    for what, idx in lists.items():
-        bad = [li for li in idx if li >= len(layers)]
-        if bad:
-            raise err(
-                numbered[0][0],
-                f"{what}: layer {bad[0]} does not exist (the workload has {len(layers)} layers)",
-                f"layer indices 0 to {len(layers) - 1}",
-            )
-    return Workload(
-        name,
-        strategy,
-        tuple(layers),
-        group,
-        source,
-        dlrm,
-        lists.get("checkpoints", ()),
-        lists.get("checkpoint_initiates", ()),
-        layer0_input_gradient=strategy in LAYER0_IG_STRATEGIES,
-        header_at=f"{source}:{numbered[0][0]}",
-    )
-
-
-_HEADER_OPTIONS = ("model_parallel_NPU_group:", "checkpoints:", "checkpoint_initiates:")
-
-
-def _parse_header(head: list[str], err: Any) -> tuple[str, int | None, int | None, dict[str, tuple[int, ...]]]:
-    """Line 1: strategy, ``HYBRID_DLRM k``'s k, ``model_parallel_NPU_group: N`` and the
-    recompute lists (``checkpoints: COUNT i ...``); an option dse does not know is refused, not dropped."""
-    strategy = head[0].upper()
-    if strategy not in _STRATEGIES:
-        raise err(f"unknown parallelism {head[0]!r}", ", ".join(_STRATEGIES))
-    group = dlrm = None
-    lists: dict[str, tuple[int, ...]] = {}
-    k = 1
-    if strategy == "HYBRID_DLRM" and len(head) > 1:
-        dlrm = _int(head[1], err, "HYBRID_DLRM last bottom layer", minimum=0)
-        k = 2
-    while k < len(head):
-        opt = head[k].lower()
-        if opt == "model_parallel_npu_group:":
-            if k + 1 >= len(head):
-                raise err("model_parallel_NPU_group: needs a number")
-            group = _int(head[k + 1], err, "model_parallel_NPU_group", minimum=1)
-            k += 2
-        elif opt in ("checkpoints:", "checkpoint_initiates:"):
-            what = opt[:-1]
-            count = _int(head[k + 1], err, f"{what} count", minimum=0) if k + 1 < len(head) else -1
-            if count < 0 or k + 2 + count > len(head):
-                raise err(f"{what}: needs a count and that many layer indices")
-            lists[what] = tuple(_int(t, err, f"{what} layer", minimum=0) for t in head[k + 2 : k + 2 + count])
-            k += 2 + count
-        else:
-            raise err(f"unknown option {head[k][:40]!r} on the parallelism line", ", ".join(_HEADER_OPTIONS))
-    if strategy not in _ALL_DIMS and group is None:
-        raise err(f"{strategy} needs model_parallel_NPU_group: N")
-    return strategy, group, dlrm, lists
-
-
-def _int(tok: str, err: Any, what: str, *, minimum: int, maximum: int | None = None) -> int:
-    if not (len(tok) <= 30 and re.fullmatch(r"[+-]?[0-9]+", tok, re.ASCII)):
-        raise err(f"{what} {tok[:40]!r} is not an integer")
-    v = int(tok)
-    if v < minimum:
-        raise err(f"{what} {v} is below {minimum}")
-    if maximum is not None and v > maximum:
-        raise err(f"{what} {v} is above {maximum:.3g}", f"at most {maximum:.3g}")
-    return v
-
-
-def load_toml_text(text: str, source: str = "workload") -> Workload:
-    """Parse the native TOML form (module docstring)."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(source, f"not valid TOML: {e}") from None
-    wl = _from_mapping(data, source)
-    return replace(wl, name=wl.name if "name" in data else Path(source).stem, source=source)
-
-
-_LAYER_KEYS = {"name", "dependency", "wg_update"} | {f"{s}_{k}" for s in SLOTS for k in ("compute", "comm", "bytes")}
-
-
-def _from_mapping(data: Mapping[str, Any], source: str) -> Workload:
-    keys = (
-        "name",
-        "parallelism",
-        "model_parallel_group",
-        "dlrm_last_bottom",
-        "checkpoints",
-        "checkpoint_initiates",
-        "layer0_input_gradient",
-        "origin",
-        "source_sha256",
-        "layers",
-    )
-    unknown = set(data) - set(keys)
-    if unknown:
-        raise InputError(source, f"unknown key(s) {', '.join(sorted(unknown))}", ", ".join(keys))
-    strategy = str(data.get("parallelism", "DATA")).strip().upper()
-    if strategy not in _STRATEGIES:
-        raise InputError(f"{source}: parallelism", f"unknown parallelism {strategy!r}", ", ".join(_STRATEGIES))
-    group = data.get("model_parallel_group")
-    if group is not None:
-        if not isinstance(group, int) or group < 1:
-            raise InputError(f"{source}: model_parallel_group", f"{group!r} is not a positive integer")
-    if strategy not in _ALL_DIMS and group is None:
-        raise InputError(f"{source}: model_parallel_group", f"{strategy} needs a model_parallel_group")
-    raw = data.get("layers")
-    if not isinstance(raw, (list, tuple)) or not raw:
-        raise InputError(f"{source}: layers", "no layers", "one or more [[layers]] tables")
-    if len(raw) > MAX_LAYERS:
-        raise InputError(f"{source}: layers", f"{len(raw):,} layers", f"at most {MAX_LAYERS:,}")
-    layers = []
-    for i, entry in enumerate(raw):
-        where = f"{source}: layers[{i}]"
-        if isinstance(entry, Layer):
-            layers.append(entry)
-            continue
-        if not isinstance(entry, Mapping):
-            raise InputError(where, f"{entry!r} is not a table")
-        bad = set(entry) - _LAYER_KEYS
-        if bad:
-            raise InputError(where, f"unknown key(s) {', '.join(sorted(bad))}", ", ".join(sorted(_LAYER_KEYS)))
-        dep = entry.get("dependency", -1)
-        if isinstance(dep, bool) or not isinstance(dep, int) or not -1 <= dep < len(raw):
-            raise InputError(f"{where}.dependency", f"{dep!r} is not a layer index", "-1 or a layer index")
-        vals: dict[str, Any] = {"name": str(entry.get("name", f"layer{i}")), "dependency": dep}
-        for slot in SLOTS:
-            vals[f"{slot}_compute"] = _nonneg(entry.get(f"{slot}_compute", 0), f"{where}.{slot}_compute")
-            comm = entry.get(f"{slot}_comm", "none")
-            if comm is None or str(comm).strip().lower() == "none":
-                vals[f"{slot}_comm"] = None
-            else:
-                try:
-                    vals[f"{slot}_comm"] = parse_collective(str(comm))
-                except InputError as e:
-                    raise InputError(f"{where}.{slot}_comm", e.problem, e.allowed) from None
-            nbytes = entry.get(f"{slot}_bytes", 0)
-            if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 0 <= nbytes <= MAX_BYTES:
-                raise InputError(
-                    f"{where}.{slot}_bytes", f"{nbytes!r} is out of range", "a whole number of bytes, 0 to 2^53"
-                )
-            vals[f"{slot}_bytes"] = nbytes
-        vals["wg_update"] = _nonneg(entry.get("wg_update", 0), f"{where}.wg_update")
-        layers.append(Layer(**vals))
-    dlrm = data.get("dlrm_last_bottom")
-    if dlrm is not None and (strategy != "HYBRID_DLRM" or not isinstance(dlrm, int) or not 0 <= dlrm < len(layers)):
-        raise InputError(f"{source}: dlrm_last_bottom", f"{dlrm!r} needs parallelism HYBRID_DLRM and a layer index")
-    lists = {
-        k: _index_list(data.get(k, []), f"{source}: {k}", len(layers)) for k in ("checkpoints", "checkpoint_initiates")
-    }
-    text = {k: data.get(k, "") for k in ("origin", "source_sha256")}
-    for k, v in text.items():
-        if not isinstance(v, str):
-            raise InputError(f"{source}: {k}", f"{v!r} is not a string")
-    slice_ = data.get("layer0_input_gradient", False)
-    if not isinstance(slice_, bool):
-        raise InputError(f"{source}: layer0_input_gradient", f"{slice_!r} is not true or false", "true, false")
-    return Workload(
-        str(data.get("name", "workload")),
-        strategy,
-        tuple(layers),
-        group,
-        source,
-        dlrm,
-        lists["checkpoints"],
-        lists["checkpoint_initiates"],
-        **text,
-        layer0_input_gradient=slice_,
-    )
-
-
-def _index_list(v: Any, where: str, n: int) -> tuple[int, ...]:
-    if not isinstance(v, (list, tuple)) or any(
-        isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n for i in v
-    ):
-        raise InputError(where, f"{v!r} is not a list of layer indices", f"integers 0 to {n - 1}")
-    return tuple(v)
-
-
-def _nonneg(v: Any, where: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= MAX_NS:
-        raise InputError(where, f"{v!r} is out of range", f"a number of ns from 0 to {MAX_NS:g}")
-    return float(v)

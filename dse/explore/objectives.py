@@ -1,0 +1,104 @@
+"""What a study optimises and bounds: its metrics, objectives and constraints, and their names.
+
+Metrics: ``time``, ``bw_utilization``, ``cost`` and ``gap``, each but ``cost`` measured with a
+scheduler and a queue (Themis+SCF by default). An objective has a direction; a constraint a
+``max`` (given to Optuna as ``trial.set_constraint``). `metric_name` is an objective's name in
+reports and the study's Optuna metric name, so optuna-dashboard shows the same names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dse.core.errors import InputError
+from dse.core.units import parse_positive
+from dse.explore.toml_fields import as_list, check_keys, parse_scheduler
+from dse.schedulers import parse_queue
+
+#: Each metric and its default direction.
+METRICS = {"time": "minimize", "bw_utilization": "maximize", "cost": "minimize", "gap": "minimize"}
+#: Each metric's prefix in `metric_name`.
+METRIC_PREFIX = {"time": "time_ns", "bw_utilization": "bw_utilization", "gap": "gap", "cost": "cost"}
+
+
+def metric_name(metric: str, scheduler: str, queue: str) -> str:
+    """An objective's name in reports and in Optuna: ``time_ns_themis_scf``, ``cost``..."""
+    return "cost" if metric == "cost" else f"{METRIC_PREFIX[metric]}_{scheduler}_{queue}"
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One objective: a metric, a direction, and the scheduler and queue it is measured with."""
+
+    metric: str
+    direction: str
+    scheduler: str
+    queue: str
+
+    @property
+    def label(self) -> str:
+        return self.metric if self.metric == "cost" else f"{self.metric}[{self.scheduler}+{self.queue}]"
+
+    @property
+    def name(self) -> str:
+        """The objective's name in reports and Optuna's metric name: ``time_ns_themis_scf``, ``cost``."""
+        return metric_name(self.metric, self.scheduler, self.queue)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One constraint: a metric (measured with a scheduler and queue) at most `maximum`."""
+
+    metric: str
+    maximum: float
+    scheduler: str = "themis"
+    queue: str = "scf"
+
+
+def parse_objectives(raw: Any) -> tuple[Objective, ...]:
+    """``[[objectives]]`` tables: at least one."""
+    if not raw:
+        raise InputError(
+            "objectives", "missing or empty", "[[objectives]] with metric = time, bw_utilization, cost or gap"
+        )
+    out = []
+    for o in as_list(raw, "objectives"):
+        if not isinstance(o, dict):
+            raise InputError("objectives", f"{o!r} is not a table", "[[objectives]] metric = ...")
+        check_keys(o, {"metric", "direction", "scheduler", "queue"}, "objectives")
+        metric = str(o.get("metric", "")).lower()
+        if metric not in METRICS:
+            raise InputError("objectives.metric", f"unknown metric {metric!r}", ", ".join(METRICS))
+        direction = str(o.get("direction", METRICS[metric])).lower()
+        if direction not in ("minimize", "maximize"):
+            raise InputError("objectives.direction", f"unknown direction {direction!r}", "minimize, maximize")
+        out.append(
+            Objective(
+                metric, direction, parse_scheduler(o.get("scheduler", "themis")), parse_queue(o.get("queue", "scf"))
+            )
+        )
+    return tuple(out)
+
+
+def parse_constraints(raw: Any) -> tuple[Constraint, ...]:
+    """``[[constraints]]`` tables: none or more."""
+    out = []
+    for c in raw or []:
+        if not isinstance(c, dict):
+            raise InputError("constraints", f"{c!r} is not a table", "[[constraints]] metric = ..., max = ...")
+        check_keys(c, {"metric", "max", "scheduler", "queue"}, "constraints")
+        metric = str(c.get("metric", "")).lower()
+        if metric not in METRICS:
+            raise InputError("constraints.metric", f"unknown metric {metric!r}", ", ".join(METRICS))
+        if "max" not in c:
+            raise InputError("constraints.max", "missing", "the largest allowed value")
+        out.append(
+            Constraint(
+                metric,
+                float(parse_positive(c["max"], "constraints.max", allow_zero=True)),
+                parse_scheduler(c.get("scheduler", "themis")),
+                parse_queue(c.get("queue", "scf")),
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,167 @@
+"""Study files: what one design-space study runs, read and checked whole before any storage opens.
+
+A *study* (``studies/*.toml``) names a space (`dse.explore.spaces`), a workload (collective,
+size, cost model), objectives (``time``, ``bw_utilization``, ``cost``, ``gap``; each with the
+scheduler and queue it is measured with), constraints (``max`` on any metric, given to Optuna 5 as
+``trial.set_constraint``; both in `dse.explore.objectives`), a sampler (TPE by default, NSGA-II
+for several objectives, ``random``, ``brute_force`` for small discrete spaces), a seed and
+hardware prices (`dse.explore.hwcost`). A study file may hold several ``[[variants]]`` (for
+example the same space optimised for Themis and for the baseline); each runs as its own Optuna
+study named ``name.variant``.
+
+A study file is checked whole before any storage is opened: its space must produce at least one
+design the workload's cost model accepts within the work limit (`dse.core.limits`). Running a
+study: `dse.explore.study_workers`; what each trial measures: `dse.explore.study_trials`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dse.core.errors import InputError
+from dse.core.files import read_toml
+from dse.core.units import parse_int
+from dse.explore.hwcost import HardwareCost
+from dse.explore.objectives import Constraint, Objective, parse_constraints, parse_objectives
+from dse.explore.spaces import SearchSpace
+from dse.explore.study_samplers import SAMPLERS
+from dse.explore.toml_fields import check_keys
+from dse.sim.spec import CollectiveSpec
+
+STUDY_KEYS = {"study", "workload", "objectives", "constraints", "variants", "cost"}
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """One Optuna study: a space, a workload, objectives, constraints, a sampler and a seed."""
+
+    name: str
+    space: SearchSpace
+    collective: str
+    size: int
+    cost_model: str
+    objectives: tuple[Objective, ...]
+    constraints: tuple[Constraint, ...]
+    sampler: str
+    seed: int
+    trials: int
+    prices: HardwareCost
+    source: str = ""
+    out_dir: str = "studies/out"
+
+    @property
+    def directions(self) -> list[str]:
+        return [o.direction for o in self.objectives]
+
+
+def load_studies(path: str | Path) -> list[StudySpec]:
+    """The studies a study file defines: one, or one per ``[[variants]]`` entry."""
+    data = read_toml(path, "study file")
+    check_keys(data, STUDY_KEYS, "study file")
+    st = _study_table(data)
+    name = _study_name(st)
+    space = SearchSpace.from_toml(Path(path).parent / str(st["space"]))
+    probe = _workload(data.get("workload", {}), space)
+    seed = parse_int(st.get("seed", 0), "study.seed", minimum=0)
+    trials = parse_int(st.get("trials", 100), "study.trials", minimum=1)
+    prices = HardwareCost.from_table(data.get("cost"))
+    out = []
+    for v in _variant_tables(data):
+        variant = _variant(v, data, st, space)
+        out.append(
+            StudySpec(
+                name if variant.name is None else f"{name}.{variant.name}",
+                space,
+                probe.collective,
+                probe.size,
+                probe.cost_model.name,
+                variant.objectives,
+                variant.constraints,
+                variant.sampler,
+                seed,
+                trials,
+                prices,
+                str(path),
+                str(Path(path).parent / "out"),
+            )
+        )
+    return out
+
+
+def _study_table(data: dict[str, Any]) -> dict[str, Any]:
+    """The ``[study]`` table, with its name and space."""
+    st = data.get("study")
+    if not isinstance(st, dict):
+        raise InputError("study", "missing", "a [study] table with name and space")
+    check_keys(st, {"name", "space", "sampler", "seed", "trials"}, "study")
+    for key in ("name", "space"):
+        if key not in st:
+            raise InputError(f"study.{key}", "missing")
+    return st
+
+
+def _study_name(st: dict[str, Any]) -> str:
+    """The study's name, which names its Optuna studies and its files: no slash or space."""
+    name = str(st["name"]).strip()
+    if not name or any(c in name for c in "/\\ "):
+        raise InputError("study.name", f"{name!r} is not a usable name", "letters, digits, _ - .")
+    return name
+
+
+def _workload(wl: Any, space: SearchSpace) -> CollectiveSpec:
+    """The ``[workload]`` table, parsed on a probe topology, then checked on the space's first design:
+    a workload no design of the space can run is refused before any storage exists."""
+    if not isinstance(wl, dict):
+        raise InputError("workload", f"{wl!r} is not a table", "[workload] collective, size, cost_model")
+    check_keys(wl, {"collective", "size", "cost_model"}, "workload")
+    probe = CollectiveSpec.parse(
+        "Ring(2,1,0)",
+        collective=wl.get("collective", "all_reduce"),
+        size=wl.get("size", "1GB"),
+        chunks=1,
+        cost_model=wl.get("cost_model", "paper"),
+    )
+    design, most = space.first_design()
+    try:
+        CollectiveSpec.parse(
+            design, collective=probe.collective, size=probe.size, chunks=most, cost_model=probe.cost_model
+        )
+    except InputError as e:
+        raise InputError("workload", f"the space's first design {design.notation()} cannot run it: {e}") from None
+    return probe
+
+
+def _variant_tables(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``[[variants]]`` tables; without any, one unnamed variant of the file's objectives."""
+    variants = data.get("variants")
+    if variants is None:
+        return [{"name": None, "objectives": data.get("objectives"), "constraints": data.get("constraints", [])}]
+    if not isinstance(variants, list) or not variants:
+        raise InputError("variants", "empty", "[[variants]] tables with name and objectives")
+    return variants
+
+
+@dataclass(frozen=True)
+class _Variant:
+    """What a variant sets (its own, else the file's): name (None: the study's), objectives,
+    constraints and sampler."""
+
+    name: Any
+    objectives: tuple[Objective, ...]
+    constraints: tuple[Constraint, ...]
+    sampler: str
+
+
+def _variant(v: dict[str, Any], data: dict[str, Any], st: dict[str, Any], space: SearchSpace) -> _Variant:
+    """One variant; brute force is refused unless the space is discrete."""
+    check_keys(v, {"name", "objectives", "constraints", "sampler"}, "variants")
+    objs = parse_objectives(v.get("objectives") if v.get("objectives") is not None else data.get("objectives"))
+    cons = parse_constraints(v.get("constraints", data.get("constraints", [])))
+    sampler = str(v.get("sampler", st.get("sampler", "tpe" if len(objs) == 1 else "nsga2"))).lower()
+    if sampler not in SAMPLERS:
+        raise InputError("study.sampler", f"unknown sampler {sampler!r}", ", ".join(SAMPLERS))
+    if sampler == "brute_force":
+        space.check_discrete()
+    return _Variant(v.get("name"), objs, cons, sampler)

@@ -1,0 +1,117 @@
+"""One trial of a study: draw a design from the space, measure it, record it, return its objectives.
+
+Every trial stores, besides its objective values, the topology's notation, the Themis+SCF and
+baseline+FIFO times, Themis's bandwidth utilisation, the fluid (LP) bound and Themis's gap to it,
+and the hardware cost: one user attribute holding a dict, the choices its space fixed included
+(`dse.explore.storage` describes the layout, and reads studies written before it too). A TPE trial of
+`bw_split_4d` appends 9 records to a journal (creation, worker, four weights, TPE's relative
+parameters, record, result) where it appended 24, and is fsynced once (`dse.explore.study_journal`). The
+fluid bound is cached per design (`fluid_bound`).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from dse.bounds.api import _solve, ideal_ns, types_for_plan
+from dse.core.topology import Topology
+from dse.explore.storage import FIXED_KEY, LAYOUT, RECORD_ATTR
+from dse.explore.studies import StudySpec
+from dse.sim.batch import evaluate_many
+from dse.sim.evaluate import evaluate
+from dse.sim.spec import CollectiveSpec
+
+
+def measure(spec: StudySpec, topo: Topology, chunks: int) -> dict[str, Any]:
+    """Everything a trial records about one design (see the module docstring)."""
+    common = dict(topology=topo, collective=spec.collective, size=spec.size, chunks=chunks, cost_model=spec.cost_model)
+    both = evaluate_many(
+        [dict(common, scheduler="themis", queue="scf"), dict(common, scheduler="baseline", queue="fifo")]
+    )
+    themis, base = both.result(0), both.result(1)
+    lp = fluid_bound(topo, spec.collective, spec.size, chunks, spec.cost_model)
+    return {
+        "topology": topo.notation(),
+        "time_themis_ns": themis.time_ns,
+        "time_baseline_ns": base.time_ns,
+        "bw_utilization": themis.bw_utilization,
+        "bound_ns": lp,
+        "gap": themis.time_ns / lp - 1.0,
+        "cost_usd": spec.prices.dollars(topo),
+    }
+
+
+@functools.lru_cache(maxsize=4096)
+def fluid_bound(topo: Topology, collective: str, size: int, chunks: int, cost_model: str) -> float:
+    """The fluid (LP) bound of one design, or the ideal where that is higher (ns), cached per design.
+
+    The LP weighs each dimension's load, which is its bytes over its bandwidth: two designs of one
+    shape, collective, size, chunk count and cost model with other bandwidths have other bounds,
+    so a design (the exact topology, bandwidths and latencies included) is the widest valid key.
+    What does not depend on the bandwidths (the chunk plan and the orders) costs some 15 µs of the
+    1 ms a bound takes. A hit needs a design seen before in this process: a discrete space's, a
+    repeated draw, or the first (random) trials of a study's variants, which share their seeds."""
+    cspec = CollectiveSpec.parse(topo, collective=collective, size=size, chunks=chunks, cost_model=cost_model)
+    plan = cspec.cost_model.chunking(cspec.collective, cspec.size, cspec.chunks, topo, baseline=False)
+    types = types_for_plan(cspec.cost_model, topo, cspec.collective, plan, cspec.latency_mode)
+    return max(ideal_ns(cspec), _solve(types, 1, relax=True, solver="highs", time_limit_s=5.0).bound)
+
+
+def metric_value(
+    spec: StudySpec, topo: Topology, chunks: int, metric: str, scheduler: str, queue: str, record: dict[str, Any]
+) -> float:
+    """One objective or constraint value, reusing what `measure` already computed."""
+    if metric == "cost":
+        return record["cost_usd"]
+    if scheduler == "themis" and queue == "scf":
+        t, u = record["time_themis_ns"], record["bw_utilization"]
+    elif scheduler == "baseline" and queue == "fifo" and metric == "time":
+        t, u = record["time_baseline_ns"], None
+    else:
+        r = evaluate(
+            topo,
+            collective=spec.collective,
+            size=spec.size,
+            chunks=chunks,
+            cost_model=spec.cost_model,
+            scheduler=scheduler,
+            queue=queue,
+        )
+        t, u = r.time_ns, r.bw_utilization
+    if metric == "time":
+        return t
+    if metric == "gap":
+        return t / record["bound_ns"] - 1.0
+    if u is None:
+        u = evaluate(
+            topo,
+            collective=spec.collective,
+            size=spec.size,
+            chunks=chunks,
+            cost_model=spec.cost_model,
+            scheduler=scheduler,
+            queue=queue,
+        ).bw_utilization
+    return u
+
+
+def objective(spec: StudySpec, trial: Any, layout: int = LAYOUT) -> list[float]:
+    """The Optuna objective: draw a design, measure it, record it, return the objective values.
+
+    The record is one user attribute (`dse.explore.storage.RECORD_ATTR`), written once everything is
+    measured; `layout` 1 (a study begun before that layout) keeps every choice an Optuna parameter."""
+    fixed: dict[str, Any] | None = {} if layout >= 2 else None
+    topo, chunks, sched, queue = spec.space.suggest(trial, fixed)
+    record = measure(spec, topo, chunks)
+    for c in spec.constraints:
+        trial.set_constraint(
+            c.metric, metric_value(spec, topo, chunks, c.metric, c.scheduler, c.queue, record) - c.maximum
+        )
+    values = []
+    for o in spec.objectives:
+        # the space's own scheduler choice applies to objectives that name the default
+        s, q = (sched, queue) if (o.scheduler, o.queue) == ("themis", "scf") else (o.scheduler, o.queue)
+        values.append(metric_value(spec, topo, chunks, o.metric, s, q, record))
+    trial.set_user_attr(RECORD_ATTR, record | ({FIXED_KEY: fixed} if fixed else {}))
+    return values

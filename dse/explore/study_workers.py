@@ -1,0 +1,222 @@
+"""Running studies: workers on one shared storage, each trial created under the storage's lock.
+
+`run_study` ends with exactly N complete trials in total, however many workers share the storage
+and however often it is interrupted: a worker creates a trial only while holding a lock (a file
+lock next to a journal or SQLite file, a PostgreSQL advisory lock otherwise) and only while
+complete + running trials are fewer than N; a trial whose worker died is marked failed and replaced
+by the next worker started on the same host (each running trial records its worker's host and
+process id). A worker that died on another machine leaves its trial running until a worker runs
+again on that machine. Every trial's sampler is seeded from the study's seed and the trials
+complete before it (`dse.explore.study_samplers`), so a one-worker study interrupted and resumed ends with
+the same trials as one never interrupted.
+
+Elsewhere: study files in `dse.explore.studies`; one trial in `dse.explore.study_trials`; storages,
+locks and damaged journals in `dse.explore.storage`; the progress bar in `dse.explore.study_progress`;
+optuna-dashboard in `dse.explore.study_dashboard`.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from dse.core.errors import InputError, raise_if_interrupted
+from dse.explore.storage import (
+    LAYOUT,
+    LAYOUT_ATTR,
+    WORKER_ATTR,
+    default_storage,
+    fail_dead,
+    gate,
+    load_study,
+    me,
+    open_storage,
+    reading,
+    study_names,
+    trial_record,
+)
+from dse.explore.studies import StudySpec
+from dse.explore.study_progress import CompleteCount, TrialBar, wait_all
+from dse.explore.study_samplers import ResumableSampler
+from dse.explore.study_trials import objective
+
+
+def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
+    """Create the study on `url`, or load it if it exists (under the storage's gate)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = open_storage(url, repair=repair)
+    with gate(url, spec.name), reading(url):
+        study = optuna.create_study(
+            study_name=spec.name,
+            storage=storage,
+            directions=spec.directions,
+            sampler=ResumableSampler(spec.sampler, spec.seed),
+            load_if_exists=True,
+        )
+        labels = [o.label for o in spec.objectives]
+        if study.user_attrs.get("objectives") != labels:
+            study.set_user_attr("objectives", labels)
+        names = [o.name for o in spec.objectives]
+        if study.metric_names != names:  # the names reports and optuna-dashboard show
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # experimental in Optuna
+                study.set_metric_names(names)
+        if LAYOUT_ATTR not in study.user_attrs and not study.get_trials(deepcopy=False):
+            study.set_user_attr(LAYOUT_ATTR, LAYOUT)
+    return study
+
+
+def layout(study: Any) -> int:
+    """How a study's trials are written (`dse.explore.storage.LAYOUT`); 1 for a study begun before layouts."""
+    return int(study.user_attrs.get(LAYOUT_ATTR, 1))
+
+
+def work(spec: StudySpec, url: str, trials: int, progress: Callable[[int], None] | None = None) -> int:
+    """One worker: run trials until the study has `trials` complete ones; returns how many it ran.
+
+    `progress` is called with the complete trials counted before each new one and at the end.
+    Ctrl-C marks the trial in hand failed (the next run replaces it) before it stops the worker."""
+    from optuna.trial import TrialState
+
+    study = create_study(spec, url, repair=True)
+    sampler = study.sampler
+    written = layout(study)
+    done = failures = 0
+    while True:
+        raise_if_interrupted()
+        with gate(url, spec.name), reading(url):
+            fail_dead(study)
+            states = [t.state for t in study.get_trials(deepcopy=False)]
+            complete = states.count(TrialState.COMPLETE)
+            running = states.count(TrialState.RUNNING)
+            if progress is not None:
+                progress(complete)
+            if complete + running >= trials or sampler.exhausted:
+                return done
+            sampler.index = complete
+            trial = study.ask()
+            trial.set_user_attr(WORKER_ATTR, me())
+        try:
+            values = objective(spec, trial, written)
+        except InputError as e:  # a design the cost model rejects: failed, replaced by another
+            study.tell(trial, state=TrialState.FAIL)
+            failures += 1
+            if failures >= 20:
+                raise InputError("space", f"20 designs in a row were rejected; the last: {e}") from None
+            continue
+        except KeyboardInterrupt:
+            study.tell(trial, state=TrialState.FAIL)
+            raise
+        failures = 0
+        study.tell(trial, values)
+        done += 1
+
+
+def run_study(
+    spec: StudySpec, *, trials: int | None = None, workers: int = 1, storage: str | None = None, progress: bool = False
+) -> dict[str, Any]:
+    """Run `spec` until it has `trials` complete trials, with `workers` processes on one storage.
+
+    With several workers, this process waits for them; if one dies, it finishes the study itself
+    (the dead worker's trial is failed and replaced) and says so. Ctrl-C stops every worker.
+    `progress`: a bar of the complete trials on stderr (`dse.explore.study_progress`). The result adds to
+    `summary` the trials run here, the storage, the complete trials before the run and the target."""
+    url = default_storage(spec.out_dir, spec.name) if storage is None else storage
+    n = trials if trials is not None else spec.trials
+    study = create_study(spec, url, repair=True)  # created once, before the workers race for it
+    from optuna.trial import TrialState
+
+    before = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+    bar = TrialBar(spec.name, n, before) if progress and before < n else None
+    try:
+        ran = _run(spec, url, n, workers if before < n else 1, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    return summary(spec.name, url) | {"ran_here": ran, "storage": url, "complete_before": before, "asked": n}
+
+
+def _run(spec: StudySpec, url: str, n: int, workers: int, bar: TrialBar | None) -> int:
+    """The trials this process ran (-1: several workers ran them)."""
+    if workers <= 1:
+        return work(spec, url, n, bar.show if bar else None)
+    codes = _run_workers(spec, url, n, workers, CompleteCount(spec.name, url).show_on(bar) if bar else None)
+    if not any(codes):
+        return -1
+    short = summary(spec.name, url)["complete"] < n
+    warnings.warn(
+        f"{sum(1 for c in codes if c)} of {workers} workers ended early (exit codes {codes}); "
+        + ("this process finishes the study" if short else "the others finished the study"),
+        stacklevel=3,
+    )
+    return work(spec, url, n, bar.show if bar else None) if short else -1
+
+
+def _run_workers(spec: StudySpec, url: str, n: int, workers: int, poll: Callable[[], None] | None = None) -> list[int]:
+    """Start `workers` worker processes and wait for them (calling `poll` meanwhile, if given); on
+    Ctrl-C, interrupt and reap them."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "dse",
+        "study",
+        "run",
+        spec.source,
+        "--trials",
+        str(n),
+        "--storage",
+        url,
+        "--only",
+        spec.name,
+        "--workers",
+        "1",
+        "--quiet",
+    ]
+    procs = [subprocess.Popen(cmd) for _ in range(workers)]
+    try:
+        return wait_all(procs, poll)
+    except BaseException:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        raise
+
+
+def summary(name: str, url: str) -> dict[str, Any]:
+    """A study's trials by state, and its best trial (one objective) or its Pareto front's size."""
+    from optuna.trial import TrialState
+
+    study = load_study(name, url)
+    trials = study.get_trials(deepcopy=False)
+    out: dict[str, Any] = {
+        "study": name,
+        "complete": sum(t.state == TrialState.COMPLETE for t in trials),
+        "failed": sum(t.state == TrialState.FAIL for t in trials),
+        "running": sum(t.state == TrialState.RUNNING for t in trials),
+    }
+    if out["complete"]:
+        if len(study.directions) == 1:
+            best = study.best_trial
+            out["best_value"] = best.value
+            out["best_topology"] = trial_record(best).get("topology")
+            out["best_trial"] = best.number
+        else:
+            out["pareto_size"] = len(study.best_trials)
+    return out
+
+
+def list_studies(url: str) -> list[dict[str, Any]]:
+    """`summary` of every study on a storage, with the storage."""
+    return [summary(name, url) | {"storage": url} for name in study_names(url)]

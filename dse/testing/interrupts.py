@@ -1,0 +1,148 @@
+"""Interrupted runs, a case of the fault injection (`dse.testing.faults`): kill -9 or SIGINT at a
+chosen moment of a sweep, a study or a reproduction.
+
+SIGINT exits 130 with one line; no worker process or /dev/shm entry outlives the run; running the
+same command again gives the uninterrupted output (byte for byte for sweeps with one job and
+reproductions, the same rows for sweeps with several, the same trials for studies).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from dse.testing.faults import ROOT, STUDY, journal_trials
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {
+        p.name: hashlib.md5(p.read_bytes()).hexdigest()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and not p.name.endswith(".raw.csv")
+    }
+
+
+def _shm() -> set[str]:
+    try:
+        return set(os.listdir("/dev/shm"))
+    except OSError:
+        return set()
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is `pid` (read from /proc; none where there is no /proc)."""
+    out = []
+    for d in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+KILL_TARGETS = ("sweep1", "sweep2", "study", "reproduce")
+
+
+def kill_command(target: str, folder: Path) -> tuple[list[str], Path, Callable[[], object]]:
+    """The command of a kill target, its output, and how to read that output for comparison."""
+    dse = [sys.executable, "-m", "dse"]
+    if target.startswith("sweep"):
+        spec = folder / "kill.toml"
+        spec.write_text(
+            '[sweep]\ntopology = ["4D-Ring_FC_Ring_SW", "3D-SW_SW_SW_hetero"]\n'
+            'size = ["100MB", "300MB", "500MB"]\nchunks = [64, 256, 1024]\n'
+            'schedules = ["themis+scf", "baseline+fifo", "round_robin+scf"]\nseed = [0, 1]\n'
+        )
+        out = folder / f"{target}.csv"
+        jobs = target[-1]
+        read = (lambda: out.read_bytes()) if jobs == "1" else (lambda: sorted(out.read_bytes().splitlines()))
+        return dse + ["sweep", str(spec), "--out", str(out), "--jobs", jobs, "--batch", "3"], out, read
+    if target == "study":
+        out = folder / "kill.journal"
+        return (
+            dse
+            + ["study", "run", str(STUDY), "--only", "bw_split_4d.themis", "--trials", "120", "--storage", str(out)],
+            out,
+            lambda: journal_trials(str(out)),
+        )
+    out = folder / "repro"
+    return dse + ["reproduce", "themis", "--quick", "--jobs", "2", "--out", str(out)], out, lambda: _digest(out)
+
+
+def _size(out: Path) -> int:
+    """Bytes written so far: the output file, or every file of an output folder (a temporary file
+    renamed or removed while it is counted is skipped: an atomic write in progress)."""
+    if out.is_dir():
+        total = 0
+        for p in out.rglob("*"):
+            with contextlib.suppress(FileNotFoundError):
+                total += p.stat().st_size if p.is_file() else 0
+        return total
+    return out.stat().st_size if out.exists() else 0
+
+
+def kill_case(target: str, sig: int, at: float, folder: Path, reference: tuple[object, int]) -> list[str]:
+    """Start `target`, send `sig` once its output holds `at` (a fraction) of the uninterrupted run's
+    bytes, check how it stopped, run it again and compare with `reference` (`kill_reference`)."""
+    want, total = reference
+    cmd, out, read = kill_command(target, folder)
+    shm = _shm()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    while p.poll() is None and _size(out) < at * total:
+        time.sleep(0.002)
+    kids = _children(p.pid)
+    if p.poll() is not None:
+        return [f"the run ended (exit {p.returncode}) before {at:.0%} of its output: no interruption tested"]
+    p.send_signal(sig)
+    err = p.communicate(timeout=120)[1]
+    problems = []
+    if sig == signal.SIGINT and p.returncode not in (0, 130):
+        problems.append(f"SIGINT: exit {p.returncode}")
+    if sig == signal.SIGINT and p.returncode == 130:
+        if len(err.splitlines()) != 1 or "run the same command again" not in err:
+            problems.append(f"SIGINT: stderr {err[-300:]!r}")
+    deadline = time.time() + 10
+    while time.time() < deadline and any(_alive(k) for k in kids):
+        time.sleep(0.05)
+    if any(_alive(k) for k in kids):
+        problems.append(f"{sum(_alive(k) for k in kids)} child process(es) outlived the run")
+    left = _shm() - shm
+    if left:
+        problems.append(f"/dev/shm entries left: {sorted(left)[:3]}")
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        problems.append(f"resume: exit {done.returncode}: {done.stderr[-300:]!r}")
+    elif read() != want:
+        problems.append("the resumed output differs from the uninterrupted one")
+    return problems
+
+
+def kill_reference(target: str, folder: Path) -> tuple[object, int]:
+    """The uninterrupted output of `target` (run in `folder`, then read), and its size in bytes."""
+    cmd, out, read = kill_command(target, folder)
+    subprocess.run(
+        cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True, capture_output=True, timeout=300
+    )
+    result = read(), _size(out)
+    if out.is_dir():
+        shutil.rmtree(out)
+    else:
+        for p in out.parent.glob(out.name + "*"):
+            p.unlink()
+    return result

@@ -15,7 +15,7 @@ from dse.core.topology import PRESETS, Dim, Topology
 from dse.costs import AstraSim1Model, SimRules, get_cost_model
 from dse.schedulers import get_scheduler
 from dse.schedulers.base import ScheduleProblem
-from dse.sim.engine import _engine as _csim
+from dse.sim.engine import c_engine_built
 from dse.sim.evaluate import build_plans
 from dse.sim.simulate import simulate
 
@@ -235,7 +235,7 @@ def test_command_line_runs_the_model(run_cli):
 
 
 # ----- the C loop and the Python reference agree on this model's tie keys -----------------------
-@pytest.mark.skipif(_csim is None, reason="the C simulator core is not built")
+@pytest.mark.skipif(not c_engine_built(), reason="the C simulator core is not built")
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_c_and_python_engines_agree(preset):
     m = AstraSim1Model()

@@ -24,6 +24,10 @@ from dse.sim.spec import CollectiveSpec
 from .test_invariants import topologies
 
 REL = 1e-9
+#: Solver limits are work, not seconds, so no outcome depends on the machine's load: a MIP solve
+#: stops after this many branch-and-bound nodes (none here needs 3,000), with no wall-clock limit
+#: (time_limit_s=math.inf); an LP needs no limit.
+NODES = 100_000
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -39,7 +43,14 @@ def test_no_schedule_beats_a_bound(topo, coll, model, mode, chunks, size):
     if model == "astra-sim":
         mode = "serialized"
     b = lower_bounds(
-        topo, collective=coll, size=size, chunks=chunks, cost_model=model, latency_mode=mode, time_limit_s=5
+        topo,
+        collective=coll,
+        size=size,
+        chunks=chunks,
+        cost_model=model,
+        latency_mode=mode,
+        time_limit_s=math.inf,
+        node_limit=NODES,
     )
     assert b.ideal_ns <= b.lp_ns * (1 + REL) and b.lp_ns <= b.ilp_ns * (1 + REL)
     assert b.ilp_ns <= b.pipeline_ns * (1 + REL) and b.bound_ns == b.pipeline_ns
@@ -85,7 +96,7 @@ def test_ilp_equals_brute_force(topo, coll, chunks, mode):
 
 @pytest.mark.parametrize("name", PAPER_PRESETS)
 def test_lp_equals_ideal_on_the_paper_topologies(name):
-    b = lower_bounds(name, size="1GB", chunks=64, pipeline=False, time_limit_s=0.5)
+    b = lower_bounds(name, size="1GB", chunks=64, pipeline=False, time_limit_s=math.inf, node_limit=100)
     assert b.lp_ns == pytest.approx(b.ideal_ns, rel=1e-9)
 
 
@@ -148,8 +159,8 @@ def test_bound_cli(run_cli):
 
 def test_node_limited_bound_is_valid_and_the_same_every_run():
     topo = "Ring(4,375,20)_FC(8,175,700)_Ring(4,150,700)_SW(8,100,1700)"
-    a = lower_bounds(topo, size="1GB", chunks=64, node_limit=20, time_limit_s=60)
-    b = lower_bounds(topo, size="1GB", chunks=64, node_limit=20, time_limit_s=60)
+    a = lower_bounds(topo, size="1GB", chunks=64, node_limit=20, time_limit_s=math.inf)
+    b = lower_bounds(topo, size="1GB", chunks=64, node_limit=20, time_limit_s=math.inf)
     assert (a.lp_ns, a.ilp_ns, a.pipeline_ns, a.status) == (b.lp_ns, b.ilp_ns, b.pipeline_ns, b.status)
     assert a.status in ("optimal", "node_limit")
     assert a.ideal_ns <= a.lp_ns <= a.ilp_ns <= a.pipeline_ns
@@ -193,19 +204,19 @@ def test_flow_model_and_floor_agree_with_the_order_model(topo, coll, model, mode
     if model == "astra-sim":
         mode = "serialized"
     _, types, bw = _spec_types(topo, coll, chunks, mode, model)
-    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=20, flow=False)
-    by_flow = _solve(types, 1, relax=False, solver="highs", time_limit_s=20)
+    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
+    by_flow = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES)
     assert by_orders.status == by_flow.status == "optimal"
     # both are proven bounds; HiGHS's tolerances may leave either up to ~1e-7 under the optimum
     assert by_flow.bound == pytest.approx(by_orders.bound, rel=1e-6)
     if _flow_edges(types) is not None:  # the flow's mix is whole orders adding up to the chunks
         assert sum(by_flow.mix.values()) == sum({t.size: t.count for t in types}.values())  # remainders too
         assert _objective(types, list(by_flow.counts), 1, False) == pytest.approx(by_flow.bound, rel=1e-6)
-    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=20).bound
+    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
     floor = _grid_floor(types, 1, bw, lp)
     assert lp * (1 - REL) <= floor <= by_orders.bound * (1 + 1e-6)
     # the whole method: LP, floor, then the flow MIP given the floor
-    _, used_floor, res = ilp_bound(types, 1, bw, time_limit_s=20)
+    _, used_floor, res = ilp_bound(types, 1, bw, time_limit_s=math.inf, node_limit=NODES)
     assert res.status == "optimal"
     # the method's LP (straight through highspy) and PuLP's agree to ~1e-9 relative, so may its floor
     assert floor * (1 - 1e-8) <= used_floor <= res.bound * (1 + 1e-6)
@@ -221,7 +232,7 @@ def test_floor_of_one_chunk_is_its_larger_phase():
     dimension and a quarter on its second (twice, for all-reduce): the floor proves the whole-chunk
     optimum, 2 x 2^19 B / 12.5 B/ns."""
     _, types, bw = _spec_types("Ring(2,12.5,0)_Ring(2,12.5,0)", "all_reduce", 1, "overlapped", size=2**20)
-    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=5).bound
+    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
     assert lp == pytest.approx(0.75 * 2 * 2**19 / 12.5)
     assert _grid_floor(types, 1, bw, lp) == pytest.approx(2 * 2**19 / 12.5)
 
@@ -259,8 +270,8 @@ def test_a_solve_highs_rejects_for_a_tiny_violation_is_solved_again():
     """HiGHS 1.15 finds this order model's optimum, then calls it a solve error for a 1e-6 row
     violation; `_run` solves it once more with tighter tolerances (the flow model agrees)."""
     _, types, _ = _spec_types("Ring(7,200,0)_Ring(2,200,0)_Ring(2,200,0)", "reduce_scatter", 7, "overlapped")
-    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=20, flow=False)
-    by_flow = _solve(types, 1, relax=False, solver="highs", time_limit_s=20)
+    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
+    by_flow = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES)
     assert by_orders.status == by_flow.status == "optimal"
     assert by_orders.bound == pytest.approx(by_flow.bound, rel=1e-6)
 

@@ -2,6 +2,7 @@
 exact when it finds one, a proof when the exhaustive search finds none, and the ILP either way."""
 
 import itertools
+import math
 from collections import Counter
 
 import pytest
@@ -23,6 +24,13 @@ from dse.bounds.api import (
 from dse.bounds.floorfit import Lattice, OutOfBudget, targets
 from dse.core.topology import Dim, Topology
 from dse.sim.spec import CollectiveSpec
+
+#: Solver limits are work, not seconds, so no outcome depends on the machine's load: a MIP solve
+#: stops after this many branch-and-bound nodes (none that must finish here needs 12,000), with no
+#: wall-clock limit (time_limit_s=math.inf); an LP needs no limit.
+NODES = 100_000
+#: A short solve, which stops before the optimum on some examples.
+SHORT = 2_000
 
 
 @st.composite
@@ -93,7 +101,7 @@ def test_guided_search_is_exact_when_it_finds(topo, chunks):
     dimension's steps exactly the target (at the floor)."""
     _, types, bw, grid, _, steps = _setup(topo, chunks)
     assume(steps is not None)
-    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=10).bound
+    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
     t, caps, slack = next(grid.walk(lp))
     lattice = Lattice(steps, topo.ndims, list(grid.live))
     for target in targets(list(grid.wt), caps, slack, limit=2) or []:
@@ -121,7 +129,7 @@ def test_targets_are_every_step_vector_with_the_slack():
 
 def test_exhaustive_search_stops_at_its_budget():
     _, types, _, grid, _, steps = _setup("4D-Ring_FC_Ring_SW", 64)
-    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=10).bound
+    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
     _, caps, slack = next(grid.walk(lp))
     target = targets(list(grid.wt), caps, slack, limit=1)[0]
     full = [0] * 4
@@ -138,7 +146,7 @@ def test_a_paper_topology_is_solved_at_the_floor_without_branch_and_bound():
     b = lower_bounds("4D-Ring_FC_Ring_SW", size="1GB", chunks=64, pipeline=False)
     assert any("without branch and bound" in n for n in b.notes)
     _, types, _, _, _, _ = _setup("4D-Ring_FC_Ring_SW", 64)
-    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=60, flow=False)
+    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
     assert b.status == by_orders.status == "optimal"
     assert b.ilp_ns == pytest.approx(by_orders.bound, rel=1e-6)
     assert sum(b.mix.values()) == 64
@@ -150,13 +158,13 @@ def test_an_unreachable_floor_is_proven_and_stays_a_valid_bound():
     optimum, and the MIP solves the rest."""
     topo = "SW(16,200,700)_FC(8,50,500)_SW(2,400,1700)_SW(8,150,20)"
     _, types, bw, grid, edges, _ = _setup(topo, 64)
-    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=10).bound
+    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
     floor = grid.floor(lp)
     proven, found = _floor_search(types, edges, grid, 1, lp)
     assert found is None and proven > floor * (1 + 1e-9)
-    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=60, flow=False)
+    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
     assert by_orders.status == "optimal" and proven <= by_orders.bound * (1 + 1e-9)
-    _, used, res = ilp_bound(types, 1, bw)
+    _, used, res = ilp_bound(types, 1, bw, time_limit_s=math.inf, node_limit=NODES)
     assert used == proven and not res.searched and res.bound == pytest.approx(by_orders.bound, rel=1e-6)
 
 
@@ -185,12 +193,27 @@ def test_four_dimension_bounds_match_the_solver_and_no_schedule_beats_them(topo,
     if model == "astra-sim":
         mode = "serialized"
     b = lower_bounds(
-        topo, collective=coll, size="64MiB", chunks=chunks, cost_model=model, latency_mode=mode, time_limit_s=60
+        topo,
+        collective=coll,
+        size="64MiB",
+        chunks=chunks,
+        cost_model=model,
+        latency_mode=mode,
+        time_limit_s=math.inf,
+        node_limit=NODES,
     )
     spec = CollectiveSpec.parse(topo, collective=coll, size="64MiB", chunks=chunks, cost_model=model, latency_mode=mode)
     types = chunk_types(spec)
-    ilp = _solve(types, 1, relax=False, solver="highs", time_limit_s=60, flow=False)
-    pipe = _solve(distinct_types(types, pipeline=True), 1, relax=False, solver="highs", time_limit_s=60, pipeline=True)
+    ilp = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
+    pipe = _solve(
+        distinct_types(types, pipeline=True),
+        1,
+        relax=False,
+        solver="highs",
+        time_limit_s=math.inf,
+        node_limit=NODES,
+        pipeline=True,
+    )
     assert b.status == ilp.status == pipe.status == "optimal"
     assert b.ilp_ns == pytest.approx(ilp.bound, rel=1e-6)
     assert b.pipeline_ns == pytest.approx(max(ilp.bound, pipe.bound), rel=1e-6)
@@ -217,19 +240,35 @@ def test_four_dimension_bounds_match_the_solver_and_no_schedule_beats_them(topo,
 )
 def test_bounds_the_searches_settle_are_never_above_a_schedule_the_solver_finds(topo, coll, model, chunks):
     """With more chunks the searches usually settle both bounds. Whatever the MIP solver finds in a
-    short run on the order model is a real mix, so neither bound may exceed its objective; where both
-    solves are proven optimal, the bounds equal the solver's."""
+    short run (`SHORT` nodes) on the order model is a real mix, so neither bound may exceed its
+    objective; where both solves are proven optimal, the bounds equal the solver's."""
     mode = "serialized" if model == "astra-sim" else "overlapped"
     b = lower_bounds(
-        topo, collective=coll, size="1GB", chunks=chunks, cost_model=model, latency_mode=mode, time_limit_s=2
+        topo,
+        collective=coll,
+        size="1GB",
+        chunks=chunks,
+        cost_model=model,
+        latency_mode=mode,
+        time_limit_s=math.inf,
+        node_limit=SHORT,
     )
     spec = CollectiveSpec.parse(topo, collective=coll, size="1GB", chunks=chunks, cost_model=model, latency_mode=mode)
     types = chunk_types(spec)
     for pipeline, bound in ((False, b.ilp_ns), (True, b.pipeline_ns)):
         kinds = distinct_types(types, pipeline=pipeline)
-        ref = _solve(kinds, 1, relax=False, solver="highs", time_limit_s=2, pipeline=pipeline, flow=False)
+        ref = _solve(
+            kinds,
+            1,
+            relax=False,
+            solver="highs",
+            time_limit_s=math.inf,
+            node_limit=SHORT,
+            pipeline=pipeline,
+            flow=False,
+        )
         counts = [round(c) for c in ref.counts]
         if sum(counts) == chunks:  # the solver has a mix (its incumbent)
             assert bound <= _objective(kinds, counts, 1, pipeline) * (1 + 1e-9)
-        if ref.status == "optimal" and b.status == "optimal":  # (both solvers may stop at the 2 s limit)
+        if ref.status == "optimal" and b.status == "optimal":  # (both solvers may stop at the node limit)
             assert bound == pytest.approx(max(b.ilp_ns, ref.bound), rel=1e-6)

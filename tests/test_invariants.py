@@ -11,7 +11,7 @@ from dse.core.collectives import nominal_bytes_sent
 from dse.core.topology import Dim, Topology
 from dse.costs import SimRules, get_cost_model
 from dse.schedulers import ScheduleProblem, get_scheduler
-from dse.sim.engine import _engine as _csim
+from dse.sim.engine import c_engine_built
 from dse.sim.evaluate import build_plans
 from dse.sim.simulate import simulate
 
@@ -109,7 +109,7 @@ def test_astra_sim_never_beats_its_own_busiest_dimension(topo, coll, sched, queu
     assert r.time_ns * active >= max(r.dim_busy_ns)
 
 
-@pytest.mark.skipif(_csim is None, reason="the C simulator core is not built")
+@pytest.mark.skipif(not c_engine_built(), reason="the C simulator core is not built")
 @FAST
 @given(
     topo=topologies(pow2=True),

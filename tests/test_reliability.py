@@ -210,12 +210,12 @@ def test_a_killed_worker_does_not_fail_the_study(tmp_path):
         url,
     ]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    from dse.testing.interrupts import _children
+    from dse.testing.interrupts import child_pids
 
     kids: list[int] = []
     deadline = time.time() + 60
     while time.time() < deadline and p.poll() is None:
-        kids = _children(p.pid)
+        kids = child_pids(p.pid)
         if len(kids) == 2 and Path(url).exists() and Path(url).stat().st_size > 20_000:
             break
         time.sleep(0.01)

@@ -4,6 +4,7 @@ import pytest
 
 from dse import evaluate
 from dse.costs.base import Phase, SimRules
+from dse.sim import engine as engine_front
 from dse.sim.simulate import simulate
 
 
@@ -16,9 +17,7 @@ ENGINES = ["python", "c"]
 
 @pytest.fixture(params=ENGINES)
 def engine(request):
-    from dse.sim.engine import _engine as _csim
-
-    if request.param == "c" and _csim is None:
+    if request.param == "c" and not engine_front.c_engine_built():
         pytest.skip("the C simulator core is not built")
     return request.param
 
@@ -77,7 +76,8 @@ def test_active_chunks_with_sharing_split_the_bandwidth():
     assert out.dim_busy_ns == pytest.approx((30,))
 
 
-def test_timeline_records_every_phase(engine):
+def test_timeline_records_every_phase(engine, monkeypatch):
+    monkeypatch.setattr(engine_front, "DEFAULT", engine)  # what "auto" runs: `evaluate` takes no engine
     r = evaluate("Ring(4,100,10)_SW(8,50,20)", size="1MB", chunks=4, timeline=True)
     assert len(r.timeline) == 4 * 4
     for e in r.timeline:

@@ -182,7 +182,7 @@ def test_bounds_columns(tmp_path):
             "chunks": [2, 4],
             "schedules": ["baseline+fifo", "themis+scf"],
             "bounds": True,
-            "bounds_time_limit": 0.5,
+            "bounds_node_limit": 100,
         }
     )
     out = tmp_path / "b.csv"

@@ -232,11 +232,12 @@ def lower_bounds(
     """Ideal, fluid-LP, ILP and pipeline bounds of one collective (see the module docstring).
 
     `solver`: ``highs`` (in process, the default) or ``cbc`` (PuLP's bundled binary; used
-    automatically when HiGHS is missing). `time_limit_s` bounds each solve; a solve cut short
-    reports the solver's proven dual bound and says so in `status`. `pipeline=False` skips the
-    tightened ILP (then `pipeline_ns` equals `ilp_ns`). `node_limit` caps each HiGHS solve's
-    branch-and-bound nodes: a limit of work rather than of time, so a cut-short bound is the same on
-    every run and every machine (sweeps, reproductions and `dse compare` use one).
+    automatically when HiGHS is missing). `time_limit_s` bounds each solve (``math.inf``: no time
+    limit, only `node_limit`'s); a solve cut short reports the solver's proven dual bound and says
+    so in `status`. `pipeline=False` skips the tightened ILP (then `pipeline_ns` equals `ilp_ns`).
+    `node_limit` caps each HiGHS solve's branch-and-bound nodes: a limit of work rather than of
+    time, so a cut-short bound is the same on every run and every machine (sweeps, reproductions
+    and `dse compare` use one).
     """
     spec = CollectiveSpec.parse(
         topology,

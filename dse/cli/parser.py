@@ -86,7 +86,7 @@ class HelpFormatter(argparse.HelpFormatter):
     ) -> None:
         if width is None:
             width = terminal_columns() - 2  # what argparse does, through shutil
-        super().__init__(prog, indent_increment, max_help_position, width, **kwargs)  # type: ignore[arg-type]
+        super().__init__(prog, indent_increment, max_help_position, width, **kwargs)
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = super()._get_help_string(action)

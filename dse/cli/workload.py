@@ -3,6 +3,19 @@
 from __future__ import annotations
 
 import argparse
+from typing import Required, TypedDict
+
+
+class _Row(TypedDict, total=False):
+    """One line of `dse workload list` (a generator has a name, its kind and its origin only)."""
+
+    name: Required[str]
+    kind: Required[str]
+    parallelism: str
+    layers: int
+    collectives: int
+    compute_ns: float
+    origin: Required[str]
 
 
 def add_workload_parser(sub: argparse._SubParsersAction) -> None:
@@ -45,11 +58,11 @@ def add_workload_parser(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(func=cmd_workload_export)
 
 
-def _listing() -> list[dict[str, object]]:
+def _listing() -> list[_Row]:
     from dse.training.generators import GENERATORS
     from dse.training.workloads import bundled_workloads, load_workload
 
-    rows: list[dict[str, object]] = []
+    rows: list[_Row] = []
     for name, path in bundled_workloads().items():
         wl = load_workload(path)
         colls = sum(1 for layer in wl.layers for s in ("fwd", "ig", "wg") if layer.comm(s))

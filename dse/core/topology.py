@@ -26,6 +26,7 @@ import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BANDWIDTH, MAX_NPUS, MAX_NS, MIN_BANDWIDTH
@@ -78,6 +79,21 @@ class Dim:
     links: int | None = None
     nic_latency: float = 0.0
     router_latency: float = 0.0
+
+    if TYPE_CHECKING:
+        # what the constructor takes: numbers, or decimal strings (the notation's), which
+        # `__post_init__` checks and converts to the fields' types
+        def __init__(
+            self,
+            kind: str,
+            npus: int | str,
+            bandwidth: float | str,
+            latency: float | str = 0.0,
+            algorithm: str | None = None,
+            links: int | str | None = None,
+            nic_latency: float | str = 0.0,
+            router_latency: float | str = 0.0,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", parse_kind(self.kind))
@@ -207,7 +223,10 @@ class Topology:
                     "latency", f"{len(values)} latencies for {self.ndims} dimensions", "one value, or one per dimension"
                 )
             tag = "/".join(f"{parse_positive(v, 'latency', allow_zero=True):g}" for v in values)
-        dims = tuple(replace(d, latency=v) for d, v in zip(self.dims, values))
+        dims = tuple(
+            replace(d, latency=parse_positive(v, "latency", allow_zero=True, maximum=MAX_NS))  # as `Dim` reads it
+            for d, v in zip(self.dims, values)
+        )
         return Topology(dims, name=f"{self.name}@{tag}ns" if self.name else None)
 
     @classmethod
@@ -223,7 +242,7 @@ class Topology:
         """The paper's form: kinds ``Ring_FC_Ring_SW``, shape ``4x8x4x8``, bandwidths, latencies."""
         ks = kinds.split("_") if isinstance(kinds, str) else list(kinds)
         ps = re.split(r"[xX*,]", shape) if isinstance(shape, str) else list(shape)
-        bs = bandwidth.split(",") if isinstance(bandwidth, str) else list(bandwidth)
+        bs: Sequence[str | float] = bandwidth.split(",") if isinstance(bandwidth, str) else list(bandwidth)
         if latency is None:
             ls: list = [0.0] * len(ks)
         else:
@@ -254,7 +273,9 @@ NOTATION_HELP = "e.g. Ring(4,375,20)_FC(8,175,700) or 'Ring_FC 4x8 375,175 20,70
 
 def _split_top(text: str) -> list[str]:
     """Split on '_' outside parentheses."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1

@@ -131,7 +131,7 @@ class AstraSimModel(CostModel):
     def _phase_cost(self, dim: Dim, kind: str, c: float, latency_mode: str) -> tuple[float, float]:
         return float(self.phase_ns(dim, kind, int(c))), 0.0
 
-    def phase_ns(self, dim: Dim, kind: str, c: int) -> int:
+    def phase_ns(self, dim: Dim, kind: str, c: int) -> float:
         """Duration of one phase in whole ns (docs/model.md §4.2, the table of formulas)."""
         p, e = dim.npus, self.endpoint_delay_ns
         beta = dim.bandwidth * GIB / 1e9

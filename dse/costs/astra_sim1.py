@@ -129,10 +129,10 @@ def phase_timing(dim: Dim, kind: str, c: int) -> tuple[int, tuple[int, int, int]
         t += 1 + pr
         if i < n:
             last_send = t
-            cm = times.get((m, distance))
-            if cm is None:
-                cm = times[(m, distance)] = msg(m, distance)
-            t += cm
+            took = times.get((m, distance))
+            if took is None:
+                took = times[(m, distance)] = msg(m, distance)
+            t += took
             last_recv = t
     return t, (last_recv + (1 if pr else 0), last_recv, last_send)
 

@@ -216,6 +216,7 @@ def check_journal(path: Path, *, repair: bool) -> None:
             start = max(0, size - _TAIL)
             f.seek(start)
             tail = f.read(size - start)
+        keep: int | None
         if not first.endswith(b"\n"):
             if not first.startswith(b'{"op_code":'):
                 raise InputError("storage", f"{path} is not an Optuna journal", _NOT_JOURNAL)

@@ -23,6 +23,10 @@ class _StoppableHandler(ServerHandler):
     """wsgiref's handler, except that a Ctrl-C during a request stops the server: wsgiref's `run`
     catches every exception, KeyboardInterrupt included, answers with an error page and serves on."""
 
+    # set by wsgiref at run time, not declared in its stubs
+    status: str | None
+    request_handler: WSGIRequestHandler
+
     def handle_error(self) -> None:
         if isinstance(sys.exc_info()[1], KeyboardInterrupt):
             raise
@@ -38,6 +42,8 @@ class _QuietHandler(WSGIRequestHandler):
     """No line on stderr per request: the terminal shows the URL and nothing else; a Ctrl-C while
     a request is served stops the server as one between requests does (`_StoppableHandler`)."""
 
+    server: WSGIServer  # `make_server`'s
+
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
@@ -50,9 +56,19 @@ class _QuietHandler(WSGIRequestHandler):
             return
         if not self.parse_request():  # parse_request has answered the error
             return
-        handler = _StoppableHandler(self.rfile, self.wfile, self.get_stderr(), self.get_environ(), multithread=False)
+        # the streams wsgiref's own handle() passes: the stubs type wfile as a BufferedIOBase and
+        # SimpleHandler's stdout as an IO[bytes], which it is at run time
+        handler = _StoppableHandler(
+            self.rfile,
+            self.wfile,  # type: ignore[arg-type]
+            self.get_stderr(),
+            self.get_environ(),
+            multithread=False,
+        )
         handler.request_handler = self
-        handler.run(self.server.get_app())
+        app = self.server.get_app()
+        assert app is not None  # make_server set it
+        handler.run(app)
 
 
 def require() -> Any:

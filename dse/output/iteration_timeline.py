@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from dse.core.errors import InputError
 from dse.core.units import format_time
@@ -26,6 +26,11 @@ STYLES = {
 _NEEDS = "a JSON object written by dse iterate --json --timeline"
 
 
+def _is_time(x: object) -> TypeGuard[float]:
+    """A finite number of ns >= 0 (not a bool)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+
+
 def iteration_plot_data(d: Mapping[str, Any], field_: str = "RESULT.json") -> TimelinePlotData:
     """Lanes of bars, one lane per resource that ran anything; bad input is one `InputError`."""
     nodes = d.get("nodes")
@@ -36,12 +41,11 @@ def iteration_plot_data(d: Mapping[str, Any], field_: str = "RESULT.json") -> Ti
         if not isinstance(n, Mapping) or n.get("resource") not in per or n.get("kind") not in STYLES:
             raise InputError(field_, f"node entry {k} lacks a known resource or kind", _NEEDS)
         a, b = n.get("start_ns"), n.get("end_ns")
-        if not all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0 for x in (a, b)
-        ):
+        if not (_is_time(a) and _is_time(b)):
             raise InputError(field_, f"node entry {k} has start {a!r} and end {b!r}", _NEEDS)
         per[n["resource"]].append((int(n.get("index", k)), n["kind"], float(a), float(b)))
-    lanes, used = [], set()
+    lanes: list[Lane] = []
+    used: set[str] = set()
     for r, label in LANES:
         items = per[r]
         if not items:

@@ -19,10 +19,13 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from dse.core.files import atomic_output
 from dse.output.study_report import BW_PARAM, axis, bandwidths, feasible
+
+#: An objective's direction, as Optuna names it (`StudyDirection.name.lower()`).
+Direction = Literal["minimize", "maximize"]
 
 
 @dataclass
@@ -38,7 +41,7 @@ class HistoryPanel:
     best: list[float]
 
 
-def history_data(trials: Sequence[Any], names: Sequence[str], directions: Sequence[str]) -> list[HistoryPanel]:
+def history_data(trials: Sequence[Any], names: Sequence[str], directions: Sequence[Direction]) -> list[HistoryPanel]:
     """One `HistoryPanel` per objective, trials in number order (NaN best before a feasible one)."""
     ordered = sorted(trials, key=lambda t: t.number)
     panels = []
@@ -115,7 +118,7 @@ class Importances:
     by_objective: dict[str, dict[str, float]]
 
 
-def importance_data(trials: Sequence[Any], names: Sequence[str], directions: Sequence[str]) -> Importances | str:
+def importance_data(trials: Sequence[Any], names: Sequence[str], directions: Sequence[Direction]) -> Importances | str:
     """Each varying parameter's importance for each objective, or a one-line reason there are none."""
     import optuna
     from optuna.distributions import FloatDistribution

@@ -126,7 +126,7 @@ def _title(
     collective: str,
     size_bytes: int,
     size_unit: str,
-    chunks: int,
+    chunks: int | str,
     scheduler: str,
     queue: str,
     cost_model: str,
@@ -217,14 +217,14 @@ def json_timeline_data(d: object, field_: str = "RESULT.json") -> TimelinePlotDa
         raise InputError(field_, "has a malformed active_chunks or cost_model", _NEEDS)
     shared = _shares(cost_model, active)
     size = d.get("size_bytes")
-    unit = d.get("size_unit") if d.get("size_unit") in ("decimal", "binary") else "decimal"
+    unit = "binary" if d.get("size_unit") == "binary" else "decimal"
     if isinstance(size, int) and not isinstance(size, bool) and size > 0:
         title = _title(
             str(d.get("topology", spec)),
             str(d.get("collective", "?")),
             size,
             unit,
-            d.get("chunks", "?"),  # type: ignore[arg-type]
+            d.get("chunks", "?"),
             str(d.get("scheduler", "?")),
             str(d.get("queue", "?")),
             cost_model,

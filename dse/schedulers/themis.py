@@ -18,7 +18,7 @@ Two flavours, chosen by the cost model (`CostModel.themis_flavor`):
 from __future__ import annotations
 
 from itertools import groupby
-from operator import add, itemgetter
+from operator import add, attrgetter
 
 from dse.core.collectives import AG, ALL_GATHER, ALL_REDUCE, RS
 from dse.schedulers.base import Order, ScheduleProblem, Scheduler, baseline_order
@@ -103,6 +103,16 @@ def offline_greedy_orders(problem: ScheduleProblem) -> list[Order]:
     return [greedy.order(int(r), involved, ag) for r in problem.chunks.charges]
 
 
+class _Entry:
+    """One place in OfflineGreedy's list: a dim and the load charged to it."""
+
+    __slots__ = ("dim", "load")
+
+    def __init__(self, dim: int, load: float = 0.0) -> None:
+        self.dim = dim
+        self.load = load
+
+
 class OfflineGreedy:
     """ASTRA-sim's OfflineGreedy load state over all (logical) dims of a topology.
 
@@ -118,12 +128,12 @@ class OfflineGreedy:
         self.bw = list(bandwidths)
         self.ps = list(npus)
         self.nd = len(self.ps)
-        self.table = [[d, 0.0] for d in range(self.nd)]  # the persistent list of (dim, load)
+        self.table = [_Entry(d) for d in range(self.nd)]  # the persistent list of (dim, load)
         self._charges: dict[tuple, list[float]] = {}
 
     def reset(self) -> None:
         """Zero the loads and renumber the list by position (ASTRA-sim's ``reset_loads``)."""
-        self.table = [[d, 0.0] for d in range(self.nd)]
+        self.table = [_Entry(d) for d in range(self.nd)]
 
     def _inc(self, d: int, c: int, ag: bool) -> tuple[float, int]:
         p = self.ps[d]
@@ -150,10 +160,10 @@ class OfflineGreedy:
     def order(self, r: int, involved: tuple[bool, ...], ag: bool) -> Order:
         """One chunk of recommended size `r`: its dim order, the loads charged."""
         table, ps, bw, b0 = self.table, self.ps, self.bw, self.bw[0]
-        table.sort(key=itemgetter(1))  # stable
+        table.sort(key=attrgetter("load"))  # stable
         if ag:
             table.reverse()
-        off = [not involved[e[0]] or ps[e[0]] == 1 for e in table]
+        off = [not involved[e.dim] or ps[e.dim] == 1 for e in table]
         ptr = off.index(False) if False in off else len(table)
         if ptr < len(table):
             first = table[ptr]
@@ -161,25 +171,25 @@ class OfflineGreedy:
                 last = len(table) - 1
                 while off[last]:
                     last -= 1
-                dl = table[last][0]
-                gap = int((abs(table[last][1] - first[1]) * (bw[dl] / b0)) / (ps[dl] - 1) * MIB)
+                dl = table[last].dim
+                gap = int((abs(table[last].load - first.load) * (bw[dl] / b0)) / (ps[dl] - 1) * MIB)
                 for j in range(last - 1, ptr - 1, -1):
                     if not off[j]:
-                        gap //= ps[table[j][0]]
+                        gap //= ps[table[j].dim]
             else:
-                df = first[0]
-                gap = int((abs(table[-1][1] - first[1]) * (bw[df] / b0)) / ((ps[df] - 1) / ps[df]) * MIB)
+                df = first.dim
+                gap = int((abs(table[-1].load - first.load) * (bw[df] / b0)) / ((ps[df] - 1) / ps[df]) * MIB)
             if gap < r // 16:
-                loads = {e[0]: e[1] for e in table}
-                self.table = table = [[d, loads[d]] for d in range(self.nd)]
+                loads = {e.dim: e.load for e in table}
+                self.table = table = [_Entry(d, loads[d]) for d in range(self.nd)]
                 if ag:  # the quirk: position i (dim D-1-i) is charged with dim i's volume
                     table.reverse()
                 identity = tuple(range(self.nd))
                 skip = tuple(not involved[d] or ps[d] == 1 for d in identity)
                 for e, amount in zip(table, self._charge(identity, r, skip, ag)):
-                    e[1] += amount
+                    e.load += amount
                 return identity
-        order = tuple(e[0] for e in table)
+        order = tuple(e.dim for e in table)
         for e, amount in zip(table, self._charge(order, r, tuple(off), ag)):
-            e[1] += amount
+            e.load += amount
         return order

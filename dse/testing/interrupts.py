@@ -37,7 +37,7 @@ def _shm() -> set[str]:
         return set()
 
 
-def _children(pid: int) -> list[int]:
+def child_pids(pid: int) -> list[int]:
     """Processes whose parent is `pid` (read from /proc; none where there is no /proc)."""
     out = []
     for d in Path("/proc").glob("[0-9]*"):
@@ -106,7 +106,7 @@ def kill_case(target: str, sig: int, at: float, folder: Path, reference: tuple[o
     p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     while p.poll() is None and _size(out) < at * total:
         time.sleep(0.002)
-    kids = _children(p.pid)
+    kids = child_pids(p.pid)
     if p.poll() is not None:
         return [f"the run ended (exit {p.returncode}) before {at:.0%} of its output: no interruption tested"]
     p.send_signal(sig)

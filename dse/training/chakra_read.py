@@ -284,7 +284,7 @@ def _build(raw: list[Any], path: str, pytorch: bool) -> tuple[Graph, tuple[int, 
     has_succ = {a for a, _, _ in g.edges}
     sinks = [j for j in range(len(order)) if j not in has_succ]
     g.end = g.add(Node(MARK, "end"), *((j, 0.0) for j in sinks))
-    notes = ()
+    notes: tuple[str, ...] = ()
     if dropped:
         notes = (
             f"a trace converted from PyTorch: its {dropped:,} control dependencies (each operator's parent "

@@ -6,6 +6,7 @@ Spec strings ``name[:key=value,...]`` (`generate`) are what `dse.training.worklo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -141,7 +142,8 @@ def transformer(
     return Workload("transformer", "HYBRID", tuple(out), mp, "generator transformer")
 
 
-GENERATORS = {"resnet152": resnet152, "transformer": transformer}
+#: The generators by name; each takes its options as keyword-only arguments, all with defaults.
+GENERATORS: dict[str, Callable[..., Workload]] = {"resnet152": resnet152, "transformer": transformer}
 
 
 def generate(spec: str) -> Workload:
@@ -152,13 +154,14 @@ def generate(spec: str) -> Workload:
         raise InputError("workload", f"unknown generator {name!r}", ", ".join(GENERATORS))
     fn = GENERATORS[key]
     kwargs: dict[str, Any] = {}
-    allowed = [k for k in fn.__kwdefaults__]  # type: ignore[union-attr]
+    defaults: dict[str, Any] = fn.__kwdefaults__ or {}
+    allowed = [k for k in defaults]
     for item in filter(None, (s.strip() for s in opts.split(","))):
         k, eq, v = item.partition("=")
         k = k.strip()
         if not eq or k not in allowed:
             raise InputError(f"workload {name}", f"bad option {item!r}", ", ".join(f"{a}=..." for a in allowed))
-        default = fn.__kwdefaults__[k]  # type: ignore[index]
+        default = defaults[k]
         x = parse_positive(v, f"workload {name}: {k}", allow_zero=True, maximum=MAX_BYTES)
         if isinstance(default, int):
             if not x.is_integer():

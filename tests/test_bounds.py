@@ -8,16 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dse import InputError, evaluate, lower_bounds
-from dse.bounds.api import (
-    _flow_edges,
-    _grid_floor,
-    _objective,
-    _paths,
-    _solve,
-    _sum_reachable,
-    chunk_types,
-    ilp_bound,
-)
+from dse.bounds.api import chunk_types, ilp_bound
+from dse.bounds.flow import _flow_edges, _objective, _paths, _solve
+from dse.bounds.grid import _grid_floor, _sum_reachable
 from dse.core.topology import PAPER_PRESETS
 from dse.sim.spec import CollectiveSpec
 
@@ -180,7 +173,7 @@ def test_compare_is_deterministic(run_cli):
     assert runs[0] == runs[1]
 
 
-# --- the flow model and the whole-step floor (dse.bounds.api._grid_floor, _solve_flow) ---------------
+# --- the flow model and the whole-step floor (dse.bounds.grid._grid_floor, dse.bounds.flow._solve_flow) ---
 
 
 def _spec_types(topo, coll, chunks, mode, model="paper", size="64MiB"):

@@ -1,4 +1,4 @@
-"""The search for a schedule at the whole-step floor (dse.bounds.floorfit, dse.bounds.api._floor_search):
+"""The search for a schedule at the whole-step floor (dse.bounds.floorfit, dse.bounds.floor._floor_search):
 exact when it finds one, a proof when the exhaustive search finds none, and the ILP either way."""
 
 import itertools
@@ -10,18 +10,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dse import evaluate, lower_bounds
-from dse.bounds.api import (
-    _edge_steps,
-    _floor_search,
-    _flow_edges,
-    _Grid,
-    _objective,
-    _solve,
-    chunk_types,
-    distinct_types,
-    ilp_bound,
-)
-from dse.bounds.floorfit import Lattice, OutOfBudget, targets
+from dse.bounds.api import chunk_types, distinct_types, ilp_bound
+from dse.bounds.floor import _edge_steps, _floor_search
+from dse.bounds.floorfit import OutOfBudget, targets
+from dse.bounds.flow import _flow_edges, _objective, _solve
+from dse.bounds.grid import _Grid
+from dse.bounds.lattice import Lattice
 from dse.core.topology import Dim, Topology
 from dse.sim.spec import CollectiveSpec
 

@@ -1,8 +1,8 @@
 """`LazyRegistry`: a name -> object mapping whose entries may be loaded on first lookup.
 
-Used for `dse.schedulers.SCHEDULERS`: the `lp_guided` scheduler needs the bounds and the simulator,
-so its entry names the module that defines it (and registers it), imported only when a lookup asks
-for it. Listing the names, `len` and `in` import nothing.
+Used for `dse.schedulers.SCHEDULERS`: the `lp_guided` scheduler solves an LP (PuLP, HiGHS), so its
+entry names the module that defines it (and registers it), imported only when a lookup asks for
+it. Listing the names, `len` and `in` import nothing.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dse.bounds.api import _solve, ideal_ns, types_for_plan
+from dse.bounds.api import ideal_ns, lp_bound, types_for_plan
 from dse.core.topology import Topology
 from dse.explore.storage import FIXED_KEY, LAYOUT, RECORD_ATTR
 from dse.explore.studies import StudySpec
@@ -55,7 +55,7 @@ def fluid_bound(topo: Topology, collective: str, size: int, chunks: int, cost_mo
     cspec = CollectiveSpec.parse(topo, collective=collective, size=size, chunks=chunks, cost_model=cost_model)
     plan = cspec.cost_model.chunking(cspec.collective, cspec.size, cspec.chunks, topo, baseline=False)
     types = types_for_plan(cspec.cost_model, topo, cspec.collective, plan, cspec.latency_mode)
-    return max(ideal_ns(cspec), _solve(types, 1, relax=True, solver="highs", time_limit_s=5.0).bound)
+    return max(ideal_ns(cspec), lp_bound(types, 1, solver="highs", time_limit_s=5.0))
 
 
 def metric_value(

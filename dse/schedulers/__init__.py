@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from dse.core.errors import InputError
 from dse.core.registry import LazyRegistry
-from dse.schedulers.base import Order, ScheduleProblem, Scheduler, ascending, baseline_order
+from dse.schedulers.base import (
+    Order,
+    ScheduleProblem,
+    Scheduler,
+    Simulate,
+    ascending,
+    baseline_order,
+    register_simulator,
+)
 from dse.schedulers.simple import BaselineScheduler, FixedScheduler, RandomScheduler, RoundRobinScheduler, parse_orders
 from dse.schedulers.themis import ThemisScheduler
 
@@ -13,14 +21,14 @@ SCHEDULERS: LazyRegistry[type[Scheduler]] = LazyRegistry(
         (cls.name, cls)
         for cls in (BaselineScheduler, ThemisScheduler, RoundRobinScheduler, RandomScheduler, FixedScheduler)
     ),
-    {"lp_guided": "dse.schedulers.lp_guided"},  # needs the bounds and the simulator: imported on its first lookup
+    {"lp_guided": "dse.schedulers.lp_guided"},  # its LP needs PuLP and HiGHS: imported on its first lookup
 )
 QUEUES: tuple[str, ...] = ("fifo", "scf")
 
 
 def register_scheduler(cls: type[Scheduler]) -> type[Scheduler]:
-    """Make a scheduler class available by its `name` (used by schedulers defined above this layer,
-    such as `lp_guided`, which needs the bounds and the simulator)."""
+    """Make a scheduler class available by its `name` (used by schedulers loaded on their first
+    lookup, such as `lp_guided`, and by schedulers defined outside `dse`)."""
     SCHEDULERS[cls.name] = cls
     return cls
 
@@ -62,6 +70,7 @@ __all__ = [
     "Order",
     "ScheduleProblem",
     "Scheduler",
+    "Simulate",
     "ascending",
     "baseline_order",
     "BaselineScheduler",
@@ -73,4 +82,5 @@ __all__ = [
     "parse_orders",
     "parse_queue",
     "register_scheduler",
+    "register_simulator",
 ]

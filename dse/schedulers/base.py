@@ -11,21 +11,26 @@ runs in ascending order; no scheduler reorders it.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from dse.core.collectives import ALL_GATHER, ALL_TO_ALL
 from dse.core.topology import Topology
-from dse.costs.base import ChunkPlan, CostModel
+from dse.costs.base import ChunkPlan, CostModel, Phase
 
 Order = tuple[int, ...]
+#: a simulator for schedulers that time candidate orders: the time (ns) of chunks with these phase
+#: lists, issued in this order and run as the problem says (queue, active chunks, the model's rules)
+Simulate = Callable[["ScheduleProblem", Sequence[Sequence[Phase]]], float]
+_REGISTERED: list[Simulate] = []  # `register_simulator`
 
 
 @dataclass(frozen=True)
 class ScheduleProblem:
     """What a scheduler may look at: the topology, the collective, the chunks, the cost model, and
-    how the chunks will run (queue policy, latency mode, active chunks), for schedulers that
-    simulate candidate orders."""
+    how the chunks will run (queue policy, latency mode, active chunks, the simulator), for
+    schedulers that simulate candidate orders."""
 
     topology: Topology
     collective: str
@@ -35,6 +40,16 @@ class ScheduleProblem:
     queue: str = "scf"
     latency_mode: str | None = None
     active_chunks: int = 1
+    #: the simulator, supplied by the sim layer; None: the one it registered (`register_simulator`)
+    simulate: Simulate | None = field(default=None, compare=False, repr=False)
+
+    def simulator(self) -> Simulate:
+        """The simulator to time candidate orders with: `simulate`, else the registered one."""
+        if self.simulate is not None:
+            return self.simulate
+        if not _REGISTERED:
+            raise RuntimeError("no simulator: pass ScheduleProblem(simulate=...), or import dse.sim.simulate")
+        return _REGISTERED[-1]
 
     @property
     def ndims(self) -> int:
@@ -43,6 +58,13 @@ class ScheduleProblem:
     @property
     def nchunks(self) -> int:
         return len(self.chunks.sizes)
+
+
+def register_simulator(simulate: Simulate) -> Simulate:
+    """Set the simulator of problems built without one: the sim layer registers its own when it is
+    imported, so problems built above it (the training planner's) can be simulated too."""
+    _REGISTERED[:] = [simulate]
+    return simulate
 
 
 def ascending(ndims: int) -> Order:

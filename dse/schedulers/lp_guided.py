@@ -1,8 +1,8 @@
 """`lp_guided`: orders that realise the fluid-optimal order mix, sequenced by the simulator.
 
-The bound (dse.bounds) says which mix of dimension orders balances the dimensions' loads best. A
-mix is not a schedule: the order in which chunks are issued decides how fast the pipeline fills and
-drains, and interleaving the mix by running deficit lands 1-8 % above the bound at 64 chunks. So:
+The fluid LP (`dse.schedulers.order_mix`) says which mix of dimension orders balances the dimensions'
+loads best. A mix is not a schedule: the order in which chunks are issued decides how fast the
+pipeline fills and drains, and interleaving the mix by running deficit lands 1-8 % above the bound at 64 chunks. So:
 
 1. the LP mix, rounded to whole chunks by largest remainders;
 2. three starting sequences: that mix interleaved by running deficit, that mix issued greedily so
@@ -16,8 +16,9 @@ Because Themis's orders are a starting point and changes are kept only when not 
 is never behind Themis under the same queue and cost model. The search is deterministic for a seed
 and costs `budget` simulations (~50 us each at 64 chunks with the C engine).
 
-This scheduler needs the bounds and the simulator, so it lives at the bounds layer and registers
-itself with `dse.schedulers.register_scheduler`.
+This scheduler needs the LP over dimension orders (`dse.schedulers.order_mix`) and a simulator,
+which the sim layer passes in with the problem (`ScheduleProblem.simulate`). It is loaded on its
+first lookup in `dse.schedulers.SCHEDULERS` and registers itself there.
 """
 
 from __future__ import annotations
@@ -25,13 +26,17 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from dse.bounds.api import _solve, types_for_plan
 from dse.core.collectives import ALL_TO_ALL
 from dse.core.errors import InputError
 from dse.core.limits import LP_ORDER_TYPES
-from dse.schedulers import Order, ScheduleProblem, Scheduler, ThemisScheduler, register_scheduler
-from dse.sim.simulate import simulate
+from dse.costs.base import Phase
+from dse.schedulers import register_scheduler
+from dse.schedulers.base import Order, ScheduleProblem, Scheduler, Simulate
+from dse.schedulers.order_mix import fluid_mix, types_for_plan
+from dse.schedulers.themis import ThemisScheduler
 
 
 @register_scheduler
@@ -51,74 +56,84 @@ class LPGuidedScheduler(Scheduler):
         return self.budget + 3
 
     def _orders(self, problem: ScheduleProblem) -> list[Order]:
-        model, topo, coll = problem.cost_model, problem.topology, problem.collective
-        n = problem.nchunks
-        mode = problem.latency_mode or model.default_latency_mode
-        if coll == ALL_TO_ALL or topo.ndims == 1:
-            return [tuple(range(topo.ndims))] * n
-        reason = too_many_orders(topo.ndims, len(set(problem.chunks.sizes)))
+        ndims = problem.ndims
+        if problem.collective == ALL_TO_ALL or ndims == 1:
+            return [tuple(range(ndims))] * problem.nchunks
+        reason = too_many_orders(ndims, len(set(problem.chunks.sizes)))
         if reason:
             raise InputError(
                 "scheduler", f"lp_guided cannot run here: {reason}", "at most 8 dimensions, or another scheduler"
             )
-        types = types_for_plan(model, topo, coll, problem.chunks, mode, ar_phase=False)
-        main_size = Counter(problem.chunks.sizes).most_common(1)[0][0]
-        main = [t for t in types if t.size == main_size]
-        orders = [t.order for t in main]
-        index = {o: i for i, o in enumerate(orders)}
-        slots = 1 if model.shares_bandwidth else problem.active_chunks
-        counts = _round_mix(_solve(main, slots, relax=True, solver="highs", time_limit_s=10.0).counts, n)
-
-        # plans per (order index, chunk size), built once
-        memo: dict = {}
-        plan_cache: dict[tuple[int, float], tuple] = {}
-
-        def plan(i: int, size: float) -> tuple:
-            p = plan_cache.get((i, size))
-            if p is None:
-                p = plan_cache[(i, size)] = model.phases(topo, coll, orders[i], size, latency_mode=mode, memo=memo)
-            return p
-
-        sizes = problem.chunks.sizes
-
-        def run(seq: list[int]) -> float:
-            plans = [plan(i, s) for i, s in zip(seq, sizes)]
-            out = simulate(
-                plans,
-                topo.ndims,
-                queue=problem.queue,
-                rules=model.sim_rules,
-                active_chunks=problem.active_chunks,
-            )
-            return out.time_ns
-
-        loads = [t.load for t in main]
+        mix = _OrderMix.of(problem)
+        run = _Sequences(problem, mix.orders, problem.simulator()).time
+        index = {o: i for i, o in enumerate(mix.orders)}
         starts = [
-            _deficit_sequence(counts, n),
-            _balanced_sequence(counts, loads, n),
+            _deficit_sequence(mix.counts, problem.nchunks),
+            _balanced_sequence(mix.counts, mix.loads, problem.nchunks),
             [index[o] for o in ThemisScheduler().orders(problem)],
         ]
-        scored = [(run(s), k, s) for k, s in enumerate(starts)]
-        best_t, _, best = min(scored)
+        return [mix.orders[i] for i in self._improve(problem, run, starts, len(mix.orders))]
+
+    def _improve(
+        self, problem: ScheduleProblem, run: Callable[[list[int]], float], starts: list[list[int]], norders: int
+    ) -> list[int]:
+        """The fastest start, improved by `budget` seeded moves, each kept when it is not slower."""
+        best_t, _, best = min((run(s), k, s) for k, s in enumerate(starts))
         best = list(best)
+        n = problem.nchunks
         rng = random.Random(problem.seed)
-        edge = min(n, 2 * topo.ndims + 2)  # fill and drain happen at the ends
+        edge = min(n, 2 * problem.ndims + 2)  # fill and drain happen at the ends
         for _ in range(self.budget):
-            cand = list(best)
-            if rng.random() < 0.5 or n < 2:
-                pos = _pick(rng, n, edge)
-                cand[pos] = rng.randrange(len(orders))
-                if cand[pos] == best[pos]:
-                    continue
-            else:
-                a, b = _pick(rng, n, edge), rng.randrange(n)
-                if cand[a] == cand[b]:
-                    continue
-                cand[a], cand[b] = cand[b], cand[a]
+            cand = _neighbour(rng, best, edge, norders)
+            if cand is None:
+                continue
             t = run(cand)
             if t <= best_t:
                 best_t, best = t, cand
-        return [orders[i] for i in best]
+        return best
+
+
+@dataclass(frozen=True)
+class _OrderMix:
+    """The fluid LP's order mix for the problem's most common chunk size, in whole chunks."""
+
+    orders: list[Order]  # per chunk type (index)
+    loads: list[tuple[float, ...]]  # busy ns per dimension of one chunk of each type
+    counts: list[int]  # chunks per type, summing to the problem's
+
+    @classmethod
+    def of(cls, problem: ScheduleProblem) -> _OrderMix:
+        model = problem.cost_model
+        mode = problem.latency_mode or model.default_latency_mode
+        types = types_for_plan(model, problem.topology, problem.collective, problem.chunks, mode, ar_phase=False)
+        main_size = Counter(problem.chunks.sizes).most_common(1)[0][0]
+        main = [t for t in types if t.size == main_size]
+        slots = 1 if model.shares_bandwidth else problem.active_chunks
+        counts = _round_mix(fluid_mix(main, slots, time_limit_s=10.0), problem.nchunks)
+        return cls([t.order for t in main], [t.load for t in main], counts)
+
+
+class _Sequences:
+    """Times a sequence of order indices (one per chunk, in issue order) with the simulator; each
+    (order, chunk size)'s phases are built once."""
+
+    def __init__(self, problem: ScheduleProblem, orders: list[Order], simulate: Simulate) -> None:
+        self.problem, self.orders, self.simulate = problem, orders, simulate
+        self.mode = problem.latency_mode or problem.cost_model.default_latency_mode
+        self.memo: dict = {}
+        self.plans: dict[tuple[int, float], Sequence[Phase]] = {}
+
+    def plan(self, i: int, size: float) -> Sequence[Phase]:
+        p = self.plans.get((i, size))
+        if p is None:
+            problem = self.problem
+            p = self.plans[(i, size)] = problem.cost_model.phases(
+                problem.topology, problem.collective, self.orders[i], size, latency_mode=self.mode, memo=self.memo
+            )
+        return p
+
+    def time(self, seq: list[int]) -> float:
+        return self.simulate(self.problem, [self.plan(i, s) for i, s in zip(seq, self.problem.chunks.sizes)])
 
 
 def too_many_orders(ndims: int, sizes: int = 1) -> str | None:
@@ -135,6 +150,24 @@ def _pick(rng: random.Random, n: int, edge: int) -> int:
         k = rng.randrange(2 * edge)
         return k if k < edge else n - 1 - (k - edge)
     return rng.randrange(n)
+
+
+def _neighbour(rng: random.Random, best: list[int], edge: int, norders: int) -> list[int] | None:
+    """A seeded move from `best`: give one chunk another order, or swap two chunks' orders; None
+    when the move changes nothing."""
+    n = len(best)
+    cand = list(best)
+    if rng.random() < 0.5 or n < 2:
+        pos = _pick(rng, n, edge)
+        cand[pos] = rng.randrange(norders)
+        if cand[pos] == best[pos]:
+            return None
+    else:
+        a, b = _pick(rng, n, edge), rng.randrange(n)
+        if cand[a] == cand[b]:
+            return None
+        cand[a], cand[b] = cand[b], cand[a]
+    return cand
 
 
 def _round_mix(fractions: tuple[float, ...], n: int) -> list[int]:

@@ -16,7 +16,7 @@ from dse.costs import CostModel, Phase
 from dse.schedulers import ScheduleProblem
 from dse.sim.batch import point_rows, run_point, table_for, tableable
 from dse.sim.result import Result
-from dse.sim.simulate import SimOutput, TimelineEntry, simulate
+from dse.sim.simulate import SimOutput, TimelineEntry, schedule_time, simulate
 from dse.sim.spec import CollectiveSpec, RunArgs, RunSpec, SpecArgs, simulation_steps
 from dse.sim.tables import ShapeTable
 
@@ -94,7 +94,9 @@ def evaluate_prepared(p: RunSpec, *, timeline: bool = False) -> Result:
     spec, sched = p.spec, p.sched
     topo, model, active = spec.topology, spec.cost_model, spec.active_chunks
     plan = model.chunking(spec.collective, spec.size, spec.chunks, topo, baseline=sched.is_baseline)
-    problem = ScheduleProblem(topo, spec.collective, plan, model, p.seed, p.queue, spec.latency_mode, active)
+    problem = ScheduleProblem(
+        topo, spec.collective, plan, model, p.seed, p.queue, spec.latency_mode, active, simulate=schedule_time
+    )
     chunk_orders = sched.orders(problem)
     phase_plans = build_plans(
         model, topo, spec.collective, chunk_orders, plan.sizes, spec.latency_mode, sched.is_baseline

@@ -28,10 +28,20 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from dse.costs.base import Phase, SimRules
+from dse.schedulers.base import ScheduleProblem, register_simulator
 from dse.sim import engine as _engine_front
 from dse.sim.engine_io import FIFO, SCF_ASTRA, SCF_PRIORITY, NetRules, policy_code
 
-__all__ = ["FIFO", "SCF_ASTRA", "SCF_PRIORITY", "SimOutput", "TimelineEntry", "policy_code", "simulate"]
+__all__ = [
+    "FIFO",
+    "SCF_ASTRA",
+    "SCF_PRIORITY",
+    "SimOutput",
+    "TimelineEntry",
+    "policy_code",
+    "schedule_time",
+    "simulate",
+]
 
 
 class TimelineEntry(NamedTuple):
@@ -93,3 +103,20 @@ def simulate(
             TimelineEntry(c, plans[c][k].dim, plans[c][k].kind, t0, t1, plans[c][k].busy) for c, k, t0, t1 in out.log
         )
     return SimOutput(out.finish_ns, out.dim_busy, out.dim_bytes, out.chunk_end, entries)
+
+
+def schedule_time(problem: ScheduleProblem, plans: Sequence[Sequence[Phase]]) -> float:
+    """The time (ns) of chunks with these phase lists, in issue order, run as `problem` says: the
+    simulator that schedulers which time candidate orders (`lp_guided`) are given."""
+    out = simulate(
+        plans,
+        problem.ndims,
+        queue=problem.queue,
+        rules=problem.cost_model.sim_rules,
+        active_chunks=problem.active_chunks,
+    )
+    return out.time_ns
+
+
+# problems built without a simulator (above this layer: the training planner's) get this one
+register_simulator(schedule_time)

@@ -19,6 +19,7 @@ from dse.core.errors import InputError
 from dse.core.topology import parse_topology
 from dse.costs import COST_MODELS, get_cost_model
 from dse.schedulers.base import ScheduleProblem
+from dse.sim.simulate import schedule_time
 
 TOPOLOGIES = (
     "Ring(8,100,500)",
@@ -40,7 +41,7 @@ def _problems():
             continue
         plan = m.chunking(coll, 2**26, chunks, t, baseline=False)
         for queue in ("fifo", "scf"):
-            yield ScheduleProblem(t, coll, plan, m, seed=7, queue=queue, latency_mode=mode)
+            yield ScheduleProblem(t, coll, plan, m, seed=7, queue=queue, latency_mode=mode, simulate=schedule_time)
 
 
 class SchedulerConformance:

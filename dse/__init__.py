@@ -16,7 +16,8 @@ if TYPE_CHECKING:  # the names for type checkers and IDEs; at run time `__getatt
 
     from dse.bounds.api import Bounds, lower_bounds
     from dse.core.errors import InputError
-    from dse.core.topology import PRESETS, Dim, Topology, parse_topology
+    from dse.core.presets import PRESETS
+    from dse.core.topology import Dim, Topology, parse_topology
     from dse.costs import COST_MODELS, CostModel, get_cost_model
     from dse.schedulers import SCHEDULERS, Scheduler, get_scheduler
     from dse.sim.batch import BatchResult, evaluate_many
@@ -46,7 +47,7 @@ _LAZY: dict[str, str] = {
     "SCHEDULERS": "schedulers",
     "Scheduler": "schedulers",
     "get_scheduler": "schedulers",
-    "PRESETS": "core.topology",
+    "PRESETS": "core.presets",
     "Dim": "core.topology",
     "Topology": "core.topology",
     "parse_topology": "core.topology",

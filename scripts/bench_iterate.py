@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from dse.core.topology import PAPER_PRESETS
+from dse.core.presets import PAPER_PRESETS
 from dse.training.chakra_read import load_trace
 from dse.training.iteration import iterate
 from dse.training.workloads import bundled_workloads, load_workload

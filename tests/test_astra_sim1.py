@@ -11,7 +11,8 @@ import json
 import pytest
 
 from dse import InputError, evaluate
-from dse.core.topology import PRESETS, Dim, Topology
+from dse.core.presets import PRESETS
+from dse.core.topology import Dim, Topology
 from dse.costs import AstraSim1Model, SimRules, get_cost_model
 from dse.schedulers import get_scheduler
 from dse.schedulers.base import ScheduleProblem

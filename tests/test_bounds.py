@@ -11,7 +11,7 @@ from dse import InputError, evaluate, lower_bounds
 from dse.bounds.api import chunk_types, ilp_bound
 from dse.bounds.flow import _flow_edges, _objective, _paths, _solve
 from dse.bounds.grid import _grid_floor, _sum_reachable
-from dse.core.topology import PAPER_PRESETS
+from dse.core.presets import PAPER_PRESETS
 from dse.sim.spec import CollectiveSpec
 
 from .test_invariants import topologies

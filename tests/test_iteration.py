@@ -9,7 +9,7 @@ import pytest
 
 import dse
 from dse.core.errors import InputError
-from dse.core.topology import PRESETS
+from dse.core.presets import PRESETS
 from dse.sim.evaluate import evaluate
 from dse.training.iteration import chunk_count, end_to_end_markdown, end_to_end_rows, iterate, scope_dims
 from dse.training.iteration_engine import RULES

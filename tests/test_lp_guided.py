@@ -5,7 +5,7 @@ import math
 import pytest
 
 from dse import evaluate, lower_bounds
-from dse.core.topology import PAPER_PRESETS
+from dse.core.presets import PAPER_PRESETS
 from dse.schedulers.lp_guided import LPGuidedScheduler
 from dse.testing.schedulers import SchedulerConformance
 

@@ -3,7 +3,7 @@
 import pytest
 
 from dse import evaluate
-from dse.core.topology import PAPER_PRESETS
+from dse.core.presets import PAPER_PRESETS
 
 
 @pytest.mark.parametrize("kind", ["Ring", "SW", "FC"])

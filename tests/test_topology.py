@@ -3,14 +3,8 @@ import warnings
 import pytest
 
 from dse.core.errors import InputError
-from dse.core.topology import (
-    PAPER_PRESETS,
-    PRESETS,
-    SYSTEM_PRESETS,
-    Dim,
-    Topology,
-    parse_topology,
-)
+from dse.core.presets import PAPER_PRESETS, PRESETS, SYSTEM_PRESETS
+from dse.core.topology import Dim, Topology, parse_topology
 
 # The Themis paper's Table 2: shape, aggregate GB/s per NPU, latency ns per step.
 TABLE2 = {

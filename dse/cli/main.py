@@ -293,7 +293,7 @@ def cmd_topologies(args: argparse.Namespace) -> int:
     import json
     import textwrap
 
-    from dse.core.topology import NOT_PRESETS, preset_records
+    from dse.core.presets import NOT_PRESETS, preset_records
     from dse.output.report import format_table
 
     records = preset_records()

@@ -39,16 +39,10 @@ from typing import Any
 from dse.bounds.api import ideal_ns
 from dse.core.errors import raise_if_interrupted
 from dse.core.files import atomic_output, check_output_dir, make_dirs, write_atomic
+from dse.core.presets import ARTIFACT_SUFFIX, PAPER_PRESETS, PRESET_INFO, PRESETS
 from dse.core.progress import progress_bar as _bar
 from dse.core.progress import wanted
-from dse.core.topology import (
-    ARTIFACT_SUFFIX,
-    PAPER_PRESETS,
-    PRESET_INFO,
-    PRESETS,
-    Topology,
-    parse_topology,
-)
+from dse.core.topology import Topology, parse_topology
 from dse.costs import get_cost_model
 from dse.explore.sweep import read_rows, run_sweep
 from dse.explore.sweepfile import parse_sweep
@@ -71,7 +65,7 @@ def topology_for(name: str, cost_model: str) -> Topology:
     """A paper preset as the experiment uses it, the same hardware in every model.
 
     Under `astra-sim-1`: the preset ``NAME@artifact`` (the artifact's 1 ns links, as the paper's
-    own runs; `dse.core.topology.ARTIFACT_PRESETS`, the one definition). Under `astra-sim`: each
+    own runs; `dse.core.presets.ARTIFACT_PRESETS`, the one definition). Under `astra-sim`: each
     fully-connected dimension's bandwidth divided by P−1, because ASTRA-sim 2.x reads an FC
     bandwidth as per link (its P−1 direct messages each run at it).
     """

@@ -11,7 +11,6 @@ from dse.schedulers.base import (
     Simulate,
     ascending,
     baseline_order,
-    register_simulator,
 )
 from dse.schedulers.simple import BaselineScheduler, FixedScheduler, RandomScheduler, RoundRobinScheduler, parse_orders
 from dse.schedulers.themis import ThemisScheduler
@@ -82,5 +81,4 @@ __all__ = [
     "parse_orders",
     "parse_queue",
     "register_scheduler",
-    "register_simulator",
 ]

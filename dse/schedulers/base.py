@@ -23,7 +23,6 @@ Order = tuple[int, ...]
 #: a simulator for schedulers that time candidate orders: the time (ns) of chunks with these phase
 #: lists, issued in this order and run as the problem says (queue, active chunks, the model's rules)
 Simulate = Callable[["ScheduleProblem", Sequence[Sequence[Phase]]], float]
-_REGISTERED: list[Simulate] = []  # `register_simulator`
 
 
 @dataclass(frozen=True)
@@ -40,16 +39,17 @@ class ScheduleProblem:
     queue: str = "scf"
     latency_mode: str | None = None
     active_chunks: int = 1
-    #: the simulator, supplied by the sim layer; None: the one it registered (`register_simulator`)
+    #: the simulator, supplied by the layer that runs the schedule (`dse.sim.simulate.schedule_time`)
     simulate: Simulate | None = field(default=None, compare=False, repr=False)
 
     def simulator(self) -> Simulate:
-        """The simulator to time candidate orders with: `simulate`, else the registered one."""
-        if self.simulate is not None:
-            return self.simulate
-        if not _REGISTERED:
-            raise RuntimeError("no simulator: pass ScheduleProblem(simulate=...), or import dse.sim.simulate")
-        return _REGISTERED[-1]
+        """The simulator to time candidate orders with (a scheduler that needs one calls this)."""
+        if self.simulate is None:
+            raise RuntimeError(
+                "this scheduler times candidate orders: build the ScheduleProblem with "
+                "simulate=dse.sim.simulate.schedule_time (or a simulator of your own)"
+            )
+        return self.simulate
 
     @property
     def ndims(self) -> int:
@@ -58,13 +58,6 @@ class ScheduleProblem:
     @property
     def nchunks(self) -> int:
         return len(self.chunks.sizes)
-
-
-def register_simulator(simulate: Simulate) -> Simulate:
-    """Set the simulator of problems built without one: the sim layer registers its own when it is
-    imported, so problems built above it (the training planner's) can be simulated too."""
-    _REGISTERED[:] = [simulate]
-    return simulate
 
 
 def ascending(ndims: int) -> Order:

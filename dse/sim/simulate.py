@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from dse.costs.base import Phase, SimRules
-from dse.schedulers.base import ScheduleProblem, register_simulator
+from dse.schedulers.base import ScheduleProblem
 from dse.sim import engine as _engine_front
 from dse.sim.engine_io import FIFO, SCF_ASTRA, SCF_PRIORITY, NetRules, policy_code
 
@@ -116,7 +116,3 @@ def schedule_time(problem: ScheduleProblem, plans: Sequence[Sequence[Phase]]) ->
         active_chunks=problem.active_chunks,
     )
     return out.time_ns
-
-
-# problems built without a simulator (above this layer: the training planner's) get this one
-register_simulator(schedule_time)

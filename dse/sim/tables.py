@@ -32,6 +32,7 @@ from dse.core.topology import Topology
 from dse.costs.base import CostModel
 from dse.schedulers import ScheduleProblem, Scheduler, ThemisScheduler, baseline_order
 from dse.sim.engine_io import policy_code
+from dse.sim.simulate import schedule_time
 
 NO_TRACKER, LOAD_TRACKER, OFFLINE_GREEDY = 0, 1, 2
 KIND_CODES = {RS: 0, AG: 1, AR: 2, A2A: 3}
@@ -91,7 +92,7 @@ class ShapeTable:
             self.tracker = LOAD_TRACKER if model.themis_flavor == "load_tracker" else OFFLINE_GREEDY
             self.perms = list(permutations(range(nd)))
         else:
-            problem = ScheduleProblem(topo, coll, plan, model, seed, queue, mode, active)
+            problem = ScheduleProblem(topo, coll, plan, model, seed, queue, mode, active, simulate=schedule_time)
             self.fixed = sched.orders(problem)
             self.perms = list(dict.fromkeys(self.fixed))
         self.order_id = {o: i for i, o in enumerate(self.perms)}

@@ -337,7 +337,7 @@ def end_to_end_rows(
     A combination the workload cannot run on (a model-parallel group no prefix of dims holds and
     no split of one dim gives) gets a row with ``error`` set and no times.
     """
-    from dse.core.topology import PAPER_PRESETS
+    from dse.core.presets import PAPER_PRESETS
 
     rows = []
     for label, wl in end_to_end_workloads(cost_model).items():

@@ -34,6 +34,7 @@ from dse.costs import CostModel, Phase
 from dse.schedulers import ScheduleProblem, Scheduler, ThemisScheduler, baseline_order
 from dse.schedulers.themis import OfflineGreedy
 from dse.sim.engine_ref import lead_after
+from dse.sim.simulate import schedule_time
 from dse.training.workloads import ALL, DP, MP
 
 MIB = 2**20
@@ -215,7 +216,7 @@ class Planner:
         if mode is None:
             mode = self.modes[key] = model.check(sub, coll, None, 1)
         plan = model.chunking(coll, nbytes, self.nchunks(nbytes), sub, baseline=sched.is_baseline)
-        problem = ScheduleProblem(sub, coll, plan, model, 0, self.queue, mode, 1)
+        problem = ScheduleProblem(sub, coll, plan, model, 0, self.queue, mode, 1, simulate=schedule_time)
         if self.carrying is not None:
             orders = self.carrying.orders(problem, dims)
         elif self.node0 is not None:

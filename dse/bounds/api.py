@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 from dse.bounds.floor import _floor_search
 from dse.bounds.flow import _flow_edges, _fluid_highs, _highs_available, _Solution, _solve, _solve_flow, distinct_types
@@ -41,9 +41,8 @@ from dse.core.collectives import ALL_TO_ALL, nominal_bytes_sent
 from dse.core.errors import InputError
 from dse.core.limits import EXACT_ORDER_TYPES, LP_ORDER_TYPES
 from dse.core.topology import Topology
-from dse.costs import CostModel
 from dse.schedulers.order_mix import ChunkType, types_for_plan
-from dse.sim.spec import CollectiveSpec
+from dse.sim.spec import CollectiveSpec, SpecArgs
 
 SOLVERS = ("highs", "cbc")
 
@@ -124,21 +123,18 @@ def ideal_ns(spec: CollectiveSpec) -> float:
 
 
 def lower_bounds(
-    topology: Topology | str,
+    topology: Topology | str | CollectiveSpec,
     *,
-    collective: str = "all_reduce",
-    size: int | float | str,
-    chunks: int = 64,
-    cost_model: str | CostModel = "paper",
-    latency_mode: str | None = None,
-    active_chunks: int = 1,
     time_limit_s: float = 10.0,
     solver: str = "highs",
     pipeline: bool = True,
     node_limit: int | None = None,
+    **spec_args: Unpack[SpecArgs],
 ) -> Bounds:
     """Ideal, fluid-LP, ILP and pipeline bounds of one collective (see the module docstring).
 
+    `topology` and `spec_args`: the collective, as `evaluate` takes it (`SpecArgs`: collective,
+    size, chunks, cost_model, latency_mode, active_chunks), or a `CollectiveSpec`.
     `solver`: ``highs`` (in process, the default) or ``cbc`` (PuLP's bundled binary; used
     automatically when HiGHS is missing). `time_limit_s` bounds each solve (``math.inf``: no time
     limit, only `node_limit`'s); a solve cut short reports the solver's proven dual bound and says
@@ -147,15 +143,7 @@ def lower_bounds(
     time, so a cut-short bound is the same on every run and every machine (sweeps, reproductions
     and `dse compare` use one).
     """
-    spec = CollectiveSpec.parse(
-        topology,
-        collective=collective,
-        size=size,
-        chunks=chunks,
-        cost_model=cost_model,
-        latency_mode=latency_mode,
-        active_chunks=active_chunks,
-    )
+    spec = CollectiveSpec.parse(topology, **spec_args)
     if solver not in SOLVERS:
         raise InputError("solver", f"unknown solver {solver!r}", ", ".join(SOLVERS))
     if not (isinstance(time_limit_s, (int, float)) and time_limit_s > 0):

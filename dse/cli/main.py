@@ -7,6 +7,7 @@ import signal
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from dse.cli.iterate import add_iterate_parser
 from dse.cli.parser import Parser as _Parser
@@ -146,17 +147,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     topo = parse_topology(_topology_arg(args))
     res = evaluate(
         topo,
-        collective=args.collective,
-        size=args.size,
-        chunks=args.chunks,
         scheduler=args.scheduler,
         queue=args.queue,
-        cost_model=args.cost_model,
-        latency_mode=args.latency_mode,
-        active_chunks=args.active_chunks,
         seed=args.seed,
         orders=args.orders,
         timeline=args.timeline or args.plot is not None,
+        **_spec_args(args),
     )
     if args.plot is not None:
         from dse.output.timeline_plot import draw_timelines, result_timeline_data
@@ -187,23 +183,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     skipped = {"lp_guided": why} if (why := too_many_orders(topo.ndims)) else {}
     results = compare(
         topo,
-        collective=args.collective,
-        size=args.size,
-        chunks=args.chunks,
-        cost_model=args.cost_model,
-        latency_mode=args.latency_mode,
-        active_chunks=args.active_chunks,
         seed=args.seed,
         schedulers=tuple(s for s in COMPARE_SCHEDULERS if s not in skipped),
+        **_spec_args(args),
     )
     bounds = lower_bounds(
         topo,
-        collective=args.collective,
-        size=args.size,
-        chunks=args.chunks,
-        cost_model=args.cost_model,
-        latency_mode=args.latency_mode,
-        active_chunks=args.active_chunks,
+        **_spec_args(args),
         time_limit_s=parse_positive(args.time_limit, "time_limit"),
         node_limit=parse_int(args.node_limit, "node_limit", minimum=1),
     )
@@ -269,12 +255,7 @@ def cmd_bound(args: argparse.Namespace) -> int:
     no_limit = args.node_limit.strip().lower() == "none"
     b = lower_bounds(
         topo,
-        collective=args.collective,
-        size=args.size,
-        chunks=args.chunks,
-        cost_model=args.cost_model,
-        latency_mode=args.latency_mode,
-        active_chunks=args.active_chunks,
+        **_spec_args(args),
         time_limit_s=parse_positive(args.time_limit, "time_limit"),
         solver=args.solver,
         pipeline=not args.no_pipeline,
@@ -332,7 +313,14 @@ def _one_line(text: object) -> str:
 _warned: set[str] = set()  # the warnings this command printed: each once, however often it is raised
 
 
-def _warn_one_line(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+def _spec_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The collective's keywords (`dse.sim.spec.SpecArgs`) as the command line gave them."""
+    from dse.sim.spec import SPEC_KEYS
+
+    return {key: getattr(args, key) for key in SPEC_KEYS}
+
+
+def _warn_one_line(message, category, filename, lineno, file=None, line=None):
     text = _one_line(message)
     if text not in _warned:
         _warned.add(text)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dse.core.errors import InputError
 from dse.core.topology import Topology, parse_topology
@@ -157,7 +158,7 @@ def _preset_variant(text: str) -> Topology:
     return PRESET_INFO[f"{base_name}@{variant.strip().lower()}"].topology
 
 
-def preset_records() -> list[dict[str, object]]:
+def preset_records() -> list[dict[str, Any]]:
     """Every preset as a dict of the fields `dse topologies` shows (table and ``--json`` alike)."""
     return [
         {

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 from dse.core.collectives import A2A, AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, RS
 from dse.core.errors import InputError
@@ -43,11 +43,11 @@ class Phase(NamedTuple):
     key: float
     sent: float
     fifo_only: bool = False
-    tie: object = 0
+    tie: tuple[float, float, float] | Literal[0] = 0
     #: who ends the phase first, as ``(stride, table)``: the NPU at flat index i (dim 0 fastest)
     #: that started it first hands over to i + (table[j] − j)·stride, j = i // stride mod len(table);
     #: None keeps it (`dse.sim.engine_ref.lead_after`, ASTRA-sim 2.x's Themis rule)
-    lead: object = None
+    lead: tuple[int, tuple[int, ...]] | None = None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, cast
 
 from dse.core.errors import InputError, raise_if_interrupted
 from dse.explore.storage import (
@@ -55,7 +55,7 @@ def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
         study = optuna.create_study(
             study_name=spec.name,
             storage=storage,
-            directions=spec.directions,
+            directions=cast("list[Literal['minimize', 'maximize']]", spec.directions),  # validated
             sampler=ResumableSampler(spec.sampler, spec.seed),
             load_if_exists=True,
         )

@@ -31,6 +31,7 @@ from dse.explore.sweepfile import Point, Sweep, load_sweep, parse_sweep  # noqa:
 from dse.sim.batch import evaluate_many
 from dse.sim.evaluate import evaluate
 from dse.sim.result import POINT_FIELDS
+from dse.sim.spec import SPEC_KEYS
 
 RESULT_COLUMNS: tuple[str, ...] = ("time_ns", "bw_utilization", "algbw_GBps", "busbw_GBps")
 BOUND_COLUMNS: tuple[str, ...] = ("bound_ns", "gap")
@@ -52,58 +53,21 @@ def _topology(spec: str) -> Topology:
 
 @lru_cache(maxsize=4096)
 def _bound_ns(key: tuple, time_limit_s: float, node_limit: int | None = None) -> float:
-    topo, coll, size, chunks, model, mode, active = key
-    b = lower_bounds(
-        _topology(topo),
-        collective=coll,
-        size=size,
-        chunks=chunks,
-        cost_model=model,
-        latency_mode=mode,
-        active_chunks=active,
-        time_limit_s=time_limit_s,
-        node_limit=node_limit,
-    )
+    topo, *spec = key
+    b = lower_bounds(_topology(topo), time_limit_s=time_limit_s, node_limit=node_limit, **dict(zip(SPEC_KEYS, spec)))
     return b.bound_ns
 
 
 def evaluate_point(p: Point) -> list:
     """The result columns of one point (as `evaluate` returns them, unrounded)."""
-    r = evaluate(
-        _topology(p.topology),
-        collective=p.collective,
-        size=p.size_bytes,
-        chunks=p.chunks,
-        scheduler=p.scheduler,
-        queue=p.queue,
-        cost_model=p.cost_model,
-        latency_mode=p.latency_mode,
-        active_chunks=p.active_chunks,
-        seed=p.seed,
-    )
+    r = evaluate(_topology(p.topology), **p.run_args())
     return [r.time_ns, r.bw_utilization, r.algbw_GBps, r.busbw_GBps]
 
 
 def evaluate_points(points: Sequence[Point]) -> list[list]:
     """The result columns of many points, evaluated together (`dse.evaluate_many`: points of one
     shape share their tables and run in one compiled call); each as `evaluate_point` gives it."""
-    res = evaluate_many(
-        [
-            dict(
-                topology=_topology(p.topology),
-                collective=p.collective,
-                size=p.size_bytes,
-                chunks=p.chunks,
-                scheduler=p.scheduler,
-                queue=p.queue,
-                cost_model=p.cost_model,
-                latency_mode=p.latency_mode,
-                active_chunks=p.active_chunks,
-                seed=p.seed,
-            )
-            for p in points
-        ]
-    )
+    res = evaluate_many([{"topology": _topology(p.topology), **p.run_args()} for p in points])
     out = []
     for k in range(len(points)):
         r = res.result(k)

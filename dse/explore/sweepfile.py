@@ -115,7 +115,7 @@ def _schedule_pair(v: object) -> tuple[str, str]:
         s, q = v["scheduler"], v["queue"]
     else:
         raise InputError("schedules", "not a pair", '"scheduler+queue" or {scheduler = ..., queue = ...}')
-    return _scheduler_name(s), parse_queue(q)  # type: ignore[arg-type]
+    return _scheduler_name(s), parse_queue(q)
 
 
 def _str(parse: Callable[[str], Any]) -> Callable[[Any], Any]:

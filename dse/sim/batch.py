@@ -269,10 +269,10 @@ def _run(
     eng = engine_front._engine
     outs = (time, busy, sent, orders)
     try:
-        eng.batch_run(table.compiled(eng), rows, outs)  # type: ignore[union-attr]
+        eng.batch_run(table.compiled(eng), rows, outs)
     except OverflowError:
         rows = _rows(table, topos(), kernel=False)
-        eng.batch_run(table.compiled(eng, kernel=False), rows, outs)  # type: ignore[union-attr]
+        eng.batch_run(table.compiled(eng, kernel=False), rows, outs)
     return time, busy, sent, orders
 
 
@@ -292,9 +292,9 @@ def _prepare_all(points: Iterable[Mapping[str, Any] | Topology | str], common: M
                 key = None
             topo = kw.get("topology")
             first = seen.get(key) if key is not None and isinstance(topo, Topology) else None
-            if first is not None and _shape(first.spec.topology) == _shape(topo):  # type: ignore[arg-type]
+            if first is not None and isinstance(topo, Topology) and _shape(first.spec.topology) == _shape(topo):
                 s = first.spec
-                s.cost_model.check(topo, s.collective, s.latency_mode, s.active_chunks)  # type: ignore[arg-type]
+                s.cost_model.check(topo, s.collective, s.latency_mode, s.active_chunks)
                 out.append(replace(first, spec=replace(s, topology=topo)))
                 continue
             p = prepare(kw)
@@ -401,14 +401,14 @@ def evaluate_many(
     groups: dict[int, _Group] = {}
     from dse.sim.evaluate import evaluate_prepared
 
-    counts: dict[tuple, int] = {}
+    counts: dict[tuple | None, int] = {}
     ok = [tableable(p) for p in prepared]
     keys = [shape_key(p) if t else None for p, t in zip(prepared, ok)]
     for k in keys:
-        counts[k] = counts.get(k, 0) + 1  # type: ignore[index]
+        counts[k] = counts.get(k, 0) + 1
     for i, p in enumerate(prepared):
         # a shape with one point gets a table only if it was seen before (`table_for`)
-        t = table_for(p, now=counts[keys[i]] > 1) if ok[i] else None  # type: ignore[index]
+        t = table_for(p, now=counts[keys[i]] > 1) if ok[i] else None
         if t is None:
             p.spec.check_work(queue=p.queue, extra_simulations=p.sched.simulations())
             r = evaluate_prepared(p)

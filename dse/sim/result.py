@@ -28,8 +28,23 @@ class Point:
         """The parameters' values, in `POINT_FIELDS` order."""
         return tuple(getattr(self, name) for name in POINT_FIELDS)
 
+    def run_args(self) -> dict[str, Any]:
+        """The point as `evaluate`'s keywords (`dse.sim.spec.RunArgs`), the topology apart."""
+        return {
+            "collective": self.collective,
+            "size": self.size_bytes,
+            "chunks": self.chunks,
+            "scheduler": self.scheduler,
+            "queue": self.queue,
+            "cost_model": self.cost_model,
+            "latency_mode": self.latency_mode,
+            "active_chunks": self.active_chunks,
+            "seed": self.seed,
+        }
+
     def bound_key(self) -> tuple:
-        """What the lower bound depends on (not the schedule, queue or seed)."""
+        """What the lower bound depends on (not the schedule, queue or seed): the topology, then
+        the collective's keywords in `dse.sim.spec.SPEC_KEYS` order."""
         return (
             self.topology,
             self.collective,

@@ -134,7 +134,7 @@ class RunSpec:
         """Validate a run's keywords (`RunArgs`) once; the caller checks the work limit (`check_work`)."""
         a = {**RUN_DEFAULTS, **_checked(args, SPEC_KEYS + tuple(RUN_DEFAULTS), None)}
         spec_args = {k: a[k] for k in SPEC_KEYS if k in a}
-        spec = CollectiveSpec.parse(topology, work_check=False, **spec_args)  # type: ignore[misc]
+        spec = CollectiveSpec.parse(topology, work_check=False, **spec_args)
         sched = get_scheduler(a["scheduler"], orders=a["orders"])
         queue = parse_queue(a["queue"])
         seed = parse_int(a["seed"], "seed", minimum=0)

@@ -198,7 +198,7 @@ class ShapeTable:
             busy.append(ph.busy)
             delay.append(ph.delay)
             if ties is not None:
-                ties.extend(ph.tie if ph.tie else (0.0, 0.0, 0.0))  # type: ignore[arg-type]
+                ties.extend(ph.tie if ph.tie else (0.0, 0.0, 0.0))
         bwt = None
         if self.tracker == LOAD_TRACKER:
             bwt = array("d", [model.bandwidth_time(dims[d], kind, c) for d, kind, c in self.charge_combos])
@@ -289,7 +289,7 @@ class ShapeTable:
             array("q", [int(r) for r in self.charges]) if self.tracker == OFFLINE_GREEDY else array("q"),
             array("i", [KIND_CODES[c.kind] for c in combos]),
             array("q", [int(c.c) for c in combos]) if kernel >= KERNELS["astra-sim"] else array("q"),
-            array("i", [ALGO_CODES[d.algorithm] for d in shape_dims]),
+            array("i", [ALGO_CODES[str(d.algorithm)] for d in shape_dims]),  # filled in by Dim
             array("i", [d.kind == "switch" for d in shape_dims]),
             array("d", [_numerator(c, kind, shape_dims[d].npus) for d, kind, c in chk]) if kernel == 1 else empty_d,
             array("i", [d for d, _, _ in chk]) if kernel == 1 else empty_i,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dse.core.errors import InputError
 from dse.core.files import atomic_output
@@ -153,7 +153,7 @@ def _scope_flags(node: Node, flags_len: int | None, mp_dims: int, ndims: int | N
     if scope in (MP, DP):
         assert ndims is not None
         return [(d < mp_dims) == (scope == MP) for d in range(ndims)]
-    dims = set(scope)
+    dims = set(cast("tuple[int, ...]", scope))  # a scope past ALL, MP and DP names dims
     n = max(flags_len or 0, (max(dims) + 1) if dims else 0)
     return [d in dims for d in range(n)]
 

@@ -172,7 +172,6 @@ def iterate(
     min_chunk_bytes = parse_int(min_chunk_bytes, "min_chunk_bytes", minimum=1)
     ideal = isinstance(scheduler, str) and scheduler.strip().lower() == "ideal"
     sched = None if ideal else get_scheduler(scheduler)
-    trace = isinstance(wl, ChakraTrace)
     one, logical, k = _one_pass(wl, topo, model)
     planner = Planner(logical, k, model, sched, q, chunks, min_chunk_bytes)
     steps, what = graph_steps(one, planner, q, ideal)
@@ -195,10 +194,10 @@ def iterate(
         iterations=iterations,
         chunks=chunks,
         **_per_pass(engine, total, iterations, sum(model.bytes_per_ns(d) for d in logical.dims)),
-        nodes=_node_runs(graph, engine, wl.ids if trace else (), len(one.nodes)) if nodes else (),
-        collectives=_collective_runs(graph, engine, None if trace else wl),
+        nodes=_node_runs(graph, engine, wl.ids if isinstance(wl, ChakraTrace) else (), len(one.nodes)) if nodes else (),
+        collectives=_collective_runs(graph, engine, None if isinstance(wl, ChakraTrace) else wl),
         logical_topology=logical.notation() if logical is not topo else "",
-        notes=wl.notes if trace else (),
+        notes=wl.notes if isinstance(wl, ChakraTrace) else (),
     )
 
 

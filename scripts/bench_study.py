@@ -66,10 +66,8 @@ def profile(spec, trials: int) -> None:
     writes = _cumulative(st, lambda k: k[2] == "append_logs")
     hooks = ("infer_relative_search_space", "sample_relative", "sample_independent", "before_trial", "after_trial")
     sampler = _cumulative(st, lambda k: k[0].endswith("study_samplers.py") and k[2] in hooks)
-    bound = _cumulative(st, lambda k: k[2] == "fluid_bound" and k[0].endswith("study_trials.py")) or _cumulative(
-        st, lambda k: k[2] in ("_solve", "types_for_plan") and k[0].endswith("bounds.py")
-    )  # before fluid_bound
-    evaluation = _cumulative(st, lambda k: k[2] == "evaluate" and k[0].endswith("evaluate.py"))
+    bound = _cumulative(st, lambda k: k[2] == "fluid_bound" and k[0].endswith("study_trials.py"))
+    evaluation = _cumulative(st, lambda k: k[2] == "evaluate_many" and k[0].endswith("batch.py"))
     parts = [
         ("journal fsync", fsync),
         ("journal writes, fsync aside", writes - fsync),

@@ -1,4 +1,4 @@
-"""Bounds (DESIGN.md §7): valid on random topologies, exact on tiny ones, tight where they should be."""
+"""Bounds (docs/model.md §7): valid on random topologies, exact on tiny ones, tight where they should be."""
 
 import itertools
 import math
@@ -21,6 +21,8 @@ REL = 1e-9
 #: stops after this many branch-and-bound nodes (none here needs 3,000), with no wall-clock limit
 #: (time_limit_s=math.inf); an LP needs no limit.
 NODES = 100_000
+#: a limit of work, not of seconds: the outcome never depends on the machine's load
+WORK = dict(time_limit_s=math.inf, node_limit=NODES)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -81,7 +83,7 @@ def _brute_force(spec, pipeline):
 @pytest.mark.parametrize("mode", ["overlapped", "serialized"])
 def test_ilp_equals_brute_force(topo, coll, chunks, mode):
     spec = CollectiveSpec.parse(topo, collective=coll, size="64MiB", chunks=chunks, latency_mode=mode)
-    b = lower_bounds(topo, collective=coll, size="64MiB", chunks=chunks, latency_mode=mode)
+    b = lower_bounds(topo, collective=coll, size="64MiB", chunks=chunks, latency_mode=mode, **WORK)
     assert b.status == "optimal"
     assert b.ilp_ns == pytest.approx(max(b.lp_ns, _brute_force(spec, False)), rel=1e-9)
     assert b.pipeline_ns == pytest.approx(max(b.ilp_ns, _brute_force(spec, True)), rel=1e-9)
@@ -94,14 +96,14 @@ def test_lp_equals_ideal_on_the_paper_topologies(name):
 
 
 def test_lp_is_above_ideal_when_under_provisioned():
-    b = lower_bounds("Ring(4,400,0)_Ring(4,50,0)", size="1GB", chunks=64)
+    b = lower_bounds("Ring(4,400,0)_Ring(4,50,0)", size="1GB", chunks=64, **WORK)
     assert b.lp_ns > b.ideal_ns * 1.5
     # dim 1 can receive at most a quarter of the data: 2 * S/4 * 3/4 / 50 B/ns
     assert b.lp_ns == pytest.approx(2 * 1e9 / 4 * 3 / 4 / 50)
 
 
 def test_one_chunk_pipeline_bound_is_the_chunks_own_path():
-    b = lower_bounds("4D-Ring_FC_Ring_SW", size="1GB", chunks=1)
+    b = lower_bounds("4D-Ring_FC_Ring_SW", size="1GB", chunks=1, **WORK)
     r = evaluate("4D-Ring_FC_Ring_SW", size="1GB", chunks=1, scheduler="lp_guided")
     assert b.pipeline_ns == pytest.approx(r.time_ns, rel=1e-9)  # exact: one chunk, best order
     assert b.ilp_ns < b.pipeline_ns
@@ -118,14 +120,14 @@ def test_time_limited_solve_is_still_a_valid_bound():
 
 
 def test_all_to_all_says_order_does_not_matter():
-    b = lower_bounds("Ring(4,100,1)_SW(8,50,1)", collective="all_to_all", size="1MB", chunks=4)
+    b = lower_bounds("Ring(4,100,1)_SW(8,50,1)", collective="all_to_all", size="1MB", chunks=4, **WORK)
     assert not b.order_matters and any("does not matter" in n for n in b.notes)
     assert b.mix == {"01": 4}
 
 
 def test_cbc_gives_the_same_bound():
-    a = lower_bounds("Ring(4,200,10)_SW(4,50,100)", size="64MiB", chunks=4, solver="highs")
-    c = lower_bounds("Ring(4,200,10)_SW(4,50,100)", size="64MiB", chunks=4, solver="cbc")
+    a = lower_bounds("Ring(4,200,10)_SW(4,50,100)", size="64MiB", chunks=4, solver="highs", **WORK)
+    c = lower_bounds("Ring(4,200,10)_SW(4,50,100)", size="64MiB", chunks=4, solver="cbc", **WORK)
     assert c.solver == "cbc" and c.ilp_ns == pytest.approx(a.ilp_ns, rel=1e-6)
     assert c.pipeline_ns == pytest.approx(a.pipeline_ns, rel=1e-6)
 
@@ -233,7 +235,7 @@ def test_floor_of_one_chunk_is_its_larger_phase():
 def test_floor_is_the_ilp_on_a_paper_topology():
     """4D-Ring_FC_Ring_SW at 64 chunks: the LP is the ideal, the floor is one grid step above it, and
     the ILP reaches the floor (so the solver had nothing left to prove)."""
-    b = lower_bounds("4D-Ring_FC_Ring_SW", size="1GB", chunks=64, pipeline=False)
+    b = lower_bounds("4D-Ring_FC_Ring_SW", size="1GB", chunks=64, pipeline=False, **WORK)
     _, types, bw = _spec_types("4D-Ring_FC_Ring_SW", "all_reduce", 64, "overlapped", size="1GB")
     floor = _grid_floor(types, 1, bw, b.lp_ns)
     assert b.lp_ns == pytest.approx(b.ideal_ns, rel=1e-12)
@@ -275,8 +277,8 @@ def test_bound_valid_when_concurrent_phases_each_run_at_full_speed() -> None:
     import dse
 
     topo, kw = "Ring(4,100,10)_SW(4,50,100)", dict(size="64MB", chunks=8, cost_model="astra-sim", active_chunks=4)
-    b = dse.lower_bounds(topo, **kw)
+    b = dse.lower_bounds(topo, **kw, **WORK)
     times = [r.time_ns for r in dse.compare(topo, **kw)]
     assert b.bound_ns <= min(times) * (1 + 1e-9)
-    one = dse.lower_bounds(topo, **{**kw, "active_chunks": 1})
+    one = dse.lower_bounds(topo, **{**kw, "active_chunks": 1}, **WORK)
     assert b.ideal_ns == pytest.approx(one.ideal_ns / 4)

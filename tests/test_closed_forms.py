@@ -1,4 +1,4 @@
-"""Single-dimension closed forms, every kind and collective, one and many chunks (DESIGN.md §4)."""
+"""Single-dimension closed forms, every kind and collective, one and many chunks (docs/model.md §4)."""
 
 import math
 

@@ -23,6 +23,8 @@ from dse.sim.spec import CollectiveSpec
 #: stops after this many branch-and-bound nodes (none that must finish here needs 12,000), with no
 #: wall-clock limit (time_limit_s=math.inf); an LP needs no limit.
 NODES = 100_000
+#: a limit of work, not of seconds: the outcome never depends on the machine's load
+WORK = dict(time_limit_s=math.inf, node_limit=NODES)
 #: A short solve, which stops before the optimum on some examples.
 SHORT = 2_000
 
@@ -137,7 +139,7 @@ def test_exhaustive_search_stops_at_its_budget():
 
 def test_a_paper_topology_is_solved_at_the_floor_without_branch_and_bound():
     """4D-Ring_FC_Ring_SW, 64 chunks: a schedule meets the floor; the ILP equals the order model's."""
-    b = lower_bounds("4D-Ring_FC_Ring_SW", size="1GB", chunks=64, pipeline=False)
+    b = lower_bounds("4D-Ring_FC_Ring_SW", size="1GB", chunks=64, pipeline=False, **WORK)
     assert any("without branch and bound" in n for n in b.notes)
     _, types, _, _, _, _ = _setup("4D-Ring_FC_Ring_SW", 64)
     by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
@@ -165,7 +167,11 @@ def test_an_unreachable_floor_is_proven_and_stays_a_valid_bound():
 def test_the_mix_found_at_the_floor_is_the_same_every_run():
     mixes = [
         lower_bounds(
-            "SW(8,50,1700)_FC(4,200,700)_Ring(16,250,1700)_Ring(8,100,20)", size="1GB", chunks=64, pipeline=False
+            "SW(8,50,1700)_FC(4,200,700)_Ring(16,250,1700)_Ring(8,100,20)",
+            size="1GB",
+            chunks=64,
+            pipeline=False,
+            **WORK,
         ).mix
         for _ in range(2)
     ]

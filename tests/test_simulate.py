@@ -1,4 +1,4 @@
-"""The simulator's queue rules on hand-made phase lists (DESIGN.md §6, astra-sim-themis.md §4-5)."""
+"""The simulator's queue rules on hand-made phase lists (docs/model.md §6.2)."""
 
 import pytest
 

@@ -47,22 +47,30 @@ def targets(
     """Step vectors m <= caps with Σ wt·(caps - m) = slack: all of them, or the first `limit` (in
     lexicographic order of caps - m). None when the enumeration gives up after `max_visits` partial
     vectors: the list would then be neither complete nor `limit` long."""
-    out: list[list[int]] = []
-    visits = [0]
+    walk = _Targets(wt, caps, limit, max_visits)
+    walk.rec(0, slack, [])
+    return None if walk.visits > max_visits and len(walk.out) < limit else walk.out
 
-    def rec(j: int, rem: int, acc: list[int]) -> None:
-        visits[0] += 1
-        if len(out) >= limit or visits[0] > max_visits:
+
+class _Targets:
+    """The depth-first enumeration behind `targets`: the vectors found, and the partial ones visited."""
+
+    def __init__(self, wt: list[int], caps: list[int], limit: int, max_visits: int) -> None:
+        self.wt, self.caps, self.limit, self.max_visits = wt, caps, limit, max_visits
+        self.out: list[list[int]] = []
+        self.visits = 0
+
+    def rec(self, j: int, rem: int, acc: list[int]) -> None:
+        wt, caps = self.wt, self.caps
+        self.visits += 1
+        if len(self.out) >= self.limit or self.visits > self.max_visits:
             return
         if j == len(wt) - 1:
             if rem % wt[j] == 0 and rem // wt[j] <= caps[j]:
-                out.append([c - s for c, s in zip(caps, acc + [rem // wt[j]])])
+                self.out.append([c - s for c, s in zip(caps, acc + [rem // wt[j]])])
             return
         for s in range(min(rem // wt[j], caps[j]) + 1):
-            rec(j + 1, rem - s * wt[j], acc + [s])
-
-    rec(0, slack, [])
-    return None if visits[0] > max_visits and len(out) < limit else out
+            self.rec(j + 1, rem - s * wt[j], acc + [s])
 
 
 class OutOfBudget(Exception):

@@ -20,6 +20,7 @@ from dse.explore.storage import FIXED_KEY, LAYOUT, RECORD_ATTR
 from dse.explore.studies import StudySpec
 from dse.sim.batch import evaluate_many
 from dse.sim.evaluate import evaluate
+from dse.sim.result import Result
 from dse.sim.spec import CollectiveSpec
 
 
@@ -58,6 +59,19 @@ def fluid_bound(topo: Topology, collective: str, size: int, chunks: int, cost_mo
     return max(ideal_ns(cspec), lp_bound(types, 1, solver="highs", time_limit_s=5.0))
 
 
+def _run(topo: Topology, spec: StudySpec, chunks: int, scheduler: str, queue: str) -> Result:
+    """One design under one schedule, as the study's collective."""
+    return evaluate(
+        topo,
+        collective=spec.collective,
+        size=spec.size,
+        chunks=chunks,
+        cost_model=spec.cost_model,
+        scheduler=scheduler,
+        queue=queue,
+    )
+
+
 def metric_value(
     spec: StudySpec, topo: Topology, chunks: int, metric: str, scheduler: str, queue: str, record: dict[str, Any]
 ) -> float:
@@ -69,30 +83,14 @@ def metric_value(
     elif scheduler == "baseline" and queue == "fifo" and metric == "time":
         t, u = record["time_baseline_ns"], None
     else:
-        r = evaluate(
-            topo,
-            collective=spec.collective,
-            size=spec.size,
-            chunks=chunks,
-            cost_model=spec.cost_model,
-            scheduler=scheduler,
-            queue=queue,
-        )
+        r = _run(topo, spec, chunks, scheduler, queue)
         t, u = r.time_ns, r.bw_utilization
     if metric == "time":
         return t
     if metric == "gap":
         return t / record["bound_ns"] - 1.0
     if u is None:
-        u = evaluate(
-            topo,
-            collective=spec.collective,
-            size=spec.size,
-            chunks=chunks,
-            cost_model=spec.cost_model,
-            scheduler=scheduler,
-            queue=queue,
-        ).bw_utilization
+        u = _run(topo, spec, chunks, scheduler, queue).bw_utilization
     return u
 
 

@@ -61,7 +61,8 @@ int parse_table(PyObject *t, Table *tb, Bufs *bs) {
     tb->dimkey = v[12]; tb->base = v[13]; tb->seed_latency = v[14]; tb->highest_first = v[15]; tb->ag = v[16];
     tb->serialized = v[17]; tb->endpoint = v[18];
     int nd = tb->nd;
-    if (nd < 1 || nd > 8 || tb->nchunks < 1 || tb->ncombo < 1 || tb->norder < 1 || tb->nsc < 1) {
+    if (nd < 1 || nd > 8 || tb->nchunks < 1 || tb->ncombo < 1 || tb->norder < 1 || tb->nsc < 1 || tb->policy < FIFO ||
+        tb->policy > SCF_ASTRA) {  /* no fixed service order here (dse.sim.batch.tableable) */
         PyErr_SetString(PyExc_ValueError, "malformed table sizes");
         return -1;
     }

@@ -237,6 +237,10 @@ HOT int enqueue_(Sim *s, int c, int qm) {
         int back = s->ph.fifo[i] || plan_len(s, c) - s->pos[c] - 1 == 1;
         return ra_insert(&s->ra[d], s->ph.rank[i], c, back) ? -1 : d;
     }
+    if (qm == 5) {  /* a fixed service order: the chunk waits at d (_queues.c) */
+        s->fat[c] = d;
+        return d;
+    }
     double key = s->ph.key[i];
     KItem w; w.key = key; w.seq = 0; w.item = c;
     if (s->use_prio && (s->policy == FIFO || s->ph.fifo[i])) {
@@ -285,6 +289,7 @@ HOT int q_waiting(const Sim *s, int d, int qm) {
     case 2: return s->aq[d].count > 0;
     case 3: return s->rb[d].mask != 0;
     case 4: return s->ra[d].mask != 0;
+    case 5: return fq_ready(s, d);
     default: return s->wait[d].len > 0;
     }
 }
@@ -295,6 +300,7 @@ HOT int q_next(Sim *s, int d, int qm) {
     case 2: return aq_pop(&s->aq[d]);
     case 3: return rb_pop(&s->rb[d]);
     case 4: return ra_pop(&s->ra[d]);
+    case 5: return fq_take(s, d);
     default: return q_pop_front(&s->wait[d]).item;
     }
 }
@@ -484,7 +490,8 @@ static int loop_compact_astra(Sim *s) { return loop_(s, COMPACT, 4); }
 static int loop_tied_dse(Sim *s) { return loop_(s, TIED, 3); }
 static int loop_tied_astra(Sim *s) { return loop_(s, TIED, 4); }
 
-/* Run the loop; 0, -1 (error set, or out of memory: s->nomem), or -2 (stalled). */
+/* Run the loop; 0, -1 (error set, or out of memory: s->nomem), -2 (stalled), or -3 (a fixed service
+ * order not followed to its end: s->stall). */
 int sim_go(Sim *s) {
     Graph *g = &s->g;
     int n = g->n;
@@ -498,12 +505,13 @@ int sim_go(Sim *s) {
         if (arrive(s, i, i, 0.0)) return -1;
     }
     if (dispatch(s, 0.0)) return -1;
-    int plain = s->slots == 1 && !s->shared && !s->track && !s->record && !s->use_prio && s->qmode >= 3;
+    int plain = s->slots == 1 && !s->shared && !s->track && !s->record && !s->use_prio && (s->qmode == 3 || s->qmode == 4);
     int rc;
     if (plain && s->srv && !s->dimkey) rc = s->qmode == 3 ? loop_compact_dse(s) : loop_compact_astra(s);
     else if (plain && !s->notie) rc = s->qmode == 3 ? loop_tied_dse(s) : loop_tied_astra(s);
     else rc = loop_generic(s);
     if (rc) return rc;
+    if (s->qmode == 5 && fq_stalled(s)) return -3;
     for (int i = 0; i < n; i++) if (s->need[i]) return -2;
     for (int r = 0; r < 3; r++) if (s->ready[r].n || s->taken[r]) return -2;
     return 0;

@@ -13,7 +13,7 @@
 #define HOT static inline
 #endif
 
-enum { FIFO = 0, SCF_PRIORITY = 1, SCF_ASTRA = 2 };
+enum { FIFO = 0, SCF_PRIORITY = 1, SCF_ASTRA = 2, FIXED_SEQ = 3 };
 enum { COMPLETE = 0, RELEASE = 1, ARRIVE = 2, COMM_DONE = 3, COMPUTE_DONE = 4, LAG = 5, SHARE_DONE = 6 };
 enum { N_COMPUTE = 0, N_COMM = 1, N_MARK = 2, N_REPLAY = 3 };
 enum { GPU = 0, CPU = 1, NET = 2 };
@@ -103,7 +103,8 @@ typedef struct {
 typedef struct Sim Sim;
 struct Sim {
     int nd, policy, slots, shared, dimkey, use_prio, track, record;
-    int qmode;  /* 0 deque, 1 buckets, 2 ASTRA-sim's list, 3 and 4 the same two ranked (sim_use_ranks) */
+    int qmode;  /* 0 deque, 1 buckets, 2 ASTRA-sim's list, 3 and 4 the same two ranked (sim_use_ranks),
+                 * 5 a fixed service order (FIXED_SEQ: _queues.c) */
     Phases ph;
     Py_ssize_t *poff; Py_ssize_t nplans, poffcap;
     const int *pmap;  /* plan position -> phase index (the batch's combos); NULL: the identity */
@@ -113,6 +114,9 @@ struct Sim {
     long long *prio; double *started, *chunk_end; long long *phase_lead;
     Py_ssize_t nchunks, chcap;
     /* dimensions */
+    /* a fixed service order: dim d serves fseq[foff[d] .. foff[d + 1]), its next entry fnext[d]; per
+     * chunk, the dim where its phase waits (fat, -1: none); stall: (dim, entry, chunk) of a stall */
+    const int *fseq; const Py_ssize_t *foff; Py_ssize_t *fnext; int *fat; Py_ssize_t stall[3];
     Deque *wait; Buckets *bq; Astra *aq; RBuckets *rb; RAstra *ra; int *ownrank; KHeap *active; int *running; double *busy, *sent, *vtime, *vlast; int *gen;
     /* nodes */
     int *need; double *start, *end, *comm_rel, *other_rel; unsigned char *by_comm; int *remaining;
@@ -158,6 +162,11 @@ int arrive(Sim *s, int src, int x, double t);
 int release_node(Sim *s, int x, double t);
 int network_end(Sim *s, int i, double t);
 int dispatch(Sim *s, double t);
+
+/* the fixed service order (_queues.c) */
+int fq_ready(const Sim *s, int d);
+int fq_take(Sim *s, int d);
+int fq_stalled(Sim *s);
 
 int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int use_prio, int track, int record,
              int nnodes);

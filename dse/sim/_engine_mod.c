@@ -1,13 +1,15 @@
 /* The Python entry of the C engine (module dse.sim._engine): converts phases and graphs, calls back the
  * planner, returns the numbers.
  *
- * run(ndims, policy, slots, shared, dimkey, use_prio, track, record, tieless, plans, graph, hooks)
+ * run(ndims, policy, slots, shared, dimkey, use_prio, track, record, tieless, plans, graph, hooks[, service_order])
  *   plans: for a single collective (graph None), a list with one tuple of Phase per chunk
  *          (dse.costs.base.Phase: dim, kind, busy, delay, key, sent, fifo_only, tie, lead);
  *          chunks sharing one tuple object share its conversion.
  *   graph: None, or (kinds, resources, durations, delays, succ_offsets, succ_nodes, succ_lags, end,
  *          comm_exclusive, by_id, min_ns, end_before_release, ideal or None), sequences of numbers
  *   hooks: with a graph, an object with issue(node, t, lead) -> (plans, priority) and resumed()
+ *   service_order: with policy FIXED_SEQ (3), one sequence of chunk ids >= 0 per dim (else None);
+ *          an order not followed to its end raises dse.sim.engine_io.ServiceStall(dim, entry, chunk)
  * returns (finish, dim_busy, dim_bytes, chunk_end, node_start, node_end, compute, cpu, comm,
  *          bytes_sent, log list of (chunk, step, start, end) or None)
  */
@@ -297,6 +299,55 @@ static int graph_from(PyObject *t, Graph *g, GraphBuf *b) {
     return 0;
 }
 
+/* ----- a fixed service order ------------------------------------------------------------------ */
+typedef struct { int *seq; Py_ssize_t *off; } OrderBuf;
+
+/* Flatten `order` (one sequence of chunk ids >= 0 per dim) into b; 0 or -1 (exception set). */
+static int order_from(PyObject *order, int nd, OrderBuf *b) {
+    static const char *bad = "a service order needs one sequence of chunk ids >= 0 per dimension";
+    PyObject *f = PySequence_Fast(order, bad), *part = NULL;
+    if (!f) return -1;
+    Py_ssize_t total = 0;
+    if (PySequence_Fast_GET_SIZE(f) != nd) { PyErr_SetString(PyExc_ValueError, bad); goto fail; }
+    if (!(b->off = malloc((size_t)(nd + 1) * sizeof(Py_ssize_t)))) { PyErr_NoMemory(); goto fail; }
+    b->off[0] = 0;
+    for (int d = 0; d < nd; d++) {
+        if (!(part = PySequence_Fast(PySequence_Fast_GET_ITEM(f, d), bad))) goto fail;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(part);
+        int *grown = realloc(b->seq, (size_t)(total + n + 1) * sizeof(int));
+        if (!grown) { PyErr_NoMemory(); goto fail; }
+        b->seq = grown;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(part, k));
+            if (v == -1 && PyErr_Occurred()) goto fail;
+            if (v < 0 || v > 0x7fffffff) { PyErr_SetString(PyExc_ValueError, bad); goto fail; }
+            b->seq[total + k] = (int)v;
+        }
+        Py_CLEAR(part);
+        total += n;
+        b->off[d + 1] = total;
+    }
+    Py_DECREF(f);
+    return 0;
+fail:
+    Py_XDECREF(part);
+    Py_DECREF(f);
+    return -1;
+}
+
+/* Raise dse.sim.engine_io.ServiceStall(dim, entry, chunk) for a stalled fixed order. */
+static void raise_stall(const Sim *s) {
+    PyObject *mod = PyImport_ImportModule("dse.sim.engine_io");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "ServiceStall") : NULL;
+    if (cls) {
+        PyObject *args = Py_BuildValue("(nnn)", s->stall[0], s->stall[1], s->stall[2]);
+        if (args) PyErr_SetObject(cls, args);
+        Py_XDECREF(args);
+    }
+    Py_XDECREF(cls);
+    Py_XDECREF(mod);
+}
+
 /* ----- results -------------------------------------------------------------------------------- */
 static PyObject *floats(const double *v, Py_ssize_t n) {
     PyObject *t = PyTuple_New(n);
@@ -331,17 +382,22 @@ static PyObject *results(Sim *s) {
 static PyObject *run(PyObject *self, PyObject *args) {
     (void)self;
     int nd, policy, slots, shared, dimkey, use_prio, track, record, tieless;
-    PyObject *plans, *graph, *hooks;
-    if (!PyArg_ParseTuple(args, "iiiiiiiiiOOO", &nd, &policy, &slots, &shared, &dimkey, &use_prio, &track, &record,
-                          &tieless, &plans, &graph, &hooks))
+    PyObject *plans, *graph, *hooks, *order = Py_None;
+    if (!PyArg_ParseTuple(args, "iiiiiiiiiOOO|O", &nd, &policy, &slots, &shared, &dimkey, &use_prio, &track, &record,
+                          &tieless, &plans, &graph, &hooks, &order))
         return NULL;
-    if (nd < 1 || slots < 1 || policy < FIFO || policy > SCF_ASTRA) {
-        PyErr_SetString(PyExc_ValueError, "nd and slots must be >= 1 and the policy 0, 1 or 2");
+    if (nd < 1 || slots < 1 || policy < FIFO || policy > FIXED_SEQ) {
+        PyErr_SetString(PyExc_ValueError, "nd and slots must be >= 1 and the policy 0, 1, 2 or 3");
+        return NULL;
+    }
+    if ((policy == FIXED_SEQ) != (order != Py_None)) {
+        PyErr_SetString(PyExc_ValueError, "a service order goes with the FIXED_SEQ policy, and only with it");
         return NULL;
     }
     Sim s;
     Ctx cx;
     GraphBuf gb;
+    OrderBuf ob = {NULL, NULL};
     memset(&cx, 0, sizeof cx);
     memset(&gb, 0, sizeof gb);
     memset(&s, 0, sizeof s);
@@ -354,10 +410,12 @@ static PyObject *run(PyObject *self, PyObject *args) {
         gb_free(&gb);
         return NULL;
     }
+    if (order != Py_None && order_from(order, nd, &ob)) goto done;
     if (sim_init(&s, nd, policy, slots, shared, dimkey, use_prio, track, record, g.n)) {
         PyErr_NoMemory();
         goto done;
     }
+    s.fseq = ob.seq; s.foff = ob.off;
     s.g = g;
     s.notie = tieless && !dimkey;
     s.ctx = &cx;
@@ -365,7 +423,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
     s.issue_cb = graph == Py_None ? issue_fixed : issue_hook;
     s.resumed_cb = graph == Py_None ? NULL : resumed_hook;
     int rc = sim_go(&s);
-    if (rc == -2) PyErr_SetString(PyExc_RuntimeError, "engine stalled (a dependency cycle)");
+    if (rc == -3) raise_stall(&s);
+    else if (rc == -2) PyErr_SetString(PyExc_RuntimeError, "engine stalled (a dependency cycle)");
     else if (rc < 0 && !PyErr_Occurred()) PyErr_NoMemory();
     if (rc == 0) out = results(&s);
 done:
@@ -375,6 +434,7 @@ done:
     id_free(&cx.tb);
     free(cx.ids);
     gb_free(&gb);
+    free(ob.seq); free(ob.off);
     return out;
 }
 

@@ -113,6 +113,7 @@ int sim_add_chunks(Sim *s, const int *ids, int n, int owner, long long prio) {
         c2 = cap; if (grow((void **)&s->started, &c2, need, sizeof(double))) return -1;
         c2 = cap; if (grow((void **)&s->chunk_end, &c2, need, sizeof(double))) return -1;
         c2 = cap; if (grow((void **)&s->phase_lead, &c2, need, sizeof(long long))) return -1;
+        if (s->qmode == 5) { c2 = cap; if (grow((void **)&s->fat, &c2, need, sizeof(int))) return -1; }
         s->chcap = c2;
     }
     for (int k = 0; k < n; k++) {
@@ -120,6 +121,7 @@ int sim_add_chunks(Sim *s, const int *ids, int n, int owner, long long prio) {
         s->cbase[c] = s->poff[ids[k]]; s->clen[c] = (int)(s->poff[ids[k] + 1] - s->poff[ids[k]]);
         s->pos[c] = 0; s->owner[c] = owner; s->prio[c] = prio;
         s->started[c] = 0.0; s->chunk_end[c] = 0.0; s->phase_lead[c] = s->lead;
+        if (s->fat) s->fat[c] = -1;
     }
     return 0;
 }
@@ -130,7 +132,8 @@ int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int 
     memset(s, 0, sizeof *s);
     s->nd = nd; s->policy = policy; s->slots = slots; s->shared = shared; s->dimkey = dimkey;
     s->use_prio = use_prio; s->track = track; s->record = record;
-    s->qmode = use_prio || policy == FIFO ? 0 : policy == SCF_PRIORITY ? 1 : 2;
+    s->qmode = policy == FIXED_SEQ ? 5 : use_prio || policy == FIFO ? 0 : policy == SCF_PRIORITY ? 1 : 2;
+    if (policy == FIXED_SEQ && !(s->fnext = calloc(nd, sizeof(Py_ssize_t)))) return -1;  /* the caller sets fseq, foff */
     s->wait = calloc(nd, sizeof(Deque));
     s->bq = calloc(nd, sizeof(Buckets));
     s->aq = calloc(nd, sizeof(Astra));
@@ -173,6 +176,7 @@ void sim_reset(Sim *s) {
         if (s->rb) rq_clear(&s->rb[d], &s->ra[d]);
         s->running[d] = 0; s->busy[d] = s->sent[d] = 0.0;
         s->vtime[d] = s->vlast[d] = 0.0; s->gen[d] = 0;
+        if (s->fnext) s->fnext[d] = 0;
     }
     for (int r = 0; r < 3; r++) { s->ready[r].n = 0; s->taken[r] = 0; }
     for (int i = 0; i < n; i++) {
@@ -203,7 +207,7 @@ void sim_free(Sim *s) {
     if (s->lanes) for (int k = 0; k < s->lanecap; k++) free(s->lanes[k].buf);
     free(s->lanes); free(s->lastlane); free(s->heads); free(s->cbase); free(s->clen); free(s->pos); free(s->owner); free(s->prio);
     free(s->started); free(s->chunk_end); free(s->phase_lead); free(s->logv); free(s->scratch);
-    free(s->lagseq); free(s->laglead);
+    free(s->lagseq); free(s->laglead); free(s->fnext); free(s->fat);
     memset(s, 0, sizeof *s);
 }
 

@@ -12,7 +12,9 @@
  * run's. Serving the front (always a record) makes the elements up to the next record records
  * when their key is >= every key before them from the new front; each element is looked at so at
  * most once per distinct key above its own. The Python reference (dse/sim/engine_ref.py) scans a list;
- * the order served is the same. */
+ * the order served is the same.
+ *
+ * A fixed service order (FIXED_SEQ), at the end: each dim serves a given sequence of chunks. */
 #include "_engine.h"
 #include "_ranked.h"
 
@@ -222,4 +224,43 @@ void rq_free(RBuckets *b, RAstra *a) {
     }
     free(b->r); free(a->runs); free(a->nodes); free(a->tmp);
     memset(b, 0, sizeof *b); memset(a, 0, sizeof *a);
+}
+
+/* ----- a fixed service order (FIXED_SEQ) -------------------------------------------------------
+ * Dim d serves the chunks of its sequence in that order: its next entry's chunk is served once its
+ * phase waits there (enqueue sets fat[c] = d); until then the dim idles, whatever else waits. */
+int fq_ready(const Sim *s, int d) {
+    Py_ssize_t k = s->foff[d] + s->fnext[d];
+    if (k >= s->foff[d + 1]) return 0;
+    int c = s->fseq[k];
+    return c < s->nchunks && s->fat[c] == d;
+}
+
+/* Take dim d's next entry (fq_ready said it waits). */
+int fq_take(Sim *s, int d) {
+    int c = s->fseq[s->foff[d] + s->fnext[d]];
+    s->fnext[d] += 1;
+    s->fat[c] = -1;
+    return c;
+}
+
+/* After the run: 1 if the order was not followed to its end, (dim, entry, chunk) in s->stall: the
+ * first chunk left waiting at a dim whose sequence has no entry left (entry: the sequence's length),
+ * else the first dim stopped short of its sequence's end. */
+int fq_stalled(Sim *s) {
+    for (Py_ssize_t c = 0; c < s->nchunks; c++) {
+        int d = s->fat[c];
+        if (d >= 0 && s->foff[d] + s->fnext[d] == s->foff[d + 1]) {
+            s->stall[0] = d; s->stall[1] = s->fnext[d]; s->stall[2] = c;
+            return 1;
+        }
+    }
+    for (int d = 0; d < s->nd; d++) {
+        Py_ssize_t k = s->foff[d] + s->fnext[d];
+        if (k < s->foff[d + 1]) {
+            s->stall[0] = d; s->stall[1] = s->fnext[d]; s->stall[2] = s->fseq[k];
+            return 1;
+        }
+    }
+    return 0;
 }

@@ -90,6 +90,7 @@ def run(
         plans,
         None if graph is None else _graph_args(graph),
         hooks,
+        net.service_order,
     )
     finish, busy, sent, ends, starts, node_ends, compute, cpu, comm, nbytes, log = out
     return EngineOutput(

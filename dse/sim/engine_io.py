@@ -6,7 +6,8 @@ chunks run their phases through the network's per-dimension queues, `mark` nodes
 collective is the one-node graph (`EngineGraph` None): its chunks are issued at t = 0.
 
 `NetRules` say how a dimension serves its queue: the policy (FIFO, dse's smallest-first by
-priority, ASTRA-sim's smallest-first insertion rule), how many phases it serves at once (`slots`),
+priority, ASTRA-sim's smallest-first insertion rule, or a fixed service order: `FIXED_SEQ` with
+`service_order`), how many phases it serves at once (`slots`),
 whether those share its bandwidth (`shared`, processor sharing) or each run at full speed, and the
 same-tick rules of ASTRA-sim 1.0 (`dim_tiebreak`, `issue_priorities`).
 """
@@ -20,7 +21,7 @@ from typing import NamedTuple, Protocol
 from dse.costs.base import Phase
 
 #: queue policies
-FIFO, SCF_PRIORITY, SCF_ASTRA = 0, 1, 2
+FIFO, SCF_PRIORITY, SCF_ASTRA, FIXED_SEQ = 0, 1, 2, 3
 #: node kinds, as the engine numbers them
 N_COMPUTE, N_COMM, N_MARK, N_REPLAY = 0, 1, 2, 3
 #: the NPU's resources (a mark holds none: -1)
@@ -28,9 +29,11 @@ GPU, CPU, NET = 0, 1, 2
 
 
 def policy_code(queue: str, scf_rule: str) -> int:
-    """The engine's policy number of a queue name (`fifo`, `scf`) under a model's smallest-first rule."""
+    """The engine's policy number of a queue name (`fifo`, `scf`, `fixed`) under a model's smallest-first rule."""
     if queue == "fifo":
         return FIFO
+    if queue == "fixed":
+        return FIXED_SEQ
     return SCF_ASTRA if scf_rule == "astra-sim" else SCF_PRIORITY
 
 
@@ -48,14 +51,38 @@ class NetRules:
     track_lead: bool = False
     #: no phase has tie keys (`Phase.tie`): the C engine then keeps smaller events (same order)
     tieless: bool = False
+    #: `FIXED_SEQ` only: per dimension, the chunks (engine chunk ids, in issue order) whose phases it
+    #: serves, in that order; a chunk's k-th entry in a dim's sequence is its k-th phase there
+    service_order: tuple[tuple[int, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.ndims < 1:
             raise ValueError(f"ndims must be >= 1, not {self.ndims}")
-        if self.policy not in (FIFO, SCF_PRIORITY, SCF_ASTRA):
+        if self.policy not in (FIFO, SCF_PRIORITY, SCF_ASTRA, FIXED_SEQ):
             raise ValueError(f"unknown queue policy {self.policy}")
         if self.slots < 1:
             raise ValueError(f"slots must be >= 1, not {self.slots}")
+        seq = self.service_order
+        if (self.policy == FIXED_SEQ) != (seq is not None):
+            raise ValueError("a service order goes with the FIXED_SEQ policy, and only with it")
+        if seq is not None:
+            if len(seq) != self.ndims or not all(type(c) is int and 0 <= c < 2**31 for s in seq for c in s):
+                raise ValueError("a service order needs one sequence of chunk ids >= 0 per dimension")
+
+
+class ServiceStall(RuntimeError):
+    """A fixed service order (`NetRules.service_order`) that the run could not follow to its end:
+    chunk `chunk` waits at dimension `dim` whose sequence has no entry left (`entry` its length); or
+    `dim` waits at entry `entry` of its sequence for chunk `chunk`, whose phase there never comes (a
+    deadlock, or an entry too many). The engine names the first chunk of the first case, else the
+    first dimension of the second."""
+
+    def __init__(self, dim: int, entry: int, chunk: int) -> None:
+        self.dim, self.entry, self.chunk = dim, entry, chunk
+        super().__init__(dim, entry, chunk)
+
+    def __str__(self) -> str:
+        return f"service order stalled at dim {self.dim}, entry {self.entry}, chunk {self.chunk}"
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,13 @@ Queue policies: FIFO appends; dse's smallest-first inserts by (key, arrival); AS
 phase with one phase after it, or flagged `fifo_only`, at the back and any other before the first
 waiting phase whose key is >= its own. With `issue_priorities` a phase entering a FIFO queue (or a
 `fifo_only` one) goes behind the waiting phases of equal or higher priority (ASTRA-sim 1.0).
+A fixed service order (`FIXED_SEQ`, `NetRules.service_order`, priorities ignored) gives each
+dimension the sequence of chunks it serves: a dimension starts its next entry as soon as that
+chunk's phase waits there and a slot is free, and stays idle meanwhile, whatever else waits (a
+chunk's k-th entry is its k-th phase there, as entries are only ever taken in order). A sequence
+left unfinished, or a chunk left waiting, when no event remains raises `ServiceStall` (the first
+chunk left waiting where no entry is left, else the first dimension stopped short), before the
+graph's own stall check.
 
 Graph. A node is ready when every dependency is done and its lag has passed. One GPU compute node
 and one CPU node run at a time (a replay node holds the CPU or the communication resource), never
@@ -46,6 +53,7 @@ from dse.costs.base import Phase
 from dse.sim.engine_io import (
     CPU,
     FIFO,
+    FIXED_SEQ,
     GPU,
     N_COMM,
     N_COMPUTE,
@@ -56,6 +64,7 @@ from dse.sim.engine_io import (
     IssueHooks,
     LogEntry,
     NetRules,
+    ServiceStall,
 )
 
 COMPLETE, RELEASE, ARRIVE, COMM_DONE, COMPUTE_DONE, LAG, SHARE_DONE = range(7)
@@ -130,6 +139,9 @@ class _Run:
         self.vlast = [0.0] * nd
         self.gen = [0] * nd
         self.active: list[list] = [[] for _ in range(nd)]  # (tag, counter, chunk) heaps
+        self.seq = net.service_order  # a fixed service order: its next entry per dim, each chunk's dim
+        self.next = [0] * nd
+        self.at: list[int] = []  # (-1: not waiting)
         # nodes
         self.need = [0] * n
         for s in graph.succ:
@@ -166,7 +178,9 @@ class _Run:
         ph = plan[self.pos[c]]
         q = self.wait[ph.dim]
         policy = self.net.policy
-        if self.net.issue_priorities and (policy == FIFO or ph.fifo_only):
+        if policy == FIXED_SEQ:
+            self.at[c] = ph.dim
+        elif self.net.issue_priorities and (policy == FIFO or ph.fifo_only):
             p, prio = self.prio[c], self.prio
             j = len(q)
             if j and prio[q[-1][2]] < p:
@@ -191,9 +205,33 @@ class _Run:
         return ph.dim
 
     def refill(self, d: int, t: float) -> None:
+        if self.seq is not None:
+            self.refill_fixed(d, t)
+            return
         q = self.wait[d]
         while q and self.running[d] < self.net.slots:
             self.start_phase(q.pop(0)[2], d, t)
+
+    def refill_fixed(self, d: int, t: float) -> None:
+        """Start dimension d's next entries of its service order while their phases wait and slots are free."""
+        seq, at = self.seq[d], self.at  # type: ignore[index]
+        while self.next[d] < len(seq) and self.running[d] < self.net.slots:
+            c = seq[self.next[d]]
+            if c >= len(at) or at[c] != d:
+                return
+            at[c] = -1
+            self.next[d] += 1
+            self.start_phase(c, d, t)
+
+    def check_served(self) -> None:
+        """Raise `ServiceStall` if a fixed service order was not followed to its end (module docstring)."""
+        assert self.seq is not None
+        for c, d in enumerate(self.at):
+            if d >= 0 and self.next[d] == len(self.seq[d]):
+                raise ServiceStall(d, self.next[d], c)
+        for d, seq in enumerate(self.seq):
+            if self.next[d] < len(seq):
+                raise ServiceStall(d, self.next[d], seq[self.next[d]])
 
     def start_phase(self, c: int, d: int, t: float) -> None:
         ph = self.plans[c][self.pos[c]]
@@ -353,6 +391,7 @@ class _Run:
             self.started.append(0.0)
             self.chunk_end.append(0.0)
             self.phase_lead.append(self.lead)
+            self.at.append(-1)
         for c in range(first, len(self.plans)):
             self.refill(self.enqueue(c), t)
 
@@ -434,6 +473,8 @@ class _Run:
                 self.refill(b, t)
             else:
                 self.phase_end(ev, a, b, t)
+        if self.seq is not None:
+            self.check_served()
         if any(self.need) or any(self.ready) or any(self.taken):
             raise RuntimeError("engine stalled (a dependency cycle)")
         return EngineOutput(

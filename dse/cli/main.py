@@ -84,8 +84,13 @@ def _add_evaluate_parser(sub: argparse._SubParsersAction) -> None:
     _add_topology(p)
     _add_common(p)
     p.add_argument("--scheduler", default="themis", help="one of {schedulers} (default themis)")
-    p.add_argument("--queue", default="scf", help="one of {queues} (default scf)")
+    p.add_argument("--queue", default="scf", help="one of {queues} (default scf), or fixed with --service-order")
     p.add_argument("--orders", default=None, help="orders for --scheduler fixed, e.g. 0123 or '0123;3210'")
+    p.add_argument(
+        "--service-order",
+        default=None,
+        help="for --queue fixed: per dimension the chunks it serves, in order, e.g. '0,1,1,0|1,0,0,1'",
+    )
     p.add_argument("--timeline", action="store_true", help="with --json: include every phase's start and end")
     p.add_argument(
         "--plot",
@@ -151,6 +156,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         queue=args.queue,
         seed=args.seed,
         orders=args.orders,
+        service_order=args.service_order,
         timeline=args.timeline or args.plot is not None,
         **_spec_args(args),
     )

@@ -54,18 +54,29 @@ def get_scheduler(scheduler: str | Scheduler, *, orders: object = None) -> Sched
     return SCHEDULERS[key]()
 
 
-def parse_queue(queue: str) -> str:
-    """`fifo` or `scf` (smallest-chunk-first; `smallestFirst` accepted)."""
+#: the queue that serves a given service order (`dse.sim.service_order`): single collectives only
+FIXED_QUEUE = "fixed"
+
+
+def parse_queue(queue: str, *, fixed: bool = False) -> str:
+    """`fifo` or `scf` (smallest-chunk-first; `smallestFirst` accepted), and with `fixed` (where a
+    service order can be given: `dse.evaluate`) `fixed` too."""
     key = str(queue).strip().lower().replace("-", "_")
     key = {"smallestfirst": "scf", "smallest_first": "scf", "smallest_chunk_first": "scf"}.get(key, key)
+    if key == FIXED_QUEUE and fixed:
+        return key
+    if key == FIXED_QUEUE:
+        raise InputError("queue", "fixed needs a service order, which only dse.evaluate takes", ", ".join(QUEUES))
     if key not in QUEUES:
-        raise InputError("queue", f"unknown queue policy {queue!r}", ", ".join(QUEUES))
+        allowed = ", ".join(QUEUES) + (", fixed (with a service order)" if fixed else "")
+        raise InputError("queue", f"unknown queue policy {queue!r}", allowed)
     return key
 
 
 __all__ = [
     "SCHEDULERS",
     "QUEUES",
+    "FIXED_QUEUE",
     "Order",
     "ScheduleProblem",
     "Scheduler",

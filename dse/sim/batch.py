@@ -10,7 +10,8 @@ are those of `evaluate`, to the bit: the same phases, the same trackers, the sam
 What a table cannot run goes through `evaluate` one point at a time, with the same results:
 schedulers whose orders depend on the costs other than Themis (`lp_guided`, custom ones), a
 timeline, `active_chunks` > 1 in a model whose concurrent phases do not share bandwidth (its busy
-time is the union of the phases' intervals), and every point when the C engine is not built.
+time is the union of the phases' intervals), a fixed service order (queue `fixed`), and every point
+when the C engine is not built.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def tableable(p: RunSpec) -> bool:
     """Can a shape table run this point (module docstring)? (`table_for` may still decline a shape
     seen once.)"""
     model, spec = p.spec.cost_model, p.spec
-    if not engine_front.c_engine_built() or engine_front.DEFAULT == "python":
+    if not engine_front.c_engine_built() or engine_front.DEFAULT == "python" or p.queue == "fixed":
         return False
     if spec.active_chunks > 1 and not model.shares_bandwidth:
         return False

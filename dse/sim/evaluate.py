@@ -27,11 +27,13 @@ def evaluate(topology: Topology | str | CollectiveSpec, *, timeline: bool = Fals
     `topology`: a `Topology`, a preset name, a notation string, or a validated `CollectiveSpec`
     (then no `SpecArgs` keywords). `run`: the collective's keywords (`SpecArgs`: collective, size,
     chunks, cost_model, latency_mode, active_chunks) and how it runs (`RunArgs`: scheduler, queue,
-    seed, orders; `orders` feeds `fixed`, e.g. ``"0123;3210"``). `size` is bytes per NPU: the
-    per-NPU input for RS and AR, the per-NPU output for AG in the `paper` model and the input shard
-    in `astra-sim`. `timeline=True` records every phase in `Result.timeline`. The result remembers
-    the size's unit family (`Result.size_unit`: binary for KiB/MiB/GiB/TiB, decimal otherwise, ints
-    included) so that reports print it back the same way.
+    seed, orders, service_order; `orders` feeds `fixed`, e.g. ``"0123;3210"``, and `service_order`
+    the queue `fixed`, per dimension the chunks it serves in order, e.g. ``"0,1,1,0|1,0,0,1"``:
+    `dse.sim.service_order`; a run's timeline replayed that way gives its numbers to the bit).
+    `size` is bytes per NPU: the per-NPU input for RS and AR, the per-NPU output for AG in the
+    `paper` model and the input shard in `astra-sim`. `timeline=True` records every phase in
+    `Result.timeline`. The result remembers the size's unit family (`Result.size_unit`: binary for
+    KiB/MiB/GiB/TiB, decimal otherwise, ints included) so that reports print it back the same way.
     """
     key = None if timeline else _fast_key(topology, run)
     if key is not None:
@@ -60,12 +62,14 @@ def evaluate(topology: Topology | str | CollectiveSpec, *, timeline: bool = Fals
 
 #: keyword values a remembered call may have: hashable, and equal only when they mean the same
 _PLAIN = (str, int, type(None))
+#: keywords a remembered call never has (their points never run on a shape table)
+_UNKEPT = ("orders", "service_order")
 
 
 def _fast_key(topology: object, run: Mapping[str, object]) -> tuple | None:
     """The key under which `evaluate` remembers a call's validation, or None (not remembered:
     an unhashable or non-plain argument, such as a `Scheduler` or a float size)."""
-    if not all(type(v) in _PLAIN for v in run.values()) or run.get("orders") is not None:
+    if not all(type(v) in _PLAIN for v in run.values()) or any(run.get(k) is not None for k in _UNKEPT):
         return None
     name = topology.name if isinstance(topology, Topology) else None  # labels differ, dims may not
     key = (topology, name, *sorted(run.items()))
@@ -110,6 +114,7 @@ def evaluate_prepared(p: RunSpec, *, timeline: bool = False) -> Result:
         rules=model.sim_rules,
         active_chunks=active,
         timeline=timeline or overlapping,
+        service_order=p.service_order,
     )
     return make_result(p, chunk_orders, out, keep_timeline=timeline)
 

@@ -10,6 +10,8 @@ phases at once; its queue policy picks the next waiting phase:
 - ``scf`` with the ``astra-sim`` rule (docs/model.md §6.2): a phase entering its
   chunk's second-to-last step, or flagged `fifo_only`, goes to the back; otherwise it goes before
   the first waiting phase whose key is >= its own (equal keys are overtaken).
+- ``fixed``: a given service order, per dimension the chunks it serves in sequence, idle until
+  the next one's phase arrives (`dse.sim.service_order`).
 
 A completion moves the chunk to its next queue, refills the old dimension, then the new one
 (ASTRA-sim's order). With an overlapped latency (`Phase.delay` > 0) the dimension is released when
@@ -30,7 +32,8 @@ from typing import NamedTuple
 from dse.costs.base import Phase, SimRules
 from dse.schedulers.base import ScheduleProblem
 from dse.sim import engine as _engine_front
-from dse.sim.engine_io import FIFO, SCF_ASTRA, SCF_PRIORITY, NetRules, policy_code
+from dse.sim.engine_io import FIFO, SCF_ASTRA, SCF_PRIORITY, NetRules, ServiceStall, policy_code
+from dse.sim.service_order import check_service_order, parse_service_order, stall_error
 
 __all__ = [
     "FIFO",
@@ -78,9 +81,15 @@ def simulate(
     active_chunks: int = 1,
     timeline: bool = False,
     engine: str = "auto",
+    service_order: object = None,
 ) -> SimOutput:
     """Run the chunks' phase lists through the per-dimension queues; see the module docstring.
 
+    `queue`: ``fifo``, ``scf`` or ``fixed``; `service_order` goes with ``fixed`` (and only with
+    it): per dimension the chunk ids (indices into `plans`) it serves, in order, as a sequence per
+    dimension or a string such as ``"0,1,1,0|1,0,0,1"``. It is checked against the plans (each
+    chunk once per phase it has on the dimension) and a sequence the chunks' orders make impossible
+    is refused when the run finds it; both are one-line `InputError`s (`dse.sim.service_order`).
     `rules`: the cost model's `SimRules` (`CostModel.sim_rules`): its smallest-first rule, whether
     concurrent phases share a dimension's bandwidth, and whether same-tick ends go lower dimension
     first (ASTRA-sim 1.0). `engine`: ``"auto"`` (C when it is built), ``"c"`` or ``"python"``; all
@@ -88,6 +97,10 @@ def simulate(
     """
     plans = plans if type(plans) is list else list(plans)
     tieless = not any(ph.tie for p in {id(p): p for p in plans}.values() for ph in p)
+    order = None
+    if queue == "fixed" or service_order is not None:
+        order = parse_service_order(service_order, ndims, queue)
+        check_service_order(order, plans)  # type: ignore[arg-type]
     net = NetRules(
         ndims,
         policy_code(queue, rules.scf_rule),
@@ -95,8 +108,12 @@ def simulate(
         active_chunks > 1 and rules.shares_bandwidth,
         rules.dim_tiebreak,
         tieless=tieless,
+        service_order=order,
     )
-    out = _engine_front.run(net, plans=plans, record=timeline, engine=engine)  # type: ignore[arg-type]
+    try:
+        out = _engine_front.run(net, plans=plans, record=timeline, engine=engine)  # type: ignore[arg-type]
+    except ServiceStall as e:
+        raise stall_error(e, order) from None  # type: ignore[arg-type]
     entries = None
     if out.log is not None:
         entries = tuple(

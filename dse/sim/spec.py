@@ -20,6 +20,7 @@ from dse.core.topology import Topology, parse_topology
 from dse.core.units import parse_int, parse_size, size_family
 from dse.costs import CostModel, get_cost_model
 from dse.schedulers import Scheduler, get_scheduler, parse_queue
+from dse.sim.service_order import ServiceOrder, parse_service_order
 
 #: ASTRA-sim's smallest-first rule scans a queue for its place: about chunks^2 x phases / this.
 _SCAN_DIVISOR = 1e4
@@ -53,15 +54,24 @@ SPEC_KEYS: tuple[str, ...] = tuple(SpecArgs.__annotations__)
 
 class RunArgs(SpecArgs, total=False):
     """`SpecArgs`, and how the chunks run (defaults: `RUN_DEFAULTS`): `scheduler` (a name or a
-    `Scheduler`; `orders` feeds `fixed`), `queue` (`fifo` or `scf`), `seed`."""
+    `Scheduler`; `orders` feeds `fixed`), `queue` (`fifo`, `scf`, or `fixed` with
+    `service_order`), `seed`.
+
+    `service_order` (queue `fixed` only): per dimension, the chunk ids it serves, in order (a
+    sequence per dimension, or ``"0,1,1,0|1,0,0,1"``; `dse.sim.service_order`). It goes with any
+    scheduler that does not simulate to choose its orders (not `lp_guided`, which times its
+    candidates under the queue): the orders are the scheduler's as always (`fixed` with `orders`
+    states them; the others' are in `Result.orders`), and the sequences must fit them, which is
+    checked once the phases are known (a wrong count, or a deadlock, is a one-line `InputError`)."""
 
     scheduler: str | Scheduler
     queue: str
     seed: int
     orders: object
+    service_order: object
 
 
-RUN_DEFAULTS: dict[str, Any] = {"scheduler": "themis", "queue": "scf", "seed": 0, "orders": None}
+RUN_DEFAULTS: dict[str, Any] = {"scheduler": "themis", "queue": "scf", "seed": 0, "orders": None, "service_order": None}
 
 
 @dataclass(frozen=True)
@@ -120,14 +130,15 @@ class CollectiveSpec:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One evaluation, validated: the collective, its scheduler, queue and seed, and the unit family
-    its size was given in (`Result.size_unit`)."""
+    """One evaluation, validated: the collective, its scheduler, queue and seed, the unit family
+    its size was given in (`Result.size_unit`), and the service order of queue `fixed`."""
 
     spec: CollectiveSpec
     sched: Scheduler
     queue: str
     seed: int
     size_unit: str
+    service_order: ServiceOrder | None = None
 
     @classmethod
     def parse(cls, topology: Topology | str | CollectiveSpec, **args: Unpack[RunArgs]) -> RunSpec:
@@ -136,10 +147,17 @@ class RunSpec:
         spec_args = {k: a[k] for k in SPEC_KEYS if k in a}
         spec = CollectiveSpec.parse(topology, work_check=False, **spec_args)
         sched = get_scheduler(a["scheduler"], orders=a["orders"])
-        queue = parse_queue(a["queue"])
+        queue = parse_queue(a["queue"], fixed=True)
+        if queue == "fixed" and sched.simulations():
+            raise InputError(
+                "queue",
+                f"fixed with the {sched.name} scheduler, which times its candidate orders under the queue",
+                "fifo or scf with it; fixed with a scheduler that does not simulate, such as fixed",
+            )
+        service = parse_service_order(a["service_order"], spec.topology.ndims, queue)
         seed = parse_int(a["seed"], "seed", minimum=0)
         unit = size_family(a["size"]) if "size" in a else "decimal"
-        return cls(spec, sched, queue, seed, unit)
+        return cls(spec, sched, queue, seed, unit, service)
 
     def check_work(self) -> None:
         """Refuse the run if it would exceed the work limit (its scheduler's trial runs included)."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import math
+import struct
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,15 @@ settings.load_profile("dse")
 
 DATA = Path(__file__).parent / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def bits(x):
+    """`x` with every float as its bit pattern (every NaN alike): == holds to the bit."""
+    if isinstance(x, float):
+        return "nan" if math.isnan(x) else struct.pack("<d", x)
+    if isinstance(x, (tuple, list)):
+        return tuple(bits(v) for v in x)
+    return x
 
 
 def read_csv(name: str) -> list[dict[str, str]]:

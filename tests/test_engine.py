@@ -4,8 +4,6 @@ same refusals of bad input, and closed forms and invariants of the reference."""
 
 from __future__ import annotations
 
-import math
-import struct
 import subprocess
 import sys
 from dataclasses import fields, replace
@@ -31,6 +29,8 @@ from dse.sim.engine_io import (
     EngineOutput,
     NetRules,
 )
+
+from .conftest import bits
 
 C_BUILT = engine.c_engine_built()
 needs_c = pytest.mark.skipif(not C_BUILT, reason="the C engine (dse/sim/_engine.c) is not built: nothing to compare")
@@ -212,15 +212,6 @@ class Hooks:
 
     def resumed(self) -> None:
         self.calls.append(("resumed",))
-
-
-def bits(x):
-    """`x` with every float as its bit pattern (every NaN alike): == holds to the bit."""
-    if isinstance(x, float):
-        return "nan" if math.isnan(x) else struct.pack("<d", x)
-    if isinstance(x, (tuple, list)):
-        return tuple(bits(v) for v in x)
-    return x
 
 
 def assert_same(a: EngineOutput, b: EngineOutput) -> None:

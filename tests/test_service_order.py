@@ -12,9 +12,7 @@ of a given sequence of chunks, idle until the next one's phase arrives (docs/mod
 
 from __future__ import annotations
 
-import math
 import random
-import struct
 from collections.abc import Sequence
 
 import pytest
@@ -34,6 +32,8 @@ from dse.sim.evaluate import build_plans
 from dse.sim.simulate import simulate
 from dse.sim.spec import RunSpec
 
+from .conftest import bits
+
 C_BUILT = engine.c_engine_built()
 needs_c = pytest.mark.skipif(not C_BUILT, reason="the C engine (dse/sim/_engine.c) is not built: nothing to compare")
 ENGINES = ["python"] + (["c"] if C_BUILT else [])
@@ -41,13 +41,6 @@ CASES = settings(max_examples=300, deadline=None, suppress_health_check=[HealthC
 
 
 # ----- helpers -----------------------------------------------------------------------------------
-def bits(x):
-    """`x` with every float as its bit pattern: == holds to the bit."""
-    if isinstance(x, float):
-        return "nan" if math.isnan(x) else struct.pack("<d", x)
-    if isinstance(x, (tuple, list)):
-        return tuple(bits(v) for v in x)
-    return x
 
 
 def interleaved(plans: Sequence[Sequence[Phase]], ndims: int, rng: random.Random) -> list[list[int]]:

@@ -44,6 +44,20 @@ def _get(url: str, tries: int = 50) -> bytes:
         return r.read()
 
 
+def _process_state(pid: int) -> str:
+    """Each thread's signal masks and what it waits in (Linux /proc), for a process that hangs."""
+    from pathlib import Path
+
+    out = []
+    for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
+        status = dict(
+            line.split(":", 1) for line in (task / "status").read_text().splitlines() if line.startswith("Sig")
+        )
+        wchan = (task / "wchan").read_text()
+        out.append(f"thread {task.name}: wchan {wchan}, " + ", ".join(f"{k} {v.strip()}" for k, v in status.items()))
+    return "; ".join(out) or "no /proc entry"
+
+
 def _check_trials(base: str, url: str) -> None:
     """The dashboard's API returns the trials the storage holds, with the metric names."""
     studies = json.loads(_get(f"{base}/api/studies"))["study_summaries"]
@@ -85,7 +99,12 @@ def test_the_dashboard_command_prints_its_url_and_stops_on_ctrl_c(journal):
         _check_trials(page.split("/dashboard")[0], journal)
     finally:
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
+        try:
+            out, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # seen twice in fresh clones under load: say what it was doing
+            state = _process_state(p.pid)
+            p.kill()
+            raise AssertionError(f"no exit 60 s after SIGINT; {state}") from None
     assert p.returncode == 0 and err == "" and out == ""
 
 

@@ -1,0 +1,262 @@
+"""`optimal_schedule`: the best schedule of one collective, with a proven lower bound (docs/model.md §12).
+
+The problem is `dse.bounds.exact`'s: every chunk picks a route (dimension order, or ASTRA-sim's AR
+composition), every dimension the sequence in which it serves its phases (idle time allowed).
+The search, all of it within one budget of CP-SAT work (deterministic, one core):
+
+1. Seeds: lp_guided and Themis (smallest-first queue), replayed; the better is the first schedule.
+2. dse's bound (`lower_bounds`: the pipeline bound) is the first lower bound. If a seed meets
+   it, that seed is optimal and no solver runs.
+3. Is there a schedule within the bound? A decision problem, started from the best schedule, on
+   at most half the budget: where the bound is the optimum (most cases with many chunks) CP-SAT
+   finds such a schedule far sooner than it could prove it optimal by itself. If it proves there
+   is none, the bound rises.
+4. The whole problem, from the best schedule, with the bound as the time's floor: CP-SAT's
+   portfolio (interleaved on one core) improves the schedule and raises the bound until they meet
+   or the budget runs out.
+
+A schedule's time is its replay in the simulator (queue `fixed`), never the solver's word; the
+lower bound is the highest of dse's bound and what CP-SAT proved. `status` is ``optimal`` only when
+the two meet (to 1e-9, the bound's own float noise); otherwise ``feasible`` with the gap.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Unpack
+
+from dse.bounds.api import bounds_for
+from dse.bounds.exact import ExactProblem, Schedule, build_problem
+from dse.bounds.exact_model import Job, SolveResult, solve
+from dse.core.errors import InputError
+from dse.core.units import parse_int
+from dse.sim.evaluate import evaluate
+from dse.sim.spec import CollectiveSpec, SpecArgs
+
+#: the default budget: CP-SAT deterministic seconds (about seconds of one quiet core)
+DEFAULT_WORK = 20.0
+#: the bound is trusted to this relative precision (its LP's float noise)
+BOUND_TOLERANCE = 1e-9
+#: the largest model built: intervals (chunks x routes' phases)
+MAX_INTERVALS = 200_000
+SEED_SCHEDULERS = ("lp_guided", "themis")
+#: the share of the budget the decision at the bound may take
+DECIDE_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class OptimalSchedule:
+    """The best schedule found for one collective, its time, the best proven lower bound, and how."""
+
+    topology: str
+    collective: str
+    size_bytes: int
+    chunks: int
+    cost_model: str
+    latency_mode: str
+    time_ns: float
+    bound_ns: float
+    status: str  # optimal | feasible
+    orders: tuple[tuple[int, ...], ...]
+    ar_phase: tuple[bool, ...]
+    service_order: tuple[tuple[int, ...], ...]
+    found_by: str  # lp_guided | themis | solver
+    dse_bound_ns: float
+    seed_ns: dict[str, float]
+    work: float
+    wall_s: float
+    exact_units: bool
+    seed: int
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def gap(self) -> float:
+        """How far the schedule may be above the optimum (0 when proven optimal)."""
+        return 0.0 if self.status == "optimal" else self.time_ns / self.bound_ns - 1.0
+
+    def replay_args(self) -> dict[str, Any]:
+        """`dse.evaluate`'s keywords that replay this schedule (no AR compositions in it)."""
+        if any(self.ar_phase):
+            raise ValueError("a schedule with ASTRA-sim's AR composition replays with scheduler='optimal' only")
+        return {
+            "scheduler": "fixed",
+            "orders": ";".join(",".join(map(str, o)) for o in self.orders),
+            "queue": "fixed",
+            "service_order": [list(s) for s in self.service_order],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["gap"] = self.gap
+        d["orders"] = ["".join(map(str, o)) if len(o) <= 10 else list(o) for o in self.orders]
+        d["service_order"] = [list(s) for s in self.service_order]
+        d["ar_phase"] = list(self.ar_phase)
+        d["notes"] = list(self.notes)
+        return d
+
+
+def optimal_schedule(
+    topology: Any,
+    *,
+    work: float = DEFAULT_WORK,
+    time_limit: float | None = None,
+    seed: int = 0,
+    node_limit: int = 10_000,
+    **spec_args: Unpack[SpecArgs],
+) -> OptimalSchedule:
+    """The best schedule of one collective within `work` (CP-SAT deterministic seconds on one core;
+    the same arguments give the same answer on every machine), its time replayed in the
+    simulator, and the best proven lower bound (see the module docstring).
+
+    `topology` and `spec_args`: the collective, as `evaluate` takes it (`SpecArgs`), with
+    `active_chunks` 1. `time_limit`: also stop after this many seconds of wall time (then the answer
+    may depend on the machine's load). `seed`: CP-SAT's random seed. `node_limit`: the nodes of
+    each solve of dse's own bound (as `lower_bounds`)."""
+    spec = CollectiveSpec.parse(topology, **spec_args)
+    budget = _positive(work, "work")
+    wall = None if time_limit is None else _positive(time_limit, "time_limit")
+    seed = parse_int(seed, "seed", minimum=0)
+    node_limit = parse_int(node_limit, "node_limit", minimum=1)
+    if spec.active_chunks != 1:
+        raise InputError("active_chunks", f"{spec.active_chunks}", "1: the exact problem runs one phase at a time per dimension")
+    problem = build_problem(spec)
+    if problem.nchunks * max(len(r.steps) for rs in problem.routes for r in rs) * len(problem.routes[0]) > MAX_INTERVALS:
+        raise InputError("chunks", f"{spec.chunks} chunks make too large an exact model", "fewer chunks or dimensions")
+    return _Search(problem, budget, wall, seed, node_limit).run()
+
+
+def _positive(v: object, name: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v < math.inf):
+        raise InputError(name, f"{v!r}", "a positive number")
+    return float(v)
+
+
+class _Search:
+    """One run of the search in the module docstring."""
+
+    def __init__(self, problem: ExactProblem, work: float, wall: float | None, seed: int, node_limit: int) -> None:
+        self.p, self.left, self.wall, self.seed = problem, work, wall, seed
+        self.t0 = time.perf_counter()
+        self.node_limit = node_limit
+        self.best: Schedule | None = None
+        self.best_ns = math.inf
+        self.found_by = ""
+        self.lower = 0
+        self.seed_ns: dict[str, float] = {}
+        self.notes: list[str] = []
+        self.spent = 0.0
+
+    def run(self) -> OptimalSchedule:
+        for name in SEED_SCHEDULERS:
+            self._seed(name)
+        bounds = bounds_for(self.p.spec, node_limit=self.node_limit, time_limit_s=math.inf)
+        self.dse_bound = bounds.bound_ns
+        self.lower = max(0, math.ceil(bounds.bound_ns * (1 - BOUND_TOLERANCE) / float(self.p.unit)))
+        if not self._done():
+            self._at_bound()
+        if not self._done():
+            self._whole()
+        return self._result()
+
+    def _done(self) -> bool:
+        return self.best_ns <= self._bound_ns() * (1 + BOUND_TOLERANCE) or self.left <= 0 or self._out_of_time()
+
+    def _out_of_time(self) -> bool:
+        return self.wall is not None and time.perf_counter() - self.t0 >= self.wall
+
+    def _bound_ns(self) -> float:
+        return max(self.dse_bound if hasattr(self, "dse_bound") else 0.0, self.p.ns(self.lower))
+
+    def _seed(self, name: str) -> None:
+        spec = self.p.spec
+        res = evaluate(spec, scheduler=name, queue="scf", timeline=True)
+        self.seed_ns[name] = res.time_ns
+        schedule = _from_timeline(self.p, res.orders, res.timeline or ())
+        self._offer(schedule, name)
+
+    def _offer(self, schedule: Schedule, who: str) -> None:
+        """Keep `schedule` if its simulated time beats the best so far."""
+        t = replay_ns(self.p, schedule)
+        if t < self.best_ns:
+            self.best, self.best_ns, self.found_by = schedule, t, who
+
+    def _at_bound(self) -> None:
+        """Is there a schedule within the bound? (a decision problem, from the best schedule)"""
+        upper = math.floor(self._bound_ns() * (1 + BOUND_TOLERANCE) / float(self.p.unit))
+        r = self._solve(Job(self.p, None, self.lower, upper, False, self.best, 0, None, self.seed), share=DECIDE_SHARE)
+        if r.schedule is not None:
+            self._offer(r.schedule, "solver")
+        elif r.status == "INFEASIBLE":
+            self.lower = max(self.lower, upper + 1)
+
+    def _whole(self) -> None:
+        """Minimise the time from the best schedule, the bound as its floor: improve both."""
+        upper = math.floor(self.best_ns / float(self.p.unit)) if self.p.exact else None
+        job = Job(self.p, None, self.lower, upper, True, self.best, 0, None, self.seed, portfolio=True)
+        r = self._solve(job, share=1.0)
+        if r.schedule is not None:
+            self._offer(r.schedule, "solver")
+        self.lower = max(self.lower, r.bound)
+
+    def _solve(self, job: Job, share: float) -> SolveResult:
+        wall = None if self.wall is None else max(0.01, self.wall - (time.perf_counter() - self.t0))
+        r = solve(job._replace(work=max(0.01, self.left * share), time_limit=wall))
+        self.left -= r.work
+        self.spent += r.work
+        return r
+
+    def _result(self) -> OptimalSchedule:
+        p, spec = self.p, self.p.spec
+        assert self.best is not None
+        bound = self._bound_ns()
+        optimal = self.best_ns <= bound * (1 + BOUND_TOLERANCE)
+        routes = [p.chunk_routes(k)[ri] for k, ri in enumerate(self.best.routes)]
+        return OptimalSchedule(
+            topology=spec.topology.name,
+            collective=spec.collective,
+            size_bytes=spec.size,
+            chunks=spec.chunks,
+            cost_model=spec.cost_model.name,
+            latency_mode=spec.latency_mode,
+            time_ns=self.best_ns,
+            bound_ns=min(bound, self.best_ns),
+            status="optimal" if optimal else "feasible",
+            orders=tuple(r.order for r in routes),
+            ar_phase=tuple(r.ar_phase for r in routes),
+            service_order=self.best.service,
+            found_by=self.found_by,
+            dse_bound_ns=self.dse_bound,
+            seed_ns=self.seed_ns,
+            work=round(self.spent, 3),
+            wall_s=time.perf_counter() - self.t0,
+            exact_units=p.exact,
+            seed=self.seed,
+            notes=tuple(self.notes),
+        )
+
+
+def _from_timeline(p: ExactProblem, orders: Any, timeline: Any) -> Schedule:
+    """A simulated run as a `Schedule`: its orders as routes, each dimension's phases in start order."""
+    routes = []
+    for k, o in enumerate(orders):
+        routes.append(next(i for i, r in enumerate(p.chunk_routes(k)) if r.order == tuple(o) and not r.ar_phase))
+    served: list[list[tuple[float, bool, int]]] = [[] for _ in range(p.ndims)]
+    for e in timeline:
+        served[e.dim].append((e.start, e.busy > 0, e.chunk))
+    return Schedule(tuple(routes), tuple(tuple(k for *_, k in sorted(s)) for s in served))
+
+
+def replay_ns(p: ExactProblem, schedule: Schedule) -> float:
+    """A schedule's time as the simulator runs it (queue `fixed`, the true costs)."""
+    from dse.sim.evaluate import build_plans
+    from dse.sim.simulate import simulate
+
+    spec = p.spec
+    plans = []
+    for k, ri in enumerate(schedule.routes):
+        r = p.chunk_routes(k)[ri]
+        plans += build_plans(spec.cost_model, spec.topology, spec.collective, [r.order], (p.sizes[k],), spec.latency_mode, r.ar_phase)
+    out = simulate(plans, p.ndims, queue="fixed", rules=spec.cost_model.sim_rules, service_order=schedule.service)
+    return out.time_ns

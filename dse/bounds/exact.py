@@ -93,7 +93,10 @@ def build_problem(spec: CollectiveSpec) -> ExactProblem:
     horizon_ns = sum(max(sum(ph.busy + ph.delay for ph in r[2]) for r in true_routes[c]) for c in kinds)
     unit, exact = _unit(values, horizon_ns)
     routes = tuple(
-        tuple(Route(o, ar, tuple((ph.dim, _steps(ph.busy, unit), _steps(ph.delay, unit)) for ph in phases)) for o, ar, phases in rs)
+        tuple(
+            Route(o, ar, tuple((ph.dim, _steps(ph.busy, unit), _steps(ph.delay, unit)) for ph in phases))
+            for o, ar, phases in rs
+        )
         for rs in true_routes
     )
     flow = spec.collective != ALL_TO_ALL and all(edge_table(r, topo.ndims, spec.collective) is not None for r in routes)

@@ -56,7 +56,9 @@ class ExactModel:
         self.mk = self.m.new_int_var(min(lower, self.horizon), self.horizon, "time")
         self.per_dim: list[list[Any]] = [[] for _ in range(problem.ndims)]
         self.load: list[list[tuple[int, Any]]] = [[] for _ in range(problem.ndims)]
-        self.starts: list[dict[tuple[int | None, int], tuple[Any, Any]]] = []  # per chunk: (route, phase) -> (start, lit)
+        self.starts: list[
+            dict[tuple[int | None, int], tuple[Any, Any]]
+        ] = []  # per chunk: (route, phase) -> (start, lit)
         self.lits: list[dict[int | None, Any]] = []  # per chunk: route -> literal (None: the path's edges)
         self.edges: list[dict[tuple[frozenset, int], Any]] = []
         self.codes: list[Any] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dse.core.errors import InputError
 from dse.core.registry import LazyRegistry
 from dse.schedulers.base import (
+    ChunkSchedule,
     Order,
     ScheduleProblem,
     Scheduler,
@@ -20,7 +21,12 @@ SCHEDULERS: LazyRegistry[type[Scheduler]] = LazyRegistry(
         (cls.name, cls)
         for cls in (BaselineScheduler, ThemisScheduler, RoundRobinScheduler, RandomScheduler, FixedScheduler)
     ),
-    {"lp_guided": "dse.schedulers.lp_guided"},  # its LP needs PuLP and HiGHS: imported on its first lookup
+    {
+        "lp_guided": "dse.schedulers.lp_guided",  # its LP needs PuLP and HiGHS: imported on its first lookup
+        # the exact optimum: CP-SAT, and dse's bounds to prove it, so it lives in the bounds layer
+        # and registers itself when this entry is first looked up (docs/architecture.md)
+        "optimal": "dse.bounds.optimal_scheduler",
+    },
 )
 QUEUES: tuple[str, ...] = ("fifo", "scf")
 
@@ -77,6 +83,7 @@ __all__ = [
     "SCHEDULERS",
     "QUEUES",
     "FIXED_QUEUE",
+    "ChunkSchedule",
     "Order",
     "ScheduleProblem",
     "Scheduler",

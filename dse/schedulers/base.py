@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from dse.core.collectives import ALL_GATHER, ALL_TO_ALL
 from dse.core.topology import Topology
@@ -39,6 +39,10 @@ class ScheduleProblem:
     queue: str = "scf"
     latency_mode: str | None = None
     active_chunks: int = 1
+    #: the collective's bytes per NPU and chunk count as requested (for schedulers that restate the
+    #: whole collective, such as `optimal`; 0 where the caller does not say)
+    size_bytes: int = 0
+    requested_chunks: int = 0
     #: the simulator, supplied by the layer that runs the schedule (`dse.sim.simulate.schedule_time`)
     simulate: Simulate | None = field(default=None, compare=False, repr=False)
 
@@ -71,6 +75,16 @@ def baseline_order(collective: str, ndims: int) -> Order:
     return ascending(ndims)
 
 
+class ChunkSchedule(NamedTuple):
+    """What a scheduler that also sequences the dimensions returns (`Scheduler.schedule`): one
+    order per chunk, which chunks run ASTRA-sim's AR composition instead, and per dimension the
+    chunk ids it serves in order (run with the `fixed` queue)."""
+
+    orders: list[Order]
+    ar_phase: tuple[bool, ...]
+    service_order: tuple[tuple[int, ...], ...]
+
+
 class Scheduler(ABC):
     """Base class of the inter-dimension schedulers (strategies are passed as instances)."""
 
@@ -82,6 +96,9 @@ class Scheduler(ABC):
     #: the scheduler's own settings, which its repr shows), not on bandwidths or latencies, so
     #: `dse.sim.tables` computes them once for many points
     shape_only: ClassVar[bool] = False
+    #: the scheduler also fixes each dimension's service sequence (`schedule`): its runs use the
+    #: `fixed` queue with that sequence, whatever queue was asked for
+    serves_own_order: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -103,6 +120,10 @@ class Scheduler(ABC):
             if len(o) != ndims or set(o) != want or not all(type(d) is int for d in o):
                 raise RuntimeError(f"{self!r} returned {o}, not a permutation of {sorted(want)}")
         return result
+
+    def schedule(self, problem: ScheduleProblem) -> ChunkSchedule:
+        """Orders, AR compositions and service sequences (schedulers with `serves_own_order`)."""
+        raise NotImplementedError(f"{self!r} does not sequence the dimensions (serves_own_order is False)")
 
     @abstractmethod
     def _orders(self, problem: ScheduleProblem) -> list[Order]:

@@ -99,12 +99,31 @@ def evaluate_prepared(p: RunSpec, *, timeline: bool = False) -> Result:
     topo, model, active = spec.topology, spec.cost_model, spec.active_chunks
     plan = model.chunking(spec.collective, spec.size, spec.chunks, topo, baseline=sched.is_baseline)
     problem = ScheduleProblem(
-        topo, spec.collective, plan, model, p.seed, p.queue, spec.latency_mode, active, simulate=schedule_time
+        topo,
+        spec.collective,
+        plan,
+        model,
+        p.seed,
+        p.queue,
+        spec.latency_mode,
+        active,
+        spec.size,
+        spec.chunks,
+        simulate=schedule_time,
     )
-    chunk_orders = sched.orders(problem)
-    phase_plans = build_plans(
-        model, topo, spec.collective, chunk_orders, plan.sizes, spec.latency_mode, sched.is_baseline
-    )
+    service = p.service_order
+    if sched.serves_own_order:  # orders, AR compositions and the dimensions' sequences (`optimal`)
+        own = sched.schedule(problem)
+        chunk_orders, service = own.orders, own.service_order
+        phase_plans = [
+            build_plans(model, topo, spec.collective, [o], (size,), spec.latency_mode, ar)[0]
+            for o, size, ar in zip(own.orders, plan.sizes, own.ar_phase)
+        ]
+    else:
+        chunk_orders = sched.orders(problem)
+        phase_plans = build_plans(
+            model, topo, spec.collective, chunk_orders, plan.sizes, spec.latency_mode, sched.is_baseline
+        )
     # phases that overlap on a dimension at full bandwidth each: busy time is their union (`Result`)
     overlapping = active > 1 and not model.shares_bandwidth
     out = simulate(
@@ -114,7 +133,7 @@ def evaluate_prepared(p: RunSpec, *, timeline: bool = False) -> Result:
         rules=model.sim_rules,
         active_chunks=active,
         timeline=timeline or overlapping,
-        service_order=p.service_order,
+        service_order=service,
     )
     return make_result(p, chunk_orders, out, keep_timeline=timeline)
 

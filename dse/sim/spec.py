@@ -148,6 +148,16 @@ class RunSpec:
         spec = CollectiveSpec.parse(topology, work_check=False, **spec_args)
         sched = get_scheduler(a["scheduler"], orders=a["orders"])
         queue = parse_queue(a["queue"], fixed=True)
+        if sched.serves_own_order:  # its own sequences, run with the fixed queue (`Scheduler.schedule`)
+            if a["service_order"] is not None:
+                raise InputError(
+                    "service_order",
+                    f"given with the {sched.name} scheduler, which sequences the dimensions itself",
+                    "a service order with another scheduler (fixed, themis, ...)",
+                )
+            seed = parse_int(a["seed"], "seed", minimum=0)
+            unit = size_family(a["size"]) if "size" in a else "decimal"
+            return cls(spec, sched, "fixed", seed, unit, None)
         if queue == "fixed" and sched.simulations():
             raise InputError(
                 "queue",

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Unpack
 
 from dse.bounds.floor import _floor_search
@@ -83,11 +83,15 @@ class Bounds:
     solve_time_s: float
     order_matters: bool
     notes: tuple[str, ...] = field(default=())
+    #: the exact problem's proven lower bound (`dse.bounds.optimal`; 0: not solved) and its status:
+    #: ``optimal`` (then it is the optimum itself) or ``feasible`` (a bound, the optimum above it)
+    exact_ns: float = 0.0
+    exact_status: str = ""
 
     @property
     def bound_ns(self) -> float:
         """The tightest valid bound: what gaps are measured against."""
-        return self.pipeline_ns
+        return max(self.pipeline_ns, self.exact_ns)
 
     def gap(self, time_ns: float) -> float:
         """How far a schedule of `time_ns` is above the bound (0.05 = 5 %)."""
@@ -129,6 +133,7 @@ def lower_bounds(
     solver: str = "highs",
     pipeline: bool = True,
     node_limit: int | None = None,
+    exact_work: float = 0.0,
     **spec_args: Unpack[SpecArgs],
 ) -> Bounds:
     """Ideal, fluid-LP, ILP and pipeline bounds of one collective (see the module docstring).
@@ -141,16 +146,30 @@ def lower_bounds(
     so in `status`. `pipeline=False` skips the tightened ILP (then `pipeline_ns` equals `ilp_ns`).
     `node_limit` caps each HiGHS solve's branch-and-bound nodes: a limit of work rather than of
     time, so a cut-short bound is the same on every run and every machine (sweeps, reproductions
-    and `dse compare` use one).
+    and `dse compare` use one). `exact_work` > 0 also solves the exact problem within that much
+    CP-SAT work (`dse.bounds.optimal`, deterministic) where it applies (`active_chunks` 1): its
+    proven bound is `exact_ns`, and `bound_ns` the higher of it and the pipeline bound, so gaps at
+    few chunks become exact.
     """
     spec = CollectiveSpec.parse(topology, **spec_args)
+    if isinstance(exact_work, bool) or not isinstance(exact_work, (int, float)) or not 0 <= exact_work < math.inf:
+        raise InputError("exact_work", f"{exact_work!r}", "a number >= 0 (CP-SAT deterministic seconds; 0: off)")
     if solver not in SOLVERS:
         raise InputError("solver", f"unknown solver {solver!r}", ", ".join(SOLVERS))
     if not (isinstance(time_limit_s, (int, float)) and time_limit_s > 0):
         raise InputError("time_limit_s", f"{time_limit_s!r} is not a positive number of seconds")
     if node_limit is not None and (isinstance(node_limit, bool) or not isinstance(node_limit, int) or node_limit < 1):
         raise InputError("node_limit", f"{node_limit!r} is not a positive integer")
-    return bounds_for(spec, time_limit_s=float(time_limit_s), solver=solver, pipeline=pipeline, node_limit=node_limit)
+    b = bounds_for(spec, time_limit_s=float(time_limit_s), solver=solver, pipeline=pipeline, node_limit=node_limit)
+    return with_exact(b, spec, float(exact_work)) if exact_work and spec.active_chunks == 1 else b
+
+
+def with_exact(b: Bounds, spec: CollectiveSpec, work: float) -> Bounds:
+    """`b` with the exact problem's proven bound, solved within `work` (`dse.bounds.optimal`)."""
+    from dse.bounds.optimal import optimal_for  # CP-SAT; optimal imports this module
+
+    best = optimal_for(spec, work=work)
+    return replace(b, exact_ns=best.bound_ns, exact_status=best.status)
 
 
 def bounds_for(

@@ -32,7 +32,7 @@ import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from dse.core.collectives import ALL_REDUCE, ALL_TO_ALL
 from dse.sim.spec import CollectiveSpec

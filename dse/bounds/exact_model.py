@@ -195,7 +195,7 @@ class ExactModel:
     def hint(self, schedule: Schedule, starts: dict[tuple[int, int], int]) -> None:
         """Start the search from a known schedule (its routes and its replayed starts)."""
         for k, ri in enumerate(schedule.routes):
-            for key, (s, lit) in self.starts[k].items():
+            for key, (s, _) in self.starts[k].items():
                 on = self._key_phase(k, key, ri)
                 if on is not None:
                     self.m.add_hint(s, starts[(k, on)])
@@ -224,11 +224,12 @@ class ExactModel:
 
     def solution(self, solver: Any) -> Schedule:
         """The schedule of a solved model: routes, and each dimension's phases in start order."""
-        routes, served = [], [[] for _ in range(self.p.ndims)]
+        routes: list[int] = []
+        served: list[list[tuple[int, bool, int]]] = [[] for _ in range(self.p.ndims)]
         for k in range(self.p.nchunks):
             ri = self._chosen(k, solver)
             routes.append(ri)
-            for key, (s, lit) in self.starts[k].items():
+            for key, (s, _) in self.starts[k].items():
                 j = self._key_phase(k, key, ri)
                 if j is not None:
                     d, busy, _ = self.p.chunk_routes(k)[ri].steps[j]
@@ -240,7 +241,7 @@ class ExactModel:
         for r, lit in self.lits[k].items():
             if r is not None and (lit is None or solver.boolean_value(lit)):
                 return r
-        edges, done, order = self.lits[k][None], frozenset(), []
+        edges, done, order = self.lits[k][None], frozenset[int](), list[int]()
         while len(order) < self.p.ndims:
             d = next(d for (s, d), y in edges.items() if s == done and solver.boolean_value(y))
             order.append(d)
@@ -295,7 +296,7 @@ def solve(job: Job) -> SolveResult:
     """Run one solve in the CP-SAT worker process (`dse.bounds.exact_worker`: why it is apart)."""
     from dse.bounds.exact_worker import call
 
-    return call(job)  # type: ignore[no-any-return]
+    return call(job)
 
 
 def run_job(job: Job) -> SolveResult:

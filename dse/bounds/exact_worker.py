@@ -5,9 +5,9 @@ version, and a process loads only the first of the two: CP-SAT in a process whos
 highspy fails to load (highspy first) or hands highspy the wrong HiGHS (OR-Tools first). So every
 CP-SAT solve runs in a worker process of its own that never imports highspy, started on the first
 solve and kept for the next (about a second to start). The worker holds itself to one core (the
-first its parent may use): the solves are single-threaded or interleave CP-SAT's subsolvers on it. Jobs and results cross its standard input
-and output as pickles; a plain subprocess rather than `multiprocessing`, so that a caller's script
-is never re-imported in the worker.
+first its parent may use): the solves are single-threaded or interleave CP-SAT's subsolvers on it.
+Jobs and results cross its standard input and output as pickles; a plain subprocess rather than
+`multiprocessing`, so that a caller's script is never re-imported in the worker.
 """
 
 from __future__ import annotations

@@ -33,10 +33,12 @@ from dse.bounds.api import bounds_for
 from dse.bounds.exact import ExactProblem, Schedule, build_problem
 from dse.bounds.exact_model import Job, SolveResult, solve
 from dse.core.errors import InputError
+from dse.core.topology import Topology
 from dse.core.units import parse_int
-from dse.sim.evaluate import build_plans, evaluate
+from dse.schedulers import get_scheduler
+from dse.sim.evaluate import build_plans, evaluate_prepared
 from dse.sim.simulate import simulate
-from dse.sim.spec import CollectiveSpec, SpecArgs
+from dse.sim.spec import CollectiveSpec, RunSpec, SpecArgs
 
 #: the default budget: CP-SAT deterministic seconds (about seconds of one quiet core)
 DEFAULT_WORK = 20.0
@@ -103,7 +105,7 @@ class OptimalSchedule:
 
 
 def optimal_schedule(
-    topology: Any,
+    topology: Topology | str | CollectiveSpec,
     *,
     work: float = DEFAULT_WORK,
     time_limit: float | None = None,
@@ -115,31 +117,43 @@ def optimal_schedule(
     the same arguments give the same answer on every machine), its time replayed in the
     simulator, and the best proven lower bound (see the module docstring).
 
-    `topology` and `spec_args`: the collective, as `evaluate` takes it (`SpecArgs`), with
-    `active_chunks` 1. `time_limit`: also stop after this many seconds of wall time (then the answer
-    may depend on the machine's load). `seed`: CP-SAT's random seed. `node_limit`: the nodes of
-    each solve of dse's own bound (as `lower_bounds`)."""
+    `topology` and `spec_args`: the collective, as `evaluate` takes it (`SpecArgs`), or a
+    `CollectiveSpec`, with `active_chunks` 1. `time_limit`: also stop after this many seconds of
+    wall time (then the answer may depend on the machine's load). `seed`: CP-SAT's random seed.
+    `node_limit`: the nodes of each solve of dse's own bound (as `lower_bounds`)."""
     spec = CollectiveSpec.parse(topology, **spec_args)
     budget = _positive(work, "work")
     wall = None if time_limit is None else _positive(time_limit, "time_limit")
-    seed = parse_int(seed, "seed", minimum=0)
-    node_limit = parse_int(node_limit, "node_limit", minimum=1)
+    return optimal_for(
+        spec,
+        work=budget,
+        time_limit=wall,
+        seed=parse_int(seed, "seed", minimum=0),
+        node_limit=parse_int(node_limit, "node_limit", minimum=1),
+    )
+
+
+def optimal_for(
+    spec: CollectiveSpec, *, work: float, time_limit: float | None = None, seed: int = 0, node_limit: int = 10_000
+) -> OptimalSchedule:
+    """`optimal_schedule` of a validated collective and validated settings (remembered when
+    deterministic, that is without `time_limit`)."""
     if spec.active_chunks != 1:
         raise InputError(
             "active_chunks", f"{spec.active_chunks}", "1: the exact problem runs one phase at a time per dimension"
         )
-    key = (spec.topology, spec.collective, spec.size, spec.chunks, spec.cost_model.name, spec.latency_mode)
-    key += (budget, seed, node_limit)
-    if wall is None and key in _SOLVED:  # deterministic: the same arguments, the same answer
+    key: tuple[Any, ...] = (spec.topology, spec.collective, spec.size, spec.chunks, spec.cost_model.name)
+    key += (spec.latency_mode, work, seed, node_limit)
+    if time_limit is None and key in _SOLVED:  # deterministic: the same arguments, the same answer
         return _SOLVED[key]
     problem = build_problem(spec)
-    if (
-        problem.nchunks * max(len(r.steps) for rs in problem.routes for r in rs) * len(problem.routes[0])
-        > MAX_INTERVALS
-    ):
-        raise InputError("chunks", f"{spec.chunks} chunks make too large an exact model", "fewer chunks or dimensions")
-    best = _Search(problem, budget, wall, seed, node_limit).run()
-    if wall is None:
+    size = problem.nchunks * sum(len(r.steps) for r in problem.routes[0])
+    if size > MAX_INTERVALS:
+        raise InputError(
+            "chunks", f"{spec.chunks} chunks make an exact model of {size:,} phases", f"at most {MAX_INTERVALS:,}"
+        )
+    best = _Search(problem, work, time_limit, seed, node_limit).run()
+    if time_limit is None:
         if len(_SOLVED) >= 64:
             _SOLVED.clear()
         _SOLVED[key] = best
@@ -147,7 +161,7 @@ def optimal_schedule(
 
 
 #: solves of this process by their arguments (those without a wall-clock limit: deterministic)
-_SOLVED: dict[tuple, OptimalSchedule] = {}
+_SOLVED: dict[tuple[Any, ...], OptimalSchedule] = {}
 
 
 def _positive(v: object, name: str) -> float:
@@ -196,7 +210,7 @@ class _Search:
 
     def _seed(self, name: str) -> None:
         spec = self.p.spec
-        res = evaluate(spec, scheduler=name, queue="scf", timeline=True)
+        res = evaluate_prepared(RunSpec(spec, get_scheduler(name), "scf", self.seed, "decimal"), timeline=True)
         self.seed_ns[name] = res.time_ns
         schedule = _from_timeline(self.p, res.orders, res.timeline or ())
         self._offer(schedule, name)
@@ -239,7 +253,7 @@ class _Search:
         optimal = self.best_ns <= bound * (1 + BOUND_TOLERANCE)
         routes = [p.chunk_routes(k)[ri] for k, ri in enumerate(self.best.routes)]
         return OptimalSchedule(
-            topology=spec.topology.name,
+            topology=spec.topology.name or spec.topology.notation(),
             collective=spec.collective,
             size_bytes=spec.size,
             chunks=spec.chunks,

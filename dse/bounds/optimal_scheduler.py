@@ -9,7 +9,7 @@ sequence, with the `fixed` queue whatever queue was asked for (`Result.queue` sa
 
 from __future__ import annotations
 
-from dse.bounds.optimal import DEFAULT_WORK, OptimalSchedule, optimal_schedule
+from dse.bounds.optimal import DEFAULT_WORK, OptimalSchedule, optimal_for
 from dse.core.errors import InputError
 from dse.schedulers import ChunkSchedule, Order, ScheduleProblem, Scheduler, register_scheduler
 from dse.sim.spec import CollectiveSpec
@@ -46,7 +46,7 @@ class OptimalScheduler(Scheduler):
             problem.latency_mode or problem.cost_model.default_latency_mode,
             problem.active_chunks,
         )
-        return optimal_schedule(spec, work=self.work, seed=problem.seed)
+        return optimal_for(spec, work=self.work, seed=problem.seed)
 
     def _orders(self, problem: ScheduleProblem) -> list[Order]:
         return list(self.schedule(problem).orders)

@@ -104,6 +104,10 @@ def _add_evaluate_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_evaluate)
 
 
+#: `dse compare` solves the exact problem (`--exact-work`) for at most this many chunks
+EXACT_COMPARE_CHUNKS = 16
+
+
 def _add_compare_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="every scheduler x queue on one topology, with the bound and gaps")
     _add_topology(p)
@@ -114,6 +118,12 @@ def _add_compare_parser(sub: argparse._SubParsersAction) -> None:
         default="100",
         help="branch-and-bound nodes per bound solve (default 100; "
         "a work limit, so the bound is the same on every run)",
+    )
+    p.add_argument(
+        "--exact-work",
+        default="5",
+        help="CP-SAT work (deterministic s) for the exact optimum, which makes the bound and gaps exact; "
+        f"solved for at most {EXACT_COMPARE_CHUNKS} chunks (default 5; 0: off)",
     )
     p.set_defaults(func=cmd_compare)
 
@@ -200,6 +210,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         **_spec_args(args),
         time_limit_s=parse_positive(args.time_limit, "time_limit"),
         node_limit=parse_int(args.node_limit, "node_limit", minimum=1),
+        exact_work=_exact_work(args, results[0].chunks),
     )
     rows = comparison_rows(results, bounds)
     first = results[0]
@@ -222,6 +233,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _exact_work(args: argparse.Namespace, chunks: int) -> float:
+    """`--exact-work`, or 0 beyond `EXACT_COMPARE_CHUNKS` chunks."""
+    from dse.core.units import parse_positive
+
+    work = parse_positive(args.exact_work, "exact_work", allow_zero=True)
+    return work if chunks <= EXACT_COMPARE_CHUNKS else 0.0
+
+
 def _print_comparison(
     topo: Topology, first: Result, rows: list[ComparisonRow], bounds: Bounds, skipped: dict[str, str]
 ) -> None:
@@ -239,6 +258,7 @@ def _print_comparison(
     print(
         f"bound {format_time(bounds.bound_ns)} ({bounds.status}): ideal {format_time(bounds.ideal_ns)}, "
         f"ILP {format_time(bounds.ilp_ns)}, pipeline {format_time(bounds.pipeline_ns)}"
+        + (f", exact {format_time(bounds.exact_ns)} ({bounds.exact_status})" if bounds.exact_status else "")
     )
     for note in bounds.notes if bounds.status in ("lp_only", "ideal_only") else ():
         print(f"note: {note}")

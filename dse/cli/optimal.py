@@ -36,7 +36,7 @@ def add_optimal_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_optimal(args: argparse.Namespace) -> int:
     import json
 
-    from dse.bounds.optimal import optimal_schedule
+    from dse.bounds.optimal import optimal_for
     from dse.cli.main import _spec_args, _topology_arg
     from dse.core.topology import parse_topology
     from dse.core.units import parse_int, parse_positive
@@ -44,7 +44,7 @@ def cmd_optimal(args: argparse.Namespace) -> int:
 
     topo = parse_topology(_topology_arg(args))
     spec = CollectiveSpec.parse(topo, **_spec_args(args))
-    best = optimal_schedule(
+    best = optimal_for(
         spec,
         work=parse_positive(args.work, "work"),
         time_limit=None if args.time_limit is None else parse_positive(args.time_limit, "time_limit"),
@@ -84,7 +84,9 @@ def _plot(spec: CollectiveSpec, best: OptimalSchedule, out: str, work: float) ->
     """The optimal schedule's timeline above Themis+SCF's, on one time axis."""
     from dse.bounds.optimal_scheduler import OptimalScheduler
     from dse.output.timeline_plot import draw_timelines, result_timeline_data
-    from dse.sim.evaluate import evaluate
+    from dse.schedulers import get_scheduler
+    from dse.sim.evaluate import evaluate_prepared
+    from dse.sim.spec import RunSpec
 
     panels = []
     scheds: tuple[tuple[str, str | OptimalScheduler], ...] = (
@@ -92,6 +94,8 @@ def _plot(spec: CollectiveSpec, best: OptimalSchedule, out: str, work: float) ->
         ("Themis+SCF", "themis"),
     )
     for title, sched in scheds:
-        res = evaluate(spec, scheduler=sched, queue="scf", seed=best.seed, timeline=True)
+        chosen = get_scheduler(sched)
+        queue = "fixed" if chosen.serves_own_order else "scf"
+        res = evaluate_prepared(RunSpec(spec, chosen, queue, best.seed, "decimal"), timeline=True)
         panels.append(result_timeline_data(res, spec.topology, title=f"{title}: {res.time_ns / 1e6:.4g} ms"))
     draw_timelines(panels, out)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # the names for type checkers and IDEs; at run time `__getatt
     from typing import Any
 
     from dse.bounds.api import Bounds, lower_bounds
+    from dse.bounds.optimal import OptimalSchedule, optimal_schedule
     from dse.core.errors import InputError
     from dse.core.presets import PRESETS
     from dse.core.topology import Dim, Topology, parse_topology
@@ -35,6 +36,8 @@ _LAZY: dict[str, str] = {
     "evaluate_many": "sim.batch",
     "Bounds": "bounds.api",
     "lower_bounds": "bounds.api",
+    "OptimalSchedule": "bounds.optimal",
+    "optimal_schedule": "bounds.optimal",
     "COST_MODELS": "costs",
     "CostModel": "costs",
     "get_cost_model": "costs",
@@ -61,6 +64,8 @@ __all__ = [
     "COST_MODELS",
     "CostModel",
     "lower_bounds",
+    "OptimalSchedule",
+    "optimal_schedule",
     "Dim",
     "InputError",
     "PRESETS",

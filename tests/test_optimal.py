@@ -13,6 +13,7 @@ Budgets are CP-SAT work limits (deterministic), never seconds.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import subprocess
@@ -29,7 +30,9 @@ from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
 from dse.sim.spec import CollectiveSpec
 
-pytest.importorskip("ortools")
+# never import ortools here: its HiGHS would shadow highspy's in this process (dse/bounds/exact_worker.py)
+if importlib.util.find_spec("ortools") is None:
+    pytest.skip("OR-Tools is not installed (pip install ortools)", allow_module_level=True)
 
 TINY = [
     ("Ring(4,100,500)_SW(2,40,1000)", "all_reduce", "paper", None, 2),
@@ -230,3 +233,27 @@ def test_dse_optimal_prints_and_writes_json_and_refuses_bad_input(tmp_path):
     assert (
         bad.returncode == 2 and bad.stderr.count("\n") == 1 and "work" in bad.stderr and "Traceback" not in bad.stderr
     )
+
+
+def test_cp_sat_never_loads_in_the_callers_process():
+    code = (
+        "import sys, dse\n"
+        "b = dse.lower_bounds('Ring(4,100,500)_SW(2,40,1000)', size='3MB', chunks=2)\n"
+        "best = dse.optimal_schedule('Ring(4,100,500)_SW(2,40,1000)', size='3MB', chunks=2)\n"
+        "b2 = dse.lower_bounds('Ring(4,100,500)_SW(2,40,1000)', size='3MB', chunks=3)\n"
+        "assert 'highspy' in sys.modules and 'ortools' not in sys.modules\n"
+        "assert best.status == 'optimal' and b.bound_ns <= best.time_ns\n"
+        "print('ok')"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr
+
+
+def test_lower_bounds_with_exact_work_takes_the_proven_bound():
+    plain = dse.lower_bounds("4D-Ring_SW_SW_SW", size="1GB", chunks=4, node_limit=100)
+    exact = dse.lower_bounds("4D-Ring_SW_SW_SW", size="1GB", chunks=4, node_limit=100, exact_work=5)
+    assert plain.exact_ns == 0.0 and plain.bound_ns == plain.pipeline_ns
+    assert exact.exact_status == "optimal" and exact.exact_ns == PAPER_4["4D-Ring_SW_SW_SW"]
+    assert exact.bound_ns == exact.exact_ns > exact.pipeline_ns
+    with pytest.raises(InputError):
+        dse.lower_bounds("4D-Ring_SW_SW_SW", size="1GB", chunks=4, exact_work=-1)

@@ -7,13 +7,11 @@ The search, all of it within one budget of CP-SAT work (deterministic, one core)
 1. Seeds: lp_guided and Themis (smallest-first queue), replayed; the better is the first schedule.
 2. dse's bound (`lower_bounds`: the pipeline bound) is the first lower bound. If a seed meets
    it, that seed is optimal and no solver runs.
-3. A short minimisation (a twentieth of the budget, CP-SAT's default search): with few chunks it
-   proves the optimum at once, most often above dse's bound.
-4. Is there a schedule within the bound? A decision problem, started from the best schedule, on
+3. Is there a schedule within the bound? A decision problem, started from the best schedule, on
    at most half the budget: where the bound is the optimum (most cases with many chunks) CP-SAT
    finds such a schedule far sooner than it could prove it optimal by itself. If it proves there
    is none, the bound rises.
-5. The whole problem, from the best schedule, with the bound as the time's floor: CP-SAT's
+4. The whole problem, from the best schedule, with the bound as the time's floor: CP-SAT's
    portfolio (interleaved on one core) improves the schedule and raises the bound until they meet
    or the budget runs out.
 
@@ -47,9 +45,7 @@ BOUND_TOLERANCE = 1e-9
 #: the largest model built: intervals (chunks x routes' phases)
 MAX_INTERVALS = 200_000
 SEED_SCHEDULERS = ("lp_guided", "themis")
-#: the shares of the budget (of what is left) the first quick minimisation and the decision at
-#: the bound may take
-QUICK_SHARE = 0.05
+#: the share of the budget the decision at the bound may take
 DECIDE_SHARE = 0.5
 
 
@@ -191,8 +187,6 @@ class _Search:
         bounds = bounds_for(self.p.spec, node_limit=self.node_limit, time_limit_s=math.inf)
         self.dse_bound = bounds.bound_ns
         self.lower = max(0, math.ceil(bounds.bound_ns * (1 - BOUND_TOLERANCE) / float(self.p.unit)))
-        if not self._done():
-            self._whole(QUICK_SHARE, portfolio=False)
         if not self._done():
             self._at_bound()
         if not self._done():

@@ -181,6 +181,11 @@ def test_astra_sim_bound_covers_the_baselines_ar_composition():
         base = dse.evaluate(topo, size="1MB", chunks=3, cost_model=model, scheduler="baseline", queue="fifo")
         assert best.bound_ns <= base.time_ns
         assert best.status == "optimal"
+        assert any(best.ar_phase)  # here the optimum runs some chunks as the AR composition
+        replay = dse.evaluate(topo, size="1MB", chunks=3, cost_model=model, scheduler="optimal")
+        assert replay.time_ns == best.time_ns
+        with pytest.raises(ValueError):
+            best.replay_args()  # `fixed` orders cannot say "AR composition"
 
 
 def test_the_replay_is_the_simulators_not_the_solvers_word():

@@ -7,11 +7,13 @@ The search, all of it within one budget of CP-SAT work (deterministic, one core)
 1. Seeds: lp_guided and Themis (smallest-first queue), replayed; the better is the first schedule.
 2. dse's bound (`lower_bounds`: the pipeline bound) is the first lower bound. If a seed meets
    it, that seed is optimal and no solver runs.
-3. Is there a schedule within the bound? A decision problem, started from the best schedule, on
+3. A short minimisation (a twentieth of the budget): with few chunks it proves the optimum at
+   once, most often above dse's bound. Short of that, what it found waits until after step 4.
+4. Is there a schedule within the bound? A decision problem, started from the best schedule, on
    at most half the budget: where the bound is the optimum (most cases with many chunks) CP-SAT
    finds such a schedule far sooner than it could prove it optimal by itself. If it proves there
    is none, the bound rises.
-4. The whole problem, from the best schedule, with the bound as the time's floor: CP-SAT's
+5. The whole problem, from the best schedule, with the bound as the time's floor: CP-SAT's
    portfolio (interleaved on one core) improves the schedule and raises the bound until they meet
    or the budget runs out.
 
@@ -45,7 +47,8 @@ BOUND_TOLERANCE = 1e-9
 #: the largest model built: intervals (chunks x routes' phases)
 MAX_INTERVALS = 200_000
 SEED_SCHEDULERS = ("lp_guided", "themis")
-#: the share of the budget the decision at the bound may take
+#: the shares of the budget (of what is left) the quick minimisation and the decision may take
+QUICK_SHARE = 0.05
 DECIDE_SHARE = 0.5
 
 
@@ -187,8 +190,13 @@ class _Search:
         bounds = bounds_for(self.p.spec, node_limit=self.node_limit, time_limit_s=math.inf)
         self.dse_bound = bounds.bound_ns
         self.lower = max(0, math.ceil(bounds.bound_ns * (1 - BOUND_TOLERANCE) / float(self.p.unit)))
+        held = self._quick() if not self._done() else None
         if not self._done():
             self._at_bound()
+        if held is not None:  # what the quick solve found, kept aside so as not to steer the decision
+            if held.schedule is not None:
+                self._offer(held.schedule, "solver")
+            self.lower = max(self.lower, held.bound)
         if not self._done():
             self._whole(1.0, portfolio=True)
         return self._result()
@@ -214,6 +222,18 @@ class _Search:
         t = replay_ns(self.p, schedule)
         if t < self.best_ns:
             self.best, self.best_ns, self.found_by = schedule, t, who
+
+    def _quick(self) -> SolveResult | None:
+        """A short minimisation (CP-SAT's default search): with few chunks it proves the optimum
+        at once. Anything short of that is returned, to be used after the decision."""
+        upper = math.floor(self.best_ns / float(self.p.unit)) if self.p.exact else None
+        r = self._solve(Job(self.p, None, self.lower, upper, True, self.best, 0, None, self.seed), share=QUICK_SHARE)
+        if r.status != "OPTIMAL":
+            return r
+        if r.schedule is not None:
+            self._offer(r.schedule, "solver")
+        self.lower = max(self.lower, r.bound)
+        return None
 
     def _at_bound(self) -> None:
         """Is there a schedule within the bound? (a decision problem, from the best schedule)"""

@@ -262,3 +262,14 @@ def test_lower_bounds_with_exact_work_takes_the_proven_bound():
     assert exact.bound_ns == exact.exact_ns > exact.pipeline_ns
     with pytest.raises(InputError):
         dse.lower_bounds("4D-Ring_SW_SW_SW", size="1GB", chunks=4, exact_work=-1)
+
+
+def test_optimal_is_refused_where_it_cannot_run():
+    from dse.explore.toml_fields import parse_scheduler
+
+    with pytest.raises(InputError) as e:
+        parse_scheduler("optimal")  # a study or sweep would solve at every point
+    assert e.value.field == "scheduler" and "optimal" not in str(e.value).split("allowed:")[1]
+    with pytest.raises(InputError) as e:
+        dse.iterate("Resnet50_DataParallel_fused", "Ring(4,100,500)_SW(2,40,1000)", scheduler="optimal")
+    assert e.value.field == "scheduler"

@@ -36,7 +36,11 @@ class OptimalScheduler(Scheduler):
     def solve(self, problem: ScheduleProblem) -> OptimalSchedule:
         """`optimal_schedule` of the problem's collective (remembered)."""
         if not problem.size_bytes or not problem.requested_chunks:
-            raise InputError("scheduler", "optimal needs the collective's size and chunks", "dse.evaluate")
+            raise InputError(
+                "scheduler",
+                "optimal solves one collective at a time, not inside a workload",
+                "optimal with dse evaluate or dse optimal; another scheduler here",
+            )
         spec = CollectiveSpec(
             problem.topology,
             problem.collective,

@@ -25,8 +25,13 @@ def check_keys(table: dict[str, Any], allowed: set[str], where: str) -> None:
 
 
 def parse_scheduler(name: Any) -> str:
-    """A scheduler's registry name (any case, ``-`` or ``_``); ``fixed`` needs orders, so no space offers it."""
+    """A scheduler's registry name (any case, ``-`` or ``_``); ``fixed`` needs orders and ``optimal`` is
+    a solve of its own (`dse optimal`), so no space offers them."""
     key = str(name).strip().lower().replace("-", "_")
-    if key not in SCHEDULERS or key == "fixed":
-        raise InputError("scheduler", f"unknown scheduler {name!r}", ", ".join(s for s in SCHEDULERS if s != "fixed"))
+    if key not in SCHEDULERS or key in _NOT_IN_SPACES:
+        allowed = ", ".join(s for s in SCHEDULERS if s not in _NOT_IN_SPACES)
+        raise InputError("scheduler", f"unknown scheduler {name!r}", allowed)
     return key
+
+
+_NOT_IN_SPACES = ("fixed", "optimal")

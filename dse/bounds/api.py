@@ -63,8 +63,8 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Bounds:
-    """Lower bounds on one collective's time (ns), the optimal order mix and how it was solved."""
+class CollectiveRecord:
+    """What a record of one collective's analysis starts with (`Bounds`, `OptimalSchedule`)."""
 
     topology: str
     collective: str
@@ -72,6 +72,24 @@ class Bounds:
     chunks: int
     cost_model: str
     latency_mode: str
+
+    @staticmethod
+    def fields_of(spec: CollectiveSpec) -> dict[str, Any]:
+        """These fields of a validated collective."""
+        return {
+            "topology": spec.topology.label(),
+            "collective": spec.collective,
+            "size_bytes": spec.size,
+            "chunks": spec.chunks,
+            "cost_model": spec.cost_model.name,
+            "latency_mode": spec.latency_mode,
+        }
+
+
+@dataclass(frozen=True)
+class Bounds(CollectiveRecord):
+    """Lower bounds on one collective's time (ns), the optimal order mix and how it was solved."""
+
     active_chunks: int
     ideal_ns: float
     lp_ns: float
@@ -291,12 +309,7 @@ def _bounds(
     """The `Bounds` of `spec` from its (ideal, LP, ILP, pipeline) values, timed from `t0`."""
     ideal, lp, ilp, pipeline = values
     return Bounds(
-        topology=spec.topology.label(),
-        collective=spec.collective,
-        size_bytes=spec.size,
-        chunks=spec.chunks,
-        cost_model=spec.cost_model.name,
-        latency_mode=spec.latency_mode,
+        **CollectiveRecord.fields_of(spec),
         active_chunks=spec.active_chunks,
         ideal_ns=ideal,
         lp_ns=lp,

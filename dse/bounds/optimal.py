@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Unpack
 
-from dse.bounds.api import bounds_for
+from dse.bounds.api import CollectiveRecord, bounds_for
 from dse.bounds.exact import ExactProblem, Schedule, build_problem
 from dse.bounds.exact_model import Job, SolveResult, solve
 from dse.core.errors import InputError
@@ -53,15 +53,9 @@ DECIDE_SHARE = 0.5
 
 
 @dataclass(frozen=True)
-class OptimalSchedule:
+class OptimalSchedule(CollectiveRecord):
     """The best schedule found for one collective, its time, the best proven lower bound, and how."""
 
-    topology: str
-    collective: str
-    size_bytes: int
-    chunks: int
-    cost_model: str
-    latency_mode: str
     time_ns: float
     bound_ns: float
     status: str  # optimal | feasible
@@ -267,12 +261,7 @@ class _Search:
         optimal = self.best_ns <= bound * (1 + BOUND_TOLERANCE)
         routes = [p.chunk_routes(k)[ri] for k, ri in enumerate(self.best.routes)]
         return OptimalSchedule(
-            topology=spec.topology.name or spec.topology.notation(),
-            collective=spec.collective,
-            size_bytes=spec.size,
-            chunks=spec.chunks,
-            cost_model=spec.cost_model.name,
-            latency_mode=spec.latency_mode,
+            **CollectiveRecord.fields_of(spec),
             time_ns=self.best_ns,
             bound_ns=min(bound, self.best_ns),
             status="optimal" if optimal else "feasible",

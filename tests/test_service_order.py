@@ -29,6 +29,7 @@ from dse.sim import engine
 from dse.sim.batch import tableable
 from dse.sim.engine_io import FIFO, FIXED_SEQ, N_COMM, NET, EngineGraph, NetRules, ServiceStall
 from dse.sim.evaluate import build_plans
+from dse.sim.service_order import served_order
 from dse.sim.simulate import simulate
 from dse.sim.spec import RunSpec
 
@@ -59,11 +60,8 @@ def interleaved(plans: Sequence[Sequence[Phase]], ndims: int, rng: random.Random
 
 
 def served(timeline, ndims: int) -> list[list[int]]:
-    """Each dimension's service sequence in a run: its phases' chunks in order of their starts."""
-    seqs: list[list[int]] = [[] for _ in range(ndims)]
-    for e in sorted(timeline, key=lambda e: e.start):
-        seqs[e.dim].append(e.chunk)
-    return seqs
+    """Each dimension's service sequence in a run (`served_order`), as lists."""
+    return [list(s) for s in served_order(timeline, ndims)]
 
 
 def outcome(fn):

@@ -16,6 +16,9 @@ from typing import Any, NamedTuple
 from dse.bounds.exact import ExactProblem, Schedule, edge_table
 from dse.core.collectives import ALL_REDUCE
 
+#: a phase's key among a chunk's start variables: its index in a route, or on the path its edge
+#: (the subset done, the dimension, whether it is the all-gather phase)
+PhaseKey = int | tuple[frozenset[int], int, bool]
 #: subsolvers of the interleaved portfolio (they take turns on one core: `dse.bounds.exact_worker`)
 PORTFOLIO = 8
 
@@ -57,8 +60,8 @@ class ExactModel:
         self.per_dim: list[list[Any]] = [[] for _ in range(problem.ndims)]
         self.load: list[list[tuple[int, Any]]] = [[] for _ in range(problem.ndims)]
         self.starts: list[
-            dict[tuple[int | None, int], tuple[Any, Any]]
-        ] = []  # per chunk: (route, phase) -> (start, lit)
+            dict[tuple[int | None, PhaseKey], tuple[Any, Any]]
+        ] = []  # per chunk: (route, phase) -> (start, lit); the path's phases: (None, (subset, dim, all-gather?))
         self.lits: list[dict[int | None, Any]] = []  # per chunk: route -> literal (None: the path's edges)
         self.edges: list[dict[tuple[frozenset, int], Any]] = []
         self.codes: list[Any] = []
@@ -100,7 +103,7 @@ class ExactModel:
         self.lits[k][ri] = lit
         return lit
 
-    def _interval(self, d: int, busy: int, lit: Any, k: int, ri: int | None, j: int) -> Any:
+    def _interval(self, d: int, busy: int, lit: Any, k: int, ri: int | None, j: PhaseKey) -> Any:
         s = self.m.new_int_var(0, self.horizon, "")
         if lit is None:
             iv = self.m.new_fixed_size_interval_var(s, busy, "")
@@ -139,16 +142,15 @@ class ExactModel:
     def _edge(self, k: int, done: frozenset, d: int, steps: tuple, arrive: dict, back: dict) -> None:
         m, (fwd, bwd) = self.m, steps
         y = self.edges[k][(done, d)] = m.new_bool_var("")
-        nxt, j = done | {d}, len(done)
-        s = self._interval(d, fwd[1], y, k, None, _edge_id(done, d, 0))
+        nxt = done | {d}
+        s = self._interval(d, fwd[1], y, k, None, (done, d, False))
         m.add(s >= arrive[done]).only_enforce_if(y)
         m.add(arrive[nxt] >= s + fwd[1] + fwd[2]).only_enforce_if(y)
         if bwd is not None:
-            a = self._interval(d, bwd[1], y, k, None, _edge_id(done, d, 1))
+            a = self._interval(d, bwd[1], y, k, None, (done, d, True))
             m.add(a >= back[nxt]).only_enforce_if(y)
             m.add(back[done] >= a + bwd[1] + bwd[2]).only_enforce_if(y)
             m.add(a >= s + fwd[1] + fwd[2])  # the all-gather follows its reduce-scatter: always valid
-        del j
 
     def _route_code(self, k: int) -> Any:
         """An integer naming the chunk's route: orders in base ndims, other routes after them."""
@@ -208,15 +210,15 @@ class ExactModel:
                 elif lit is not None:
                     self.m.add_hint(lit, r == ri)
 
-    def _key_phase(self, k: int, key: tuple[int | None, int], ri: int) -> int | None:
+    def _key_phase(self, k: int, key: tuple[int | None, PhaseKey], ri: int) -> int | None:
         """The phase index of route `ri` that start variable `key` stands for (None: another route's)."""
         r, j = key
         route = self.p.chunk_routes(k)[ri]
-        if r is not None:
+        if isinstance(j, int):
             return j if r == ri else None
         if route.ar_phase:
             return None
-        done, d, back = _edge_of(j)
+        done, d, back = j
         jj = len(done)
         if frozenset(route.order[:jj]) != done or jj >= len(route.order) or route.order[jj] != d:
             return None
@@ -247,17 +249,6 @@ class ExactModel:
             order.append(d)
             done = done | {d}
         return next(i for i, r in enumerate(routes) if r.order == tuple(order) and not r.ar_phase)
-
-
-def _edge_id(done: frozenset, d: int, back: int) -> int:
-    """A path interval's key: the subset as bits, the dim and the pass, in one int."""
-    return (sum(1 << x for x in done) << 8 | d) << 1 | back
-
-
-def _edge_of(key: int) -> tuple[frozenset, int, int]:
-    back, key = key & 1, key >> 1
-    d, bits = key & 0xFF, key >> 8
-    return frozenset(i for i in range(bits.bit_length()) if bits >> i & 1), d, back
 
 
 def _heads_tails(p: ExactProblem) -> tuple[list[int], list[int]]:

@@ -36,7 +36,8 @@ from dse.core.errors import InputError
 from dse.core.topology import Topology
 from dse.core.units import parse_int
 from dse.schedulers import get_scheduler
-from dse.sim.evaluate import build_plans, evaluate_prepared
+from dse.sim.evaluate import evaluate_prepared, route_plans
+from dse.sim.service_order import served_order
 from dse.sim.simulate import simulate
 from dse.sim.spec import CollectiveSpec, RunSpec, SpecArgs
 
@@ -176,7 +177,13 @@ class _Search:
         self.lower = 0
         self.seed_ns: dict[str, float] = {}
         self.notes: list[str] = []
+        if not problem.exact:
+            self.notes.append(
+                f"costs are not whole steps of any step fine enough: rounded down to {float(problem.unit):g} ns "
+                "(the bound stays valid; the schedule is timed with the true costs)"
+            )
         self.spent = 0.0
+        self.dse_bound = 0.0
 
     def run(self) -> OptimalSchedule:
         for name in SEED_SCHEDULERS:
@@ -202,7 +209,7 @@ class _Search:
         return self.wall is not None and time.perf_counter() - self.t0 >= self.wall
 
     def _bound_ns(self) -> float:
-        return max(self.dse_bound if hasattr(self, "dse_bound") else 0.0, self.p.ns(self.lower))
+        return max(self.dse_bound, self.p.ns(self.lower))
 
     def _seed(self, name: str) -> None:
         spec = self.p.spec
@@ -280,24 +287,25 @@ class _Search:
 
 
 def _from_timeline(p: ExactProblem, orders: Any, timeline: Any) -> Schedule:
-    """A simulated run as a `Schedule`: its orders as routes, each dimension's phases in start order."""
+    """A simulated run as a `Schedule`: its orders as routes, the service order its timeline shows."""
     routes = []
     for k, o in enumerate(orders):
         routes.append(next(i for i, r in enumerate(p.chunk_routes(k)) if r.order == tuple(o) and not r.ar_phase))
-    served: list[list[tuple[float, bool, int]]] = [[] for _ in range(p.ndims)]
-    for e in timeline:
-        served[e.dim].append((e.start, e.busy > 0, e.chunk))
-    return Schedule(tuple(routes), tuple(tuple(k for *_, k in sorted(s)) for s in served))
+    return Schedule(tuple(routes), served_order(timeline, p.ndims))
 
 
 def replay_ns(p: ExactProblem, schedule: Schedule) -> float:
     """A schedule's time as the simulator runs it (queue `fixed`, the true costs)."""
     spec = p.spec
-    plans = []
-    for k, ri in enumerate(schedule.routes):
-        r = p.chunk_routes(k)[ri]
-        plans += build_plans(
-            spec.cost_model, spec.topology, spec.collective, [r.order], (p.sizes[k],), spec.latency_mode, r.ar_phase
-        )
+    routes = [p.chunk_routes(k)[ri] for k, ri in enumerate(schedule.routes)]
+    plans = route_plans(
+        spec.cost_model,
+        spec.topology,
+        spec.collective,
+        [r.order for r in routes],
+        p.sizes,
+        spec.latency_mode,
+        [r.ar_phase for r in routes],
+    )
     out = simulate(plans, p.ndims, queue="fixed", rules=spec.cost_model.sim_rules, service_order=schedule.service)
     return out.time_ns

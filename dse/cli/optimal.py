@@ -77,6 +77,7 @@ def optimal_text(b: OptimalSchedule, npus: int) -> str:
         "orders: " + " ".join(("".join(map(str, o)) + ("/AR" if ar else "")) for o, ar in zip(b.orders, b.ar_phase))
     )
     lines.append("service order: " + "|".join(",".join(map(str, s)) for s in b.service_order))
+    lines += [f"note: {n}" for n in b.notes]
     return "\n".join(lines)
 
 

@@ -115,10 +115,7 @@ def evaluate_prepared(p: RunSpec, *, timeline: bool = False) -> Result:
     if sched.serves_own_order:  # orders, AR compositions and the dimensions' sequences (`optimal`)
         own = sched.schedule(problem)
         chunk_orders, service = own.orders, own.service_order
-        phase_plans = [
-            build_plans(model, topo, spec.collective, [o], (size,), spec.latency_mode, ar)[0]
-            for o, size, ar in zip(own.orders, plan.sizes, own.ar_phase)
-        ]
+        phase_plans = route_plans(model, topo, spec.collective, own.orders, plan.sizes, spec.latency_mode, own.ar_phase)
     else:
         chunk_orders = sched.orders(problem)
         phase_plans = build_plans(
@@ -170,6 +167,20 @@ def build_plans(
             cache[(order, size)] = p
         plans.append(p)
     return plans
+
+
+def route_plans(
+    model: CostModel,
+    topo: Topology,
+    coll: str,
+    chunk_orders: Sequence[tuple[int, ...]],
+    sizes: Sequence[float],
+    mode: str,
+    ar_phase: Sequence[bool],
+) -> list[tuple[Phase, ...]]:
+    """Each chunk's phases where each chunk says whether it runs ASTRA-sim's AR composition (the
+    `optimal` scheduler's routes); `build_plans` with one flag per chunk."""
+    return [build_plans(model, topo, coll, [o], (s,), mode, ar)[0] for o, s, ar in zip(chunk_orders, sizes, ar_phase)]
 
 
 def busy_union(timeline: Sequence[TimelineEntry], ndims: int) -> tuple[float, ...]:

@@ -34,10 +34,23 @@ from dse.core.errors import InputError
 from dse.costs.base import Phase
 from dse.sim.engine_io import ServiceStall
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from dse.sim.simulate import TimelineEntry  # simulate imports this module
+
 #: per dimension, the chunk ids it serves, in order
 ServiceOrder = tuple[tuple[int, ...], ...]
 FIELD = "service_order"
 FORM = "one sequence of chunk ids per dimension, e.g. [[0, 1, 1, 0], [1, 0, 0, 1]] or '0,1,1,0|1,0,0,1'"
+
+
+def served_order(timeline: Sequence[TimelineEntry], ndims: int) -> ServiceOrder:
+    """The service order a run's timeline shows: per dimension, its phases' chunks in order of their
+    starts (the engine's order on equal starts). Served by queue ``fixed``, it replays the run."""
+    seqs: list[list[int]] = [[] for _ in range(ndims)]
+    for e in sorted(timeline, key=lambda e: e.start):
+        seqs[e.dim].append(e.chunk)
+    return tuple(tuple(s) for s in seqs)
 
 
 def parse_service_order(value: object, ndims: int, queue: str = "fixed") -> ServiceOrder | None:

@@ -148,6 +148,8 @@ class RunSpec:
         spec = CollectiveSpec.parse(topology, work_check=False, **spec_args)
         sched = get_scheduler(a["scheduler"], orders=a["orders"])
         queue = parse_queue(a["queue"], fixed=True)
+        seed = parse_int(a["seed"], "seed", minimum=0)
+        unit = size_family(a["size"]) if "size" in a else "decimal"
         if sched.serves_own_order:  # its own sequences, run with the fixed queue (`Scheduler.schedule`)
             if a["service_order"] is not None:
                 raise InputError(
@@ -155,8 +157,6 @@ class RunSpec:
                     f"given with the {sched.name} scheduler, which sequences the dimensions itself",
                     "a service order with another scheduler (fixed, themis, ...)",
                 )
-            seed = parse_int(a["seed"], "seed", minimum=0)
-            unit = size_family(a["size"]) if "size" in a else "decimal"
             return cls(spec, sched, "fixed", seed, unit, None)
         if queue == "fixed" and sched.simulations():
             raise InputError(
@@ -165,8 +165,6 @@ class RunSpec:
                 "fifo or scf with it; fixed with a scheduler that does not simulate, such as fixed",
             )
         service = parse_service_order(a["service_order"], spec.topology.ndims, queue)
-        seed = parse_int(a["seed"], "seed", minimum=0)
-        unit = size_family(a["size"]) if "size" in a else "decimal"
         return cls(spec, sched, queue, seed, unit, service)
 
     def check_work(self) -> None:

@@ -128,19 +128,23 @@ def test_cli_shows_the_cap_and_keeps_the_uncapped_value_in_json(run_cli):
     assert d["bw_utilization"] == 1.0 and d["bw_utilization_uncapped"] > 2 and max(d["dim_utilization"]) <= 1
 
 
+#: `dse compare` where astra-sim runs 4 phases at once on a dimension, each at full bandwidth
+CONCURRENT_COMPARE = (
+    "compare",
+    "Ring(4,100,10)_SW(4,50,100)",
+    "--size",
+    "64MB",
+    "--chunks",
+    "8",
+    "--cost-model",
+    "astra-sim",
+    "--active-chunks",
+    "4",
+)
+
+
 def test_compare_warns_once(run_cli):
-    code, out, err = run_cli(
-        "compare",
-        "Ring(4,100,10)_SW(4,50,100)",
-        "--size",
-        "64MB",
-        "--chunks",
-        "8",
-        "--cost-model",
-        "astra-sim",
-        "--active-chunks",
-        "4",
-    )
+    code, out, err = run_cli(*CONCURRENT_COMPARE)
     assert code == 0 and err.count("dse: warning: BW utilisation above 100 %") == 1 and err.count("\n") == 1
     rows = [line.split() for line in out.splitlines()[3:13]]
     assert len(rows) == 10 and all(float(r[4]) == 100.0 for r in rows)  # scheduler queue time unit util % ...
@@ -154,30 +158,7 @@ def test_a_schedule_below_the_bound_is_explained(run_cli):
     assert note is not None and "-50.00 %" in note and "4 phases at once" in note
     assert below_bound_note(rows[1:], "astra-sim", 4) is None
     assert below_bound_note([ComparisonRow("b", "f", 1.0, 1.0, 1.0, -1e-12)], "paper", 1) is None  # float noise
-    code, out, _ = run_cli(
-        "compare",
-        "Ring(4,100,10)_SW(4,50,100)",
-        "--size",
-        "64MB",
-        "--chunks",
-        "8",
-        "--json",
-        "--cost-model",
-        "astra-sim",
-        "--active-chunks",
-        "4",
-    )
+    code, out, _ = run_cli(*CONCURRENT_COMPARE, "--json")
     negative = any(r["gap_to_bound"] < -1e-9 for r in json.loads(out)["rows"])
-    code, out, _ = run_cli(
-        "compare",
-        "Ring(4,100,10)_SW(4,50,100)",
-        "--size",
-        "64MB",
-        "--chunks",
-        "8",
-        "--cost-model",
-        "astra-sim",
-        "--active-chunks",
-        "4",
-    )
+    code, out, _ = run_cli(*CONCURRENT_COMPARE)
     assert code == 0 and ("note: schedules beat the bound" in out) == negative

@@ -6,6 +6,8 @@
   `fixed` orders with the `fixed` queue);
 - no schedule of any scheduler and queue beats the proven bound (hypothesis, random topologies);
 - a solve cut short by its work limit still returns a valid bound and a schedule above it;
+- the coarse seed: a schedule split into m times the chunks is never slower (overlapped latency),
+  and a solve with many chunks is at least as good as its coarse solve;
 - the paper topologies at 4 chunks: proven optimal, to the values an independent prototype found;
 - bad input is one `InputError` line; `dse optimal` prints, writes JSON, and exits 2 on bad input.
 Budgets are CP-SAT work limits (deterministic), never seconds.
@@ -25,9 +27,10 @@ from hypothesis import strategies as st
 
 import dse
 from dse.bounds.exact import Schedule, build_problem, replay_steps
-from dse.bounds.optimal import optimal_schedule, replay_ns
+from dse.bounds.optimal import coarse_chunks, optimal_schedule, replay_ns, split_schedule
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
+from dse.sim.service_order import served_order
 from dse.sim.spec import CollectiveSpec
 
 # never import ortools here: its HiGHS would shadow highspy's in this process (dse/bounds/exact_worker.py)
@@ -170,6 +173,43 @@ def test_no_scheduler_beats_the_proven_bound(dims, chunks, mode, coll):
         assert t >= best.bound_ns * (1 - 1e-9), (r.scheduler, r.queue)
         if best.status == "optimal":
             assert t >= best.time_ns * (1 - 1e-12)
+
+
+def test_coarse_chunk_counts():
+    assert [coarse_chunks(n) for n in (4, 16, 17, 34, 64, 100, 4096)] == [None, None, None, 2, 16, 10, 16]
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    dims=DIMS,
+    coarse=st.integers(1, 5),
+    m=st.integers(2, 4),
+    coll=st.sampled_from(["all_reduce", "reduce_scatter", "all_gather"]),
+    scheduler=st.sampled_from(["baseline", "themis", "lp_guided"]),
+)
+def test_a_split_schedule_is_never_slower_than_its_coarse_one(dims, coarse, m, coll, scheduler):
+    # with overlapped latency a chunk split in m costs 1/m of the busy time per phase and the same
+    # delay, so each piece ends each phase no later than the whole chunk did (induction on the sequence)
+    topo = _topology(dims)
+    args = dict(collective=coll, size=60 * 2**16)
+    run = dse.evaluate(topo, chunks=coarse, scheduler=scheduler, queue="fifo", timeline=True, **args)
+    fine = build_problem(CollectiveSpec.parse(topo, chunks=coarse * m, **args))
+    split = split_schedule(fine, run.orders, [False] * coarse, served_order(run.timeline, topo.ndims))
+    assert split is not None
+    assert [len(s) for s in split.service] == [m * len(s) for s in served_order(run.timeline, topo.ndims)]
+    assert replay_ns(fine, split) <= run.time_ns * (1 + 1e-12)
+    n = coarse * m + 1  # more coarse chunks than fine ones: no split
+    assert split_schedule(fine, [run.orders[0]] * n, [False] * n, ()) is None
+
+
+def test_many_chunks_start_from_the_coarse_optimum():
+    topo, args = "FC(4,100,500)_Ring(4,40,1000)_SW(4,20,200)", dict(size="6MB")
+    best = optimal_schedule(topo, chunks=20, work=0.5, **args)
+    coarse = optimal_schedule(topo, chunks=10, work=0.25, **args)  # the search's own coarse solve (half of 0.5)
+    assert best.time_ns <= coarse.time_ns * (1 + 1e-12)
+    assert best.found_by == "coarse" and best.time_ns < min(best.seed_ns.values())
+    assert best.bound_ns <= best.time_ns
+    assert dse.evaluate(topo, chunks=20, **args, **best.replay_args()).time_ns == best.time_ns
 
 
 def test_astra_sim_bound_covers_the_baselines_ar_composition():

@@ -6,7 +6,13 @@ The search, all of it within one budget of CP-SAT work (deterministic, one core)
 
 1. Seeds: lp_guided and Themis (smallest-first queue), replayed; the better is the first schedule.
 2. dse's bound (`lower_bounds`: the pipeline bound) is the first lower bound. If a seed meets
-   it, that seed is optimal and no solver runs.
+   it, that seed is optimal and no solver runs. Otherwise, with more than `COARSE_CHUNKS` chunks,
+   the coarse seed: the same collective solved first (this same search, on `COARSE_SHARE` of the
+   budget) at the largest divisor of the chunks up to `COARSE_CHUNKS`, each of its chunks then
+   split into consecutive chunks that follow its route and take its place in every dimension's
+   sequence. With many chunks the pipeline bound barely moves from 16 chunks on, so the coarse
+   optimum is close to the fine one, while a fine model of thousands of intervals is far harder to
+   search from lp_guided's schedule.
 3. A short minimisation (a twentieth of the budget): with few chunks it proves the optimum at
    once, most often above dse's bound. Short of that, what it found waits until after step 4.
 4. Is there a schedule within the bound? A decision problem, started from the best schedule, on
@@ -26,7 +32,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Unpack
 
 from dse.bounds.api import CollectiveRecord, bounds_for
@@ -51,6 +58,10 @@ SEED_SCHEDULERS = ("lp_guided", "themis")
 #: the shares of the budget (of what is left) the quick minimisation and the decision may take
 QUICK_SHARE = 0.05
 DECIDE_SHARE = 0.5
+#: above this many chunks the search first solves the collective at (at most) this many
+COARSE_CHUNKS = 16
+#: the share of the budget the coarse solve may take
+COARSE_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -63,7 +74,7 @@ class OptimalSchedule(CollectiveRecord):
     orders: tuple[tuple[int, ...], ...]
     ar_phase: tuple[bool, ...]
     service_order: tuple[tuple[int, ...], ...]
-    found_by: str  # lp_guided | themis | solver
+    found_by: str  # lp_guided | themis | coarse | solver
     dse_bound_ns: float
     seed_ns: dict[str, float]
     work: float
@@ -191,6 +202,8 @@ class _Search:
         bounds = bounds_for(self.p.spec, node_limit=self.node_limit, time_limit_s=math.inf)
         self.dse_bound = bounds.bound_ns
         self.lower = max(0, math.ceil(bounds.bound_ns * (1 - BOUND_TOLERANCE) / float(self.p.unit)))
+        if not self._done():
+            self._coarse()
         held = self._quick() if not self._done() else None
         if not self._done():
             self._at_bound()
@@ -217,6 +230,26 @@ class _Search:
         self.seed_ns[name] = res.time_ns
         schedule = _from_timeline(self.p, res.orders, res.timeline or ())
         self._offer(schedule, name)
+
+    def _coarse(self) -> None:
+        """The coarse seed (step 2): the collective at fewer chunks, each chunk then split."""
+        spec = self.p.spec
+        fewer = coarse_chunks(spec.chunks)
+        if fewer is None:
+            return
+        wall = None if self.wall is None else max(0.01, self.wall - (time.perf_counter() - self.t0))
+        coarse = optimal_for(
+            replace(spec, chunks=fewer),
+            work=self.left * COARSE_SHARE,
+            time_limit=wall,
+            seed=self.seed,
+            node_limit=self.node_limit,
+        )
+        self.left -= coarse.work
+        self.spent += coarse.work
+        schedule = split_schedule(self.p, coarse.orders, coarse.ar_phase, coarse.service_order)
+        if schedule is not None:
+            self._offer(schedule, "coarse")
 
     def _offer(self, schedule: Schedule, who: str) -> None:
         """Keep `schedule` if its simulated time beats the best so far."""
@@ -284,6 +317,39 @@ class _Search:
             seed=self.seed,
             notes=tuple(self.notes),
         )
+
+
+def coarse_chunks(chunks: int) -> int | None:
+    """The chunk count of the coarse seed: the largest divisor of `chunks` up to `COARSE_CHUNKS`
+    (None when `chunks` is not above it, or has no such divisor but 1)."""
+    if chunks <= COARSE_CHUNKS:
+        return None
+    fewer = max(d for d in range(1, COARSE_CHUNKS + 1) if chunks % d == 0)
+    return fewer if fewer > 1 else None
+
+
+def split_schedule(
+    p: ExactProblem,
+    orders: Sequence[tuple[int, ...]],
+    ar_phase: Sequence[bool],
+    service_order: Sequence[Sequence[int]],
+) -> Schedule | None:
+    """A coarse schedule (per coarse chunk its order and AR flag, per dimension its sequence) on
+    `p`'s chunks: chunk k follows coarse chunk k // m's route, and each coarse chunk's place in a
+    dimension's sequence becomes its m chunks' places, in turn. None when `p`'s chunks are not m
+    times the coarse ones or lack one of their routes."""
+    m, rest = divmod(p.nchunks, len(orders))
+    if rest or m < 1:
+        return None
+    routes = []
+    for k in range(p.nchunks):
+        want = (tuple(orders[k // m]), ar_phase[k // m])
+        found = [i for i, r in enumerate(p.chunk_routes(k)) if (r.order, r.ar_phase) == want]
+        if not found:
+            return None
+        routes.append(found[0])
+    service = tuple(tuple(c * m + j for c in seq for j in range(m)) for seq in service_order)
+    return Schedule(tuple(routes), service)
 
 
 def _from_timeline(p: ExactProblem, orders: Any, timeline: Any) -> Schedule:

@@ -18,7 +18,8 @@ links, as in ASTRA-sim 1.0, whose analytical network has no contention between t
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
@@ -73,3 +74,98 @@ def group_topology(topology: Topology, group: int | None, field: str = "model_pa
         name = f"{topology.label()} split {shape} -> {'x'.join(str(x.npus) for x in dims)}"
         return Topology(dims, name=name), i + 1
     raise AssertionError("unreachable: group <= npus")  # pragma: no cover
+
+
+class PartScope(NamedTuple):
+    """A collective's scope under a `Placement`: its (physical dimension, NPUs) pairs."""
+
+    parts: tuple[tuple[int, int], ...]
+
+
+#: a placement's slots, as `dse.training.workloads.SLOTS`
+PLACEMENT_SLOTS = ("fwd", "ig", "wg")
+#: the words for "this dimension is not involved" (LIBRA's -1, and 0 or 1: a group of one)
+NOT_INVOLVED = (-1, 0, 1)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where each slot's collectives run: per physical dimension, the NPUs of it the group spans
+    (0: the dimension is not involved). LIBRA's communicator files say the same: GPT-3's
+    tensor-parallel ``[4, 4, -1, -1]`` is all 4 NPUs of dim 0 and 4 of the 8 of dim 1.
+
+    A group of k of a dimension's P NPUs (k divides P) runs that dimension's algorithm on k NPUs at
+    the dimension's per-NPU bandwidth and latency, on the dimension's own links: every collective on
+    a physical dimension, whole or part, queues for that one dimension (docs/model.md §9)."""
+
+    fwd: tuple[int, ...]
+    ig: tuple[int, ...]
+    wg: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        sizes = {len(getattr(self, s)) for s in PLACEMENT_SLOTS}
+        if len(sizes) != 1:
+            raise InputError("placement", "the slots name different numbers of dimensions", "one entry per dimension")
+        for s in PLACEMENT_SLOTS:
+            for k in getattr(self, s):
+                if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+                    raise InputError(f"placement.{s}", f"{k!r} is not a group size", "0 (not involved) or k >= 2")
+
+    @classmethod
+    def parse(cls, raw: object, field: str = "placement") -> Placement:
+        """From a mapping slot -> list (``fwd``/``ig``/``wg``, or LIBRA's ``Forward``/``InputGrad``/
+        ``WeightGrad``); -1, 0 and 1 mean "not involved"."""
+        if not isinstance(raw, dict):
+            raise InputError(field, f"{raw!r} is not a table", "fwd = [...], ig = [...], wg = [...]")
+        names = {"forward": "fwd", "inputgrad": "ig", "weightgrad": "wg", "fwd": "fwd", "ig": "ig", "wg": "wg"}
+        got: dict[str, tuple[int, ...]] = {}
+        for key, value in raw.items():
+            slot = names.get(str(key).lower().replace("_", ""))
+            if slot is None:
+                raise InputError(f"{field}.{key}", "unknown slot", "fwd, ig, wg (or Forward, InputGrad, WeightGrad)")
+            if slot in got:
+                raise InputError(f"{field}.{key}", "given twice", "each slot once")
+            if not isinstance(value, list) or not value:
+                raise InputError(f"{field}.{key}", f"{value!r} is not a list", "one group size per dimension")
+            sizes = []
+            for k in value:
+                if isinstance(k, bool) or not isinstance(k, int) or k < -1:
+                    raise InputError(f"{field}.{key}", f"{k!r} is not a group size", "-1, 0 or 1 (none), or k >= 2")
+                sizes.append(0 if k in NOT_INVOLVED else k)
+            got[slot] = tuple(sizes)
+        missing = [s for s in PLACEMENT_SLOTS if s not in got]
+        if missing:
+            raise InputError(f"{field}.{missing[0]}", "missing", "fwd, ig and wg, one group size per dimension")
+        return cls(got["fwd"], got["ig"], got["wg"])
+
+    def parts(self, slot: str) -> PartScope:
+        """The slot's (dimension, NPUs) pairs, innermost first (empty: the slot communicates nowhere)."""
+        return PartScope(tuple((d, k) for d, k in enumerate(getattr(self, slot)) if k))
+
+    def check(self, topology: Topology, field: str = "placement") -> None:
+        """Each slot names every dimension of `topology`, and each group size divides its dimension."""
+        nd = topology.ndims
+        for s in PLACEMENT_SLOTS:
+            sizes = getattr(self, s)
+            if len(sizes) != nd:
+                raise InputError(
+                    f"{field}.{s}",
+                    f"{len(sizes)} entries for {topology.label()}'s {nd} dimensions",
+                    f"{nd} entries, one per dimension",
+                )
+            for d, k in enumerate(sizes):
+                p = topology.dims[d].npus
+                if k and (k > p or p % k):
+                    raise InputError(
+                        f"{field}.{s}",
+                        f"a group of {k} NPUs in dimension {d} of {p}",
+                        f"0 or a divisor of {p} from 2 to {p}",
+                    )
+
+    def part_topology(self, topology: Topology, slot: str) -> Topology | None:
+        """The topology a slot's collective runs on: each involved dimension cut to its group (same
+        kind, per-NPU bandwidth and latency); None when the slot communicates nowhere."""
+        parts = self.parts(slot).parts
+        if not parts:
+            return None
+        return Topology(tuple(replace(topology.dims[d], npus=k) for d, k in parts))

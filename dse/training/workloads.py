@@ -64,6 +64,7 @@ from typing import Any
 from dse.core.errors import InputError
 from dse.core.files import read_text
 from dse.core.limits import MAX_BYTES, MAX_NS
+from dse.training.placement import PartScope, Placement
 
 #: The three collective slots of a layer, in the order the fields appear.
 SLOTS = ("fwd", "ig", "wg")
@@ -164,10 +165,19 @@ class Workload:
     layer0_input_gradient: bool = False
     #: where the parallelism options were read (``file:line`` of a text file's first line), for errors
     header_at: str = field(default="", compare=False)
+    #: explicit groups per slot on the physical dimensions (LIBRA's communicator files); replaces
+    #: `parallelism`'s scopes and `model_parallel_group`
+    placement: Placement | None = None
 
     def __post_init__(self) -> None:
         """Checkpoint lists name existing layers, and every recompute has a checkpoint below it
-        (whichever front-end built the workload)."""
+        (whichever front-end built the workload); a placement replaces the model-parallel group."""
+        if self.placement is not None and self.model_parallel_group:
+            raise InputError(
+                self.field("placement"),
+                "given with a model_parallel_group",
+                "one of them: a placement names every group itself",
+            )
         for what in ("checkpoints", "checkpoint_initiates"):
             for li in getattr(self, what):
                 if isinstance(li, bool) or not isinstance(li, int) or not 0 <= li < len(self.layers):
@@ -187,8 +197,11 @@ class Workload:
             return f"{self.header_at}: {_TEXT_NAMES.get(name, name)}"
         return f"{self.source or self.name}: {name}"
 
-    def scope(self, slot: str) -> str:
-        """Where a slot's collectives run: ``all`` dims, the model-parallel or data-parallel dims."""
+    def scope(self, slot: str) -> str | PartScope:
+        """Where a slot's collectives run: ``all`` dims, the model-parallel or data-parallel dims,
+        or the placement's groups."""
+        if self.placement is not None:
+            return self.placement.parts(slot)
         if self.parallelism in ALL_DIMS_STRATEGIES or not self.model_parallel_group:
             return ALL
         return DP if slot == "wg" else MP

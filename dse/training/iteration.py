@@ -209,6 +209,9 @@ def _one_pass(wl: Workload | ChakraTrace, topo: Topology, model: CostModel) -> t
     if isinstance(wl, ChakraTrace):
         return wl.graph, topo, 0
     one = compile_workload(wl, passes=1, tick=model.workload_tick)  # the work check before the whole graph
+    if wl.placement is not None:  # its groups name the physical dims themselves
+        wl.placement.check(topo, wl.field("placement"))
+        return one, topo, 0
     hybrid = any(n.scope != ALL for n in one.comms())
     logical, k = group_topology(topo, wl.model_parallel_group if hybrid else None, wl.field("model_parallel_group"))
     return one, logical, k

@@ -35,6 +35,7 @@ from dse.schedulers import ScheduleProblem, Scheduler, ThemisScheduler, baseline
 from dse.schedulers.themis import OfflineGreedy
 from dse.sim.engine_ref import lead_after
 from dse.sim.simulate import schedule_time
+from dse.training.placement import PartScope
 from dse.training.workloads import ALL, DP, MP
 
 MIB = 2**20
@@ -142,6 +143,9 @@ class Planner:
         hit = self.scopes.get(scope)
         if hit is None:
             nd = self.topo.ndims
+            if isinstance(scope, PartScope):  # a placement's groups, on parts of physical dims
+                hit = self.scopes[scope] = (scope.dims, scope.topology(self.topo), {})
+                return hit
             if scope == ALL:
                 dims = tuple(range(nd))
             elif scope == MP:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
@@ -76,10 +75,22 @@ def group_topology(topology: Topology, group: int | None, field: str = "model_pa
     raise AssertionError("unreachable: group <= npus")  # pragma: no cover
 
 
-class PartScope(NamedTuple):
+@dataclass(frozen=True)
+class PartScope:
     """A collective's scope under a `Placement`: its (physical dimension, NPUs) pairs."""
 
     parts: tuple[tuple[int, int], ...]
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return tuple(d for d, _ in self.parts)
+
+    def topology(self, topology: Topology) -> Topology | None:
+        """The topology the collective runs on: each involved dimension cut to its group (same
+        kind, per-NPU bandwidth and latency); None when it spans no dimension."""
+        if not self.parts:
+            return None
+        return Topology(tuple(replace(topology.dims[d], npus=k) for d, k in self.parts))
 
 
 #: a placement's slots, as `dse.training.workloads.SLOTS`
@@ -162,10 +173,6 @@ class Placement:
                         f"0 or a divisor of {p} from 2 to {p}",
                     )
 
-    def part_topology(self, topology: Topology, slot: str) -> Topology | None:
-        """The topology a slot's collective runs on: each involved dimension cut to its group (same
-        kind, per-NPU bandwidth and latency); None when the slot communicates nowhere."""
-        parts = self.parts(slot).parts
-        if not parts:
-            return None
-        return Topology(tuple(replace(topology.dims[d], npus=k) for d, k in parts))
+    def to_table(self) -> dict[str, list[int]]:
+        """The TOML form (`parse` reads it back)."""
+        return {s: list(getattr(self, s)) for s in PLACEMENT_SLOTS}

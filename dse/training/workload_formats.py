@@ -124,6 +124,9 @@ def to_toml(wl: Workload, *, origin: str = "", source_sha256: str = "") -> str:
         "source_sha256": source_sha256 or None,
     }
     out += [f"{k} = {_value(v)}" for k, v in top.items() if v is not None]
+    if wl.placement is not None:
+        out += ["", "[placement]  # per slot, the NPUs of each dimension its group spans (0: none)"]
+        out += [f"{k} = {_value(v)}" for k, v in wl.placement.to_table().items()]
     default = Layer("")
     for layer in wl.layers:
         out += ["", "[[layers]]", f"name = {_value(layer.name)}"]

@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
+from dse.training.placement import PartScope
 from dse.training.workloads import ALL, Workload
 
 COMPUTE, COMM, MARK, REPLAY = "compute", "comm", "mark", "replay"
@@ -70,7 +71,7 @@ class Node:
     duration: float = 0.0
     collective: str | None = None
     size: int = 0
-    scope: str | tuple[int, ...] = ALL
+    scope: str | tuple[int, ...] | PartScope = ALL
     delay: float = 0.0
     policy: str = "none"
     iteration: int = 0

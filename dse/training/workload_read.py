@@ -17,6 +17,7 @@ from typing import Any
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, parse_collective
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BYTES, MAX_LAYERS, MAX_NS
+from dse.training.placement import Placement
 from dse.training.workloads import ALL_DIMS_STRATEGIES, LAYER0_IG_STRATEGIES, SLOTS, STRATEGIES, Layer, Workload
 
 #: Makes the error of one line: (problem, allowed=None) -> InputError.
@@ -96,7 +97,8 @@ def _parse_header(head: list[str], err: LineError) -> tuple[str, int | None, int
             k += 2 + count
         else:
             raise err(f"unknown option {head[k][:40]!r} on the parallelism line", ", ".join(_HEADER_OPTIONS))
-    if strategy not in ALL_DIMS_STRATEGIES and group is None:
+    placement = None if data.get("placement") is None else Placement.parse(data["placement"], f"{source}: placement")
+    if strategy not in ALL_DIMS_STRATEGIES and group is None and placement is None:
         raise err(f"{strategy} needs model_parallel_NPU_group: N")
     return strategy, group, dlrm, lists
 
@@ -169,6 +171,7 @@ WORKLOAD_KEYS = (
     "layer0_input_gradient",
     "origin",
     "source_sha256",
+    "placement",
     "layers",
 )
 _LAYER_KEYS = {"name", "dependency", "wg_update"} | {f"{s}_{k}" for s in SLOTS for k in ("compute", "comm", "bytes")}
@@ -195,7 +198,8 @@ def workload_from_mapping(data: Mapping[str, Any], source: str) -> Workload:
     group = data.get("model_parallel_group")
     if group is not None and (not isinstance(group, int) or group < 1):
         raise InputError(f"{source}: model_parallel_group", f"{group!r} is not a positive integer")
-    if strategy not in ALL_DIMS_STRATEGIES and group is None:
+    placement = None if data.get("placement") is None else Placement.parse(data["placement"], f"{source}: placement")
+    if strategy not in ALL_DIMS_STRATEGIES and group is None and placement is None:
         raise InputError(f"{source}: model_parallel_group", f"{strategy} needs a model_parallel_group")
     layers = _layers(data.get("layers"), source)
     dlrm = data.get("dlrm_last_bottom")
@@ -222,6 +226,7 @@ def workload_from_mapping(data: Mapping[str, Any], source: str) -> Workload:
         lists["checkpoint_initiates"],
         **text,
         layer0_input_gradient=slice_,
+        placement=placement,
     )
 
 

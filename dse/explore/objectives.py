@@ -1,6 +1,8 @@
 """What a study optimises and bounds: its metrics, objectives and constraints, and their names.
 
-Metrics: ``time``, ``bw_utilization``, ``cost`` and ``gap``, each but ``cost`` measured with a
+Metrics of a collective study: ``time``, ``bw_utilization``, ``cost`` and ``gap``; of a workload
+study (``[workload] file = ...``): ``iteration_time``, ``cost`` and ``iteration_time_x_cost`` (ns x
+$, LIBRA's performance-per-cost objective up to its scale). Each but ``cost`` is measured with a
 scheduler and a queue (Themis+SCF by default). An objective has a direction; a constraint a
 ``max`` (given to Optuna as ``trial.set_constraint``). `metric_name` is an objective's name in
 reports and the study's Optuna metric name, so optuna-dashboard shows the same names.
@@ -17,9 +19,26 @@ from dse.explore.toml_fields import as_list, check_keys, parse_scheduler
 from dse.schedulers import parse_queue
 
 #: Each metric and its default direction.
-METRICS = {"time": "minimize", "bw_utilization": "maximize", "cost": "minimize", "gap": "minimize"}
+METRICS = {
+    "time": "minimize",
+    "bw_utilization": "maximize",
+    "cost": "minimize",
+    "gap": "minimize",
+    "iteration_time": "minimize",
+    "iteration_time_x_cost": "minimize",
+}
 #: Each metric's prefix in `metric_name`.
-METRIC_PREFIX = {"time": "time_ns", "bw_utilization": "bw_utilization", "gap": "gap", "cost": "cost"}
+METRIC_PREFIX = {
+    "time": "time_ns",
+    "bw_utilization": "bw_utilization",
+    "gap": "gap",
+    "cost": "cost",
+    "iteration_time": "iteration_time_ns",
+    "iteration_time_x_cost": "iteration_time_x_cost",
+}
+#: the metrics of a study of one collective, and of a study of a training workload
+COLLECTIVE_METRICS = ("time", "bw_utilization", "gap", "cost")
+WORKLOAD_METRICS = ("iteration_time", "iteration_time_x_cost", "cost")
 
 
 def metric_name(metric: str, scheduler: str, queue: str) -> str:
@@ -56,8 +75,18 @@ class Constraint:
     queue: str = "scf"
 
 
-def parse_objectives(raw: Any) -> tuple[Objective, ...]:
-    """``[[objectives]]`` tables: at least one."""
+def _metric(raw: Any, allowed: tuple[str, ...], field: str) -> str:
+    """A metric's name (``iteration_time x cost`` is ``iteration_time_x_cost``), one of `allowed`."""
+    metric = " ".join(str(raw or "").lower().split()).replace(" x ", "_x_")
+    if metric not in allowed:
+        kind = "a workload study" if allowed == WORKLOAD_METRICS else "a collective study"
+        what = f"unknown metric {metric!r}" if metric not in METRICS else f"{metric!r} is not a metric of {kind}"
+        raise InputError(field, what, ", ".join(allowed))
+    return metric
+
+
+def parse_objectives(raw: Any, allowed: tuple[str, ...] = COLLECTIVE_METRICS) -> tuple[Objective, ...]:
+    """``[[objectives]]`` tables: at least one, each a metric of `allowed`."""
     if not raw:
         raise InputError(
             "objectives", "missing or empty", "[[objectives]] with metric = time, bw_utilization, cost or gap"
@@ -67,9 +96,7 @@ def parse_objectives(raw: Any) -> tuple[Objective, ...]:
         if not isinstance(o, dict):
             raise InputError("objectives", f"{o!r} is not a table", "[[objectives]] metric = ...")
         check_keys(o, {"metric", "direction", "scheduler", "queue"}, "objectives")
-        metric = str(o.get("metric", "")).lower()
-        if metric not in METRICS:
-            raise InputError("objectives.metric", f"unknown metric {metric!r}", ", ".join(METRICS))
+        metric = _metric(o.get("metric"), allowed, "objectives.metric")
         direction = str(o.get("direction", METRICS[metric])).lower()
         if direction not in ("minimize", "maximize"):
             raise InputError("objectives.direction", f"unknown direction {direction!r}", "minimize, maximize")
@@ -81,16 +108,14 @@ def parse_objectives(raw: Any) -> tuple[Objective, ...]:
     return tuple(out)
 
 
-def parse_constraints(raw: Any) -> tuple[Constraint, ...]:
-    """``[[constraints]]`` tables: none or more."""
+def parse_constraints(raw: Any, allowed: tuple[str, ...] = COLLECTIVE_METRICS) -> tuple[Constraint, ...]:
+    """``[[constraints]]`` tables: none or more, each on a metric of `allowed`."""
     out = []
     for c in raw or []:
         if not isinstance(c, dict):
             raise InputError("constraints", f"{c!r} is not a table", "[[constraints]] metric = ..., max = ...")
         check_keys(c, {"metric", "max", "scheduler", "queue"}, "constraints")
-        metric = str(c.get("metric", "")).lower()
-        if metric not in METRICS:
-            raise InputError("constraints.metric", f"unknown metric {metric!r}", ", ".join(METRICS))
+        metric = _metric(c.get("metric"), allowed, "constraints.metric")
         if "max" not in c:
             raise InputError("constraints.max", "missing", "the largest allowed value")
         out.append(

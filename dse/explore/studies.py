@@ -1,7 +1,8 @@
 """Study files: what one design-space study runs, read and checked whole before any storage opens.
 
 A *study* (``studies/*.toml``) names a space (`dse.explore.spaces`), a workload (collective,
-size, cost model), objectives (``time``, ``bw_utilization``, ``cost``, ``gap``; each with the
+size, cost model; or a training workload's file, `dse.explore.study_workload`), objectives
+(``time``, ``bw_utilization``, ``cost``, ``gap``; each with the
 scheduler and queue it is measured with), constraints (``max`` on any metric, given to Optuna 5 as
 ``trial.set_constraint``; both in `dse.explore.objectives`), a sampler (TPE by default, NSGA-II
 for several objectives, ``random``, ``brute_force`` for small discrete spaces), a seed and
@@ -24,9 +25,17 @@ from dse.core.errors import InputError
 from dse.core.files import read_toml
 from dse.core.units import parse_int
 from dse.explore.hwcost import HardwareCost
-from dse.explore.objectives import Constraint, Objective, parse_constraints, parse_objectives
+from dse.explore.objectives import (
+    COLLECTIVE_METRICS,
+    WORKLOAD_METRICS,
+    Constraint,
+    Objective,
+    parse_constraints,
+    parse_objectives,
+)
 from dse.explore.spaces import SearchSpace
 from dse.explore.study_samplers import SAMPLERS
+from dse.explore.study_workload import WorkloadTarget, parse_workload_target
 from dse.explore.toml_fields import check_keys
 from dse.sim.spec import CollectiveSpec
 
@@ -50,6 +59,8 @@ class StudySpec:
     prices: HardwareCost
     source: str = ""
     out_dir: str = "studies/out"
+    #: a workload study's training workload (None: the study measures one collective)
+    training: WorkloadTarget | None = None
 
     @property
     def directions(self) -> list[str]:
@@ -63,20 +74,23 @@ def load_studies(path: str | Path) -> list[StudySpec]:
     st = _study_table(data)
     name = _study_name(st)
     space = SearchSpace.from_toml(Path(path).parent / str(st["space"]))
-    probe = _workload(data.get("workload", {}), space)
+    table = data.get("workload", {})
+    training = _training(table, space, Path(path).parent) if isinstance(table, dict) and "file" in table else None
+    probe = _workload(table, space) if training is None else None
     seed = parse_int(st.get("seed", 0), "study.seed", minimum=0)
     trials = parse_int(st.get("trials", 100), "study.trials", minimum=1)
     prices = HardwareCost.from_table(data.get("cost"))
     out = []
+    allowed = COLLECTIVE_METRICS if training is None else WORKLOAD_METRICS
     for v in _variant_tables(data):
-        variant = _variant(v, data, st, space)
+        variant = _variant(v, data, st, space, allowed)
         out.append(
             StudySpec(
                 name if variant.name is None else f"{name}.{variant.name}",
                 space,
-                probe.collective,
-                probe.size,
-                probe.cost_model.name,
+                probe.collective if probe else "",
+                probe.size if probe else 0,
+                probe.cost_model.name if probe else training.cost_model,  # type: ignore[union-attr]
                 variant.objectives,
                 variant.constraints,
                 variant.sampler,
@@ -85,9 +99,22 @@ def load_studies(path: str | Path) -> list[StudySpec]:
                 prices,
                 str(path),
                 str(Path(path).parent / "out"),
+                training,
             )
         )
     return out
+
+
+def _training(table: dict[str, Any], space: SearchSpace, base: Path) -> WorkloadTarget:
+    """A workload study's ``[workload]``, run once on the space's first design: a workload (or a
+    placement) no design of the space can run is refused before any storage exists."""
+    target = parse_workload_target(table, base)
+    design, _ = space.first_design()
+    try:
+        target.run(design, "themis", "scf")
+    except InputError as e:
+        raise InputError("workload", f"the space's first design {design.notation()} cannot run it: {e}") from None
+    return target
 
 
 def _study_table(data: dict[str, Any]) -> dict[str, Any]:
@@ -154,11 +181,13 @@ class _Variant:
     sampler: str
 
 
-def _variant(v: dict[str, Any], data: dict[str, Any], st: dict[str, Any], space: SearchSpace) -> _Variant:
-    """One variant; brute force is refused unless the space is discrete."""
+def _variant(
+    v: dict[str, Any], data: dict[str, Any], st: dict[str, Any], space: SearchSpace, allowed: tuple[str, ...]
+) -> _Variant:
+    """One variant, its metrics among `allowed`; brute force is refused unless the space is discrete."""
     check_keys(v, {"name", "objectives", "constraints", "sampler"}, "variants")
-    objs = parse_objectives(v.get("objectives") if v.get("objectives") is not None else data.get("objectives"))
-    cons = parse_constraints(v.get("constraints", data.get("constraints", [])))
+    objs = parse_objectives(v.get("objectives") if v.get("objectives") is not None else data.get("objectives"), allowed)
+    cons = parse_constraints(v.get("constraints", data.get("constraints", [])), allowed)
     sampler = str(v.get("sampler", st.get("sampler", "tpe" if len(objs) == 1 else "nsga2"))).lower()
     if sampler not in SAMPLERS:
         raise InputError("study.sampler", f"unknown sampler {sampler!r}", ", ".join(SAMPLERS))

@@ -18,6 +18,7 @@ from dse.bounds.api import ideal_ns, lp_bound, types_for_plan
 from dse.core.topology import Topology
 from dse.explore.storage import FIXED_KEY, LAYOUT, RECORD_ATTR
 from dse.explore.studies import StudySpec
+from dse.explore.study_workload import measure_workload, workload_metric
 from dse.sim.batch import evaluate_many
 from dse.sim.evaluate import evaluate
 from dse.sim.result import Result
@@ -101,15 +102,20 @@ def objective(spec: StudySpec, trial: Any, layout: int = LAYOUT) -> list[float]:
     measured; `layout` 1 (a study begun before that layout) keeps every choice an Optuna parameter."""
     fixed: dict[str, Any] | None = {} if layout >= 2 else None
     topo, chunks, sched, queue = spec.space.suggest(trial, fixed)
-    record = measure(spec, topo, chunks)
+    target = spec.training
+    record = measure(spec, topo, chunks) if target is None else measure_workload(target, topo, spec.prices)
+
+    def value(metric: str, s: str, q: str) -> float:
+        if target is not None:
+            return workload_metric(target, topo, metric, s, q, record)
+        return metric_value(spec, topo, chunks, metric, s, q, record)
+
     for c in spec.constraints:
-        trial.set_constraint(
-            c.metric, metric_value(spec, topo, chunks, c.metric, c.scheduler, c.queue, record) - c.maximum
-        )
+        trial.set_constraint(c.metric, value(c.metric, c.scheduler, c.queue) - c.maximum)
     values = []
     for o in spec.objectives:
         # the space's own scheduler choice applies to objectives that name the default
         s, q = (sched, queue) if (o.scheduler, o.queue) == ("themis", "scf") else (o.scheduler, o.queue)
-        values.append(metric_value(spec, topo, chunks, o.metric, s, q, record))
+        values.append(value(o.metric, s, q))
     trial.set_user_attr(RECORD_ATTR, record | ({FIXED_KEY: fixed} if fixed else {}))
     return values

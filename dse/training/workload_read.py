@@ -97,8 +97,7 @@ def _parse_header(head: list[str], err: LineError) -> tuple[str, int | None, int
             k += 2 + count
         else:
             raise err(f"unknown option {head[k][:40]!r} on the parallelism line", ", ".join(_HEADER_OPTIONS))
-    placement = None if data.get("placement") is None else Placement.parse(data["placement"], f"{source}: placement")
-    if strategy not in ALL_DIMS_STRATEGIES and group is None and placement is None:
+    if strategy not in ALL_DIMS_STRATEGIES and group is None:
         raise err(f"{strategy} needs model_parallel_NPU_group: N")
     return strategy, group, dlrm, lists
 

@@ -1,0 +1,115 @@
+"""Studies of a training workload (`dse.explore.study_workload`): iteration time, cost and their
+product as objectives, a placement read from the study, records equal to `dse.iterate`, and the
+metrics of one kind of study refused in the other."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("optuna")
+
+from dse.core.errors import InputError  # noqa: E402
+from dse.core.topology import Topology, parse_topology  # noqa: E402
+from dse.explore.storage import load_study, trial_record  # noqa: E402
+from dse.explore.studies import load_studies  # noqa: E402
+from dse.explore.study_workers import run_study  # noqa: E402
+from dse.training.iteration import iterate  # noqa: E402
+from dse.training.placement import Placement  # noqa: E402
+from dse.training.workload_formats import to_toml  # noqa: E402
+from dse.training.workloads import Layer, Workload  # noqa: E402
+
+SPACE = """[space]
+npus = 64
+shapes = ["4x4x4"]
+kinds = [["ring"], ["fc"], ["switch"]]
+chunks = [16]
+[space.bandwidth]
+budget = 300.0
+minimum = 10.0
+[space.latency]
+tiers = [20, 700, 1700]
+"""
+LAYERS = (
+    Layer("a", 20000, "all_reduce", 2**22, 20000, "all_reduce", 2**22, 20000, "all_reduce", 2**23, 10),
+    Layer("b", 40000, "all_reduce", 2**22, 40000, "all_reduce", 2**22, 40000, "all_reduce", 2**24, 10),
+)
+
+
+def _files(tmp_path: Path, objectives: str, workload: str = "") -> Path:
+    (tmp_path / "space.toml").write_text(SPACE)
+    (tmp_path / "w.toml").write_text(to_toml(Workload("w", "HYBRID", LAYERS, 4)))
+    (tmp_path / "p.toml").write_text("[placement]\nfwd = [4, 0, 0]\nig = [4, 0, 0]\nwg = [0, 4, 4]\n")
+    study = tmp_path / "study.toml"
+    workload = workload or 'file = "w.toml"\nplacement = "p.toml"\ncost_model = "paper"\nchunks = 16\n'
+    study.write_text(
+        '[study]\nname = "ws"\nspace = "space.toml"\nseed = 3\ntrials = 8\n'
+        f"[workload]\n{workload}"
+        "[cost]\nlink = [2.0, 4.0, 7.8]\nswitch_port = [0, 0, 18.0]\nnic = [0, 0, 31.6]\n" + objectives
+    )
+    return study
+
+
+def test_a_workload_study_records_what_iterate_gives(tmp_path: Path) -> None:
+    study = _files(tmp_path, '[[objectives]]\nmetric = "iteration_time"\n')
+    spec = load_studies(study)[0]
+    assert spec.training is not None and spec.training.workload.placement == Placement((4, 0, 0), (4, 0, 0), (0, 4, 4))
+    assert spec.training.workload.model_parallel_group is None  # the placement replaces the file's group
+    url = str(tmp_path / "ws.journal")
+    assert run_study(spec, storage=url)["complete"] == 8
+    trials = load_study("ws", url).get_trials()
+    for t in trials:
+        rec = trial_record(t)
+        rounded = parse_topology(rec["topology"])
+        topo = Topology(tuple(replace(d, bandwidth=b) for d, b in zip(rounded.dims, rec["bandwidths_GBps"])))
+        assert sum(rec["bandwidths_GBps"]) == pytest.approx(300.0, rel=1e-12)
+        run = iterate(spec.training.workload, topo, scheduler="themis", queue="scf", chunks=16)
+        assert t.values == [run.time_ns] == [rec["iteration_themis_ns"]]
+        base = iterate(spec.training.workload, topo, scheduler="baseline", queue="fifo", chunks=16)
+        assert rec["iteration_baseline_ns"] == base.time_ns
+        assert rec["cost_usd"] == pytest.approx(64 * sum(d.bandwidth * p for d, p in zip(topo.dims, (2, 4, 57.4))))
+
+
+def test_time_x_cost_and_cost_objectives(tmp_path: Path) -> None:
+    objectives = (
+        '[[objectives]]\nmetric = "iteration_time x cost"\n'
+        '[[objectives]]\nmetric = "cost"\n'
+        '[[objectives]]\nmetric = "iteration_time"\nscheduler = "baseline"\nqueue = "fifo"\n'
+    )
+    spec = load_studies(_files(tmp_path, objectives))[0]
+    assert [o.name for o in spec.objectives] == [
+        "iteration_time_x_cost_themis_scf",
+        "cost",
+        "iteration_time_ns_baseline_fifo",
+    ]
+    url = str(tmp_path / "ws.journal")
+    run_study(spec, trials=4, storage=url)
+    for t in load_study("ws", url).get_trials():
+        rec = trial_record(t)
+        assert t.values == [rec["iteration_themis_ns"] * rec["cost_usd"], rec["cost_usd"], rec["iteration_baseline_ns"]]
+
+
+@pytest.mark.parametrize(
+    "objectives,workload,match",
+    [
+        ('[[objectives]]\nmetric = "time"\n', "", "'time' is not a metric of a workload study"),
+        ('[[objectives]]\nmetric = "gap"\n', "", "'gap' is not a metric of a workload study"),
+        (
+            '[[objectives]]\nmetric = "iteration_time"\n',
+            'collective = "all_reduce"\nsize = "1GB"\n',
+            "'iteration_time' is not a metric of a collective study",
+        ),
+        ('[[objectives]]\nmetric = "iteration_time"\n', 'file = "w.toml"\nplacement = "nope.toml"\n', "nope.toml"),
+        (
+            '[[objectives]]\nmetric = "iteration_time"\n',
+            'file = "w.toml"\nplacement = { fwd = [4, 3, 0], ig = [4, 0, 0], wg = [0, 4, 4] }\n',
+            "cannot run it: .*a group of 3 NPUs in dimension 1 of 4",
+        ),
+        ('[[objectives]]\nmetric = "iteration_time"\n', 'file = "w.toml"\nsize = "1GB"\n', "workload.size"),
+    ],
+)
+def test_bad_workload_studies_are_one_line(tmp_path: Path, objectives: str, workload: str, match: str) -> None:
+    with pytest.raises(InputError, match=match):
+        load_studies(_files(tmp_path, objectives, workload))

@@ -113,3 +113,17 @@ def test_time_x_cost_and_cost_objectives(tmp_path: Path) -> None:
 def test_bad_workload_studies_are_one_line(tmp_path: Path, objectives: str, workload: str, match: str) -> None:
     with pytest.raises(InputError, match=match):
         load_studies(_files(tmp_path, objectives, workload))
+
+
+def test_the_report_of_a_workload_study(tmp_path: Path) -> None:
+    from dse.output.study_report import axis, write_report
+
+    spec = load_studies(_files(tmp_path, '[[objectives]]\nmetric = "iteration_time"\n'))[0]
+    url = str(tmp_path / "ws.journal")
+    run_study(spec, trials=4, storage=url)
+    write_report("ws", url, tmp_path / "report")
+    best = (tmp_path / "report" / "best.csv").read_text().splitlines()
+    head = best[0].split(",")
+    assert "iteration_time_ns_themis_scf" in head and "bw0_GBps" in head and "iteration_baseline_ns" in head
+    assert axis("iteration_time_ns_themis_scf").label == "iteration time, themis+scf (ms)"
+    assert axis("iteration_time_x_cost_themis_scf").scale == 1e-9

@@ -32,6 +32,8 @@ _AXES = {  # metric name prefix -> (axis title, factor from the stored value, un
     "bw_utilization": ("BW utilization", 100.0, "%"),
     "gap": ("gap to the bound", 100.0, "%"),
     "cost": ("hardware cost", 1.0, "$"),
+    "iteration_time_ns": ("iteration time", 1e-6, "ms"),
+    "iteration_time_x_cost": ("iteration time x cost", 1e-9, "s x $"),
 }
 _OLD_LABEL = re.compile(r"^(\w+)\[(\w+)\+(\w+)\]$")  # Objective.label: time[themis+scf]
 BW_PARAM = re.compile(r"^bw_\d+d_\d+$")  # the space's sampled bandwidth parameters (weights or GB/s)

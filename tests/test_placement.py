@@ -133,3 +133,39 @@ def test_dse_iterate_runs_a_toml_placement_and_refuses_a_bad_one(tmp_path) -> No
     out = subprocess.run([sys.executable, "-m", "dse", "iterate", str(bad), "--topology", topo], capture_output=True)
     err = out.stderr.decode()
     assert out.returncode == 2 and err.count("\n") == 1 and "placement.wg" in err and "Traceback" not in err
+
+
+def test_a_whole_dimension_placement_exports_to_chakra_and_a_part_is_refused(tmp_path) -> None:
+    from dse.training.chakra_read import load_trace
+    from dse.training.chakra_write import export_chakra
+
+    whole = Workload("w", "HYBRID", _one("wg", "all_reduce", Placement((0, 0, 0), (0, 0, 0), (4, 0, 0))).layers)
+    whole = Workload("w", "HYBRID", whole.layers, placement=Placement((4, 8, 0), (4, 8, 0), (0, 0, 4)))
+    export_chakra(whole, tmp_path / "w", topology=T, npus=1)
+    back = load_trace(tmp_path / "w")
+    a, b = iterate(whole, T), iterate(back, T)
+    assert a.time_ns == b.time_ns and [c.dims for c in a.collectives] == [c.dims for c in b.collectives] == [(2,)]
+    part = Workload("p", "HYBRID", whole.layers, placement=Placement((4, 4, 0), (4, 4, 0), (0, 2, 4)))
+    with pytest.raises(InputError, match="the fwd group spans 4 of dimension 1's 8 NPUs"):
+        export_chakra(part, tmp_path / "p", topology=T, npus=1)
+    assert not list(tmp_path.glob("p*"))
+    with pytest.raises(InputError, match="topology"):
+        export_chakra(whole, tmp_path / "q", npus=1)
+
+
+def test_dse_iterate_takes_a_placement_file(tmp_path) -> None:
+    wl = tmp_path / "w.toml"
+    wl.write_text(to_toml(Workload("w", "HYBRID", _one("fwd", "all_reduce", Placement((2,), (2,), (2,))).layers, 4)))
+    pl = tmp_path / "p.toml"
+    pl.write_text("[placement]\nfwd = [0, 4, 0]\nig = [0, 4, 0]\nwg = [4, 0, 2]\n")
+    cmd = [sys.executable, "-m", "dse", "iterate", str(wl), "-t", T.notation(), "--json", "--collectives"]
+    out = subprocess.run([*cmd, "--placement", str(pl)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    got = json.loads(out.stdout)
+    assert [c["dims"] for c in got["collectives"]] == [[1]]
+    assert got["time_ns"] == pytest.approx(2 * 3 / 4 * S / 70.0, rel=1e-12)
+    pl.write_text("[placement]\nfwd = [0, 4]\nig = [0, 4, 0]\nwg = [4, 0, 2]\n")
+    out = subprocess.run([*cmd, "--placement", str(pl)], capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "different numbers of dimensions" in out.stderr

@@ -20,6 +20,13 @@ def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
         "or PREFIX), or a generator: resnet152[:batch=32,...], transformer[:layers=24,mp=128,...]",
     )
     p.add_argument("-t", "--topology", required=True, help="preset name or notation")
+    p.add_argument(
+        "--placement",
+        default=None,
+        metavar="FILE",
+        help="where each slot's collectives run: a .toml file with a [placement] table, or LIBRA's communicator "
+        "file (per dimension, the NPUs of it each group spans)",
+    )
     p.add_argument("--scheduler", default="themis", help="one of {schedulers}, or ideal (default themis)")
     p.add_argument("--queue", default="scf", help="one of {queues} (default scf)")
     p.add_argument("--cost-model", default="paper", help="one of {cost_models} (default paper)")
@@ -61,8 +68,19 @@ def cmd_iterate(args: argparse.Namespace) -> int:
         from dse.output.plots import figure_path
 
         figure_path(args.plot, "plot")  # refused before any work
+    workload = args.workload
+    if args.placement is not None:
+        from dse.training.placement_read import load_placement, with_placement
+        from dse.training.workloads import Workload, load_workload
+
+        wl = load_workload(workload)
+        if not isinstance(wl, Workload):
+            raise InputError(
+                "--placement", "given with a Chakra trace, which names its dimensions itself", "a layer workload"
+            )
+        workload = with_placement(wl, load_placement(args.placement, "--placement"))
     res = iterate(
-        args.workload,
+        workload,
         args.topology,
         scheduler=args.scheduler,
         queue=args.queue,

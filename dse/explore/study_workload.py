@@ -18,19 +18,18 @@ iteration times, Themis's exposed communication and the cost.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dse.core.errors import InputError
-from dse.core.files import read_toml
 from dse.core.topology import Topology
 from dse.core.units import parse_int
 from dse.costs import get_cost_model
 from dse.explore.hwcost import HardwareCost
 from dse.explore.toml_fields import check_keys
 from dse.training.iteration import IterationResult, iterate
-from dse.training.placement import Placement
+from dse.training.placement_read import load_placement, with_placement
 from dse.training.workloads import Workload, load_workload
 
 WORKLOAD_TABLE_KEYS = {"file", "placement", "cost_model", "chunks"}
@@ -59,21 +58,11 @@ def parse_workload_target(table: dict[str, Any], base: Path) -> WorkloadTarget:
     if not isinstance(wl, Workload):
         raise InputError("workload.file", f"{table['file']} is not a layer workload", "a dse TOML or text workload")
     if table.get("placement") is not None:
-        wl = replace(wl, placement=read_placement(table["placement"], base), model_parallel_group=None)
+        raw = table["placement"]
+        wl = with_placement(wl, load_placement(raw if isinstance(raw, dict) else base / str(raw), "workload.placement"))
     model = get_cost_model(table.get("cost_model", "paper")).name
     chunks = parse_int(table.get("chunks", 64), "workload.chunks", minimum=1)
     return WorkloadTarget(wl, model, chunks)
-
-
-def read_placement(raw: Any, base: Path) -> Placement:
-    """A placement: an inline table, or a file (a TOML file with a ``[placement]`` table)."""
-    if isinstance(raw, dict):
-        return Placement.parse(raw, "workload.placement")
-    path = base / str(raw)
-    data = read_toml(path, "placement file")
-    if "placement" not in data:
-        raise InputError(f"{path}", "no [placement] table", "[placement] fwd = [...], ig = [...], wg = [...]")
-    return Placement.parse(data["placement"], f"{path}: placement")
 
 
 def measure_workload(target: WorkloadTarget, topo: Topology, prices: HardwareCost) -> dict[str, Any]:

@@ -26,7 +26,7 @@ every cost model but ``astra-sim-1``, whose one-cycle state changes a trace cann
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -36,9 +36,9 @@ from dse.core.topology import Topology, parse_topology
 from dse.core.units import parse_int
 from dse.training import chakra_schema as cs
 from dse.training.chakra_read import CHAKRA_TYPE, ChakraTrace
-from dse.training.placement import group_topology
+from dse.training.placement import PartScope, group_topology
 from dse.training.workload_graph import COMM, COMPUTE, MARK, REPLAY, Graph, Node, compile_workload
-from dse.training.workloads import ALL, DP, MP, load_workload
+from dse.training.workloads import ALL, DP, MP, Workload, load_workload
 
 VERSION = "0.0.4"
 MAX_RANK_FILES = 1_048_576
@@ -75,6 +75,8 @@ def export_chakra(
     k = 0
     if isinstance(wl, ChakraTrace):
         graph, flags_len, logical = wl.graph, None, topo
+    elif wl.placement is not None:
+        graph, flags_len, logical = _placed_graph(wl, topo), None, topo
     else:
         graph = compile_workload(wl, passes=1, tick=0.0)
         hybrid = any(n.scope != ALL for n in graph.comms())
@@ -144,6 +146,26 @@ def _deps_without_marks(graph: Graph) -> list[list[int]]:
                 ds[p] = None
         deps.append(sorted(ds) if nd.kind != MARK else [])
     return deps
+
+
+def _placed_graph(wl: Workload, topo: Topology | None) -> Graph:
+    """A placed workload's graph with each collective's scope as its dims: a Chakra trace names
+    whole dimensions only (``involved_dim``), so a group on part of a dimension is refused."""
+    if topo is None:
+        raise InputError("topology", f"{wl.name} has a placement, which names the topology's dimensions", "-t TOPOLOGY")
+    assert wl.placement is not None
+    wl.placement.check(topo, wl.field("placement"))
+    for slot in ("fwd", "ig", "wg"):
+        for d, k in wl.placement.parts(slot).parts:
+            if k != topo.dims[d].npus:
+                raise InputError(
+                    wl.field("placement"),
+                    f"the {slot} group spans {k} of dimension {d}'s {topo.dims[d].npus} NPUs",
+                    "whole dimensions in a Chakra trace (its involved_dim names whole dimensions)",
+                )
+    graph = compile_workload(wl, passes=1, tick=0.0)
+    graph.nodes[:] = [replace(n, scope=n.scope.dims) if isinstance(n.scope, PartScope) else n for n in graph.nodes]
+    return graph
 
 
 def _scope_flags(node: Node, flags_len: int | None, mp_dims: int, ndims: int | None) -> list[bool] | None:

@@ -1,0 +1,34 @@
+"""Placements from files: a TOML file with a ``[placement]`` table, or LIBRA's communicator file.
+
+`load_placement` is what `dse iterate --placement`, `dse workload convert --placement` and a
+workload study's ``placement`` take (`dse.training.placement.Placement` says what a placement is).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from dse.core.errors import InputError
+from dse.core.files import read_toml
+from dse.training.placement import Placement
+from dse.training.workloads import Workload
+
+
+def load_placement(spec: str | Path | dict[str, Any] | Placement, field: str = "placement") -> Placement:
+    """A placement: itself, an inline table, or a file (``.toml`` with a ``[placement]`` table)."""
+    if isinstance(spec, Placement):
+        return spec
+    if isinstance(spec, dict):
+        return Placement.parse(spec, field)
+    path = Path(spec)
+    data = read_toml(path, "placement file")
+    if "placement" not in data:
+        raise InputError(f"{path}", "no [placement] table", "[placement] fwd = [...], ig = [...], wg = [...]")
+    return Placement.parse(data["placement"], f"{path}: placement")
+
+
+def with_placement(wl: Workload, placement: Placement) -> Workload:
+    """`wl` with its collectives placed by `placement` (which replaces a model-parallel group)."""
+    return replace(wl, placement=placement, model_parallel_group=None)

@@ -313,3 +313,36 @@ def test_optimal_is_refused_where_it_cannot_run():
     with pytest.raises(InputError) as e:
         dse.iterate("Resnet50_DataParallel_fused", "Ring(4,100,500)_SW(2,40,1000)", scheduler="optimal")
     assert e.value.field == "scheduler"
+
+
+class _Die:
+    """Unpickled in the CP-SAT worker, it ends the worker (exit code 6, as an abort would)."""
+
+    def __reduce__(self):
+        import os
+
+        return (os._exit, (6,))
+
+
+def test_a_worker_that_dies_is_replaced_and_a_solve_that_kills_it_twice_is_skipped():
+    from dse.bounds.exact_model import Job, solve
+    from dse.bounds.exact_worker import WorkerDied, call
+
+    with pytest.raises(WorkerDied, match="exit code 6"):
+        call(_Die())
+    p = build_problem(CollectiveSpec.parse("Ring(4,100,500)_SW(2,40,1000)", size="3MB", chunks=2))
+    job = Job(p, None, 0, None, True, None, 0.5, None, 0)
+    assert solve(job).status == "OPTIMAL"  # a new worker took over
+    crashed = solve(job._replace(hint=_Die()))
+    assert crashed.status == "CRASHED" and crashed.schedule is None and crashed.bound == 0 and crashed.work == 0.5
+    assert solve(job).status == "OPTIMAL"
+
+
+def test_the_search_survives_crashed_solves(monkeypatch):
+    from dse.bounds import optimal
+    from dse.bounds.exact_model import SolveResult
+
+    monkeypatch.setattr(optimal, "solve", lambda job: SolveResult("CRASHED", None, None, 0, job.work, 0.0))
+    best = optimal_schedule("4D-Ring_FC_Ring_SW", size="1GB", chunks=4, work=3, seed=7)
+    assert best.status == "feasible" and best.found_by == "lp_guided" and best.time_ns == best.seed_ns["lp_guided"]
+    assert best.bound_ns == best.dse_bound_ns and any("died twice" in n for n in best.notes)

@@ -24,7 +24,8 @@ PORTFOLIO = 8
 
 
 class SolveResult(NamedTuple):
-    """One CP-SAT solve: its status (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN), the schedule found
+    """One CP-SAT solve: its status (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN; CRASHED: the worker
+    died twice, `solve`), the schedule found
     (or None), its integer time, the proven integer lower bound, and the work and wall time spent."""
 
     status: str
@@ -284,10 +285,20 @@ class Job(NamedTuple):
 
 
 def solve(job: Job) -> SolveResult:
-    """Run one solve in the CP-SAT worker process (`dse.bounds.exact_worker`: why it is apart)."""
-    from dse.bounds.exact_worker import call
+    """Run one solve in the CP-SAT worker process (`dse.bounds.exact_worker`: why it is apart).
 
-    return call(job)
+    A worker that dies in the middle of a solve (OR-Tools 9.15 once aborted with a heap error on a
+    64-chunk portfolio solve that ran cleanly when repeated) is replaced and the solve repeated
+    once; if it dies again the solve is reported as ``CRASHED``: nothing found, nothing proven,
+    its whole work limit spent."""
+    from dse.bounds.exact_worker import WorkerDied, call
+
+    for _ in range(2):
+        try:
+            return call(job)
+        except WorkerDied:
+            continue
+    return SolveResult("CRASHED", None, None, 0, job.work, 0.0)
 
 
 def run_job(job: Job) -> SolveResult:

@@ -23,8 +23,13 @@ from typing import Any
 _PROC: subprocess.Popen | None = None
 
 
+class WorkerDied(RuntimeError):
+    """The worker process ended in the middle of a job (OR-Tools aborted or was killed)."""
+
+
 def call(job: Any) -> Any:
-    """Run `job` (`dse.bounds.exact_model.Job`) in the worker and return its `SolveResult`."""
+    """Run `job` (`dse.bounds.exact_model.Job`) in the worker and return its `SolveResult`.
+    `WorkerDied` when the worker ends before it answers (the next call starts a new one)."""
     global _PROC
     proc = _PROC if _PROC is not None and _PROC.poll() is None else _start()
     _PROC = proc
@@ -33,6 +38,10 @@ def call(job: Any) -> Any:
         pickle.dump(job, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
         proc.stdin.flush()
         ok, value = pickle.load(proc.stdout)
+    except (EOFError, BrokenPipeError):
+        code = proc.wait()
+        _stop()
+        raise WorkerDied(f"the CP-SAT worker ended with exit code {code} during a solve") from None
     except BaseException:
         _stop()  # interrupted or broken: a half-read answer must not reach the next call
         raise

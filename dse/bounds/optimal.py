@@ -290,6 +290,8 @@ class _Search:
     def _solve(self, job: Job, share: float) -> SolveResult:
         wall = None if self.wall is None else max(0.01, self.wall - (time.perf_counter() - self.t0))
         r = solve(job._replace(work=max(0.01, self.left * share), time_limit=wall))
+        if r.status == "CRASHED":
+            self.notes.append("CP-SAT's worker died twice in one solve: that step was skipped")
         self.left -= r.work
         self.spent += r.work
         return r

@@ -507,7 +507,8 @@ int sim_go(Sim *s) {
     if (dispatch(s, 0.0)) return -1;
     int plain = s->slots == 1 && !s->shared && !s->track && !s->record && !s->use_prio && (s->qmode == 3 || s->qmode == 4);
     int rc;
-    if (plain && s->srv && !s->dimkey) rc = s->qmode == 3 ? loop_compact_dse(s) : loop_compact_astra(s);
+    if (s->fl.on) rc = flow_run(s);
+    else if (plain && s->srv && !s->dimkey) rc = s->qmode == 3 ? loop_compact_dse(s) : loop_compact_astra(s);
     else if (plain && !s->notie) rc = s->qmode == 3 ? loop_tied_dse(s) : loop_tied_astra(s);
     else rc = loop_generic(s);
     if (rc) return rc;

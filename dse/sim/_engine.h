@@ -83,6 +83,16 @@ typedef struct { int dim; double delay; Ev2 *buf; int head, len, cap; } Lane;
 
 typedef struct { int c, step; double start, end; } LogRec;
 
+/* A single collective without a global event order (_flow.c): per dim, its inbox of arrivals sorted
+ * by (t, seq), its head (its server event, or when idle its inbox's first), the chunk it serves
+ * (-1: idle) and whether that phase has a delay (a RELEASE, then an arrival). */
+typedef struct { double t; unsigned long long k; int c; } FItem;
+typedef struct { FItem *buf; int head, len; } Inbox;
+typedef struct { double t; unsigned long long k; } Head;
+typedef struct {
+    Inbox *in; Head *hd; int *sc; unsigned char *split; int nd, cap, on, left; unsigned long long ctr;
+} Flow;
+
 /* Flat phases: plan p's phases are [poff[p], poff[p+1]). */
 typedef struct {
     int *dim; double *busy, *delay, *key, *sent, *t1, *t2, *t3; unsigned char *fifo, *hastie;
@@ -127,6 +137,7 @@ struct Sim {
     Lane *lanes; int nlanes, lanecap, *lastlane;
     Ev2 *heads; int headcap, nlive, srv;  /* event sources beside the heap (_engine.c) */
     long long *lagseq, *laglead; Py_ssize_t nlag, lagcap;  /* a LAG event's lead, by its seq */
+    Flow fl;  /* this run is _flow.c's (fl.on) */
     long long lead; int in_flight;
     double comm_since, comm_ns, compute_ns, cpu_ns, bytes_sent, finish;
     LogRec *logv; Py_ssize_t nlog, logcap;
@@ -162,6 +173,12 @@ int arrive(Sim *s, int src, int x, double t);
 int release_node(Sim *s, int x, double t);
 int network_end(Sim *s, int i, double t);
 int dispatch(Sim *s, double t);
+
+/* a single collective without a global event order (_flow.c) */
+int flow_ok(const Sim *s, Py_ssize_t first);
+int flow_issue(Sim *s, double t);
+int flow_run(Sim *s);
+void flow_free(Flow *f);
 
 /* the fixed service order (_queues.c) */
 int fq_ready(const Sim *s, int d);

@@ -83,14 +83,25 @@ typedef struct { int dim; double delay; Ev2 *buf; int head, len, cap; } Lane;
 
 typedef struct { int c, step; double start, end; } LogRec;
 
-/* A single collective without a global event order (_flow.c): per dim, its inbox of arrivals sorted
- * by (t, seq), its head (its server event, or when idle its inbox's first), the chunk it serves
- * (-1: idle) and whether that phase has a delay (a RELEASE, then an arrival). */
-typedef struct { double t; unsigned long long k; int c; } FItem;
-typedef struct { FItem *buf; int head, len; } Inbox;
-typedef struct { double t; unsigned long long k; } Head;
+/* A single collective without a global event order (_flow.c). Per dim (FDim): its head (its server
+ * event, or when idle its inbox's first arrival), its busy and sent sums, the mask of its non-empty
+ * smallest-first rings (dse's rule), the item it serves (-1: idle) and where its inbox starts and
+ * ends: 1 << shift arrivals from ib + (d << shift) sorted by (t, seq) between two sentinels. Per plan
+ * position: the run's record of its phase. dse's queues: a ring of 1 << shift items per (dim, rank)
+ * from qb + (q << shift) (its first and count in rg). An item is a chunk and its plan position
+ * (FLOW_CB bits for the chunk). */
+#define FLOW_CB 15
+typedef struct { double t; unsigned long long k; int item; } FItem;
 typedef struct {
-    Inbox *in; Head *hd; int *sc; unsigned char *split; int nd, cap, on, left; unsigned long long ctr;
+    double t; unsigned long long k; double busy, sent; unsigned long long mask; int item, ih, it, pad;
+} FDim;
+typedef struct { int h, l; } FRing;
+typedef struct { double busy, delay, sent; unsigned short q; unsigned char dim, rank, back, last; } FRec;
+typedef struct {
+    FDim *dm; FItem *ib; int nd, shift, on, left, run;
+    unsigned long long ctr; double bytes, finish;
+    FRec *rec; int *stamp; Py_ssize_t nrec;
+    int *qb; FRing *rg; int nrank, nq;
 } Flow;
 
 /* Flat phases: plan p's phases are [poff[p], poff[p+1]). */

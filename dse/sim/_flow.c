@@ -21,112 +21,21 @@
 
 #define NONE_T INFINITY
 #define NONE_K (~0ULL)
+#define CMASK ((1 << FLOW_CB) - 1)
+#define NEXT (1 << FLOW_CB)  /* an item's next plan position */
 
 /* Can this run go here (the file's comment)? Called at the issue of the run's one collective. */
 int flow_ok(const Sim *s, Py_ssize_t first) {
     const Graph *g = &s->g;
-    return first == 0 && g->n == 1 && g->soff[1] == 0 && !g->ideal && g->delays[0] == 0.0 &&
-           !g->end_before_release && s->slots == 1 && !s->shared && s->notie && !s->dimkey && !s->track &&
-           !s->record && !s->use_prio && (s->qmode == 3 || s->qmode == 4) && s->nev == 0 && s->nlive == 0;
-}
-
-static inline Py_ssize_t ph_at(const Sim *s, int c, int pos) {
-    Py_ssize_t j = s->cbase[c] + pos;
-    return s->pmap ? s->pmap[j] : j;
-}
-
-static inline int earlier(double t1, unsigned long long k1, double t2, unsigned long long k2) {
-    return t1 < t2 || (t1 == t2 && k1 < k2);
-}
-
-static inline void set_head(Flow *f, int d, double t, unsigned long long k) {
-    f->hd[d].t = t; f->hd[d].k = k;
-}
-
-/* Chunk c's phase at its pos into dim d's queue (the engine's enqueue_). */
-HOT int fl_enqueue(Sim *s, int c, int d, int qm) {
-    Py_ssize_t i = ph_at(s, c, s->pos[c]);
-    if (qm == 3) return rb_push(&s->rb[d], s->ph.rank[i], c);
-    int back = s->ph.fifo[i] || s->clen[c] - s->pos[c] - 1 == 1;
-    return ra_insert(&s->ra[d], s->ph.rank[i], c, back);
-}
-
-/* An arrival (t, k) of chunk c at dim d, into d's inbox in (t, k) order; the head of an idle d. */
-HOT void fl_put(Flow *f, int d, double t, unsigned long long k, int c) {
-    Inbox *q = &f->in[d];
-    int m = f->cap - 1, j = q->len;
-    FItem *b = q->buf;
-    while (j > 0) {
-        FItem *p = &b[(q->head + j - 1) & m];
-        if (!earlier(t, k, p->t, p->k)) break;
-        b[(q->head + j) & m] = *p;
-        j--;
-    }
-    FItem *e = &b[(q->head + j) & m];
-    e->t = t; e->k = k; e->c = c;
-    q->len++;
-    if (j == 0 && f->sc[d] < 0) set_head(f, d, t, k);
-}
-
-/* The arrivals at dim d before event (t, k) enter its queue, in their order. */
-HOT int fl_flush(Sim *s, Flow *f, int d, double t, unsigned long long k, int qm) {
-    Inbox *q = &f->in[d];
-    while (q->len) {
-        FItem *e = &q->buf[q->head];
-        if (!earlier(e->t, e->k, t, k)) break;
-        int c = e->c;
-        q->head = (q->head + 1) & (f->cap - 1);
-        q->len--;
-        s->pos[c]++;
-        if (fl_enqueue(s, c, d, qm)) return -1;
-    }
-    return 0;
-}
-
-/* Dim d starts chunk c's phase at t (the engine's start_phase): its server event, and its arrival
- * into the next dim's inbox (or the chunk's end). */
-HOT void fl_start(Sim *s, Flow *f, int d, int c, double t) {
-    Py_ssize_t i = ph_at(s, c, s->pos[c]);
-    double busy = s->ph.busy[i], delay = s->ph.delay[i], sent = s->ph.sent[i];
-    s->busy[d] += busy;
-    s->sent[d] += sent;
-    s->bytes_sent += sent;
-    double end = t + busy;
-    f->sc[d] = c;
-    if (delay != 0.0 && end + delay != end) {  /* a delay lost to rounding is none */
-        f->split[d] = 1;
-        set_head(f, d, end, (1ULL << 58) | f->ctr++);
-        double ta = end + delay;
-        unsigned long long ka = f->ctr++;
-        int p = s->pos[c] + 1;
-        if (p < s->clen[c]) {
-            fl_put(f, s->ph.dim[ph_at(s, c, p)], ta, ka, c);
-            return;
-        }
-        s->pos[c] = p;  /* its last phase: the chunk ends on arrival */
-        s->chunk_end[c] = ta;
-        if (ta > s->finish) s->finish = ta;
-        f->left--;
-        return;
-    }
-    f->split[d] = 0;
-    set_head(f, d, end, f->ctr++);
-}
-
-/* Dim d, free at t, takes its next waiting phase, or idles until its inbox's first arrival. */
-HOT int fl_refill(Sim *s, Flow *f, int d, double t, int qm) {
-    int c;
-    if (qm == 3 ? s->rb[d].mask != 0 : s->ra[d].mask != 0) {
-        c = qm == 3 ? rb_pop(&s->rb[d]) : ra_pop(&s->ra[d]);
-        if (c < 0) return -1;
-        fl_start(s, f, d, c, t);
+    if (!(first == 0 && g->n == 1 && g->soff[1] == 0 && !g->ideal && g->delays[0] == 0.0 &&
+          !g->end_before_release && s->slots == 1 && !s->shared && s->notie && !s->dimkey && !s->track &&
+          !s->record && !s->use_prio && (s->qmode == 3 || s->qmode == 4) && s->nev == 0 && s->nlive == 0 &&
+          s->nchunks <= CMASK + 1))
         return 0;
-    }
-    f->sc[d] = -1;
-    Inbox *q = &f->in[d];
-    if (q->len) set_head(f, d, q->buf[q->head].t, q->buf[q->head].k);
-    else set_head(f, d, NONE_T, NONE_K);
-    return 0;
+    if (s->nd > 255) return 0;
+    for (Py_ssize_t c = 0; c < s->nchunks; c++)  /* plan positions fit an item */
+        if (s->clen[c] < 1 || s->cbase[c] + s->clen[c] > 0xffff) return 0;
+    return 1;
 }
 
 static inline unsigned long long tbits(double t) {  /* ordered as t for t >= +0 and inf */
@@ -135,13 +44,139 @@ static inline unsigned long long tbits(double t) {  /* ordered as t for t >= +0 
     return u;
 }
 
-/* The least head: its dim, or -1 when every head is empty. */
-HOT int fl_next(const Flow *f, int nd) {
-    int best = -1;
-    const Head *h = f->hd;
 #ifdef __SIZEOF_INT128__
-    typedef unsigned __int128 u128;
+typedef unsigned __int128 u128;
+static inline int earlier(double t1, unsigned long long k1, double t2, unsigned long long k2) {
+    return ((u128)tbits(t1) << 64 | k1) < ((u128)tbits(t2) << 64 | k2);
+}
+#else
+static inline int earlier(double t1, unsigned long long k1, double t2, unsigned long long k2) {
+    return t1 < t2 || (t1 == t2 && k1 < k2);
+}
+#endif
+
+/* The state the loop works on, copied out of the Flow (kept in registers). */
+typedef struct {
+    FDim *dm; FItem *ib; FRec *rec; int *qb; FRing *rg;
+    int shift, m, nrank, left;
+    unsigned long long ctr; double bytes, finish;
+} X;
+
+static const FItem FRONT = {0.0, 0, 0};  /* before every arrival: (t, seq) > (+0, 0) */
+static const FItem BACK = {NONE_T, NONE_K, 0};  /* after every one */
+
+static inline FItem *inbox(const X *x, int d) { return x->ib + ((Py_ssize_t)d << x->shift); }
+
+/* An item's phase into dim d's queue (the engine's enqueue_); qm 3: dse's rule, a ring per rank. */
+HOT int fl_enqueue(Sim *s, X *x, const FRec *r, int item, int d, int qm) {
+    if (qm == 4) return ra_insert(&s->ra[d], r->rank, item, r->back);
+    FRing *g = &x->rg[r->q];
+    x->qb[((Py_ssize_t)r->q << x->shift) + ((g->h + g->l) & x->m)] = item;
+    g->l++;
+    x->dm[d].mask |= 1ULL << r->rank;
+    return 0;
+}
+
+HOT int fl_pop(Sim *s, X *x, int d, int qm) {
+    if (qm == 4) return ra_pop(&s->ra[d]);
+    FDim *D = &x->dm[d];
+    int k = low_bit(D->mask), q = d * x->nrank + k;
+    FRing *g = &x->rg[q];
+    int item = x->qb[((Py_ssize_t)q << x->shift) + g->h];
+    g->h = (g->h + 1) & x->m;
+    g->l--;
+    D->mask &= ~((unsigned long long)(g->l == 0) << k);  /* branch-free: the counts are data */
+    return item;
+}
+
+/* An arrival (t, k) at dim d, into d's inbox in (t, k) order (the front sentinel stops the search);
+ * the head of an idle d. */
+HOT void fl_put(X *x, int d, double t, unsigned long long k, int item) {
+    FItem *b = inbox(x, d);
+    FDim *D = &x->dm[d];
+    int m = x->m, j = D->it;
+    for (;;) {
+        FItem *p = &b[(j - 1) & m];
+        if (!earlier(t, k, p->t, p->k)) break;
+        b[j & m] = *p;
+        j--;
+    }
+    FItem *e = &b[j & m];
+    e->t = t; e->k = k; e->item = item;
+    D->it++;
+    b[D->it & m] = BACK;
+    if (D->item < 0 && (j & m) == D->ih) { D->t = t; D->k = k; }
+}
+
+/* The arrivals at dim d before event (t, k) enter its queue, in their order (the back sentinel
+ * stops the loop). */
+HOT int fl_flush(Sim *s, X *x, int d, double t, unsigned long long k, int qm) {
+    FItem *b = inbox(x, d);
+    FDim *D = &x->dm[d];
+    int h = D->ih;
+    while (earlier(b[h].t, b[h].k, t, k)) {
+        int item = b[h].item;
+        b[h] = FRONT;
+        h = (h + 1) & x->m;
+        D->ih = h;
+        if (fl_enqueue(s, x, &x->rec[item >> FLOW_CB], item, d, qm)) return -1;
+    }
+    return 0;
+}
+
+static inline void chunk_done(Sim *s, X *x, int item, double t) {
+    s->chunk_end[item & CMASK] = t;
+    if (t > x->finish) x->finish = t;
+    x->left--;
+}
+
+/* Dim d starts an item's phase at t (the engine's start_phase): its server event (a RELEASE, class
+ * 1 in its key, when the phase has a delay), and its arrival into the next dim's inbox (or the
+ * chunk's end). */
+HOT void fl_start(Sim *s, X *x, int d, int item, double t) {
+    const FRec *r = &x->rec[item >> FLOW_CB];
+    FDim *D = &x->dm[d];
+    D->busy += r->busy;
+    D->sent += r->sent;
+    x->bytes += r->sent;
+    double end = t + r->busy;
+    D->item = item;
+    D->t = end;
+    if (r->delay != 0.0 && end + r->delay != end) {  /* a delay lost to rounding is none */
+        D->k = (1ULL << 58) | x->ctr;
+        double ta = end + r->delay;
+        unsigned long long ka = x->ctr + 1;
+        x->ctr += 2;
+        if (!r->last) fl_put(x, r[1].dim, ta, ka, item + NEXT);
+        else chunk_done(s, x, item, ta);
+        return;
+    }
+    D->k = x->ctr++;
+}
+
+/* Dim d, free at t, takes its next waiting phase, or idles until its inbox's first arrival. */
+HOT int fl_refill(Sim *s, X *x, int d, double t, int qm) {
+    if (qm == 4 ? s->ra[d].mask != 0 : x->dm[d].mask != 0) {
+        int item = fl_pop(s, x, d, qm);
+        if (item < 0) return -1;
+        fl_start(s, x, d, item, t);
+        return 0;
+    }
+    FDim *D = &x->dm[d];
+    const FItem *e = &inbox(x, d)[D->ih];  /* the back sentinel if none */
+    D->item = -1; D->t = e->t; D->k = e->k;
+    return 0;
+}
+
+/* The least head: its dim, or -1 when every head is empty. */
+HOT int fl_next(const X *x, int nd) {
+    int best = -1;
+    const FDim *h = x->dm;
+#ifdef __SIZEOF_INT128__
     u128 b = (u128)tbits(NONE_T) << 64 | NONE_K;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 8
+#endif
     for (int d = 0; d < nd; d++) {
         u128 v = (u128)tbits(h[d].t) << 64 | h[d].k;
         if (v < b) { b = v; best = d; }
@@ -155,90 +190,194 @@ HOT int fl_next(const Flow *f, int nd) {
     return best;
 }
 
-HOT int fl_loop(Sim *s, int qm) {
-    Flow *f = &s->fl;
-    int nd = s->nd, b;
-    while ((b = fl_next(f, nd)) >= 0) {
-        double t = f->hd[b].t;
-        unsigned long long k = f->hd[b].k;
-        int c = f->sc[b];
-        if (c < 0) {  /* idle: its first arrival starts it (its queue is empty) */
-            Inbox *q = &f->in[b];
-            c = q->buf[q->head].c;
-            q->head = (q->head + 1) & (f->cap - 1);
-            q->len--;
-            s->pos[c]++;
-            fl_start(s, f, b, c, t);
+static void x_load(X *x, const Flow *f) {
+    x->dm = f->dm; x->ib = f->ib; x->rec = f->rec; x->qb = f->qb; x->rg = f->rg;
+    x->shift = f->shift; x->m = (1 << f->shift) - 1; x->nrank = f->nrank; x->left = f->left;
+    x->ctr = f->ctr; x->bytes = f->bytes; x->finish = f->finish;
+}
+
+static void x_store(const X *x, Flow *f) {
+    f->left = x->left; f->ctr = x->ctr; f->bytes = x->bytes; f->finish = x->finish;
+}
+
+/* The loop; `ndc`: the dims, a constant in the specialised loops (0: s->nd). */
+HOT int fl_loop(Sim *s, int qm, int ndc) {
+    X xs, *x = &xs;
+    x_load(x, &s->fl);
+    int nd = ndc ? ndc : s->nd, b, rc = 0;
+    while ((b = fl_next(x, nd)) >= 0) {
+        FDim *D = &x->dm[b];
+        double t = D->t;
+        unsigned long long k = D->k;
+        int item = D->item;
+        if (item < 0) {  /* idle: its first arrival starts it (its queue is empty) */
+            FItem *e = &inbox(x, b)[D->ih];
+            item = e->item;
+            *e = FRONT;
+            D->ih = (D->ih + 1) & x->m;
+            fl_start(s, x, b, item, t);
             continue;
         }
-        if (fl_flush(s, f, b, t, k, qm)) return -1;
+        if ((rc = fl_flush(s, x, b, t, k, qm))) break;
         int d2 = -1;
-        if (!f->split[b]) {  /* a COMPLETE: the chunk moves on now */
-            int p = ++s->pos[c];
-            if (p < s->clen[c]) {
-                d2 = s->ph.dim[ph_at(s, c, p)];
-                if (d2 != b && fl_flush(s, f, d2, t, k, qm)) return -1;
-                if ((d2 == b || f->sc[d2] >= 0) && fl_enqueue(s, c, d2, qm)) return -1;
-            } else {
-                s->chunk_end[c] = t;
-                if (t > s->finish) s->finish = t;
-                f->left--;
-            }
+        if (!(k >> 58)) {  /* a COMPLETE: the chunk moves on now */
+            const FRec *r = &x->rec[item >> FLOW_CB];
+            if (!r->last) {
+                d2 = r[1].dim;
+                item += NEXT;
+                if (d2 != b && (rc = fl_flush(s, x, d2, t, k, qm))) break;
+                if ((d2 == b || x->dm[d2].item >= 0) && (rc = fl_enqueue(s, x, r + 1, item, d2, qm))) break;
+            } else chunk_done(s, x, item, t);
         }
-        if (fl_refill(s, f, b, t, qm)) return -1;
-        if (d2 >= 0 && d2 != b && f->sc[d2] < 0) fl_start(s, f, d2, c, t);  /* it was idle: c starts there */
+        if ((rc = fl_refill(s, x, b, t, qm))) break;
+        if (d2 >= 0 && d2 != b && x->dm[d2].item < 0) fl_start(s, x, d2, item, t);  /* it was idle: it starts there */
+    }
+    x_store(x, &s->fl);
+    return rc;
+}
+
+static int fl_loop_dse(Sim *s) { return fl_loop(s, 3, 0); }
+static int fl_loop_astra(Sim *s) { return fl_loop(s, 4, 0); }
+static int fl_loop_dse4(Sim *s) { return fl_loop(s, 3, 4); }
+static int fl_loop_astra4(Sim *s) { return fl_loop(s, 4, 4); }
+
+/* Room for the run's dims, chunks (and the inboxes' two sentinels) and plan positions. */
+static int fl_room(Flow *f, int nd, int n, Py_ssize_t npos) {
+    if (f->nd != nd || (1 << f->shift) < n + 2) {
+        int shift = 3;
+        while ((1 << shift) < n + 2) shift++;
+        free(f->dm); free(f->ib);
+        f->dm = malloc((size_t)nd * sizeof(FDim));
+        f->ib = malloc(((size_t)nd << shift) * sizeof(FItem));
+        f->nd = f->dm && f->ib ? nd : 0;
+        f->shift = shift;
+        f->nq = 0;  /* the rings follow the inboxes' size */
+        if (!f->nd) return -1;
+    }
+    if (f->nrec < npos) {
+        free(f->rec); free(f->stamp);
+        f->rec = malloc((size_t)npos * sizeof(FRec));
+        f->stamp = calloc((size_t)npos, sizeof(int));
+        f->nrec = f->rec && f->stamp ? npos : 0;
+        f->run = 0;
+        if (!f->nrec) return -1;
     }
     return 0;
 }
 
-static int fl_loop_dse(Sim *s) { return fl_loop(s, 3); }
-static int fl_loop_astra(Sim *s) { return fl_loop(s, 4); }
+/* dse's queues: nd x nrank empty rings. */
+static int fl_rings(Flow *f, int nd, int nrank) {
+    int nq = nd * nrank;
+    if (nq > f->nq) {
+        free(f->qb); free(f->rg);
+        f->qb = malloc(((size_t)nq << f->shift) * sizeof(int));
+        f->rg = malloc((size_t)nq * sizeof(FRing));
+        f->nq = f->qb && f->rg ? nq : 0;
+        if (!f->nq) return -1;
+    }
+    f->nrank = nrank;
+    memset(f->rg, 0, (size_t)nq * sizeof(FRing));
+    return 0;
+}
+
+/* The records of the plan positions [j0, j0 + len): a chunk's plan (built once per run); the
+ * highest rank among them. */
+static int fl_records(const Sim *s, Flow *f, Py_ssize_t j0, int len) {
+    int top = 0;
+    for (int p = 0; p < len; p++) {
+        Py_ssize_t j = j0 + p, i = s->pmap ? s->pmap[j] : j;
+        FRec *r = &f->rec[j];
+        r->busy = s->ph.busy[i]; r->delay = s->ph.delay[i]; r->sent = s->ph.sent[i];
+        r->dim = (unsigned char)s->ph.dim[i]; r->rank = (unsigned char)s->ph.rank[i];
+        r->back = s->ph.fifo[i] || len - p - 1 == 1;
+        r->last = p == len - 1;
+        if (r->rank > top) top = r->rank;
+    }
+    return top;
+}
+
+/* The records of this run's plans (each once: stamped); the highest rank. */
+static int fl_plans(Sim *s, Flow *f) {
+    if (f->run >= 0x3fffffff) {  /* the stamps would wrap: none is this run's */
+        memset(f->stamp, 0, (size_t)f->nrec * sizeof(int));
+        f->run = 0;
+    }
+    int run = ++f->run, top = 0;
+    for (int c = 0; c < s->nchunks; c++) {
+        Py_ssize_t j0 = s->cbase[c];
+        if (f->stamp[j0] == run) continue;
+        f->stamp[j0] = run;
+        int r = fl_records(s, f, j0, s->clen[c]);
+        if (r > top) top = r;
+    }
+    return top;
+}
+
+/* Each record's ring in dse's queues. */
+static void fl_ring_of(Sim *s, Flow *f, int nrank) {
+    for (int c = 0; c < s->nchunks; c++) {
+        Py_ssize_t j0 = s->cbase[c];
+        if (f->stamp[j0] != f->run) continue;  /* done (or another run's) */
+        f->stamp[j0] = -f->run;
+        for (int p = 0; p < s->clen[c]; p++) {
+            FRec *r = &f->rec[j0 + p];
+            r->q = (unsigned short)(r->dim * nrank + r->rank);
+        }
+    }
+}
 
 /* The collective's chunks [0, nchunks) enter their first queues at t, in chunk order (issue). */
 int flow_issue(Sim *s, double t) {
     Flow *f = &s->fl;
     int nd = s->nd, n = (int)s->nchunks;
-    if (f->nd != nd || f->cap < n) {
-        int cap = 8;
-        while (cap < n) cap *= 2;
-        flow_free(f);
-        f->in = calloc((size_t)nd, sizeof(Inbox));
-        if (!f->in) return -1;
-        f->nd = nd;
-        f->hd = malloc((size_t)nd * sizeof(Head));
-        f->sc = malloc((size_t)nd * sizeof(int));
-        f->split = malloc((size_t)nd);
-        if (!f->hd || !f->sc || !f->split) return -1;
-        for (int d = 0; d < nd; d++) if (!(f->in[d].buf = malloc((size_t)cap * sizeof(FItem)))) return -1;
-        f->cap = cap;
+    Py_ssize_t npos = 0;
+    for (int c = 0; c < n; c++) if (s->cbase[c] + s->clen[c] > npos) npos = s->cbase[c] + s->clen[c];
+    if (fl_room(f, nd, n, npos)) return -1;
+    int top = fl_plans(s, f);
+    if (s->qmode == 3) {
+        if (fl_rings(f, nd, top + 1)) return -1;
+        fl_ring_of(s, f, top + 1);
     }
+    int m = (1 << f->shift) - 1;
     for (int d = 0; d < nd; d++) {
-        f->in[d].head = f->in[d].len = 0;
-        f->sc[d] = -1;
-        set_head(f, d, NONE_T, NONE_K);
+        FDim *D = &f->dm[d];
+        FItem *b = f->ib + ((Py_ssize_t)d << f->shift);
+        D->ih = D->it = 0; b[0] = BACK; b[m] = FRONT;
+        D->item = -1; D->t = NONE_T; D->k = NONE_K;
+        D->busy = s->busy[d]; D->sent = s->sent[d]; D->mask = 0;
     }
-    f->ctr = 0; f->left = n; f->on = 1;
+    f->ctr = 0; f->left = n; f->on = 1; f->bytes = s->bytes_sent; f->finish = s->finish;
+    X xs;
+    x_load(&xs, f);
     int qm = s->qmode;
     for (int c = 0; c < n; c++) {
-        int d = s->ph.dim[ph_at(s, c, 0)];
-        if (f->sc[d] < 0) fl_start(s, f, d, c, t);
-        else if (fl_enqueue(s, c, d, qm)) return -1;
+        Py_ssize_t j0 = s->cbase[c];
+        const FRec *r = &f->rec[j0];
+        int item = (int)(j0 << FLOW_CB) | c, d = r->dim;
+        if (f->dm[d].item < 0) fl_start(s, &xs, d, item, t);
+        else if (fl_enqueue(s, &xs, r, item, d, qm)) return -1;
     }
+    x_store(&xs, f);
     return 0;
 }
 
 /* The run after flow_issue; then the collective ends with its last chunk. 0, -1 (out of memory). */
 int flow_run(Sim *s) {
     Flow *f = &s->fl;
-    if ((s->qmode == 3 ? fl_loop_dse(s) : fl_loop_astra(s))) return -1;
+    int four = s->nd == 4, rc;
+    if (s->qmode == 3) rc = four ? fl_loop_dse4(s) : fl_loop_dse(s);
+    else rc = four ? fl_loop_astra4(s) : fl_loop_astra(s);
+    if (rc) return -1;
     if (f->left) return -2;
+    for (int d = 0; d < s->nd; d++) { s->busy[d] = f->dm[d].busy; s->sent[d] = f->dm[d].sent; }
+    s->bytes_sent = f->bytes; s->finish = f->finish;
     int o = s->owner[0];
     s->remaining[o] = 0;
+    for (int c = 0; c < s->nchunks; c++) s->pos[c] = s->clen[c];
     return network_end(s, o, s->finish) || dispatch(s, s->finish) ? -1 : 0;
 }
 
 void flow_free(Flow *f) {
-    if (f->in) for (int d = 0; d < f->nd; d++) free(f->in[d].buf);
-    free(f->in); free(f->hd); free(f->sc); free(f->split);
+    free(f->dm); free(f->ib); free(f->rec); free(f->stamp); free(f->qb); free(f->rg);
     memset(f, 0, sizeof *f);
 }

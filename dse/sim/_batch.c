@@ -141,37 +141,8 @@ static int order_id(const Table *tb, const int *o) {
     return tb->permcode[code];
 }
 
-/* The order of dims by load, lowest first (highest first for a standalone all-gather), ties in dim
- * order: a stable sort, as the tracker's, computed branch-free from each dim's rank (the loads are
- * data: a sort's branches would mostly be mispredicted). NaN loads take the sort itself. */
-static int by_load(const Table *tb, const double *loads) {
-    int nd = tb->nd, code = 0, o[8], pw[8];
-    int nan = 0;
-    for (int d = 0, m = 1; d < nd; d++, m *= nd) { pw[d] = m; nan |= loads[d] != loads[d]; }
-    if (nan) {
-        for (int i = 0; i < nd; i++) {
-            int x = i, j = i;
-            while (j > 0 && (tb->highest_first ? loads[o[j - 1]] < loads[x] : loads[o[j - 1]] > loads[x])) {
-                o[j] = o[j - 1];
-                j--;
-            }
-            o[j] = x;
-        }
-        return order_id(tb, o);
-    }
-    for (int d = 0; d < nd; d++) {
-        int r = 0;
-        for (int e = 0; e < nd; e++) {
-            int before = tb->highest_first ? loads[e] > loads[d] : loads[e] < loads[d];
-            r += before | ((e < d) & (loads[e] == loads[d]));
-        }
-        code += d * pw[r];
-    }
-    return tb->permcode[code];
-}
-
 static void load_tracker(const Table *tb, const double *lat, const double *bwt, int *oids) {
-    int nd = tb->nd;
+    int nd = tb->nd, o[8];
     double loads[8];
     for (int d = 0; d < nd; d++) loads[d] = tb->seed_latency ? (double)tb->dim_steps[d] * lat[d] : 0.0;
     for (int k = 0; k < tb->nchunks; k++) {
@@ -181,7 +152,19 @@ static void load_tracker(const Table *tb, const double *lat, const double *bwt, 
             if (loads[d] < lo) { lo = loads[d]; idx = d; }
             if (loads[d] > hi) hi = loads[d];
         }
-        int oid = hi - lo < bwt[tb->thr_idx[cc * nd + idx]] ? tb->base : by_load(tb, loads);
+        int oid;
+        if (hi - lo < bwt[tb->thr_idx[cc * nd + idx]]) oid = tb->base;
+        else {  /* a stable sort by load (highest first for a standalone all-gather) */
+            for (int i = 0; i < nd; i++) {
+                int x = i, j = i;
+                while (j > 0 && (tb->highest_first ? loads[o[j - 1]] < loads[x] : loads[o[j - 1]] > loads[x])) {
+                    o[j] = o[j - 1];
+                    j--;
+                }
+                o[j] = x;
+            }
+            oid = order_id(tb, o);
+        }
         oids[k] = oid;
         int slot = oid * tb->ncc + cc;
         for (int j = tb->ch_off[slot]; j < tb->ch_off[slot + 1]; j++) loads[tb->ch_dim[j]] += tb->ch_fac[j] * bwt[tb->ch_idx[j]];

@@ -85,23 +85,22 @@ typedef struct { int c, step; double start, end; } LogRec;
 
 /* A single collective without a global event order (_flow.c). Per dim (FDim): its head (its server
  * event, or when idle its inbox's first arrival), its busy and sent sums, the mask of its non-empty
- * smallest-first rings (dse's rule), the item it serves (-1: idle) and where its inbox starts and
- * ends: 1 << shift arrivals from ib + (d << shift) sorted by (t, seq) between two sentinels. Per plan
- * position: the run's record of its phase. dse's queues: a ring of 1 << shift items per (dim, rank)
- * from qb + (q << shift) (its first and count in rg). An item is a chunk and its plan position
- * (FLOW_CB bits for the chunk). */
+ * smallest-first rings (dse's rule), the item it serves (-1: idle) and its inbox: the arrivals in
+ * ib[ih, it) sorted by (t, seq), between two sentinels. Per plan position: the run's record of its
+ * phase. dse's queues: a ring per (dim, rank), qb[h, t) (rg). Each inbox and ring has its own part
+ * of ib or qb, as large as the run can fill it. An item is a chunk and its plan position (FLOW_CB
+ * bits for the chunk). */
 #define FLOW_CB 15
 typedef struct { double t; unsigned long long k; int item; } FItem;
 typedef struct {
     double t; unsigned long long k; double busy, sent; unsigned long long mask; int item, ih, it, pad;
 } FDim;
-typedef struct { int h, l; } FRing;
+typedef struct { int h, t; } FRing;
 typedef struct { double busy, delay, sent; unsigned short q; unsigned char dim, rank, back, last; } FRec;
 typedef struct {
-    FDim *dm; FItem *ib; int nd, shift, on, left, run;
+    FDim *dm; FItem *ib; int *qb; FRing *rg; FRec *rec; int *stamp, *mult, *plan;
+    Py_ssize_t nib, nqb, nrec; int ndm, nrg, nplan, nd, nrank, on, left, run;
     unsigned long long ctr; double bytes, finish;
-    FRec *rec; int *stamp; Py_ssize_t nrec;
-    int *qb; FRing *rg; int nrank, nq;
 } Flow;
 
 /* Flat phases: plan p's phases are [poff[p], poff[p+1]). */

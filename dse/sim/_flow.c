@@ -58,21 +58,17 @@ static inline int earlier(double t1, unsigned long long k1, double t2, unsigned 
 /* The state the loop works on, copied out of the Flow (kept in registers). */
 typedef struct {
     FDim *dm; FItem *ib; FRec *rec; int *qb; FRing *rg;
-    int shift, m, nrank, left;
+    int nrank, left;
     unsigned long long ctr; double bytes, finish;
 } X;
 
 static const FItem FRONT = {0.0, 0, 0};  /* before every arrival: (t, seq) > (+0, 0) */
 static const FItem BACK = {NONE_T, NONE_K, 0};  /* after every one */
 
-static inline FItem *inbox(const X *x, int d) { return x->ib + ((Py_ssize_t)d << x->shift); }
-
 /* An item's phase into dim d's queue (the engine's enqueue_); qm 3: dse's rule, a ring per rank. */
 HOT int fl_enqueue(Sim *s, X *x, const FRec *r, int item, int d, int qm) {
     if (qm == 4) return ra_insert(&s->ra[d], r->rank, item, r->back);
-    FRing *g = &x->rg[r->q];
-    x->qb[((Py_ssize_t)r->q << x->shift) + ((g->h + g->l) & x->m)] = item;
-    g->l++;
+    x->qb[x->rg[r->q].t++] = item;
     x->dm[d].mask |= 1ULL << r->rank;
     return 0;
 }
@@ -80,45 +76,38 @@ HOT int fl_enqueue(Sim *s, X *x, const FRec *r, int item, int d, int qm) {
 HOT int fl_pop(Sim *s, X *x, int d, int qm) {
     if (qm == 4) return ra_pop(&s->ra[d]);
     FDim *D = &x->dm[d];
-    int k = low_bit(D->mask), q = d * x->nrank + k;
-    FRing *g = &x->rg[q];
-    int item = x->qb[((Py_ssize_t)q << x->shift) + g->h];
-    g->h = (g->h + 1) & x->m;
-    g->l--;
-    D->mask &= ~((unsigned long long)(g->l == 0) << k);  /* branch-free: the counts are data */
+    int k = low_bit(D->mask);
+    FRing *g = &x->rg[d * x->nrank + k];
+    int item = x->qb[g->h++];
+    D->mask &= ~((unsigned long long)(g->h == g->t) << k);  /* branch-free: the counts are data */
     return item;
 }
 
 /* An arrival (t, k) at dim d, into d's inbox in (t, k) order (the front sentinel stops the search);
  * the head of an idle d. */
 HOT void fl_put(X *x, int d, double t, unsigned long long k, int item) {
-    FItem *b = inbox(x, d);
+    FItem *b = x->ib;
     FDim *D = &x->dm[d];
-    int m = x->m, j = D->it;
-    for (;;) {
-        FItem *p = &b[(j - 1) & m];
-        if (!earlier(t, k, p->t, p->k)) break;
-        b[j & m] = *p;
+    int j = D->it;
+    while (earlier(t, k, b[j - 1].t, b[j - 1].k)) {
+        b[j] = b[j - 1];
         j--;
     }
-    FItem *e = &b[j & m];
-    e->t = t; e->k = k; e->item = item;
-    D->it++;
-    b[D->it & m] = BACK;
-    if (D->item < 0 && (j & m) == D->ih) { D->t = t; D->k = k; }
+    b[j].t = t; b[j].k = k; b[j].item = item;
+    b[++D->it] = BACK;
+    if (D->item < 0 && j == D->ih) { D->t = t; D->k = k; }
 }
 
 /* The arrivals at dim d before event (t, k) enter its queue, in their order (the back sentinel
  * stops the loop). */
 HOT int fl_flush(Sim *s, X *x, int d, double t, unsigned long long k, int qm) {
-    FItem *b = inbox(x, d);
+    FItem *b = x->ib;
     FDim *D = &x->dm[d];
     int h = D->ih;
     while (earlier(b[h].t, b[h].k, t, k)) {
         int item = b[h].item;
         b[h] = FRONT;
-        h = (h + 1) & x->m;
-        D->ih = h;
+        D->ih = ++h;
         if (fl_enqueue(s, x, &x->rec[item >> FLOW_CB], item, d, qm)) return -1;
     }
     return 0;
@@ -163,7 +152,7 @@ HOT int fl_refill(Sim *s, X *x, int d, double t, int qm) {
         return 0;
     }
     FDim *D = &x->dm[d];
-    const FItem *e = &inbox(x, d)[D->ih];  /* the back sentinel if none */
+    const FItem *e = &x->ib[D->ih];  /* the back sentinel if none */
     D->item = -1; D->t = e->t; D->k = e->k;
     return 0;
 }
@@ -192,8 +181,7 @@ HOT int fl_next(const X *x, int nd) {
 
 static void x_load(X *x, const Flow *f) {
     x->dm = f->dm; x->ib = f->ib; x->rec = f->rec; x->qb = f->qb; x->rg = f->rg;
-    x->shift = f->shift; x->m = (1 << f->shift) - 1; x->nrank = f->nrank; x->left = f->left;
-    x->ctr = f->ctr; x->bytes = f->bytes; x->finish = f->finish;
+    x->nrank = f->nrank; x->left = f->left; x->ctr = f->ctr; x->bytes = f->bytes; x->finish = f->finish;
 }
 
 static void x_store(const X *x, Flow *f) {
@@ -211,10 +199,9 @@ HOT int fl_loop(Sim *s, int qm, int ndc) {
         unsigned long long k = D->k;
         int item = D->item;
         if (item < 0) {  /* idle: its first arrival starts it (its queue is empty) */
-            FItem *e = &inbox(x, b)[D->ih];
+            FItem *e = &x->ib[D->ih++];
             item = e->item;
             *e = FRONT;
-            D->ih = (D->ih + 1) & x->m;
             fl_start(s, x, b, item, t);
             continue;
         }
@@ -241,115 +228,123 @@ static int fl_loop_astra(Sim *s) { return fl_loop(s, 4, 0); }
 static int fl_loop_dse4(Sim *s) { return fl_loop(s, 3, 4); }
 static int fl_loop_astra4(Sim *s) { return fl_loop(s, 4, 4); }
 
-/* Room for the run's dims, chunks (and the inboxes' two sentinels) and plan positions. */
-static int fl_room(Flow *f, int nd, int n, Py_ssize_t npos) {
-    if (f->nd != nd || (1 << f->shift) < n + 2) {
-        int shift = 3;
-        while ((1 << shift) < n + 2) shift++;
-        free(f->dm); free(f->ib);
-        f->dm = malloc((size_t)nd * sizeof(FDim));
-        f->ib = malloc(((size_t)nd << shift) * sizeof(FItem));
-        f->nd = f->dm && f->ib ? nd : 0;
-        f->shift = shift;
-        f->nq = 0;  /* the rings follow the inboxes' size */
-        if (!f->nd) return -1;
-    }
-    if (f->nrec < npos) {
-        free(f->rec); free(f->stamp);
-        f->rec = malloc((size_t)npos * sizeof(FRec));
-        f->stamp = calloc((size_t)npos, sizeof(int));
-        f->nrec = f->rec && f->stamp ? npos : 0;
-        f->run = 0;
-        if (!f->nrec) return -1;
-    }
+/* ----- set-up ----------------------------------------------------------------------------------- */
+/* *p holds at least n items of `size` bytes (zeroed when new); 0 or -1. */
+static int room(void **p, Py_ssize_t *cap, Py_ssize_t n, size_t size) {
+    if (n <= *cap) return 0;
+    Py_ssize_t c = *cap ? *cap : 16;
+    while (c < n) c *= 2;
+    void *q = calloc((size_t)c, size);
+    if (!q) return -1;
+    free(*p);
+    *p = q; *cap = c;
     return 0;
 }
 
-/* dse's queues: nd x nrank empty rings. */
-static int fl_rings(Flow *f, int nd, int nrank) {
-    int nq = nd * nrank;
-    if (nq > f->nq) {
-        free(f->qb); free(f->rg);
-        f->qb = malloc(((size_t)nq << f->shift) * sizeof(int));
-        f->rg = malloc((size_t)nq * sizeof(FRing));
-        f->nq = f->qb && f->rg ? nq : 0;
-        if (!f->nq) return -1;
-    }
-    f->nrank = nrank;
-    memset(f->rg, 0, (size_t)nq * sizeof(FRing));
-    return 0;
-}
-
-/* The records of the plan positions [j0, j0 + len): a chunk's plan (built once per run); the
- * highest rank among them. */
-static int fl_records(const Sim *s, Flow *f, Py_ssize_t j0, int len) {
-    int top = 0;
+/* The records of plan positions [j0, j0 + len): one chunk's plan. */
+static void fl_records(const Sim *s, Flow *f, Py_ssize_t j0, int len) {
     for (int p = 0; p < len; p++) {
         Py_ssize_t j = j0 + p, i = s->pmap ? s->pmap[j] : j;
         FRec *r = &f->rec[j];
         r->busy = s->ph.busy[i]; r->delay = s->ph.delay[i]; r->sent = s->ph.sent[i];
         r->dim = (unsigned char)s->ph.dim[i]; r->rank = (unsigned char)s->ph.rank[i];
+        r->q = (unsigned short)(r->dim * f->nrank + r->rank);
         r->back = s->ph.fifo[i] || len - p - 1 == 1;
         r->last = p == len - 1;
-        if (r->rank > top) top = r->rank;
     }
-    return top;
 }
 
-/* The records of this run's plans (each once: stamped); the highest rank. */
+/* This run's plans: their records (each plan once), how many chunks run each (mult, by its first
+ * position) and the list of them (plan). 0 or -1. */
 static int fl_plans(Sim *s, Flow *f) {
+    int n = (int)s->nchunks;
+    Py_ssize_t npos = 0, np = f->nplan;
+    for (int c = 0; c < n; c++) if (s->cbase[c] + s->clen[c] > npos) npos = s->cbase[c] + s->clen[c];
+    if (npos > f->nrec) {  /* records, stamps and counts by plan position, grown together */
+        Py_ssize_t cap = f->nrec ? f->nrec : 16;
+        while (cap < npos) cap *= 2;
+        FRec *rec = calloc((size_t)cap, sizeof(FRec));  /* all defined */
+        int *stamp = calloc((size_t)cap, sizeof(int)), *mult = calloc((size_t)cap, sizeof(int));
+        if (!rec || !stamp || !mult) { free(rec); free(stamp); free(mult); return -1; }
+        free(f->rec); free(f->stamp); free(f->mult);
+        f->rec = rec; f->stamp = stamp; f->mult = mult; f->nrec = cap; f->run = 0;
+    }
+    if (room((void **)&f->plan, &np, n, sizeof(int))) return -1;
+    f->nplan = (int)np;
     if (f->run >= 0x3fffffff) {  /* the stamps would wrap: none is this run's */
         memset(f->stamp, 0, (size_t)f->nrec * sizeof(int));
         f->run = 0;
     }
-    int run = ++f->run, top = 0;
-    for (int c = 0; c < s->nchunks; c++) {
+    int run = ++f->run, nplans = 0;
+    for (int c = 0; c < n; c++) {
         Py_ssize_t j0 = s->cbase[c];
-        if (f->stamp[j0] == run) continue;
-        f->stamp[j0] = run;
-        int r = fl_records(s, f, j0, s->clen[c]);
-        if (r > top) top = r;
+        if (f->stamp[j0] != run) {
+            f->stamp[j0] = run;
+            f->mult[j0] = 0;
+            f->plan[nplans++] = c;
+            fl_records(s, f, j0, s->clen[c]);
+        }
+        f->mult[j0]++;
     }
-    return top;
+    return nplans;
 }
 
-/* Each record's ring in dse's queues. */
-static void fl_ring_of(Sim *s, Flow *f, int nrank) {
-    for (int c = 0; c < s->nchunks; c++) {
-        Py_ssize_t j0 = s->cbase[c];
-        if (f->stamp[j0] != f->run) continue;  /* done (or another run's) */
-        f->stamp[j0] = -f->run;
-        for (int p = 0; p < s->clen[c]; p++) {
-            FRec *r = &f->rec[j0 + p];
-            r->q = (unsigned short)(r->dim * nrank + r->rank);
+/* Each inbox's and ring's part of ib and qb, as large as this run's plans can fill it (every
+ * arrival at a dim, every phase on a ring); inboxes with their sentinels. 0 or -1. */
+static int fl_parts(Sim *s, Flow *f, int nplans, int qm) {
+    int nd = s->nd, nq = qm == 3 ? nd * f->nrank : 0;
+    Py_ssize_t cd = f->ndm, cq = f->nrg;
+    if (room((void **)&f->dm, &cd, nd, sizeof(FDim)) || room((void **)&f->rg, &cq, nq + 1, sizeof(FRing))) return -1;
+    f->ndm = (int)cd; f->nrg = (int)cq;
+    for (int d = 0; d < nd; d++) f->dm[d].ih = 0;
+    for (int q = 0; q < nq; q++) f->rg[q].h = 0;
+    for (int i = 0; i < nplans; i++) {  /* counts */
+        int c = f->plan[i], len = s->clen[c];
+        const FRec *r = &f->rec[s->cbase[c]];
+        int m = f->mult[s->cbase[c]];
+        for (int p = 0; p < len; p++) {
+            if (p) f->dm[r[p].dim].ih += m;
+            if (nq) f->rg[r[p].q].h += m;
         }
     }
+    Py_ssize_t ni = 0, nb = 0;
+    for (int d = 0; d < nd; d++) ni += f->dm[d].ih + 2;
+    for (int q = 0; q < nq; q++) nb += f->rg[q].h;
+    if (room((void **)&f->ib, &f->nib, ni, sizeof(FItem)) || room((void **)&f->qb, &f->nqb, nb + 1, sizeof(int)))
+        return -1;
+    Py_ssize_t off = 0;
+    for (int d = 0; d < nd; d++) {
+        FDim *D = &f->dm[d];
+        Py_ssize_t cnt = D->ih;
+        f->ib[off] = FRONT; f->ib[off + 1] = BACK;
+        D->ih = D->it = (int)off + 1;
+        off += cnt + 2;
+    }
+    off = 0;
+    for (int q = 0; q < nq; q++) {
+        Py_ssize_t cnt = f->rg[q].h;
+        f->rg[q].h = f->rg[q].t = (int)off;
+        off += cnt;
+    }
+    return 0;
 }
 
 /* The collective's chunks [0, nchunks) enter their first queues at t, in chunk order (issue). */
 int flow_issue(Sim *s, double t) {
     Flow *f = &s->fl;
-    int nd = s->nd, n = (int)s->nchunks;
-    Py_ssize_t npos = 0;
-    for (int c = 0; c < n; c++) if (s->cbase[c] + s->clen[c] > npos) npos = s->cbase[c] + s->clen[c];
-    if (fl_room(f, nd, n, npos)) return -1;
-    int top = fl_plans(s, f);
-    if (s->qmode == 3) {
-        if (fl_rings(f, nd, top + 1)) return -1;
-        fl_ring_of(s, f, top + 1);
-    }
-    int m = (1 << f->shift) - 1;
+    int nd = s->nd, n = (int)s->nchunks, qm = s->qmode, top = 0;
+    for (Py_ssize_t i = 0; i < s->ph.len; i++) if (s->ph.rank[i] > top) top = s->ph.rank[i];
+    f->nrank = top + 1;
+    int nplans = fl_plans(s, f);
+    if (nplans < 0 || fl_parts(s, f, nplans, qm)) return -1;
     for (int d = 0; d < nd; d++) {
         FDim *D = &f->dm[d];
-        FItem *b = f->ib + ((Py_ssize_t)d << f->shift);
-        D->ih = D->it = 0; b[0] = BACK; b[m] = FRONT;
         D->item = -1; D->t = NONE_T; D->k = NONE_K;
         D->busy = s->busy[d]; D->sent = s->sent[d]; D->mask = 0;
     }
-    f->ctr = 0; f->left = n; f->on = 1; f->bytes = s->bytes_sent; f->finish = s->finish;
+    f->nd = nd; f->ctr = 0; f->left = n; f->on = 1; f->bytes = s->bytes_sent; f->finish = s->finish;
     X xs;
     x_load(&xs, f);
-    int qm = s->qmode;
     for (int c = 0; c < n; c++) {
         Py_ssize_t j0 = s->cbase[c];
         const FRec *r = &f->rec[j0];
@@ -373,11 +368,10 @@ int flow_run(Sim *s) {
     s->bytes_sent = f->bytes; s->finish = f->finish;
     int o = s->owner[0];
     s->remaining[o] = 0;
-    for (int c = 0; c < s->nchunks; c++) s->pos[c] = s->clen[c];
     return network_end(s, o, s->finish) || dispatch(s, s->finish) ? -1 : 0;
 }
 
 void flow_free(Flow *f) {
-    free(f->dm); free(f->ib); free(f->rec); free(f->stamp); free(f->qb); free(f->rg);
+    free(f->dm); free(f->ib); free(f->qb); free(f->rg); free(f->rec); free(f->stamp); free(f->mult); free(f->plan);
     memset(f, 0, sizeof *f);
 }

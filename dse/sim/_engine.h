@@ -85,7 +85,8 @@ typedef struct { int c, step; double start, end; } LogRec;
 
 /* A single collective without a global event order (_flow.c). Per dim (FDim): its head (its server
  * event, or when idle its inbox's first arrival), its busy and sent sums, the mask of its non-empty
- * smallest-first rings (dse's rule), the item it serves (-1: idle) and its inbox: the arrivals in
+ * smallest-first rings (dse's rule) and the first item of the lowest (cand, of rank crank: -1 and
+ * MAX_RANKS if none), the item it serves (-1: idle) and its inbox: the arrivals in
  * ib[ih, it) sorted by (t, seq), between two sentinels. Per plan position: the run's record of its
  * phase. dse's queues: a ring per (dim, rank), qb[h, t) (rg). Each inbox and ring has its own part
  * of ib or qb, as large as the run can fill it. An item is a chunk and its plan position (FLOW_CB
@@ -93,7 +94,7 @@ typedef struct { int c, step; double start, end; } LogRec;
 #define FLOW_CB 15
 typedef struct { double t; unsigned long long k; int item; } FItem;
 typedef struct {
-    double t; unsigned long long k; double busy, sent; unsigned long long mask; int item, ih, it, pad;
+    double t; unsigned long long k; double busy, sent; unsigned long long mask; int item, ih, it, cand, crank, pad;
 } FDim;
 typedef struct { int h, t; } FRing;
 typedef struct { double busy, delay, sent; unsigned short q; unsigned char dim, rank, back, last; } FRec;

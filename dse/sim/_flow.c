@@ -65,21 +65,32 @@ typedef struct {
 static const FItem FRONT = {0.0, 0, 0};  /* before every arrival: (t, seq) > (+0, 0) */
 static const FItem BACK = {NONE_T, NONE_K, 0};  /* after every one */
 
-/* An item's phase into dim d's queue (the engine's enqueue_); qm 3: dse's rule, a ring per rank. */
+/* An item's phase into dim d's queue (the engine's enqueue_); qm 3: dse's rule, a ring per rank,
+ * the dim's next item kept up to date (the first of a new lowest ring). */
 HOT int fl_enqueue(Sim *s, X *x, const FRec *r, int item, int d, int qm) {
     if (qm == 4) return ra_insert(&s->ra[d], r->rank, item, r->back);
+    FDim *D = &x->dm[d];
     x->qb[x->rg[r->q].t++] = item;
-    x->dm[d].mask |= 1ULL << r->rank;
+    D->mask |= 1ULL << r->rank;
+    if (r->rank < D->crank) { D->cand = item; D->crank = r->rank; }
     return 0;
 }
 
+/* Dim d's next item off its queue (the engine's q_next). qm 3: the one kept (known long before:
+ * the dim's next start does not wait for the queue), then the next one found. */
 HOT int fl_pop(Sim *s, X *x, int d, int qm) {
     if (qm == 4) return ra_pop(&s->ra[d]);
     FDim *D = &x->dm[d];
-    int k = low_bit(D->mask);
+    int item = D->cand, k = D->crank;
     FRing *g = &x->rg[d * x->nrank + k];
-    int item = x->qb[g->h++];
+    g->h++;
     D->mask &= ~((unsigned long long)(g->h == g->t) << k);  /* branch-free: the counts are data */
+    if (D->mask) {
+        k = low_bit(D->mask);
+        D->cand = x->qb[x->rg[d * x->nrank + k].h]; D->crank = k;
+    } else {
+        D->cand = -1; D->crank = MAX_RANKS;
+    }
     return item;
 }
 
@@ -158,23 +169,89 @@ HOT int fl_refill(Sim *s, X *x, int d, double t, int qm) {
 }
 
 /* The least head: its dim, or -1 when every head is empty. */
-HOT int fl_next(const X *x, int nd) {
+#ifndef SCANV
+#define SCANV 1
+#endif
+HOT int fl_next(const X *x, int nd, int prev) {
     int best = -1;
     const FDim *h = x->dm;
-#ifdef __SIZEOF_INT128__
-    u128 b = (u128)tbits(NONE_T) << 64 | NONE_K;
-#if defined(__GNUC__) && !defined(__clang__)
+#if SCANV == 7
+    /* the others first (their heads are old: their branches resolve early), then the last event's
+     * dim, whose head it has just made */
+    const u128 none = (u128)tbits(NONE_T) << 64 | NONE_K;
+    u128 b = none;
 #pragma GCC unroll 8
-#endif
+    for (int d = 0; d < nd; d++) {
+        u128 v = (u128)tbits(h[d].t) << 64 | h[d].k;
+        v = d == prev ? none : v;
+        if (v < b) { b = v; best = d; }
+    }
+    if (prev >= 0) {
+        u128 v = (u128)tbits(h[prev].t) << 64 | h[prev].k;
+        if (v < b) best = prev;
+    }
+#elif SCANV == 1
+    u128 b = (u128)tbits(NONE_T) << 64 | NONE_K;
+#pragma GCC unroll 8
     for (int d = 0; d < nd; d++) {
         u128 v = (u128)tbits(h[d].t) << 64 | h[d].k;
         if (v < b) { b = v; best = d; }
     }
-#else
+#elif SCANV == 2
     double bt = NONE_T;
     unsigned long long bk = NONE_K;
+#pragma GCC unroll 8
     for (int d = 0; d < nd; d++)
-        if (earlier(h[d].t, h[d].k, bt, bk)) { bt = h[d].t; bk = h[d].k; best = d; }
+        if (h[d].t < bt || (h[d].t == bt && h[d].k < bk)) { bt = h[d].t; bk = h[d].k; best = d; }
+#elif SCANV == 3
+    /* the least time, then (rarely) the least key among the dims at that time */
+    double bt = h[0].t;
+    best = 0;
+#pragma GCC unroll 8
+    for (int d = 1; d < nd; d++) if (h[d].t < bt) { bt = h[d].t; best = d; }
+    int ties = 0;
+#pragma GCC unroll 8
+    for (int d = 0; d < nd; d++) ties += h[d].t == bt;
+    if (__builtin_expect(ties > 1, 0)) {
+        for (int d = 0; d < nd; d++) if (h[d].t == bt && h[d].k < h[best].k) best = d;
+    }
+    if (h[best].k == NONE_K) best = -1;
+#elif SCANV == 4
+    unsigned long long bt = tbits(NONE_T), bk = NONE_K;
+#pragma GCC unroll 8
+    for (int d = 0; d < nd; d++) {
+        unsigned long long ht = tbits(h[d].t), hk = h[d].k;
+        if (ht < bt || (ht == bt && hk < bk)) { bt = ht; bk = hk; best = d; }
+    }
+#elif SCANV == 5
+    unsigned long long bt = tbits(NONE_T), bk = NONE_K;
+    long long bb = -1;
+#pragma GCC unroll 8
+    for (int d = 0; d < nd; d++) {
+        unsigned long long ht = tbits(h[d].t), hk = h[d].k;
+        unsigned long long m = -(unsigned long long)((ht < bt) | ((ht == bt) & (hk < bk)));
+        bt = (ht & m) | (bt & ~m);
+        bk = (hk & m) | (bk & ~m);
+        bb = ((long long)d & (long long)m) | (bb & ~(long long)m);
+    }
+    best = (int)bb;
+#elif SCANV == 6
+    if (nd == 4) {
+        u128 v0 = (u128)tbits(h[0].t) << 64 | h[0].k, v1 = (u128)tbits(h[1].t) << 64 | h[1].k;
+        u128 v2 = (u128)tbits(h[2].t) << 64 | h[2].k, v3 = (u128)tbits(h[3].t) << 64 | h[3].k;
+        int a = v1 < v0, c = v3 < v2;
+        u128 va = a ? v1 : v0, vc = c ? v3 : v2;
+        int w = vc < va;
+        best = w ? 2 + c : a;
+        u128 vb = w ? vc : va;
+        if (vb == ((u128)tbits(NONE_T) << 64 | NONE_K)) best = -1;
+    } else {
+        u128 b = (u128)tbits(NONE_T) << 64 | NONE_K;
+        for (int d = 0; d < nd; d++) {
+            u128 v = (u128)tbits(h[d].t) << 64 | h[d].k;
+            if (v < b) { b = v; best = d; }
+        }
+    }
 #endif
     return best;
 }
@@ -192,8 +269,8 @@ static void x_store(const X *x, Flow *f) {
 HOT int fl_loop(Sim *s, int qm, int ndc) {
     X xs, *x = &xs;
     x_load(x, &s->fl);
-    int nd = ndc ? ndc : s->nd, b, rc = 0;
-    while ((b = fl_next(x, nd)) >= 0) {
+    int nd = ndc ? ndc : s->nd, b = -1, rc = 0;
+    while ((b = fl_next(x, nd, b)) >= 0) {
         FDim *D = &x->dm[b];
         double t = D->t;
         unsigned long long k = D->k;
@@ -340,7 +417,7 @@ int flow_issue(Sim *s, double t) {
     for (int d = 0; d < nd; d++) {
         FDim *D = &f->dm[d];
         D->item = -1; D->t = NONE_T; D->k = NONE_K;
-        D->busy = s->busy[d]; D->sent = s->sent[d]; D->mask = 0;
+        D->busy = s->busy[d]; D->sent = s->sent[d]; D->mask = 0; D->cand = -1; D->crank = MAX_RANKS;
     }
     f->nd = nd; f->ctr = 0; f->left = n; f->on = 1; f->bytes = s->bytes_sent; f->finish = s->finish;
     X xs;

@@ -168,90 +168,25 @@ HOT int fl_refill(Sim *s, X *x, int d, double t, int qm) {
     return 0;
 }
 
-/* The least head: its dim, or -1 when every head is empty. */
-#ifndef SCANV
-#define SCANV 1
-#endif
-HOT int fl_next(const X *x, int nd, int prev) {
+/* The least head: its dim, or -1 when every head is empty. Branches, not selects: the next dim is
+ * mostly guessed right, and a select would make every event wait for the last one's head. */
+HOT int fl_next(const X *x, int nd) {
     int best = -1;
     const FDim *h = x->dm;
-#if SCANV == 7
-    /* the others first (their heads are old: their branches resolve early), then the last event's
-     * dim, whose head it has just made */
-    const u128 none = (u128)tbits(NONE_T) << 64 | NONE_K;
-    u128 b = none;
-#pragma GCC unroll 8
-    for (int d = 0; d < nd; d++) {
-        u128 v = (u128)tbits(h[d].t) << 64 | h[d].k;
-        v = d == prev ? none : v;
-        if (v < b) { b = v; best = d; }
-    }
-    if (prev >= 0) {
-        u128 v = (u128)tbits(h[prev].t) << 64 | h[prev].k;
-        if (v < b) best = prev;
-    }
-#elif SCANV == 1
+#ifdef __SIZEOF_INT128__
     u128 b = (u128)tbits(NONE_T) << 64 | NONE_K;
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC unroll 8
+#endif
     for (int d = 0; d < nd; d++) {
         u128 v = (u128)tbits(h[d].t) << 64 | h[d].k;
         if (v < b) { b = v; best = d; }
     }
-#elif SCANV == 2
+#else
     double bt = NONE_T;
     unsigned long long bk = NONE_K;
-#pragma GCC unroll 8
     for (int d = 0; d < nd; d++)
-        if (h[d].t < bt || (h[d].t == bt && h[d].k < bk)) { bt = h[d].t; bk = h[d].k; best = d; }
-#elif SCANV == 3
-    /* the least time, then (rarely) the least key among the dims at that time */
-    double bt = h[0].t;
-    best = 0;
-#pragma GCC unroll 8
-    for (int d = 1; d < nd; d++) if (h[d].t < bt) { bt = h[d].t; best = d; }
-    int ties = 0;
-#pragma GCC unroll 8
-    for (int d = 0; d < nd; d++) ties += h[d].t == bt;
-    if (__builtin_expect(ties > 1, 0)) {
-        for (int d = 0; d < nd; d++) if (h[d].t == bt && h[d].k < h[best].k) best = d;
-    }
-    if (h[best].k == NONE_K) best = -1;
-#elif SCANV == 4
-    unsigned long long bt = tbits(NONE_T), bk = NONE_K;
-#pragma GCC unroll 8
-    for (int d = 0; d < nd; d++) {
-        unsigned long long ht = tbits(h[d].t), hk = h[d].k;
-        if (ht < bt || (ht == bt && hk < bk)) { bt = ht; bk = hk; best = d; }
-    }
-#elif SCANV == 5
-    unsigned long long bt = tbits(NONE_T), bk = NONE_K;
-    long long bb = -1;
-#pragma GCC unroll 8
-    for (int d = 0; d < nd; d++) {
-        unsigned long long ht = tbits(h[d].t), hk = h[d].k;
-        unsigned long long m = -(unsigned long long)((ht < bt) | ((ht == bt) & (hk < bk)));
-        bt = (ht & m) | (bt & ~m);
-        bk = (hk & m) | (bk & ~m);
-        bb = ((long long)d & (long long)m) | (bb & ~(long long)m);
-    }
-    best = (int)bb;
-#elif SCANV == 6
-    if (nd == 4) {
-        u128 v0 = (u128)tbits(h[0].t) << 64 | h[0].k, v1 = (u128)tbits(h[1].t) << 64 | h[1].k;
-        u128 v2 = (u128)tbits(h[2].t) << 64 | h[2].k, v3 = (u128)tbits(h[3].t) << 64 | h[3].k;
-        int a = v1 < v0, c = v3 < v2;
-        u128 va = a ? v1 : v0, vc = c ? v3 : v2;
-        int w = vc < va;
-        best = w ? 2 + c : a;
-        u128 vb = w ? vc : va;
-        if (vb == ((u128)tbits(NONE_T) << 64 | NONE_K)) best = -1;
-    } else {
-        u128 b = (u128)tbits(NONE_T) << 64 | NONE_K;
-        for (int d = 0; d < nd; d++) {
-            u128 v = (u128)tbits(h[d].t) << 64 | h[d].k;
-            if (v < b) { b = v; best = d; }
-        }
-    }
+        if (earlier(h[d].t, h[d].k, bt, bk)) { bt = h[d].t; bk = h[d].k; best = d; }
 #endif
     return best;
 }
@@ -269,8 +204,8 @@ static void x_store(const X *x, Flow *f) {
 HOT int fl_loop(Sim *s, int qm, int ndc) {
     X xs, *x = &xs;
     x_load(x, &s->fl);
-    int nd = ndc ? ndc : s->nd, b = -1, rc = 0;
-    while ((b = fl_next(x, nd, b)) >= 0) {
+    int nd = ndc ? ndc : s->nd, b, rc = 0;
+    while ((b = fl_next(x, nd)) >= 0) {
         FDim *D = &x->dm[b];
         double t = D->t;
         unsigned long long k = D->k;

@@ -5,7 +5,8 @@
  * them, C about 10 us. One engine serves single collectives (servers with `slots` places, or
  * processor sharing) and workload graphs (computes, dependencies, several collectives in flight);
  * the tests hold it equal to the Python reference to the bit. dse/sim/_batch.c drives the same engine
- * for many points without Python objects (dse.evaluate_many).
+ * for many points without Python objects (dse.evaluate_many); a single collective on servers runs in
+ * dse/sim/_flow.c (the same run with fewer events).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

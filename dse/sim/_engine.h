@@ -88,7 +88,7 @@ typedef struct { int c, step; double start, end; } LogRec;
  * smallest-first rings (dse's rule) and the first item of the lowest (cand, of rank crank: -1 and
  * MAX_RANKS if none), the item it serves (-1: idle) and its inbox: the arrivals in
  * ib[ih, it) sorted by (t, seq), between two sentinels. Per plan position: the run's record of its
- * phase. dse's queues: a ring per (dim, rank), qb[h, t) (rg). Each inbox and ring has its own part
+ * phase (what the Sim's phases fix about it made once: ci, its phase, -1 until then). dse's queues: a ring per (dim, rank), qb[h, t) (rg). Each inbox and ring has its own part
  * of ib or qb, as large as the run can fill it. An item is a chunk and its plan position (FLOW_CB
  * bits for the chunk). */
 #define FLOW_CB 15
@@ -99,7 +99,7 @@ typedef struct {
 typedef struct { int h, t; } FRing;
 typedef struct { double busy, delay, sent; unsigned short q; unsigned char dim, rank, back, last; } FRec;
 typedef struct {
-    FDim *dm; FItem *ib; int *qb; FRing *rg; FRec *rec; int *stamp, *mult, *plan;
+    FDim *dm; FItem *ib; int *qb; FRing *rg; FRec *rec; int *ci, *stamp, *mult, *plan;
     Py_ssize_t nib, nqb, nrec; int ndm, nrg, nplan, nd, nrank, on, left, run;
     unsigned long long ctr; double bytes, finish;
 } Flow;

@@ -253,36 +253,52 @@ static int room(void **p, Py_ssize_t *cap, Py_ssize_t n, size_t size) {
     return 0;
 }
 
-/* The records of plan positions [j0, j0 + len): one chunk's plan. */
+/* The records of plan positions [j0, j0 + len): one chunk's plan. What does not change between runs
+ * on one Sim (its phases' dims, ranks, bytes; the batch's points change busy and delay) is made
+ * once (ci[j0] < 0: not yet). */
 static void fl_records(const Sim *s, Flow *f, Py_ssize_t j0, int len) {
+    if (f->ci[j0] < 0) {
+        for (int p = 0; p < len; p++) {
+            Py_ssize_t j = j0 + p, i = s->pmap ? s->pmap[j] : j;
+            FRec *r = &f->rec[j];
+            f->ci[j] = (int)i;
+            r->sent = s->ph.sent[i];
+            r->dim = (unsigned char)s->ph.dim[i]; r->rank = (unsigned char)s->ph.rank[i];
+            r->q = (unsigned short)(r->dim * f->nrank + r->rank);
+            r->back = s->ph.fifo[i] || len - p - 1 == 1;
+            r->last = p == len - 1;
+        }
+    }
     for (int p = 0; p < len; p++) {
-        Py_ssize_t j = j0 + p, i = s->pmap ? s->pmap[j] : j;
-        FRec *r = &f->rec[j];
-        r->busy = s->ph.busy[i]; r->delay = s->ph.delay[i]; r->sent = s->ph.sent[i];
-        r->dim = (unsigned char)s->ph.dim[i]; r->rank = (unsigned char)s->ph.rank[i];
-        r->q = (unsigned short)(r->dim * f->nrank + r->rank);
-        r->back = s->ph.fifo[i] || len - p - 1 == 1;
-        r->last = p == len - 1;
+        FRec *r = &f->rec[j0 + p];
+        Py_ssize_t i = f->ci[j0 + p];
+        r->busy = s->ph.busy[i]; r->delay = s->ph.delay[i];
     }
 }
 
 /* This run's plans: their records (each plan once), how many chunks run each (mult, by its first
  * position) and the list of them (plan). 0 or -1. */
-static int fl_plans(Sim *s, Flow *f) {
+static int fl_plans(Sim *s, Flow *f, int nrank) {
     int n = (int)s->nchunks;
     Py_ssize_t npos = 0, np = f->nplan;
     for (int c = 0; c < n; c++) if (s->cbase[c] + s->clen[c] > npos) npos = s->cbase[c] + s->clen[c];
-    if (npos > f->nrec) {  /* records, stamps and counts by plan position, grown together */
+    if (npos > f->nrec) {  /* records, their phases, stamps and counts by plan position, grown together */
         Py_ssize_t cap = f->nrec ? f->nrec : 16;
         while (cap < npos) cap *= 2;
         FRec *rec = calloc((size_t)cap, sizeof(FRec));  /* all defined */
+        int *ci = malloc((size_t)cap * sizeof(int));
         int *stamp = calloc((size_t)cap, sizeof(int)), *mult = calloc((size_t)cap, sizeof(int));
-        if (!rec || !stamp || !mult) { free(rec); free(stamp); free(mult); return -1; }
-        free(f->rec); free(f->stamp); free(f->mult);
-        f->rec = rec; f->stamp = stamp; f->mult = mult; f->nrec = cap; f->run = 0;
+        if (!rec || !ci || !stamp || !mult) { free(rec); free(ci); free(stamp); free(mult); return -1; }
+        free(f->rec); free(f->ci); free(f->stamp); free(f->mult);
+        f->rec = rec; f->ci = ci; f->stamp = stamp; f->mult = mult; f->nrec = cap; f->run = 0;
+        f->nrank = -1;  /* none made yet */
     }
     if (room((void **)&f->plan, &np, n, sizeof(int))) return -1;
     f->nplan = (int)np;
+    if (f->nrank != nrank) {  /* the rings' numbering: the records' made again */
+        memset(f->ci, 0xff, (size_t)f->nrec * sizeof(int));
+        f->nrank = nrank;
+    }
     if (f->run >= 0x3fffffff) {  /* the stamps would wrap: none is this run's */
         memset(f->stamp, 0, (size_t)f->nrec * sizeof(int));
         f->run = 0;
@@ -346,8 +362,7 @@ int flow_issue(Sim *s, double t) {
     Flow *f = &s->fl;
     int nd = s->nd, n = (int)s->nchunks, qm = s->qmode, top = 0;
     for (Py_ssize_t i = 0; i < s->ph.len; i++) if (s->ph.rank[i] > top) top = s->ph.rank[i];
-    f->nrank = top + 1;
-    int nplans = fl_plans(s, f);
+    int nplans = fl_plans(s, f, top + 1);
     if (nplans < 0 || fl_parts(s, f, nplans, qm)) return -1;
     for (int d = 0; d < nd; d++) {
         FDim *D = &f->dm[d];
@@ -384,6 +399,7 @@ int flow_run(Sim *s) {
 }
 
 void flow_free(Flow *f) {
-    free(f->dm); free(f->ib); free(f->qb); free(f->rg); free(f->rec); free(f->stamp); free(f->mult); free(f->plan);
+    free(f->dm); free(f->ib); free(f->qb); free(f->rg); free(f->rec); free(f->ci); free(f->stamp); free(f->mult);
+    free(f->plan);
     memset(f, 0, sizeof *f);
 }

@@ -141,9 +141,19 @@ static int order_id(const Table *tb, const int *o) {
     return tb->permcode[code];
 }
 
-static void load_tracker(const Table *tb, const double *lat, const double *bwt, int *oids) {
+/* Per (order, charge class) slot, what a chunk charges each dim, when each slot charges every dim
+ * once (the tracker's charges then: one add per dim; `inc` made for a slot on its first use in a
+ * point, `seen` stamped with the point). NULL inc: the charges one by one. */
+typedef struct { double *inc; unsigned *seen; unsigned point; } Charges;
+
+static void load_tracker(const Table *tb, const double *lat, const double *bwt, int *oids, Charges *ch) {
     int nd = tb->nd, o[8];
     double loads[8];
+    if (ch->inc && ++ch->point == 0) {  /* the stamps wrapped: none is this point's */
+        memset(ch->seen, 0, (size_t)tb->norder * (size_t)tb->ncc * sizeof(unsigned));
+        ch->point = 1;
+    }
+    unsigned point = ch->point;
     for (int d = 0; d < nd; d++) loads[d] = tb->seed_latency ? (double)tb->dim_steps[d] * lat[d] : 0.0;
     for (int k = 0; k < tb->nchunks; k++) {
         int cc = tb->chunk_cc[k], idx = 0;
@@ -167,8 +177,28 @@ static void load_tracker(const Table *tb, const double *lat, const double *bwt, 
         }
         oids[k] = oid;
         int slot = oid * tb->ncc + cc;
-        for (int j = tb->ch_off[slot]; j < tb->ch_off[slot + 1]; j++) loads[tb->ch_dim[j]] += tb->ch_fac[j] * bwt[tb->ch_idx[j]];
+        if (!ch->inc) {
+            for (int j = tb->ch_off[slot]; j < tb->ch_off[slot + 1]; j++) loads[tb->ch_dim[j]] += tb->ch_fac[j] * bwt[tb->ch_idx[j]];
+            continue;
+        }
+        double *inc = ch->inc + (Py_ssize_t)slot * nd;
+        if (ch->seen[slot] != point) {
+            ch->seen[slot] = point;
+            for (int j = tb->ch_off[slot]; j < tb->ch_off[slot + 1]; j++) inc[tb->ch_dim[j]] = tb->ch_fac[j] * bwt[tb->ch_idx[j]];
+        }
+        for (int d = 0; d < nd; d++) loads[d] += inc[d];
     }
+}
+
+/* Does every slot charge every dim once (Charges)? */
+static int charges_dense(const Table *tb) {
+    for (int slot = 0; slot < tb->norder * tb->ncc; slot++) {
+        unsigned seen = 0;
+        if (tb->ch_off[slot + 1] - tb->ch_off[slot] != tb->nd) return 0;
+        for (int j = tb->ch_off[slot]; j < tb->ch_off[slot + 1]; j++) seen |= 1u << tb->ch_dim[j];
+        if (seen != (1u << tb->nd) - 1) return 0;
+    }
+    return 1;
 }
 
 /* ----- Themis: ASTRA-sim's OfflineGreedy (themis.OfflineGreedy.order), quirks included ---------- */
@@ -304,11 +334,11 @@ static int parse_points(PyObject *t, const Table *tb, Points *pt, Bufs *bs) {
 /* The orders of point p into oids (gbw: the kernel's greedy bandwidths, unless the point gives them);
  * 0, or -1 when this build cannot (no 128-bit integers). */
 static int point_orders(const Table *tb, const Points *pt, Py_ssize_t p, const double *bwt, const double *gbw,
-                        int *oids) {
+                        int *oids, Charges *ch) {
     if (tb->tracker == NO_TRACKER) {
         memcpy(oids, tb->fixed, (size_t)tb->nchunks * sizeof(int));
     } else if (tb->tracker == LOAD_TRACKER) {
-        load_tracker(tb, pt->lat ? pt->lat + p * tb->nd : NULL, bwt, oids);
+        load_tracker(tb, pt->lat ? pt->lat + p * tb->nd : NULL, bwt, oids, ch);
     } else {
         if (!HAVE_BIG) return -1;
         offline_greedy(tb, pt->gbw ? pt->gbw + p * tb->nd : gbw, oids);
@@ -324,6 +354,7 @@ typedef struct {
     Sim s; int ready;
     double *busy, *delay, *t123, *bwt; unsigned char *tied; int *oids, *ids; Py_ssize_t *poff;
     double last_bw[8], last_lat[8], gbw[8]; int have_last;  /* the costs above are those of these rows */
+    Charges ch;
 } Work;
 
 static void work_free(Work *w) {
@@ -333,7 +364,7 @@ static void work_free(Work *w) {
         sim_free(&w->s);
     }
     free(w->busy); free(w->delay); free(w->t123); free(w->tied); free(w->bwt); free(w->oids); free(w->ids);
-    free(w->poff);
+    free(w->poff); free(w->ch.inc); free(w->ch.seen);
     memset(w, 0, sizeof *w);
 }
 
@@ -352,6 +383,12 @@ static int work_init(Work *w, const Table *tb) {
     w->poff = malloc((size_t)(npo + 1) * sizeof(Py_ssize_t));
     if (!w->busy || !w->delay || !w->t123 || !w->tied || !w->bwt || !w->oids || !w->ids || !w->poff) { work_free(w); return -1; }
     for (Py_ssize_t k = 0; k <= npo; k++) w->poff[k] = tb->plan_off[k];
+    if (tb->tracker == LOAD_TRACKER && charges_dense(tb)) {
+        Py_ssize_t nslot = (Py_ssize_t)tb->norder * tb->ncc;
+        w->ch.inc = malloc((size_t)(nslot * nd) * sizeof(double));
+        w->ch.seen = calloc((size_t)nslot, sizeof(unsigned));
+        if (!w->ch.inc || !w->ch.seen) { work_free(w); return -1; }
+    }
     for (int k = 0; k < nc; k++) w->tied[k] = (unsigned char)tb->combo_tied[k];
     Sim *s = &w->s;
     graph_single(&s->g);
@@ -391,7 +428,7 @@ static int run_points(const Table *tb, const Points *pt, Outs *out, Work *w) {
             }
             if (pt->bwt) bwtp = pt->bwt + p * tb->nchk;
         }
-        if (point_orders(tb, pt, p, bwtp, gbw, w->oids)) return -3;
+        if (point_orders(tb, pt, p, bwtp, gbw, w->oids, &w->ch)) return -3;
         for (int k = 0; k < tb->nchunks; k++) w->ids[k] = tb->slot_of[w->oids[k] * tb->nsc + tb->chunk_sc[k]];
         sim_reset(s);
         s->ctx = &bx; s->issue_cb = issue_batch; s->resumed_cb = NULL;

@@ -5,7 +5,8 @@
  * them, C about 10 us. One engine serves single collectives (servers with `slots` places, or
  * processor sharing) and workload graphs (computes, dependencies, several collectives in flight);
  * the tests hold it equal to the Python reference to the bit. dse/sim/_batch.c drives the same engine
- * for many points without Python objects (dse.evaluate_many).
+ * for many points without Python objects (dse.evaluate_many); a single collective on servers runs in
+ * dse/sim/_flow.c (the same run with fewer events).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -507,7 +508,8 @@ int sim_go(Sim *s) {
     if (dispatch(s, 0.0)) return -1;
     int plain = s->slots == 1 && !s->shared && !s->track && !s->record && !s->use_prio && (s->qmode == 3 || s->qmode == 4);
     int rc;
-    if (plain && s->srv && !s->dimkey) rc = s->qmode == 3 ? loop_compact_dse(s) : loop_compact_astra(s);
+    if (s->fl.on) rc = flow_run(s);
+    else if (plain && s->srv && !s->dimkey) rc = s->qmode == 3 ? loop_compact_dse(s) : loop_compact_astra(s);
     else if (plain && !s->notie) rc = s->qmode == 3 ? loop_tied_dse(s) : loop_tied_astra(s);
     else rc = loop_generic(s);
     if (rc) return rc;

@@ -83,6 +83,27 @@ typedef struct { int dim; double delay; Ev2 *buf; int head, len, cap; } Lane;
 
 typedef struct { int c, step; double start, end; } LogRec;
 
+/* A single collective without a global event order (_flow.c). Per dim (FDim): its head (its server
+ * event, or when idle its inbox's first arrival), its busy and sent sums, the mask of its non-empty
+ * smallest-first rings (dse's rule) and the first item of the lowest (cand, of rank crank: -1 and
+ * MAX_RANKS if none), the item it serves (-1: idle) and its inbox: the arrivals in
+ * ib[ih, it) sorted by (t, seq), between two sentinels. Per plan position: the run's record of its
+ * phase (what the Sim's phases fix about it made once: ci, its phase, -1 until then). dse's queues: a ring per (dim, rank), qb[h, t) (rg). Each inbox and ring has its own part
+ * of ib or qb, as large as the run can fill it. An item is a chunk and its plan position (FLOW_CB
+ * bits for the chunk). */
+#define FLOW_CB 15
+typedef struct { double t; unsigned long long k; int item; } FItem;
+typedef struct {
+    double t; unsigned long long k; double busy, sent; unsigned long long mask; int item, ih, it, cand, crank, pad;
+} FDim;
+typedef struct { int h, t; } FRing;
+typedef struct { double busy, delay, sent; unsigned short q; unsigned char dim, rank, back, last; } FRec;
+typedef struct {
+    FDim *dm; FItem *ib; int *qb; FRing *rg; FRec *rec; int *ci, *stamp, *mult, *plan;
+    Py_ssize_t nib, nqb, nrec; int ndm, nrg, nplan, nd, nrank, on, left, run;
+    unsigned long long ctr; double bytes, finish;
+} Flow;
+
 /* Flat phases: plan p's phases are [poff[p], poff[p+1]). */
 typedef struct {
     int *dim; double *busy, *delay, *key, *sent, *t1, *t2, *t3; unsigned char *fifo, *hastie;
@@ -127,6 +148,7 @@ struct Sim {
     Lane *lanes; int nlanes, lanecap, *lastlane;
     Ev2 *heads; int headcap, nlive, srv;  /* event sources beside the heap (_engine.c) */
     long long *lagseq, *laglead; Py_ssize_t nlag, lagcap;  /* a LAG event's lead, by its seq */
+    Flow fl;  /* this run is _flow.c's (fl.on) */
     long long lead; int in_flight;
     double comm_since, comm_ns, compute_ns, cpu_ns, bytes_sent, finish;
     LogRec *logv; Py_ssize_t nlog, logcap;
@@ -162,6 +184,12 @@ int arrive(Sim *s, int src, int x, double t);
 int release_node(Sim *s, int x, double t);
 int network_end(Sim *s, int i, double t);
 int dispatch(Sim *s, double t);
+
+/* a single collective without a global event order (_flow.c) */
+int flow_ok(const Sim *s, Py_ssize_t first);
+int flow_issue(Sim *s, double t);
+int flow_run(Sim *s);
+void flow_free(Flow *f);
 
 /* the fixed service order (_queues.c) */
 int fq_ready(const Sim *s, int d);

@@ -16,6 +16,7 @@ int issue(Sim *s, int i, double t) {
     int n = (int)(s->nchunks - first);
     if (n == 0) return ev_push(s, t, 2, COMM_DONE, i, 0, NULL, 0);
     s->remaining[i] = n;
+    if (flow_ok(s, first)) return flow_issue(s, t);  /* the run is _flow.c's */
     for (Py_ssize_t c = first; c < s->nchunks; c++) {
         int d = enqueue(s, (int)c);
         if (d < 0 || refill(s, d, t)) return -1;
@@ -186,7 +187,7 @@ void sim_reset(Sim *s) {
     }
     s->nev = 0; s->counter = 0; s->nchunks = 0; s->nlog = 0; s->nscratch = 0; s->nroots = 0;
     s->nlag = 0; s->lead = 0; s->in_flight = 0;
-    s->nlanes = 0; s->nlive = 0;
+    s->nlanes = 0; s->nlive = 0; s->fl.on = 0;
     for (int k = 0; k < s->headcap; k++) s->heads[k].t = INFINITY, s->heads[k].key = ~0ULL;
     s->comm_since = s->comm_ns = s->compute_ns = s->cpu_ns = 0.0;
     s->bytes_sent = 0.0; s->finish = 0.0;
@@ -208,6 +209,7 @@ void sim_free(Sim *s) {
     free(s->lanes); free(s->lastlane); free(s->heads); free(s->cbase); free(s->clen); free(s->pos); free(s->owner); free(s->prio);
     free(s->started); free(s->chunk_end); free(s->phase_lead); free(s->logv); free(s->scratch);
     free(s->lagseq); free(s->laglead); free(s->fnext); free(s->fat);
+    flow_free(&s->fl);
     memset(s, 0, sizeof *s);
 }
 

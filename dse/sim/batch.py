@@ -176,17 +176,35 @@ class BatchResult:
     """The numbers of many evaluations, in the points' order; `Result` objects on demand.
 
     `time_ns[i]`, `dim_busy_ns[i]`, `dim_bytes[i]` as `evaluate` reports them; `result(i)` the
-    whole `Result` (built then, and kept)."""
+    whole `Result` (built then, and kept). The per-dim rows of a batch run at once are built when
+    first read (`_flat` keeps them flat until then)."""
 
     def __init__(self, prepared: list[RunSpec] | _Vector) -> None:
         n = len(prepared)
         self._prepared = prepared
         self.time_ns: list[float] = [0.0] * n
-        self.dim_busy_ns: list[tuple[float, ...]] = [()] * n
-        self.dim_bytes: list[tuple[float, ...]] = [()] * n
+        self._busy: list[tuple[float, ...]] = [()] * n
+        self._sent: list[tuple[float, ...]] = [()] * n
+        self._flat: tuple[int, array, array] | None = None  # (nd, busy, sent) of every point, not yet rows
         self._orders: list[tuple] = [()] * n  # (table, order ids, row): the orders, made in `result`
         self._all: tuple[ShapeTable, array] | None = None  # the same for every point at once
         self._results: list[Result | None] = [None] * n
+
+    @property
+    def dim_busy_ns(self) -> list[tuple[float, ...]]:
+        self._rows()
+        return self._busy
+
+    @property
+    def dim_bytes(self) -> list[tuple[float, ...]]:
+        self._rows()
+        return self._sent
+
+    def _rows(self) -> None:
+        if self._flat is not None:
+            nd, busy, sent = self._flat
+            self._busy, self._sent = list(zip(*[iter(busy)] * nd)), list(zip(*[iter(sent)] * nd))
+            self._flat = None
 
     def __len__(self) -> int:
         return len(self.time_ns)
@@ -212,15 +230,16 @@ class BatchResult:
     def _fill(self, table: ShapeTable, index: Sequence[int], got: tuple[array, array, array, array]) -> None:
         time, busy, sent, orders = got
         nd = table.nd
-        rows_busy, rows_sent = list(zip(*[iter(busy)] * nd)), list(zip(*[iter(sent)] * nd))  # rows of nd, in C
         if isinstance(index, range) and index == range(len(self)):  # every point (the vectorised form)
-            self.time_ns, self.dim_busy_ns, self.dim_bytes = time.tolist(), rows_busy, rows_sent
+            self.time_ns, self._flat = time.tolist(), (nd, busy, sent)
             self._all = (table, orders)
             return
+        rows_busy, rows_sent = list(zip(*[iter(busy)] * nd)), list(zip(*[iter(sent)] * nd))  # rows of nd, in C
+        self._rows()
         for k, i in enumerate(index):
             self.time_ns[i] = time[k]
-            self.dim_busy_ns[i] = rows_busy[k]
-            self.dim_bytes[i] = rows_sent[k]
+            self._busy[i] = rows_busy[k]
+            self._sent[i] = rows_sent[k]
             self._orders[i] = (table, orders, k)
 
 

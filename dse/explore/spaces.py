@@ -4,8 +4,11 @@ A *search space* (``search_spaces/*.toml``, table ``[space]``) describes the net
 the NPU count; the allowed numbers of dimensions; shapes as ordered factorisations of the NPU count
 into allowed dimension sizes (powers of two by default) or an explicit list; the kinds allowed in
 each dimension tier; the per-NPU bandwidth, either split under a total budget (each dimension at
-least a minimum) or drawn from per-tier ranges; latencies per tier; chunk counts; schedulers and
-queues. Tier i is the i-th dimension from the innermost; a topology with fewer dimensions than
+least a minimum), drawn from per-tier ranges, or any allocation meeting linear constraints
+(``constraints = ["bw0 == 500", "bw0 >= bw1", "bw2 + bw3 == 200"]``, `dse.explore.bw_constraints`:
+each trial draws a point of their polytope, so no design breaks them; a study's
+``bandwidth_constraints`` replace the space's rule the same way); latencies per tier; chunk
+counts; schedulers and queues. Tier i is the i-th dimension from the innermost; a topology with fewer dimensions than
 tiers gives its outermost dimension the last tier (the scale-out network).
 
 `SearchSpace.suggest` draws one design from an Optuna trial; studies (`dse.explore.studies`) name
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +28,15 @@ from dse.core.files import read_toml
 from dse.core.limits import MAX_NPUS, MAX_SPACE_SHAPES
 from dse.core.topology import Dim, Topology, parse_kind
 from dse.core.units import parse_int, parse_positive
+from dse.explore.bw_constraints import BandwidthPolytope
 from dse.explore.toml_fields import as_list, check_keys, parse_scheduler
 from dse.schedulers import parse_queue
 
 SPACE_KEYS = {"npus", "dims", "sizes", "shapes", "kinds", "chunks", "schedulers", "queues", "bandwidth", "latency"}
-BANDWIDTH_KEYS = {"budget", "minimum", "step", "ranges"}
+BANDWIDTH_KEYS = {"budget", "minimum", "step", "ranges", "constraints", "maximum"}
 LATENCY_KEYS = {"tiers"}
+#: the least bandwidth of a dimension under constraints (GB/s): a time needs a bandwidth above 0
+DEFAULT_MINIMUM = 1.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,9 @@ class SearchSpace:
     minimum: float = 0.0
     step: float | None = None
     ranges: tuple[tuple[float, float], ...] | None = None
+    #: linear constraints on the per-dimension bandwidths (`dse.explore.bw_constraints`), the space's
+    #: one number of dimensions: every design is a point of their polytope
+    polytope: BandwidthPolytope | None = None
 
     @classmethod
     def from_toml(cls, path: str | Path) -> SearchSpace:
@@ -74,7 +83,25 @@ class SearchSpace:
         queues = tuple(parse_queue(q) for q in as_list(t.get("queues", ["scf"]), "space.queues"))
         tiers = _parse_latency(t.get("latency", {}))
         bw = _parse_bandwidth(t.get("bandwidth"), min(shapes))
-        return cls(npus, shapes, kinds, chunks, schedulers, queues, tiers, bw.budget, bw.minimum, bw.step, bw.ranges)
+        space = cls(npus, shapes, kinds, chunks, schedulers, queues, tiers, bw.budget, bw.minimum, bw.step, bw.ranges)
+        if bw.constraints is not None:
+            space = space.constrained(bw.constraints, bw.maximum, "space.bandwidth.constraints")
+        return space
+
+    def constrained(
+        self, constraints: Sequence[str], maximum: float | None = None, field: str = "bandwidth_constraints"
+    ) -> SearchSpace:
+        """This space with its bandwidths drawn from the polytope of `constraints` (each at least the
+        space's `minimum`, at most `maximum`) instead of a budget or ranges; one number of dimensions."""
+        if len(self.shapes) != 1:
+            raise InputError(field, f"a space of {sorted(self.shapes)} dimensions", "one number of dimensions")
+        nd = next(iter(self.shapes))
+        if maximum is None and self.ranges is not None:
+            maximum = max(hi for _, hi in self.ranges)
+        poly = BandwidthPolytope.parse(
+            list(constraints), nd, minimum=self.minimum or DEFAULT_MINIMUM, maximum=maximum, field_name=field
+        )
+        return replace(self, budget=None, step=None, ranges=None, polytope=poly)
 
     def _tier(self, values: Sequence[Any], i: int, ndims: int) -> Any:
         if i == ndims - 1:
@@ -90,7 +117,9 @@ class SearchSpace:
         shape_names = ["x".join(map(str, s)) for s in self.shapes[nd]]
         shape = self.shapes[nd][shape_names.index(_choose(trial, f"shape_{nd}d", shape_names, fixed))]
         kinds = [_choose(trial, f"kind_{nd}d_{i}", list(self._tier(self.kinds, i, nd)), fixed) for i in range(nd)]
-        if self.budget is not None:
+        if self.polytope is not None:  # one u in [0, 1] per free coordinate, mapped into the polytope
+            bws = list(self.polytope.point([trial.suggest_float(f"bw_{nd}d_{i}", 0.0, 1.0) for i in range(self.polytope.free)]))
+        elif self.budget is not None:
             kw = {"step": self.step} if self.step else {}
             w = [trial.suggest_float(f"bw_{nd}d_{i}", 0.0, 1.0, **kw) for i in range(nd)]
             total = sum(w)
@@ -115,7 +144,9 @@ class SearchSpace:
         low end, the most chunks): what a study checks its workload against before it runs."""
         nd = min(self.shapes)
         shape = self.shapes[nd][0]
-        if self.budget is not None:
+        if self.polytope is not None:
+            bws = list(self.polytope.point([0.5] * self.polytope.free))
+        elif self.budget is not None:
             bws = [self.budget / nd] * nd
         else:
             assert self.ranges is not None
@@ -128,6 +159,8 @@ class SearchSpace:
 
     def check_discrete(self) -> None:
         """Brute force needs every parameter discrete: a budget split with a weight `step`."""
+        if self.polytope is not None:
+            raise InputError("space.bandwidth.constraints", "brute force needs a discrete space", "tpe or random")
         if self.budget is not None and self.step is None:
             raise InputError("space.bandwidth.step", "brute force needs a discrete space", "a step, e.g. step = 0.1")
         if self.ranges is not None:
@@ -228,12 +261,15 @@ def _parse_latency(lat: Any) -> tuple[float, ...]:
 @dataclass(frozen=True)
 class _Bandwidth:
     """``[space.bandwidth]``: a budget split (each dimension at least `minimum`, weights in steps of
-    `step`, if given) or per-tier `ranges`."""
+    `step`, if given), per-tier `ranges`, or linear `constraints` (each at least `minimum`, at most
+    `maximum`)."""
 
     budget: float | None = None
     minimum: float = 0.0
     step: float | None = None
     ranges: tuple[tuple[float, float], ...] | None = None
+    constraints: tuple[str, ...] | None = None
+    maximum: float | None = None
 
 
 def _parse_bandwidth(bw: Any, fewest_dims: int) -> _Bandwidth:
@@ -241,6 +277,10 @@ def _parse_bandwidth(bw: Any, fewest_dims: int) -> _Bandwidth:
     if not isinstance(bw, dict):
         raise InputError("space.bandwidth", "missing", "[space.bandwidth] with budget (and minimum) or ranges")
     check_keys(bw, BANDWIDTH_KEYS, "space.bandwidth")
+    if "constraints" in bw:
+        return _constrained_bandwidth(bw)
+    if "maximum" in bw:
+        raise InputError("space.bandwidth.maximum", "given without constraints", "constraints = [...], maximum = ...")
     if ("budget" in bw) == ("ranges" in bw):
         raise InputError(
             "space.bandwidth",
@@ -262,6 +302,20 @@ def _parse_bandwidth(bw: Any, fewest_dims: int) -> _Bandwidth:
             "a larger budget or a smaller minimum",
         )
     return _Bandwidth(budget, minimum or 0.0, step)
+
+
+def _constrained_bandwidth(bw: dict[str, Any]) -> _Bandwidth:
+    """``constraints = ["bw0 + bw1 == 1000", ...]`` with `minimum` (default `DEFAULT_MINIMUM`) and
+    an optional `maximum`: neither budget, step nor ranges."""
+    for key in ("budget", "step", "ranges"):
+        if key in bw:
+            raise InputError(f"space.bandwidth.{key}", "given with constraints", "constraints, minimum and maximum")
+    raw = bw["constraints"]
+    if not isinstance(raw, list) or not raw or not all(isinstance(c, str) for c in raw):
+        raise InputError("space.bandwidth.constraints", f"{raw!r}", 'a list of strings, e.g. ["bw0 + bw1 == 800"]')
+    minimum = parse_positive(bw.get("minimum", DEFAULT_MINIMUM), "space.bandwidth.minimum")
+    maximum = parse_positive(bw["maximum"], "space.bandwidth.maximum") if "maximum" in bw else None
+    return _Bandwidth(minimum=minimum, constraints=tuple(raw), maximum=maximum)
 
 
 def _parse_ranges(raw: Any) -> tuple[tuple[float, float], ...]:

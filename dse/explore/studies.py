@@ -6,7 +6,8 @@ size, cost model; or a training workload's file, `dse.explore.study_workload`), 
 scheduler and queue it is measured with), constraints (``max`` on any metric, given to Optuna 5 as
 ``trial.set_constraint``; both in `dse.explore.objectives`), a sampler (TPE by default, NSGA-II
 for several objectives, ``random``, ``brute_force`` for small discrete spaces), a seed and
-hardware prices (`dse.explore.hwcost`). A study file may hold several ``[[variants]]`` (for
+hardware prices (`dse.explore.hwcost`), and optionally ``bandwidth_constraints`` (linear
+(in)equalities over bw0, bw1, ...: `dse.explore.spaces.SearchSpace.constrained`). A study file may hold several ``[[variants]]`` (for
 example the same space optimised for Themis and for the baseline); each runs as its own Optuna
 study named ``name.variant``.
 
@@ -39,7 +40,7 @@ from dse.explore.study_workload import WorkloadTarget, parse_workload_target
 from dse.explore.toml_fields import check_keys
 from dse.sim.spec import CollectiveSpec
 
-STUDY_KEYS = {"study", "workload", "objectives", "constraints", "variants", "cost"}
+STUDY_KEYS = {"study", "workload", "objectives", "constraints", "variants", "cost", "bandwidth_constraints"}
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def load_studies(path: str | Path) -> list[StudySpec]:
         out.append(
             StudySpec(
                 name if variant.name is None else f"{name}.{variant.name}",
-                space,
+                variant.space,
                 probe.collective if probe else "",
                 probe.size if probe else 0,
                 probe.cost_model.name if probe else training.cost_model,  # type: ignore[union-attr]
@@ -179,13 +180,19 @@ class _Variant:
     objectives: tuple[Objective, ...]
     constraints: tuple[Constraint, ...]
     sampler: str
+    space: SearchSpace
 
 
 def _variant(
     v: dict[str, Any], data: dict[str, Any], st: dict[str, Any], space: SearchSpace, allowed: tuple[str, ...]
 ) -> _Variant:
     """One variant, its metrics among `allowed`; brute force is refused unless the space is discrete."""
-    check_keys(v, {"name", "objectives", "constraints", "sampler"}, "variants")
+    check_keys(v, {"name", "objectives", "constraints", "sampler", "bandwidth_constraints"}, "variants")
+    bw = v.get("bandwidth_constraints", data.get("bandwidth_constraints"))
+    if bw is not None:
+        if not isinstance(bw, list) or not bw or not all(isinstance(c, str) for c in bw):
+            raise InputError("bandwidth_constraints", f"{bw!r}", 'a list of strings, e.g. ["bw0 + bw1 == 800"]')
+        space = space.constrained(bw)
     objs = parse_objectives(v.get("objectives") if v.get("objectives") is not None else data.get("objectives"), allowed)
     cons = parse_constraints(v.get("constraints", data.get("constraints", [])), allowed)
     sampler = str(v.get("sampler", st.get("sampler", "tpe" if len(objs) == 1 else "nsga2"))).lower()
@@ -193,4 +200,4 @@ def _variant(
         raise InputError("study.sampler", f"unknown sampler {sampler!r}", ", ".join(SAMPLERS))
     if sampler == "brute_force":
         space.check_discrete()
-    return _Variant(v.get("name"), objs, cons, sampler)
+    return _Variant(v.get("name"), objs, cons, sampler, space)

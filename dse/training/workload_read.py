@@ -31,7 +31,7 @@ _ASTRA_TYPES = {
     "ALLTOALL": ALL_TO_ALL,
 }
 _HEADER_OPTIONS = ("model_parallel_NPU_group:", "checkpoints:", "checkpoint_initiates:")
-_LAYER_FIELDS = (
+LAYER_FIELDS = (
     "name dependency fwd_compute fwd_type fwd_bytes ig_compute ig_type ig_bytes "
     "wg_compute wg_type wg_bytes wg_update_time"
 )
@@ -51,7 +51,7 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
     head_at, head = numbered[0]
     strategy, group, dlrm, lists = _parse_header(head, lambda p, a=None: err(head_at, p, a))
     layers = [
-        _parse_layer(toks, lambda p, allowed=None, _n=lineno: err(_n, p, allowed))
+        parse_layer_line(toks, lambda p, allowed=None, _n=lineno: err(_n, p, allowed))
         for lineno, toks in _layer_lines(numbered, err)
     ]
     _check_header_layers(dlrm, lists, len(layers), lambda p, a=None: err(head_at, p, a))
@@ -119,10 +119,11 @@ def _layer_lines(
     return body
 
 
-def _parse_layer(toks: list[str], e: LineError) -> Layer:
-    """One layer line: twelve fields (`_LAYER_FIELDS`)."""
+def parse_layer_line(toks: list[str], e: LineError) -> Layer:
+    """One layer line, split on whitespace: twelve fields (`LAYER_FIELDS`); `e` makes the line's
+    error. Shared by the ASTRA-sim 1.0 reader and LIBRA's headerless files (`dse.training.libra_read`)."""
     if len(toks) != 12:
-        raise e(f"a layer line needs 12 fields, got {len(toks)}", _LAYER_FIELDS)
+        raise e(f"a layer line needs 12 fields, got {len(toks)}", LAYER_FIELDS)
     vals: dict[str, Any] = {"name": toks[0], "dependency": _int(toks[1], e, "dependency", minimum=-1)}
     for slot, base in zip(SLOTS, (2, 5, 8)):
         vals[f"{slot}_compute"] = float(_int(toks[base], e, f"{slot}_compute", minimum=0, maximum=int(MAX_NS)))

@@ -118,7 +118,9 @@ class SearchSpace:
         shape = self.shapes[nd][shape_names.index(_choose(trial, f"shape_{nd}d", shape_names, fixed))]
         kinds = [_choose(trial, f"kind_{nd}d_{i}", list(self._tier(self.kinds, i, nd)), fixed) for i in range(nd)]
         if self.polytope is not None:  # one u in [0, 1] per free coordinate, mapped into the polytope
-            bws = list(self.polytope.point([trial.suggest_float(f"bw_{nd}d_{i}", 0.0, 1.0) for i in range(self.polytope.free)]))
+            bws = list(
+                self.polytope.point([trial.suggest_float(f"bw_{nd}d_{i}", 0.0, 1.0) for i in range(self.polytope.free)])
+            )
         elif self.budget is not None:
             kw = {"step": self.step} if self.step else {}
             w = [trial.suggest_float(f"bw_{nd}d_{i}", 0.0, 1.0, **kw) for i in range(nd)]

@@ -7,7 +7,8 @@ scheduler and queue it is measured with), constraints (``max`` on any metric, gi
 ``trial.set_constraint``; both in `dse.explore.objectives`), a sampler (TPE by default, NSGA-II
 for several objectives, ``random``, ``brute_force`` for small discrete spaces), a seed and
 hardware prices (`dse.explore.hwcost`), and optionally ``bandwidth_constraints`` (linear
-(in)equalities over bw0, bw1, ...: `dse.explore.spaces.SearchSpace.constrained`). A study file may hold several ``[[variants]]`` (for
+(in)equalities over bw0, bw1, ...: `dse.explore.spaces.SearchSpace.constrained`). A study file may
+hold several ``[[variants]]`` (for
 example the same space optimised for Themis and for the baseline); each runs as its own Optuna
 study named ``name.variant``.
 

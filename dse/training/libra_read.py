@@ -6,9 +6,11 @@
   bytes per NPU, types NONE/ALLREDUCE/ALLGATHER/REDUCESCATTER/ALLTOALL in any case. Each line is
   parsed by the ASTRA-sim 1.0 reader's `parse_layer_line`, so the rules are the same: times and
   byte counts are whole numbers (``805306368``; ``1.5e9`` is refused, as ASTRA-sim 1.0 reads
-  integers). Blank lines are skipped. The workload is ``DATA`` parallel with
-  ``layer0_input_gradient`` set (LIBRA's training loop computes layer 0's input gradient) and the
-  communicator's `Placement` when one is given.
+  integers). Blank lines are skipped. The workload runs dse's model-parallel loop (``HYBRID``:
+  each layer's input gradient, then its weight gradient, the order of LIBRA's training loop) with
+  ``layer0_input_gradient`` set (LIBRA's loop computes layer 0's input gradient too) and the
+  communicator's `Placement` when one is given (without one: ``DATA``, every collective spans
+  every dimension).
 - A **communicator** file is YAML: ``Forward``, ``InputGrad`` and ``WeightGrad``, each a list of
   one group size per dimension (-1: the dimension is not involved), read into a `Placement`.
 
@@ -73,7 +75,7 @@ def parse_libra_workload_text(
     )
     return Workload(
         Path(source).stem if source else "workload",
-        "DATA",
+        "HYBRID" if placement is not None else "DATA",
         layers,
         source=source,
         origin=origin or f"LIBRA workload {Path(source).name}",

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dse.cli.iterate import add_iterate_parser
+from dse.cli.libra import add_libra_parser
 from dse.cli.optimal import add_optimal_parser
 from dse.cli.parser import Parser as _Parser
 from dse.cli.plot import add_plot_parser
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_iterate_parser(sub)
     add_workload_parser(sub)
     add_optimal_parser(sub)
+    add_libra_parser(sub)
     p = sub.add_parser("topologies", help="list the preset topologies: the paper's, NAME@artifact, real systems")
     p.add_argument("--json", action="store_true", help="print a JSON list: every field of the table, and each source")
     p.set_defaults(func=cmd_topologies)

@@ -169,3 +169,14 @@ def test_dse_iterate_takes_a_placement_file(tmp_path) -> None:
     pl.write_text("[placement]\nfwd = [0, 4]\nig = [0, 4, 0]\nwg = [4, 0, 2]\n")
     out = subprocess.run([*cmd, "--placement", str(pl)], capture_output=True, text=True)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "different numbers of dimensions" in out.stderr
+
+
+def test_libras_communicator_file_is_a_placement_file(tmp_path) -> None:
+    from dse.training.placement_read import load_placement
+
+    f = tmp_path / "gpt.yml"
+    f.write_text("# GPT-3\nForward: [ 4, 4, -1, -1 ]\nInputGrad: [ 4, 4, -1, -1 ]\nWeightGrad: [ -1, 2, 4, 32 ]\n")
+    assert load_placement(f) == Placement.parse(GPT3)
+    f.write_text("Forward: [ 4, 4, -1, -1 ]\nInputGrad: [ 4, 4, -1, -1 ]\nWeightGrad: [ -1, 2, x, 32 ]\n")
+    with pytest.raises(InputError, match=r"gpt.yml:3"):
+        load_placement(f)

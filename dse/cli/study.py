@@ -73,12 +73,18 @@ def add_study_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
-def _best_text(res: dict[str, Any]) -> str:
+def _value_text(v: float, metric: str | None) -> str:
+    """A best value: a time (ns) as a time, any other metric (cost, time x cost, utilisation) as a number."""
     from dse.core.units import format_time
 
+    is_time = metric.startswith(("time_ns", "iteration_time_ns")) if metric else v > 1e3  # no name: old studies
+    return format_time(v) if is_time else f"{v:.6g}"
+
+
+def _best_text(res: dict[str, Any]) -> str:
     if "best_value" in res:
-        v = res["best_value"]
-        return f"best {format_time(v) if v > 1e3 else f'{v:.6g}'} (trial {res['best_trial']}): {res['best_topology']}"
+        v = _value_text(res["best_value"], res.get("best_metric"))
+        return f"best {v} (trial {res['best_trial']}): {res['best_topology']}"
     if "pareto_size" in res:
         return f"Pareto front of {res['pareto_size']} designs"
     return ""
@@ -140,7 +146,6 @@ def cmd_study_report(args: argparse.Namespace) -> int:
 def cmd_study_list(args: argparse.Namespace) -> int:
     import json
 
-    from dse.core.units import format_time
     from dse.explore.storage import STUDIES_OUT, default_journals
     from dse.explore.study_workers import list_studies
     from dse.output.report import format_table
@@ -164,7 +169,7 @@ def cmd_study_list(args: argparse.Namespace) -> int:
                 r["study"],
                 r["complete"],
                 r["failed"],
-                "" if best is None else (format_time(best) if best > 1e3 else f"{best:.6g}"),
+                "" if best is None else _value_text(best, r.get("best_metric")),
                 r.get("pareto_size", ""),
                 r["storage"],
             )

@@ -210,6 +210,7 @@ def summary(name: str, url: str) -> dict[str, Any]:
         if len(study.directions) == 1:
             best = study.best_trial
             out["best_value"] = best.value
+            out["best_metric"] = (study.metric_names or [""])[0]  # how to show the value
             out["best_topology"] = trial_record(best).get("topology")
             out["best_trial"] = best.number
         else:

@@ -4,7 +4,7 @@ A study whose ``[workload]`` table names a ``file`` measures each design by simu
 iteration of that workload (`dse.training.iteration.iterate`) rather than one collective::
 
     [workload]
-    file = "../workloads/libra/gpt_3.toml"   # dse TOML, ASTRA-sim 1.0 text, or LIBRA's layer lines
+    file = "libra_gpt_3_4d"                  # a file (dse TOML, ASTRA-sim 1.0 text) or a bundled name
     placement = "gpt_3_4d.yml"               # optional: LIBRA's communicator file, a TOML file with
                                              # a [placement] table, or an inline table
     cost_model = "paper"
@@ -54,7 +54,8 @@ class WorkloadTarget:
 def parse_workload_target(table: dict[str, Any], base: Path) -> WorkloadTarget:
     """The ``[workload]`` table of a workload study (files relative to the study file's folder `base`)."""
     check_keys(table, WORKLOAD_TABLE_KEYS, "workload")
-    wl = load_workload(str(base / str(table["file"])))
+    path = base / str(table["file"])  # a file beside the study, else a bundled workload's name
+    wl = load_workload(str(path) if path.exists() else str(table["file"]))
     if not isinstance(wl, Workload):
         raise InputError("workload.file", f"{table['file']} is not a layer workload", "a dse TOML or text workload")
     if table.get("placement") is not None:

@@ -17,12 +17,17 @@ from dse.training.workloads import Workload
 
 
 def load_placement(spec: str | Path | dict[str, Any] | Placement, field: str = "placement") -> Placement:
-    """A placement: itself, an inline table, or a file (``.toml`` with a ``[placement]`` table)."""
+    """A placement: itself, an inline table, or a file (``.toml`` with a ``[placement]`` table, or
+    LIBRA's communicator file, ``.yml``/``.yaml``)."""
     if isinstance(spec, Placement):
         return spec
     if isinstance(spec, dict):
         return Placement.parse(spec, field)
     path = Path(spec)
+    if path.suffix.lower() in (".yml", ".yaml"):
+        from dse.training.libra_read import read_libra_communicator  # it reads workloads too
+
+        return read_libra_communicator(path)
     data = read_toml(path, "placement file")
     if "placement" not in data:
         raise InputError(f"{path}", "no [placement] table", "[placement] fwd = [...], ig = [...], wg = [...]")

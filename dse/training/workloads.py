@@ -282,7 +282,7 @@ def load_workload(spec: str | Path | Workload | Mapping[str, Any] | Any) -> Work
     path = Path(spec)
     if not path.exists():
         bundled = bundled_workloads()
-        named = {k.lower(): v for k, v in bundled.items()}.get(str(spec).strip().lower())
+        named = {k.lower(): v for k, v in (bundled | libra_workloads()).items()}.get(str(spec).strip().lower())
         if named is not None:
             return read.load_toml_text(read_text(named, "workload"), str(named))
         from dse.training.generators import GENERATORS, generate  # generators build on this module's classes
@@ -303,6 +303,14 @@ def load_workload(spec: str | Path | Workload | Mapping[str, Any] | Any) -> Work
 
 #: Where the bundled workloads live (package data): TOML files converted by ``dse workload convert``.
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "workloads"
+LIBRA_DIR = BUNDLED_DIR.parent / "libra"
+
+
+def libra_workloads() -> dict[str, Path]:
+    """LIBRA's workloads with their placements (converted by scripts/convert_libra.py), by name:
+    ``libra_gpt_3_4d`` is GPT-3 placed by its communicator file for LIBRA's 4D network."""
+    found = sorted(LIBRA_DIR.glob("*.toml"))
+    return {f"libra_{p.stem}": p for p in found if p.stem != "networks"}
 
 
 def bundled_workloads() -> dict[str, Path]:

@@ -412,3 +412,32 @@ def test_a_flat_objective_stops_at_the_lp_budget_with_an_honest_gap() -> None:
         / 1e10
     )
     assert r.lower_bound <= v
+
+
+def test_each_cost_level_gives_a_line_under_v_everywhere() -> None:
+    """The certificate of time x cost: the LP's value and its cost row's dual at one level bound
+    v, the least time at a cost, at every other level (docstring of dse.explore.libra_solve)."""
+    from dse.explore.libra_model import cost_coefficients, libra_compute_ns
+    from dse.explore.libra_solve import CuttingPlanes, LibraProblem
+
+    wl = three_dim_workload()
+    poly = BandwidthPolytope.parse(["sum <= 300", "bw0 >= bw2"], 3)
+    per_dim = [c.per_dim for c in libra_collectives(wl, NET3)]
+    problem = LibraProblem.build(poly, per_dim, libra_compute_ns(wl), cost_coefficients(PRICES3, NET3))
+    cp = CuttingPlanes(problem, 10_000)
+    kappas = np.linspace(2e3, 1.2e5, 9)
+    levels = [cp.solve(1e-9, float(k)) for k in kappas]
+    assert any(lv.slope < 0 for lv in levels)
+    for lv in levels:
+        assert lv.lower <= lv.time <= lv.lower * (1 + 1e-9)
+        for other in levels:
+            assert lv.lower + lv.slope * (other.kappa - lv.kappa) <= other.lower * (1 + 1e-9)  # v within 1e-9
+
+
+def test_a_polytope_survives_pickling() -> None:
+    """Studies hand the polytope to worker processes."""
+    import pickle
+
+    p = BandwidthPolytope.parse(LIBRA_CONSTRAINTS["multiple_constraints"], 4)
+    q = pickle.loads(pickle.dumps(p))
+    assert q == p and q.free == 1 and q.point([0.25]) == p.point([0.25])

@@ -281,7 +281,7 @@ class BandwidthPolytope:
 
     def point(self, u: Sequence[float]) -> tuple[float, ...]:
         """The allowed allocation of `u` in [0,1]^free (module docstring): deterministic, onto."""
-        if len(u) != self.free or not all(isinstance(v, (int, float)) and 0.0 <= v <= 1.0 for v in u):
+        if len(u) != self.free or not all(_unit(v) for v in u):
             raise InputError("u", f"{list(u)!r}", f"{self.free} numbers from 0 to 1")
         x = np.zeros(self.ndims)
         lp = self.lp() if self.free else None
@@ -326,6 +326,14 @@ class BandwidthPolytope:
             return False
         lo, hi = self.minimum * (1 - tol), self.upper * (1 + tol)
         return all(lo <= b <= hi for b in bw) and all(c.holds(bw, tol) for c in self.constraints)
+
+
+def _unit(v: object) -> bool:
+    """Whether `v` is a number (not a bool) from 0 to 1."""
+    try:
+        return not isinstance(v, bool) and 0.0 <= float(v) <= 1.0  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
 
 
 def _max_slack(lp: SmallLp, c: LinearConstraint) -> float:

@@ -67,7 +67,8 @@ def read_yaml_mapping(path: str | Path, field_name: str) -> dict[str, YamlEntry]
         try:
             value = constructor.construct_object(vnode, deep=True)
         except yaml.YAMLError as e:
-            raise InputError(f"{path}:{_line(vnode)}: {key}", f"not a valid value: {e}") from None
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            raise InputError(f"{path}:{_line(vnode)}: {key}", f"not a valid value: {problem}") from None
         lines = {k: ln for k, ln, _ in _keys(vnode, str(path))} if isinstance(vnode, yaml.MappingNode) else {}
         entries[key] = YamlEntry(value, line, lines)
     return entries

@@ -203,7 +203,8 @@ class BandwidthPolytope:
     free: int = field(init=False, compare=False)
     #: per dimension, the least and largest bandwidth of an allowed allocation
     ranges: tuple[tuple[float, float], ...] = field(init=False, compare=False, repr=False)
-    _free_cols: tuple[int, ...] = field(init=False, compare=False, repr=False)
+    #: the free coordinates' dimensions, in the order `point` takes them
+    free_dims: tuple[int, ...] = field(init=False, compare=False, repr=False)
     #: the equalities solved for their pivot, in the order to evaluate them: (pivot, coeffs, rhs)
     _pivots: tuple[tuple[int, tuple[float, ...], float], ...] = field(init=False, compare=False, repr=False)
 
@@ -230,10 +231,11 @@ class BandwidthPolytope:
             raise InputError("maximum bandwidth", f"{hi!r} GB/s", f"a finite number >= the minimum {self.minimum:g}")
         object.__setattr__(self, "constraints", parse_constraints(tuple(self.constraints), self.ndims))
         ranges, equalities = self._explore()
-        pivots, free = _eliminate(equalities, self.ndims)
+        explicit = sum(c.sense == "==" for c in self.constraints)
+        pivots, free = _eliminate(equalities, self.ndims, explicit)
         object.__setattr__(self, "ranges", ranges)
         object.__setattr__(self, "_pivots", pivots)
-        object.__setattr__(self, "_free_cols", free)
+        object.__setattr__(self, "free_dims", free)
         object.__setattr__(self, "free", len(free))
 
     @property
@@ -279,17 +281,13 @@ class BandwidthPolytope:
 
     def point(self, u: Sequence[float]) -> tuple[float, ...]:
         """The allowed allocation of `u` in [0,1]^free (module docstring): deterministic, onto."""
-        if len(u) != self.free or not all(isinstance(v, (int, float)) and 0.0 <= v <= 1.0 for v in u):
+        if len(u) != self.free or not all(_unit(v) for v in u):
             raise InputError("u", f"{list(u)!r}", f"{self.free} numbers from 0 to 1")
         x = np.zeros(self.ndims)
         lp = self.lp() if self.free else None
-        for ui, col in zip(u, self._free_cols):
+        for ui, col in zip(u, self.free_dims):
             assert lp is not None
-            s_lo, lo = lp.extreme(col, maximise=False)
-            s_hi, hi = lp.extreme(col, maximise=True)
-            if s_lo != "optimal" or s_hi != "optimal":  # pragma: no cover - the section is never empty
-                raise RuntimeError(f"bandwidth polytope: the range of bw{col} is {s_lo}/{s_hi}")
-            hi = max(lo, hi)
+            lo, hi = self._range(lp, col)
             x[col] = min(hi, max(lo, lo + float(ui) * (hi - lo)))
             lp.set_col_bounds(col, x[col], x[col])
         for col, coeffs, rhs in self._pivots:
@@ -297,12 +295,45 @@ class BandwidthPolytope:
             x[col] = (rhs - rest) / coeffs[col]
         return tuple(float(v) for v in x)
 
+    def coordinates(self, bw: Sequence[float]) -> tuple[float, ...]:
+        """The u in [0,1]^free that `point` maps to the allowed allocation `bw` (its inverse, up to
+        rounding; a coordinate whose range is a single value gives 0)."""
+        if not self.contains(bw):
+            raise InputError(
+                "bandwidths", f"{list(bw)!r} is not an allowed allocation", "one that meets the constraints"
+            )
+        lp = self.lp()
+        u = []
+        for col in self.free_dims:
+            lo, hi = self._range(lp, col)
+            v = min(hi, max(lo, float(bw[col])))  # within the section, whatever the rounding
+            u.append((v - lo) / (hi - lo) if hi > lo else 0.0)
+            lp.set_col_bounds(col, v, v)
+        return tuple(u)
+
+    @staticmethod
+    def _range(lp: SmallLp, col: int) -> tuple[float, float]:
+        """The least and largest value of bandwidth `col` in the LP's section."""
+        s_lo, lo = lp.extreme(col, maximise=False)
+        s_hi, hi = lp.extreme(col, maximise=True)
+        if s_lo != "optimal" or s_hi != "optimal":  # pragma: no cover - the section is never empty
+            raise RuntimeError(f"bandwidth polytope: the range of bw{col} is {s_lo}/{s_hi}")
+        return lo, max(lo, hi)
+
     def contains(self, bw: Sequence[float], tol: float = TOLERANCE) -> bool:
         """Whether `bw` is an allowed allocation, each row and bound to `tol` (relative)."""
         if len(bw) != self.ndims or not all(math.isfinite(b) for b in bw):
             return False
         lo, hi = self.minimum * (1 - tol), self.upper * (1 + tol)
         return all(lo <= b <= hi for b in bw) and all(c.holds(bw, tol) for c in self.constraints)
+
+
+def _unit(v: object) -> bool:
+    """Whether `v` is a number (not a bool) from 0 to 1."""
+    try:
+        return not isinstance(v, bool) and 0.0 <= float(v) <= 1.0  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
 
 
 def _max_slack(lp: SmallLp, c: LinearConstraint) -> float:
@@ -315,24 +346,29 @@ def _max_slack(lp: SmallLp, c: LinearConstraint) -> float:
 
 
 def _eliminate(
-    equalities: list[tuple[tuple[float, ...], float]], n: int
+    equalities: list[tuple[tuple[float, ...], float]], n: int, explicit: int
 ) -> tuple[tuple[tuple[int, tuple[float, ...], float], ...], tuple[int, ...]]:
-    """Gaussian elimination with pivots chosen from the last column down (largest relative entry):
+    """Gaussian elimination with pivots chosen from the last column down (one of the first
+    `explicit` rows, the given equalities, where one can serve; else the largest relative entry):
     the pivots in the order to evaluate them, and the free columns. A pivot's row keeps only free
     columns and pivots evaluated before it."""
     rows = [np.r_[np.asarray(a, dtype=float), b] for a, b in equalities]
+    scale = [float(np.max(np.abs(r[:n]))) for r in rows]  # an entry below 1e-9 of it is rounding
     remaining = list(range(len(rows)))
     chosen: list[tuple[int, tuple[float, ...], float]] = []
     for col in reversed(range(n)):
-        scores = {r: abs(rows[r][col]) / max(np.max(np.abs(rows[r][:n])), 1e-300) for r in remaining}
-        best = max(scores, key=lambda r: (scores[r], -r), default=None)
-        if best is None or scores[best] <= 1e-9:
+        scores = {r: abs(rows[r][col]) / scale[r] for r in remaining}
+        usable = [r for r in remaining if scores[r] > 1e-9]
+        if not usable:
             continue
+        # a given equality before an implied one (so it holds exactly), then the largest entry
+        best = max(usable, key=lambda r: (r < explicit, scores[r], -r))
         remaining.remove(best)
         piv = rows[best]
         chosen.append((col, tuple(float(v) for v in piv[:n]), float(piv[n])))
         for r in remaining:
             rows[r] = rows[r] - rows[r][col] / piv[col] * piv
+            rows[r][:n][np.abs(rows[r][:n]) <= 1e-12 * scale[r]] = 0.0
             rows[r][col] = 0.0
     pivots = {c for c, _, _ in chosen}
     return tuple(reversed(chosen)), tuple(c for c in range(n) if c not in pivots)

@@ -193,7 +193,7 @@ def libra_optimum(
     objective: str = "time",
     prices: HardwareCost | None = None,
     tolerance: float = 1e-7,
-    max_lps: int = 20_000,
+    max_lps: int = 5_000,
 ) -> LibraOptimum:
     """LIBRA's optimum of `objective` over `constraints` (a polytope, or constraint strings with the
     polytope's default box), certified to `tolerance` (relative gap) unless `max_lps` LPs run out;

@@ -26,9 +26,13 @@ and min_{[κ1, κ2]} κ·E(κ) is a lower bound on the interval, computed exactl
 the function κ·E(κ) is a parabola, so its least value is at an end, a crossing of two lines or a
 parabola's vertex, all of which are evaluated. Branch and bound: solve five levels evenly spread,
 then split the interval of least bound at that bound's minimiser (kept in the interval's middle
-80 %), until (U - least bound)/U <= the tolerance, U the best κ·T seen at a real point. Each level's
+half), until (U - least bound)/U <= the tolerance, U the best κ·T seen at a real point. Each level's
 own gap is held to a tenth of the tolerance, which the lines absorb (they are lower bounds
-whatever the gap).
+whatever the gap). The bound's error on an interval of width w is O(w²), so levels gather where
+κ·v(κ) is within the tolerance of its least value: a handful of dozens for LIBRA's workloads. A
+workload without compute (K = 0) under constraints that scale (a cone) makes κ·v(κ) flat over a
+whole range, which must be covered by levels; there the LP budget ends the search, and the gap
+reached is what is reported.
 
 Both bounds are exact up to HiGHS's feasibility tolerances (1e-10, `dse.explore.small_lp`).
 """
@@ -227,7 +231,19 @@ class _CostSearch:
         self.iterations = 0
 
     def level(self, kappa: float) -> Level:
-        lv = self.cp.solve(self.tol / 10, kappa)
+        """Solve v at `kappa`; at an end of the cost's range the cost row may miss the polytope by
+        rounding, and the level moves inside by 1e-12, then 1e-10 of the range (the lines still
+        bound v at the very end)."""
+        span = self.hi - self.lo
+        for step in (0.0, 1e-12, 1e-10):
+            k = min(max(kappa, self.lo + step * span), self.hi - step * span)
+            try:
+                lv = self.cp.solve(self.tol / 10, k)
+                break
+            except RuntimeError:
+                if step == 1e-10:
+                    raise
+        kappa = k
         self.levels[kappa] = lv
         self.iterations += lv.iterations
         f = lv.time * self.p.dollars(lv.bandwidths) / _SCALE
@@ -245,15 +261,14 @@ class _CostSearch:
 
     def run(self) -> Solution:
         width = self.hi - self.lo
-        inset = 1e-9 * max(abs(self.hi), 1.0)
-        if width <= 2 * inset:
+        if width <= 1e-12 * max(abs(self.hi), 1.0):
             k = (self.lo + self.hi) / 2
             lv = self.level(k)
             lower = min(
                 self.best[0], envelope_min([(k, lv.lower, lv.slope)], self.p.const, self.lo, self.hi)[0] / _SCALE
             )
             return Solution(self.best[1], self.best[0], lower, self.cp.lp.solves, self.iterations, 1)
-        for k in np.linspace(self.lo + inset, self.hi - inset, 5):
+        for k in np.linspace(self.lo, self.hi, 5):
             self.level(float(k))
         ks = sorted(self.levels)
         heap = [self.bound(k1, k2) for k1, k2 in zip(ks, ks[1:])]
@@ -261,8 +276,8 @@ class _CostSearch:
         while self.best[0] - heap[0][0] > self.tol * self.best[0] and self.cp.budget_left:
             _, where, k1, k2 = heapq.heappop(heap)
             w = k2 - k1
-            km = min(max(where, k1 + 0.1 * w), k2 - 0.1 * w)
-            self.level(km)
+            km = min(max(where, k1 + 0.25 * w), k2 - 0.25 * w)
+            km = self.level(km).kappa
             heapq.heappush(heap, self.bound(k1, km))
             heapq.heappush(heap, self.bound(km, k2))
         lower = min(heap[0][0], self.best[0])

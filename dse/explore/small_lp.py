@@ -71,6 +71,11 @@ class SmallLp:
         self.h.run()
         self.solves += 1
         ms = self.h.getModelStatus()
+        if ms != highspy.HighsModelStatus.kOptimal:
+            # a warm start can end in "unknown" with a feasible, dual-feasible basis: solve afresh
+            self.h.clearSolver()
+            self.h.run()
+            ms = self.h.getModelStatus()
         return _STATUS.get(ms, self.h.modelStatusToString(ms).lower().replace(" ", "_"))
 
     @property

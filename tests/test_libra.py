@@ -74,7 +74,12 @@ def test_synthetic_files_read(files: dict[str, Path]) -> None:
     )
     assert read_libra_communicator(files["comm"]) == Placement((4, 2, 0), (4, 2, 0), (0, 4, 16))
     wl = read_libra_workload(files["workload"], files["comm"])
-    assert (wl.name, wl.parallelism, len(wl.layers), wl.layer0_input_gradient) == ("wl", "DATA", 3, True)
+    assert (wl.name, wl.parallelism, len(wl.layers), wl.layer0_input_gradient) == (
+        "wl",
+        "HYBRID",
+        3,
+        True,
+    )  # the model-parallel loop: ig before wg, as LIBRA
     assert wl.placement == Placement((4, 2, 0), (4, 2, 0), (0, 4, 16))
     assert wl.origin == "LIBRA workload wl.txt, communicator comm.yml"
     last = wl.layers[2]

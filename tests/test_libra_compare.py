@@ -93,3 +93,67 @@ def test_the_bundled_data_is_libras_files_converted(tmp_path: Path) -> None:
             assert a.workload.layers == b.workload.layers and a.workload.placement == b.workload.placement
             assert a.network == b.network and a.prices == b.prices and a.constraints == b.constraints
     assert set(LIBRA_CONSTRAINTS) == {"total_bw_500gbps", "multiple_constraints", "total_bw_1000gbps"}
+
+
+def _libra_dir(root: Path) -> Path:
+    """A small input folder in LIBRA's layout and formats (synthetic figures), for GPT_3 on a 4d network."""
+    for sub in ("network", "cost_model", "workload", "communicator"):
+        (root / sub).mkdir(parents=True)
+    (root / "network/4d_network.yml").write_text(
+        "Topology: [ Ring, FullyConnected, Ring, Switch ]\nNpusCount: [ 2, 4, 2, 4 ]\n"
+        "CostDimension: [ InterChiplet, InterPackage, InterNode, InterPod ]\n"
+    )
+    (root / "cost_model/4d_cost_model.yml").write_text(
+        "InterChiplet:\n  Link: 2.0\nInterPackage:\n  Link: 4.0\n  Switch: 13.0\nInterNode:\n  Link: 4.0\n"
+        "InterPod:\n  Link: 7.8\n  Switch: 18.0\n  Nic: 31.6\n"
+    )
+    (root / "workload/GPT_3.txt").write_text(
+        "a -1 2000000 NONE 0 2000000 ALLREDUCE 67108864 2000000 ALLREDUCE 33554432 10\n"
+        "b -1 3000000 NONE 0 3000000 ALLREDUCE 67108864 3000000 ALLREDUCE 134217728 10\n"
+    )
+    (root / "communicator/GPT_3_4d.yml").write_text(
+        "Forward: [ 2, 2, -1, -1 ]\nInputGrad: [ 2, 2, -1, -1 ]\nWeightGrad: [ -1, 2, 2, 4 ]\n"
+    )
+    return root
+
+
+def test_libras_own_files_are_read_as_they_are_and_damage_is_one_line(tmp_path: Path) -> None:
+    libra = _libra_dir(tmp_path / "libra")
+    case = load_cases("4d", ("GPT_3",), ("multiple_constraints",), libra)[0]
+    assert case.network.npus == (2, 4, 2, 4) and case.workload.placement.wg == (0, 2, 2, 4)
+    assert case.prices.dollars(case.topology((500.0, 300.0, 100.0, 100.0))) == pytest.approx(
+        64 * (500 * 2.0 + 300 * 4.0 + 100 * 4.0 + 100 * (7.8 + 18.0 + 31.6))
+    )
+    r = compare(case, trials=30, out=tmp_path / "o")
+    assert r.libra.bandwidths[:2] == pytest.approx((500.0, 300.0)) and r.libra.gap <= 1e-6
+    cmd = [sys.executable, "-m", "dse", "libra-compare", "--libra", str(libra), "--workloads", "GPT_3"]
+    (libra / "workload/GPT_3.txt").write_text("a -1 2000000 NONE 0 2000000 ALLREDUCE 67108864 2000000 SUM 3 10\n")
+    res = subprocess.run([*cmd, "--out", str(tmp_path / "bad")], capture_output=True, text=True)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "GPT_3.txt:1" in res.stderr, res.stderr
+    assert not (tmp_path / "bad").exists()
+
+
+def test_a_study_prices_designs_with_libras_cost_model_file(tmp_path: Path) -> None:
+    from dse.explore.studies import load_studies
+
+    libra = _libra_dir(tmp_path / "libra")
+    (tmp_path / "space.toml").write_text(
+        '[space]\nnpus = 64\nshapes = ["2x4x2x4"]\nkinds = [["ring"], ["fc"], ["ring"], ["switch"]]\n'
+        '[space.bandwidth]\nconstraints = ["sum == 1000"]\n'
+    )
+    (tmp_path / "study.toml").write_text(
+        '[study]\nname = "s"\nspace = "space.toml"\n[workload]\nfile = "libra_gpt_3_4d"\n'
+        '[cost]\nlibra_cost_model = "libra/cost_model/4d_cost_model.yml"\nlibra_network = "libra/network/4d_network.yml"\n'
+        '[[objectives]]\nmetric = "cost"\n'
+    )
+    with pytest.raises(Exception, match="cannot run it"):  # libra_gpt_3_4d's placement is for 4x8x4x32
+        load_studies(tmp_path / "study.toml")
+    text = (tmp_path / "study.toml").read_text().replace('"libra_gpt_3_4d"', '"libra/w.toml"')
+    (tmp_path / "study.toml").write_text(text)
+    from dse.training.libra_read import read_libra_workload
+    from dse.training.workload_formats import to_toml
+
+    wl = read_libra_workload(libra / "workload/GPT_3.txt", libra / "communicator/GPT_3_4d.yml")
+    (libra / "w.toml").write_text(to_toml(wl))
+    spec = load_studies(tmp_path / "study.toml")[0]
+    assert spec.prices == load_cases("4d", ("GPT_3",), ("multiple_constraints",), libra)[0].prices

@@ -27,6 +27,7 @@ from dse.core.errors import InputError
 from dse.core.files import read_toml
 from dse.core.units import parse_int
 from dse.explore.hwcost import HardwareCost
+from dse.explore.libra_files import read_libra_cost_model, read_libra_network
 from dse.explore.objectives import (
     COLLECTIVE_METRICS,
     WORKLOAD_METRICS,
@@ -81,7 +82,7 @@ def load_studies(path: str | Path) -> list[StudySpec]:
     probe = _workload(table, space) if training is None else None
     seed = parse_int(st.get("seed", 0), "study.seed", minimum=0)
     trials = parse_int(st.get("trials", 100), "study.trials", minimum=1)
-    prices = HardwareCost.from_table(data.get("cost"))
+    prices = _prices(data.get("cost"), Path(path).parent)
     out = []
     allowed = COLLECTIVE_METRICS if training is None else WORKLOAD_METRICS
     for v in _variant_tables(data):
@@ -117,6 +118,18 @@ def _training(table: dict[str, Any], space: SearchSpace, base: Path) -> Workload
     except InputError as e:
         raise InputError("workload", f"the space's first design {design.notation()} cannot run it: {e}") from None
     return target
+
+
+def _prices(table: Any, base: Path) -> HardwareCost:
+    """``[cost]``: dse's prices per tier, or LIBRA's files as they are (``libra_cost_model`` and the
+    ``libra_network`` whose price tiers it names, relative to the study file)."""
+    if not isinstance(table, dict) or not ({"libra_cost_model", "libra_network"} & set(table)):
+        return HardwareCost.from_table(table)
+    check_keys(table, {"libra_cost_model", "libra_network"}, "cost")
+    if set(table) != {"libra_cost_model", "libra_network"}:
+        raise InputError("cost", "libra_cost_model without libra_network, or the other way", "both files")
+    network = read_libra_network(base / str(table["libra_network"]))
+    return read_libra_cost_model(base / str(table["libra_cost_model"]), network)
 
 
 def _study_table(data: dict[str, Any]) -> dict[str, Any]:

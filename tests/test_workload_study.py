@@ -15,6 +15,7 @@ pytest.importorskip("optuna")
 
 from dse.core.errors import InputError  # noqa: E402
 from dse.core.topology import Topology, parse_topology  # noqa: E402
+from dse.explore.libra_model import libra_iteration_ns  # noqa: E402
 from dse.explore.storage import load_study, trial_record  # noqa: E402
 from dse.explore.studies import load_studies  # noqa: E402
 from dse.explore.study_workers import run_study  # noqa: E402
@@ -79,18 +80,30 @@ def test_time_x_cost_and_cost_objectives(tmp_path: Path) -> None:
         '[[objectives]]\nmetric = "iteration_time x cost"\n'
         '[[objectives]]\nmetric = "cost"\n'
         '[[objectives]]\nmetric = "iteration_time"\nscheduler = "baseline"\nqueue = "fifo"\n'
+        '[[objectives]]\nmetric = "libra_iteration_time"\n'
     )
     spec = load_studies(_files(tmp_path, objectives))[0]
     assert [o.name for o in spec.objectives] == [
         "iteration_time_x_cost_themis_scf",
         "cost",
         "iteration_time_ns_baseline_fifo",
+        "libra_iteration_time_ns",
     ]
     url = str(tmp_path / "ws.journal")
     run_study(spec, trials=4, storage=url)
     for t in load_study("ws", url).get_trials():
         rec = trial_record(t)
-        assert t.values == [rec["iteration_themis_ns"] * rec["cost_usd"], rec["cost_usd"], rec["iteration_baseline_ns"]]
+        topo = Topology(
+            tuple(replace(d, bandwidth=b) for d, b in zip(parse_topology(rec["topology"]).dims, rec["bandwidths_GBps"]))
+        )
+        libra = libra_iteration_ns(spec.training.workload, topo)  # LIBRA's model: no latency, nothing overlaps
+        assert t.values == [
+            rec["iteration_themis_ns"] * rec["cost_usd"],
+            rec["cost_usd"],
+            rec["iteration_baseline_ns"],
+            libra,
+        ]
+        assert libra > rec["iteration_themis_ns"]
 
 
 @pytest.mark.parametrize(

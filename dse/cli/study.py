@@ -77,7 +77,9 @@ def _value_text(v: float, metric: str | None) -> str:
     """A best value: a time (ns) as a time, any other metric (cost, time x cost, utilisation) as a number."""
     from dse.core.units import format_time
 
-    is_time = metric.startswith(("time_ns", "iteration_time_ns")) if metric else v > 1e3  # no name: old studies
+    is_time = (
+        metric.startswith(("time_ns", "iteration_time_ns", "libra_iteration_time_ns")) if metric else v > 1e3
+    )  # no name: old studies
     return format_time(v) if is_time else f"{v:.6g}"
 
 

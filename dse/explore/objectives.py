@@ -1,9 +1,11 @@
 """What a study optimises and bounds: its metrics, objectives and constraints, and their names.
 
 Metrics of a collective study: ``time``, ``bw_utilization``, ``cost`` and ``gap``; of a workload
-study (``[workload] file = ...``): ``iteration_time``, ``cost`` and ``iteration_time_x_cost`` (ns x
-$, LIBRA's performance-per-cost objective up to its scale). Each but ``cost`` is measured with a
-scheduler and a queue (Themis+SCF by default). An objective has a direction; a constraint a
+study (``[workload] file = ...``): ``iteration_time``, ``cost``, ``iteration_time_x_cost`` (ns x $,
+LIBRA's performance-per-cost objective up to its scale) and ``libra_iteration_time`` (LIBRA's
+analytic model of the iteration: no latency, no overlap, `dse.explore.libra_model`). Each but
+``cost`` and ``libra_iteration_time`` is measured with a scheduler and a queue (Themis+SCF by
+default). An objective has a direction; a constraint a
 ``max`` (given to Optuna as ``trial.set_constraint``). `metric_name` is an objective's name in
 reports and the study's Optuna metric name, so optuna-dashboard shows the same names.
 """
@@ -26,6 +28,7 @@ METRICS = {
     "gap": "minimize",
     "iteration_time": "minimize",
     "iteration_time_x_cost": "minimize",
+    "libra_iteration_time": "minimize",
 }
 #: Each metric's prefix in `metric_name`.
 METRIC_PREFIX = {
@@ -35,15 +38,18 @@ METRIC_PREFIX = {
     "cost": "cost",
     "iteration_time": "iteration_time_ns",
     "iteration_time_x_cost": "iteration_time_x_cost",
+    "libra_iteration_time": "libra_iteration_time_ns",
 }
 #: the metrics of a study of one collective, and of a study of a training workload
 COLLECTIVE_METRICS = ("time", "bw_utilization", "gap", "cost")
-WORKLOAD_METRICS = ("iteration_time", "iteration_time_x_cost", "cost")
+WORKLOAD_METRICS = ("iteration_time", "iteration_time_x_cost", "cost", "libra_iteration_time")
 
 
 def metric_name(metric: str, scheduler: str, queue: str) -> str:
     """An objective's name in reports and in Optuna: ``time_ns_themis_scf``, ``cost``..."""
-    return "cost" if metric == "cost" else f"{METRIC_PREFIX[metric]}_{scheduler}_{queue}"
+    if metric in ("cost", "libra_iteration_time"):  # no scheduler: a price, or LIBRA's analytic model
+        return METRIC_PREFIX[metric]
+    return f"{METRIC_PREFIX[metric]}_{scheduler}_{queue}"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ iteration of that workload (`dse.training.iteration.iterate`) rather than one co
     chunks = 64                              # per collective (iterate's chunk rule)
 
 Its metrics (`dse.explore.objectives.WORKLOAD_METRICS`): ``iteration_time`` (ns, with the
-objective's scheduler and queue), ``cost`` ($, `dse.explore.hwcost`) and ``iteration_time_x_cost``.
+objective's scheduler and queue), ``cost`` ($, `dse.explore.hwcost`), ``iteration_time_x_cost`` and
+``libra_iteration_time`` (LIBRA's own analytic model, `dse.explore.libra_model.libra_iteration_ns`).
 Every trial records the topology (and its exact bandwidths), the Themis+SCF and baseline+FIFO
 iteration times, Themis's exposed communication and the cost.
 """
@@ -27,6 +28,7 @@ from dse.core.topology import Topology
 from dse.core.units import parse_int
 from dse.costs import get_cost_model
 from dse.explore.hwcost import HardwareCost
+from dse.explore.libra_model import libra_iteration_ns
 from dse.explore.toml_fields import check_keys
 from dse.training.iteration import IterationResult, iterate
 from dse.training.placement_read import load_placement, with_placement
@@ -86,6 +88,8 @@ def workload_metric(
     """One objective or constraint value of a workload study, reusing the trial's record."""
     if metric == "cost":
         return float(record["cost_usd"])
+    if metric == "libra_iteration_time":  # LIBRA's analytic model (docs/model.md §13), computed when asked
+        return libra_iteration_ns(target.workload, topo)
     if (scheduler, queue) == ("themis", "scf"):
         t = record["iteration_themis_ns"]
     elif (scheduler, queue) == ("baseline", "fifo"):

@@ -33,6 +33,7 @@ _AXES = {  # metric name prefix -> (axis title, factor from the stored value, un
     "gap": ("gap to the bound", 100.0, "%"),
     "cost": ("hardware cost", 1.0, "$"),
     "iteration_time_ns": ("iteration time", 1e-6, "ms"),
+    "libra_iteration_time_ns": ("LIBRA's iteration time", 1e-6, "ms"),
     "iteration_time_x_cost": ("iteration time x cost", 1e-9, "s x $"),
 }
 _OLD_LABEL = re.compile(r"^(\w+)\[(\w+)\+(\w+)\]$")  # Objective.label: time[themis+scf]

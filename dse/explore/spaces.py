@@ -89,10 +89,13 @@ class SearchSpace:
         return space
 
     def constrained(
-        self, constraints: Sequence[str], maximum: float | None = None, field: str = "bandwidth_constraints"
+        self, constraints: Any, maximum: float | None = None, field: str = "bandwidth_constraints"
     ) -> SearchSpace:
-        """This space with its bandwidths drawn from the polytope of `constraints` (each at least the
-        space's `minimum`, at most `maximum`) instead of a budget or ranges; one number of dimensions."""
+        """This space with its bandwidths drawn from the polytope of `constraints` (a list of strings;
+        each bandwidth at least the space's `minimum`, at most `maximum`) instead of a budget or
+        ranges; one number of dimensions."""
+        if not isinstance(constraints, list) or not constraints or not all(isinstance(c, str) for c in constraints):
+            raise InputError(field, f"{constraints!r}", 'a list of strings, e.g. ["bw0 + bw1 == 800"]')
         if len(self.shapes) != 1:
             raise InputError(field, f"a space of {sorted(self.shapes)} dimensions", "one number of dimensions")
         nd = next(iter(self.shapes))
@@ -270,7 +273,7 @@ class _Bandwidth:
     minimum: float = 0.0
     step: float | None = None
     ranges: tuple[tuple[float, float], ...] | None = None
-    constraints: tuple[str, ...] | None = None
+    constraints: Any = None  # the raw list, checked by `SearchSpace.constrained`
     maximum: float | None = None
 
 
@@ -312,12 +315,9 @@ def _constrained_bandwidth(bw: dict[str, Any]) -> _Bandwidth:
     for key in ("budget", "step", "ranges"):
         if key in bw:
             raise InputError(f"space.bandwidth.{key}", "given with constraints", "constraints, minimum and maximum")
-    raw = bw["constraints"]
-    if not isinstance(raw, list) or not raw or not all(isinstance(c, str) for c in raw):
-        raise InputError("space.bandwidth.constraints", f"{raw!r}", 'a list of strings, e.g. ["bw0 + bw1 == 800"]')
     minimum = parse_positive(bw.get("minimum", DEFAULT_MINIMUM), "space.bandwidth.minimum")
     maximum = parse_positive(bw["maximum"], "space.bandwidth.maximum") if "maximum" in bw else None
-    return _Bandwidth(minimum=minimum, constraints=tuple(raw), maximum=maximum)
+    return _Bandwidth(minimum=minimum, constraints=bw["constraints"], maximum=maximum)  # checked by `constrained`
 
 
 def _parse_ranges(raw: Any) -> tuple[tuple[float, float], ...]:

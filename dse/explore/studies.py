@@ -204,8 +204,6 @@ def _variant(
     check_keys(v, {"name", "objectives", "constraints", "sampler", "bandwidth_constraints"}, "variants")
     bw = v.get("bandwidth_constraints", data.get("bandwidth_constraints"))
     if bw is not None:
-        if not isinstance(bw, list) or not bw or not all(isinstance(c, str) for c in bw):
-            raise InputError("bandwidth_constraints", f"{bw!r}", 'a list of strings, e.g. ["bw0 + bw1 == 800"]')
         space = space.constrained(bw)
     objs = parse_objectives(v.get("objectives") if v.get("objectives") is not None else data.get("objectives"), allowed)
     cons = parse_constraints(v.get("constraints", data.get("constraints", [])), allowed)

@@ -36,7 +36,7 @@ from dse.core.topology import Topology, parse_topology
 from dse.core.units import parse_int
 from dse.training import chakra_schema as cs
 from dse.training.chakra_read import CHAKRA_TYPE, ChakraTrace
-from dse.training.placement import PartScope, group_topology
+from dse.training.placement import PLACEMENT_SLOTS, PartScope, group_topology
 from dse.training.workload_graph import COMM, COMPUTE, MARK, REPLAY, Graph, Node, compile_workload
 from dse.training.workloads import ALL, DP, MP, Workload, load_workload
 
@@ -155,7 +155,7 @@ def _placed_graph(wl: Workload, topo: Topology | None) -> Graph:
         raise InputError("topology", f"{wl.name} has a placement, which names the topology's dimensions", "-t TOPOLOGY")
     assert wl.placement is not None
     wl.placement.check(topo, wl.field("placement"))
-    for slot in ("fwd", "ig", "wg"):
+    for slot in PLACEMENT_SLOTS:
         for d, k in wl.placement.parts(slot).parts:
             if k != topo.dims[d].npus:
                 raise InputError(

@@ -219,3 +219,15 @@ def test_most_random_constraint_sets_were_drawn_from() -> None:
     # the test above would prove nothing if it refused every set; derandomized, it refuses few
     test_every_draw_of_a_constrained_space_meets_its_constraints()
     assert len(REFUSED) < 20
+
+
+@pytest.mark.parametrize("raw", ["sum == 10", [], [3]])
+def test_constraints_that_are_not_a_list_of_strings_are_one_line(raw) -> None:
+    from dse.explore.spaces import SearchSpace
+
+    table = {"npus": 16, "shapes": ["4x4"], "bandwidth": {"constraints": raw}}
+    with pytest.raises(InputError, match="space.bandwidth.constraints: .* a list of strings"):
+        SearchSpace.from_table(table)
+    table["bandwidth"] = {"budget": 100.0}
+    with pytest.raises(InputError, match="bandwidth_constraints: .* a list of strings"):
+        SearchSpace.from_table(table).constrained(raw)

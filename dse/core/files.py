@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import stat
 import tempfile
 import tomllib
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.core.errors import InputError
+from dse.core.limits import check_input, input_limit
 
 
 def _path(path: str | Path, field: str) -> Path:
@@ -27,17 +29,61 @@ def _path(path: str | Path, field: str) -> Path:
     return Path(path)
 
 
-def read_text(path: str | Path, field: str) -> str:
-    """The UTF-8 text of an existing file."""
+def read_bytes(path: str | Path, field: str, limit: str = "text_bytes") -> bytes:
+    """The bytes of an existing regular file of at most `input_limit(limit)` bytes.
+
+    A FIFO, device or socket is refused without opening it for a blocking read (a FIFO would wait
+    forever, ``/dev/zero`` never ends); the size is checked from the open file before reading, and
+    no more than the limit is ever read (a file growing meanwhile is refused too)."""
     p = _path(path, field)
     if p.is_dir():
         raise InputError(field, f"{str(path)!r} is a directory", "a file")
     try:
-        data = p.read_bytes()
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise InputError(field, f"no such file {str(path)!r}") from None
     except OSError as e:
         raise InputError(field, f"cannot read {str(path)!r}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(field, f"{str(path)!r} is {_kind(st.st_mode)}, not a regular file", "a file")
+        check_input(limit, st.st_size, field, "bytes")
+        cap = input_limit(limit)
+        chunks: list[bytes] = []
+        got = 0
+        while True:
+            block = os.read(fd, min(1 << 20, cap + 1 - got))
+            if not block:
+                break
+            chunks.append(block)
+            got += len(block)
+            if got > cap:
+                check_input(limit, got, field, "bytes")
+        return b"".join(chunks)
+    except OSError as e:
+        raise InputError(field, f"cannot read {str(path)!r}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    """What a non-regular file is, for a message."""
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def read_text(path: str | Path, field: str) -> str:
+    """The UTF-8 text of an existing regular file (size-limited: `read_bytes`)."""
+    data = read_bytes(path, field)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -13,6 +13,11 @@ run finishes in minutes, not hours:
   default: measured, 2.5 million chunks of a 4D all-reduce (paper model, Themis+SCF) take 8 s and
   560 MB. The environment variable ``DSE_MAX_WORK`` raises or lowers it for every command and
   every worker process (``DSE_MAX_WORK=1e9 dse ...``).
+- **Sizes of inputs** (`input_limit`), checked before anything is read or built: bytes of a text
+  or TOML file (`MAX_TEXT_BYTES`), bytes of one Chakra rank file after decompression
+  (`MAX_TRACE_BYTES`), nodes of one Chakra rank's graph (`MAX_TRACE_NODES`), dimensions of a
+  topology (`MAX_DIMENSIONS`), processes one command starts (`MAX_PROCESSES`). Each refusal names
+  its environment variable (``DSE_MAX_TEXT_BYTES=1e9 dse ...``), which raises or lowers it.
 - **Bounds** that enumerate dimension orders (`EXACT_ORDER_TYPES`, `LP_ORDER_TYPES`): above them
   the ILP and pipeline bounds fall back to the LP, and the LP to the ideal, both still valid, and
   the bound's notes say so.
@@ -40,6 +45,21 @@ MAX_SPACE_SHAPES = 100_000
 EXACT_ORDER_TYPES = 1_440
 LP_ORDER_TYPES = 80_640
 
+#: Input-size limits: (default, environment variable that overrides it). Chosen so that a refused
+#: input costs well under 1 GB and a second, and no real input comes near them.
+MAX_TEXT_BYTES = 64 * 2**20
+MAX_TRACE_BYTES = 256 * 2**20
+MAX_TRACE_NODES = 2_000_000
+MAX_DIMENSIONS = 10
+MAX_PROCESSES = 256
+_INPUT_LIMITS = {
+    "text_bytes": (MAX_TEXT_BYTES, "DSE_MAX_TEXT_BYTES"),
+    "trace_bytes": (MAX_TRACE_BYTES, "DSE_MAX_TRACE_BYTES"),
+    "trace_nodes": (MAX_TRACE_NODES, "DSE_MAX_TRACE_NODES"),
+    "dimensions": (MAX_DIMENSIONS, "DSE_MAX_DIMENSIONS"),
+    "processes": (MAX_PROCESSES, "DSE_MAX_PROCESSES"),
+}
+
 WORK_ENV = "DSE_MAX_WORK"
 DEFAULT_MAX_WORK = 2e7
 
@@ -56,6 +76,36 @@ def max_work() -> float:
     if not (math.isfinite(value) and value > 0):
         raise InputError(WORK_ENV, f"{raw!r} is not a positive number of steps", "e.g. DSE_MAX_WORK=1e9")
     return value
+
+
+def input_limit(kind: str) -> int:
+    """The limit `kind` (``"text_bytes"``, ``"trace_bytes"``, ``"trace_nodes"``, ``"dimensions"``,
+    ``"processes"``): its environment variable if set (a positive number, ``1e9`` allowed), else the
+    default. A bad value is one `InputError` naming the variable."""
+    default, env = _INPUT_LIMITS[kind]
+    raw = os.environ.get(env)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw) if raw.strip().isascii() else math.nan
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 1 <= value <= 2**62):
+        raise InputError(env, f"{raw!r} is not a positive whole number", f"e.g. {env}={default:.0e}")
+    return int(value)
+
+
+def check_input(kind: str, amount: float, field: str, what: str) -> None:
+    """Refuse an input of `amount` (bytes, nodes, dimensions, processes) above `input_limit(kind)`,
+    naming the field, the limit and the variable that raises it. `what` names the unit (``"bytes"``)."""
+    limit = input_limit(kind)
+    if amount > limit:
+        env = _INPUT_LIMITS[kind][1]
+        raise InputError(
+            field,
+            f"{amount:,.0f} {what}, more than the limit of {limit:,} {what}",
+            f"a smaller input; or raise the limit: {env}={_round_up(amount)} dse ...",
+        )
 
 
 def check_work(steps: float, what: str) -> None:

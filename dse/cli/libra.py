@@ -30,7 +30,7 @@ def add_libra_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_libra_compare(args: argparse.Namespace) -> int:
     import json
 
-    from dse.core.files import check_output_dir, make_dirs
+    from dse.core.files import output_folder
     from dse.core.units import parse_int
     from dse.costs import get_cost_model
     from dse.explore.bw_constraints import LIBRA_CONSTRAINTS
@@ -46,9 +46,8 @@ def cmd_libra_compare(args: argparse.Namespace) -> int:
         tuple(args.constraints or LIBRA_CONSTRAINTS),
         args.libra,
     )
-    out = check_output_dir(args.out, "--out")
-    make_dirs(out, "--out")
-    results = [compare(c, trials=trials, seed=seed, out=out, cost_model=args.cost_model) for c in cases]
+    with output_folder(args.out, "--out") as out:  # created now, removed if no study could be written in it
+        results = [compare(c, trials=trials, seed=seed, out=out, cost_model=args.cost_model) for c in cases]
     rows = libra_rows(results)
     print(json.dumps(rows) if args.json else libra_markdown(rows))
     return 0

@@ -36,11 +36,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise InputError("paper", f"unknown paper {args.paper!r}", "themis")
     model = get_cost_model(args.cost_model).name
     jobs = -1 if str(args.jobs).strip() == "-1" else parse_int(args.jobs, "--jobs", minimum=1)
-    out = Path(args.out or f"studies/out/reproduce-themis-{model}{'-quick' if args.quick else ''}")
+    default = f"studies/out/reproduce-themis-{model}{'-quick' if args.quick else ''}"
+    out = default if args.out is None else args.out  # "" is refused as an empty path, not read as "."
     res = run(out, cost_model=model, jobs=jobs, quick=args.quick, progress=args.progress)
-    print((out / "summary.md").read_text().split("## Per topology")[0].rstrip())
+    folder = Path(res["out"])
+    print((folder / "summary.md").read_text().split("## Per topology")[0].rstrip())
     print()
     for name, c in res["counts"].items():
         print(f"{name}: {c['points']} points, {c['done_before']} already done, {c['evaluated']} evaluated now")
-    print(f"Everything is in {out}/")
+    print(f"Everything is in {folder}/")
     return 0

@@ -17,6 +17,16 @@ Every row ends with a ``crc`` column, the CRC-32 of the rest of its line, so a r
 (a number cut short, a digit changed) is recognised as damaged rather than read as a result.
 `SweepFile` also holds an exclusive lock on the file while a sweep writes it, so two sweeps never
 write one file at once.
+
+Writing (the rules of `dse.core.files`): a repair writes the new file whole beside the old one,
+every byte checked, fsyncs it, renames it into place and fsyncs the folder; if any of that fails
+(a full disk, ``ulimit -f``) the old file stays byte for byte, the temporary file is removed and
+the run stops with one line (exit 1), before it says "repaired". Rows are appended with their
+every byte checked too: an append that fails part-way is cut back to where it began, so no half
+row is left for the next run to cut off (that would lose a finished point silently); the rows
+written before are kept and the same command resumes. A symlinked ``--out`` is followed (the link
+stays, its target is appended to or replaced); the CSV's folder is created if missing (a
+resumable store, like a study journal).
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import fcntl
 import io
 import math
 import os
+import stat
 import warnings
 import zlib
 from collections import Counter
@@ -34,8 +45,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dse.core.errors import InputError
-from dse.core.files import check_output_file, make_dirs, temp_beside
+from dse.core.errors import InputError, RunError
+from dse.core.files import (
+    check_output_file,
+    make_dirs,
+    output_target,
+    remove_empty,
+    sync_folder,
+    temp_beside,
+    write_all,
+    write_failure,
+)
 
 ALLOWED = "a new file, or the sweep that wrote it"
 
@@ -239,24 +259,28 @@ class SweepFile:
     """The output of one sweep run: opened, locked, checked and repaired, then appended to.
 
     Use as a context manager; `open` returns the points already done. A file this run created and
-    never wrote a row to is removed again on the way out."""
+    never wrote a row to is removed again on the way out, with the folders `open` created for it."""
 
     def __init__(self, path: str | Path, header: Sequence[str], params: Sequence[Sequence[object]]) -> None:
         self.path = check_output_file(path, "out")
+        self.target = output_target(self.path, "out")  # what a symlink names: appended to and replaced
         self.header, self.params = header, params
         self.fd = -1
         self.created = False
         self.written = 0
+        self.made: list[Path] = []  # folders open() created: removed again with a file that got no row
 
     def __enter__(self) -> SweepFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+        if not os.path.lexists(self.target):  # no row written: nor the folders open() created
+            remove_empty(self.made)
 
     def open(self) -> frozenset[int]:
         """Lock, check and repair the file (module docstring); the points that already have a row."""
-        make_dirs(self.path.parent, "out")
+        self.made = make_dirs(self.target.parent, "out")
         try:
             return self._open()
         except OSError as e:
@@ -270,16 +294,17 @@ class SweepFile:
             st = os.fstat(self.fd)
             data = os.pread(self.fd, st.st_size, 0)
             state = inspect(data, self.header, self.params, str(self.path))
-            if state.repairs:
+            if state.keep is not None:
+                self._replace(b"".join(line + b"\n" for line in state.keep))
+            elif state.truncate_to is not None:
+                os.ftruncate(self.fd, state.truncate_to)
+            if state.repairs:  # said once the repair is on disk
                 warnings.warn(
                     f"{self.path}: repaired {', '.join(state.repairs)}; each point keeps one row, lost ones run again",
                     stacklevel=2,
                 )
             if state.keep is None:
-                if state.truncate_to is not None:
-                    os.ftruncate(self.fd, state.truncate_to)
                 return state.done
-            self._replace(b"".join(line + b"\n" for line in state.keep))
         raise InputError("out", f"{self.path} keeps changing while dse repairs it", "one dse sweep per file at a time")
 
     def _lock(self) -> None:
@@ -287,10 +312,12 @@ class SweepFile:
         while True:
             self.close()
             try:
-                self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+                self.fd = os.open(self.target, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NONBLOCK, 0o666)
                 self.created = True
             except FileExistsError:
-                self.fd = os.open(self.path, os.O_RDWR)
+                self.fd = os.open(self.target, os.O_RDWR | os.O_NONBLOCK)  # a FIFO put there: no wait
+            if not stat.S_ISREG(os.fstat(self.fd).st_mode):
+                raise InputError("out", f"{str(self.path)!r} is not a regular file", "a regular file or a new name")
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -298,35 +325,47 @@ class SweepFile:
                     "out", f"another dse sweep is writing {self.path}", "one dse sweep per file at a time"
                 ) from None
             try:
-                same = os.path.samestat(os.fstat(self.fd), os.stat(self.path))
+                same = os.path.samestat(os.fstat(self.fd), os.stat(self.target))
             except FileNotFoundError:
                 same = False
             if same:
                 return
 
     def _replace(self, data: bytes) -> None:
-        fd, tmp = temp_beside(self.path)
+        """Write `data` as the file's whole new content (module docstring): the old file stays
+        whole unless every byte of the new one is on disk."""
+        fd, tmp = temp_beside(self.target)
         try:
-            os.write(fd, data)
-            os.fsync(fd)
+            write_all(fd, data)
             os.fchmod(fd, os.fstat(self.fd).st_mode & 0o777)
+            os.fsync(fd)
             os.close(fd)
-            os.replace(tmp, self.path)
+            fd = -1
+            os.replace(tmp, self.target)
+            sync_folder(self.target.parent)
+        except OSError as e:
+            raise write_failure("out", str(self.path), e, kept=True) from None
         finally:
-            with contextlib.suppress(OSError):
+            if fd >= 0:
                 os.close(fd)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
 
     def append(self, rows: list[list]) -> None:
-        """Append rows (the header first into an empty file) with one write, so a kill cuts one line at most."""
+        """Append rows (the header first into an empty file) with one write, so a kill cuts one
+        line at most; a write that fails part-way is cut back to where it began (module docstring)."""
         text = row_lines(rows)
-        if os.fstat(self.fd).st_size == 0:
+        start = os.fstat(self.fd).st_size
+        if start == 0:
             text = csv_text([[*self.header, CRC]]) + text
-        data = text.encode()
-        os.lseek(self.fd, 0, os.SEEK_END)
-        while data:
-            data = data[os.write(self.fd, data) :]
+        os.lseek(self.fd, start, os.SEEK_SET)
+        try:
+            write_all(self.fd, text.encode())
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, start)
+            kept = "the rows before are kept: the same command resumes" if start else "nothing was written"
+            raise RunError(f"out: cannot write {str(self.path)!r}: {e.strerror or e}; {kept}") from None
         self.written += len(rows)
 
     def close(self) -> None:
@@ -334,7 +373,7 @@ class SweepFile:
             return
         if self.created and self.written == 0 and os.fstat(self.fd).st_size == 0:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
+                os.unlink(self.target)
             self.created = False
         os.close(self.fd)  # closing releases the lock
         self.fd = -1

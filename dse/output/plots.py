@@ -26,8 +26,10 @@ OUTPUT_COLUMNS: frozenset[str] = frozenset(
 
 def figure_path(out: str | Path, field: str = "out") -> tuple[Path, str]:
     """A figure's path and format (``png`` or ``svg``, from the extension); anything else is one
-    `InputError`, before any work."""
-    p = check_output_file(out, field)
+    `InputError`, before any work. The rules of `dse.core.files`: the folder must exist, a symlink
+    is followed, a FIFO, device, socket or directory there is refused (every ``--plot`` and
+    ``plot --out`` goes through here before its command runs)."""
+    p = check_output_file(out, field, whole=True)
     fmt = p.suffix.lower().lstrip(".")
     if fmt not in ("png", "svg"):
         raise InputError(field, f"cannot tell the format of {p.name!r}", "a file name ending in .png or .svg")
@@ -191,6 +193,7 @@ def plot_sweep_file(
     """Read a sweep CSV and draw it: `sweep_plot_data` then `draw_sweep`; returns the data drawn."""
     from dse.explore.sweep import read_rows
 
+    figure_path(out)  # a bad output is refused before the CSV is read
     data = sweep_plot_data(read_rows(csv_path), x, y, hue, facet, mean=mean)
     draw_sweep(data, out, logx=logx)
     return data

@@ -38,7 +38,7 @@ from typing import Any
 
 from dse.bounds.api import ideal_ns
 from dse.core.errors import raise_if_interrupted
-from dse.core.files import atomic_output, check_output_dir, make_dirs, write_atomic
+from dse.core.files import atomic_output, check_output_dir, check_outputs_in, output_folder, write_atomic
 from dse.core.presets import ARTIFACT_SUFFIX, PAPER_PRESETS, PRESET_INFO, PRESETS
 from dse.core.progress import progress_bar as _bar
 from dse.core.progress import wanted
@@ -124,10 +124,28 @@ def run(
     out: str | Path, *, cost_model: str = "paper", jobs: int = 1, quick: bool = False, progress: bool | None = None
 ) -> dict[str, Any]:
     """Run (or resume) both experiments and the training iterations into `out`, and write the
-    summary and the figures. `progress`: labelled bars on stderr (None: when it is a terminal)."""
+    summary and the figures. `progress`: labelled bars on stderr (None: when it is a terminal).
+
+    The output rules of `dse.core.files`: the folder and every file of `output_files` in it are
+    checked before any work (a FIFO, device, socket or folder where a file goes is refused; a
+    symlink is followed); the folder is created as the run starts and removed again if the run
+    fails or is refused before writing anything in it."""
     model = get_cost_model(cost_model).name
     out = check_output_dir(out, "out")
-    make_dirs(out, "out")
+    check_outputs_in(out, output_files(model), "out")
+    with output_folder(out, "out"):
+        return _run(out, model, jobs=jobs, quick=quick, progress=progress)
+
+
+def output_files(model: str) -> tuple[str, ...]:
+    """Every file `run` writes in its folder under cost model `model`."""
+    files = [f"{name}{ext}" for name in EXPERIMENTS for ext in (".raw.csv", ".csv")]
+    files += ["end_to_end.csv", "summary.md", "utilization.png", "chunks.png", "timeline.png"]
+    return (*files, *(() if model == "astra-sim-1" else ("end_to_end_astra-sim-1.csv",)))
+
+
+def _run(out: Path, model: str, *, jobs: int, quick: bool, progress: bool | None) -> dict[str, Any]:
+    """`run` in its checked, existing folder."""
     counts, tables = _run_sweeps(out, model, jobs=jobs, quick=quick, progress=progress)
     summary = summarize(tables["single_allreduce"])
     raise_if_interrupted()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.core.errors import InputError
-from dse.core.files import atomic_output, check_output_dir, make_dirs
+from dse.core.files import atomic_output, check_output_dir, check_outputs_in, output_folder
 from dse.core.topology import parse_topology
 from dse.explore.objectives import METRIC_PREFIX, metric_name
 from dse.explore.storage import load_study, trial_params, trial_record
@@ -177,16 +177,26 @@ def write_csv(path: Path, rows: list[dict[str, Any]], names: Sequence[str] = ())
         w.writerows(rows)
 
 
+#: Every file a report may write in its folder (checked before the study is read).
+REPORT_FILES = ("trials.csv", "best.csv", "pareto.csv", "history.png", "pareto_front.png", "importances.png")
+
+
 def write_report(name: str, url: str, out_dir: str | Path) -> Report:
-    """trials.csv, best.csv or pareto.csv, and figures (history, Pareto front, importances) of a study."""
+    """trials.csv, best.csv or pareto.csv, and figures (history, Pareto front, importances) of a study.
+
+    The output rules of `dse.core.files`: the folder and each of `REPORT_FILES` in it are checked
+    before the study is read (a FIFO, device, socket or folder where a file goes is refused; a
+    symlink is followed); the folder is created once the study is found, and removed again if
+    nothing could be written in it."""
     from dse.output.study_plots import write_figures
 
     out = check_output_dir(out_dir, "out")
+    check_outputs_in(out, REPORT_FILES, "out")
     study, rep = report_data(name, url)
-    make_dirs(out, "out")
     files = []
-    for fname, rows in (("trials.csv", rep.rows), ("pareto.csv" if rep.multi else "best.csv", rep.best)):
-        write_csv(out / fname, rows, rep.names)
-        files.append(str(out / fname))
-    figures, notes = write_figures(study, complete_trials(study), rep.names, out)
+    with output_folder(out, "out"):
+        for fname, rows in (("trials.csv", rep.rows), ("pareto.csv" if rep.multi else "best.csv", rep.best)):
+            write_csv(out / fname, rows, rep.names)
+            files.append(str(out / fname))
+        figures, notes = write_figures(study, complete_trials(study), rep.names, out)
     return Report(rep.rows, rep.best, rep.multi, files + figures, notes, rep.names)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from dse.core.errors import InputError
-from dse.core.files import atomic_output
+from dse.core.files import atomic_output, check_output_file, output_target
 from dse.core.topology import Topology, parse_topology
 from dse.core.units import parse_int
 from dse.training import chakra_schema as cs
@@ -70,6 +70,7 @@ def export_chakra(
     `npus`: rank files to write; default the topology's NPUs, else 1 (rank 0 only: ASTRA-sim needs
     one per NPU). An existing file is replaced only with `force`; nothing is written on an error.
     """
+    _check_prefix(Path(prefix))  # before any work: the folder exists, no special file at PREFIX.0.et
     wl = load_workload(workload)
     topo = parse_topology(topology) if topology is not None else None
     k = 0
@@ -301,17 +302,26 @@ def _delimited(body: bytes) -> bytes:
             return bytes(head) + body
 
 
-def _write(prefix: Path, data: bytes, ranks: int, force: bool) -> list[str]:
-    """Write every rank's file, or none: existing ones only with `force`."""
+def _check_prefix(prefix: Path) -> None:
+    """PREFIX names files, not one: not ``*.et``; the first file's place follows the output rules
+    of `dse.core.files` (its folder exists; a FIFO, device or folder there is refused)."""
     if str(prefix).endswith(".et"):
         raise InputError("out", f"{str(prefix)!r} ends in .et", "a PREFIX: the files are PREFIX.0.et, PREFIX.1.et, ...")
+    check_output_file(f"{prefix}.0.et", "out", whole=True)
+
+
+def _write(prefix: Path, data: bytes, ranks: int, force: bool) -> list[str]:
+    """Write every rank's file, or none: existing ones only with `force`. Every file's place is
+    checked before the first is written (`dse.core.files`: a symlink is followed, a special file
+    refused)."""
+    _check_prefix(prefix)
     names = [Path(f"{prefix}.{r}.et") for r in range(ranks)]
-    if not force:
-        for p in names:
-            if p.exists():
-                raise InputError("out", f"{str(p)!r} exists", "another PREFIX, or --force to replace it")
+    for p in names:
+        check_output_file(p, "out", whole=True)
+        if not force and p.exists():
+            raise InputError("out", f"{str(p)!r} exists", "another PREFIX, or --force to replace it")
     written: list[str] = []
-    fresh = [not p.exists() for p in names]
+    fresh = [not output_target(p, "out").exists() for p in names]
     try:
         for p in names:
             with atomic_output(p, "out") as tmp:
@@ -320,6 +330,6 @@ def _write(prefix: Path, data: bytes, ranks: int, force: bool) -> list[str]:
     except BaseException:  # an error or Ctrl-C part way: take back the files this call created
         for p, new in zip(names, fresh):
             if new and str(p) in written:
-                p.unlink(missing_ok=True)
+                output_target(p, "out").unlink(missing_ok=True)  # what a symlink named, not the link
         raise
     return written

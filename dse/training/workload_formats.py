@@ -147,7 +147,7 @@ def convert(source: str | Path, out: str | Path, *, origin: str = "", force: boo
         raise InputError(
             "out", f"{str(out)!r} has no known suffix", ", ".join(f"{k} ({v})" for k, v in FORMATS.items())
         )
-    check_output_file(target, "out")
+    check_output_file(target, "out", whole=True)  # dse.core.files: its folder exists, no special file
     if target.exists() and not force:
         raise InputError("out", f"{str(out)!r} exists", "a new file, or --force to replace it")
     wl = load_workload(source)

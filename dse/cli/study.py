@@ -2,6 +2,9 @@
 
 `report`, `list` and `dashboard` find a study where `run` put it when no --storage is given:
 ``studies/out/<name up to its first dot>.journal`` under the current folder (`dse.explore.storage.storage_for`).
+The environment variable ``DSE_STORAGE`` stands for ``--storage`` when the option is not given, so a
+database password need not appear on a command line (where `ps` shows it); `run` hands its worker
+processes the storage that way.
 """
 
 from __future__ import annotations
@@ -17,8 +20,18 @@ if TYPE_CHECKING:
 STORAGE_HELP = (
     "journal file, sqlite:///file.db or postgresql+psycopg://... (default: "
     "studies/out/<NAME up to its first dot>.journal under the current folder, where "
-    "'dse study run studies/<file>.toml' writes it)"
+    "'dse study run studies/<file>.toml' writes it; the environment variable DSE_STORAGE, if set, "
+    "stands for this option)"
 )
+
+
+def storage_arg(args: argparse.Namespace) -> str | None:
+    """`--storage`, else the environment variable ``DSE_STORAGE`` (if set and not empty), else None."""
+    import os
+
+    if args.storage is not None:
+        return str(args.storage)
+    return os.environ.get("DSE_STORAGE", "").strip() or None
 
 
 def add_study_parser(sub: argparse._SubParsersAction) -> None:
@@ -64,11 +77,30 @@ def add_study_parser(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("--json", action="store_true", help="print a JSON list: every field of the table")
     ls.set_defaults(func=cmd_study_list)
 
-    d = ssub.add_parser("dashboard", help="serve optuna-dashboard on a study's storage (pip install '.[dashboard]')")
+    d = ssub.add_parser(
+        "dashboard",
+        help="serve optuna-dashboard on one study, read-only (pip install '.[dashboard]')",
+        description="Serve optuna-dashboard on study NAME alone (the storage's other studies are "
+        "not shown), read-only: every request that would change the storage is refused (403), and "
+        "errors are one line on stderr. --allow-writes serves optuna-dashboard's editing of the study "
+        "(notes, trial states, deleting it; not creating or renaming studies), with a warning. "
+        "It listens on 127.0.0.1; another --host is served with a warning line.",
+    )
     d.add_argument("name", help="the study's name, e.g. bw_split_4d.themis")
     d.add_argument("--storage", default=None, help=STORAGE_HELP)
-    d.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    d.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only; any other prints a warning: "
+        "every machine that can reach the port reads the study)",
+    )
     d.add_argument("--port", default="8080", help="port to listen on (default 8080; 0: any free port)")
+    d.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="let the dashboard change the study: notes, trial states and attributes, deleting it "
+        "(default: read-only); anyone who can reach the port can then change or delete the study",
+    )
     d.set_defaults(func=cmd_study_dashboard)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -119,7 +151,10 @@ def cmd_study_run(args: argparse.Namespace) -> int:
     trials = parse_int(args.trials, "--trials", minimum=1) if args.trials is not None else None
     workers = parse_int(args.workers, "--workers", minimum=1)
     progress = not args.quiet and wanted(args.progress)
-    results = [run_study(s, trials=trials, workers=workers, storage=args.storage, progress=progress) for s in specs]
+    results = [
+        run_study(s, trials=trials, workers=workers, storage=storage_arg(args), progress=progress, quiet=args.quiet)
+        for s in specs
+    ]
     if args.quiet:
         return 0
     if args.json:
@@ -134,7 +169,7 @@ def cmd_study_report(args: argparse.Namespace) -> int:
     from dse.explore.storage import storage_for
     from dse.output.study_report import write_report
 
-    rep = write_report(args.name, storage_for(args.name, args.storage), args.out)
+    rep = write_report(args.name, storage_for(args.name, storage_arg(args)), args.out)
     print(
         f"{args.name}: {len(rep.rows)} complete trials; {'Pareto front' if rep.multi else 'best'}: {len(rep.best)} rows"
     )
@@ -152,7 +187,7 @@ def cmd_study_list(args: argparse.Namespace) -> int:
     from dse.explore.study_workers import list_studies
     from dse.output.report import format_table
 
-    urls = [args.storage] if args.storage is not None else default_journals()
+    urls = [storage] if (storage := storage_arg(args)) is not None else default_journals()
     if not urls:
         raise InputError(
             "storage",
@@ -181,19 +216,25 @@ def cmd_study_list(args: argparse.Namespace) -> int:
 
 
 def cmd_study_dashboard(args: argparse.Namespace) -> int:
+    import sys
+
     from dse.core.units import parse_int
-    from dse.explore.storage import storage_for
+    from dse.explore.storage import redact, storage_for
     from dse.explore.study_dashboard import require, serve
 
     require()
     port = parse_int(args.port, "--port", minimum=0, maximum=65535)
-    url = storage_for(args.name, args.storage)
+    url = storage_for(args.name, storage_arg(args))
+    mode = "editing allowed" if args.allow_writes else "read-only"
 
     def announce(page: str) -> None:
-        print(f"{args.name}: optuna-dashboard on {url} at {page} (Ctrl-C stops it)", flush=True)
+        print(f"{args.name}: optuna-dashboard ({mode}) on {redact(url)} at {page} (Ctrl-C stops it)", flush=True)
+
+    def warn(line: str) -> None:
+        print(f"dse: warning: {line}", file=sys.stderr, flush=True)
 
     try:
-        serve(args.name, url, args.host, port, announce)
+        serve(args.name, url, args.host, port, announce, allow_writes=args.allow_writes, warn=warn)
     except KeyboardInterrupt:  # the way to stop a server: nothing to resume, nothing to report
         return 0
     return 0

@@ -11,7 +11,12 @@ def add_sweep_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="evaluate every point of a TOML sweep file in parallel, into a resumable CSV")
     p.add_argument("file", metavar="FILE.toml", help="a sweep file: a [sweep] table of evaluate() parameters")
     p.add_argument("--out", required=True, help="the CSV to write; re-running resumes it")
-    p.add_argument("--jobs", default="1", help="worker processes (default 1; -1 for every core)")
+    p.add_argument(
+        "--jobs",
+        default="1",
+        help="worker processes (default 1; -1 for every core); at most DSE_MAX_PROCESSES (256), "
+        "and no more than the points left to run",
+    )
     p.add_argument("--backend", default="processes", help="processes (forked workers, default) or dask")
     p.add_argument("--scheduler-address", default=None, help="dask.distributed scheduler, e.g. tcp://host:8786")
     p.add_argument("--batch", default=None, help="points per task (default: automatic, at most 200)")
@@ -27,11 +32,12 @@ def add_sweep_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run the sweep and print one line: the points, those already done, those evaluated now."""
     from dse.core.units import parse_int
-    from dse.explore.sweep import load_sweep, run_sweep
+    from dse.explore.sweep import check_jobs, load_sweep, run_sweep
 
-    sweep = load_sweep(args.file)
-    jobs = parse_int(args.jobs, "jobs", minimum=-1)
+    jobs = parse_int(args.jobs, "--jobs", minimum=-1)
+    check_jobs(jobs, "--jobs")  # 0, below -1 or above the process limit: one line before anything is read
     batch = parse_int(args.batch, "batch", minimum=1) if args.batch is not None else None
+    sweep = load_sweep(args.file)
     counts = run_sweep(
         sweep,
         args.out,

@@ -6,7 +6,11 @@ A runner takes a function and a list of tasks and yields the function's results 
 - workers are forked (no named semaphores or temporary folders in /dev/shm), ignore Ctrl-C (the
   parent gets it, stops the pool and keeps what is finished), and are killed by the kernel when the
   parent dies (``PR_SET_PDEATHSIG`` on Linux), so a ``kill -9`` of a sweep leaves no orphans;
-- a worker that dies mid-task stops the run with a `RunError` (rows already written are kept).
+- a worker that dies mid-task stops the run with a `RunError` (rows already written are kept);
+- a run stopped early (Ctrl-C, an error) ends its workers and the pool's management thread before
+  it returns (`_stop`), so nothing of the pool is left for the interpreter's exit;
+- `process_runner` starts at most as many workers as tasks; `dse.explore.sweep.check_jobs` caps the
+  count asked for at `dse.core.limits.input_limit("processes")`, as `dask_runner`'s local cluster is.
 
 `dask_runner` hands the tasks to a dask.distributed cluster through joblib's dask backend.
 """
@@ -24,6 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from dse.core.errors import InputError, RunError
+from dse.core.limits import check_input
 
 Runner = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]]
 _PR_SET_PDEATHSIG = 1
@@ -84,8 +89,15 @@ def process_runner(jobs: int) -> Runner:
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers now."""
-    processes = list(getattr(pool, "_processes", {}).values())
+    """Cancel what has not started, end the workers now, and wait for the pool's management thread.
+
+    That thread notices the killed workers and closes the pool's wake-up pipe. Left running, it
+    raced the interpreter's exit: `concurrent.futures`' exit hook checked that the pipe was open,
+    the thread closed it, and the hook's write failed with ``OSError: [Errno 9] Bad file
+    descriptor``, printed as a traceback after the one interrupted line (about one Ctrl-C in 8 of
+    ``dse sweep --jobs 2``). Joined here, the pipe is closed before the hook runs, which then skips it."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for p in processes:
         with contextlib.suppress(Exception):
@@ -93,6 +105,8 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     for p in processes:
         with contextlib.suppress(Exception):
             p.join(5)
+    if manager is not None:
+        manager.join(10)
 
 
 def dask_runner(jobs: int, scheduler_address: str | None = None) -> Runner:
@@ -128,7 +142,9 @@ BACKENDS = ("processes", "dask")
 
 
 def get_runner(backend: str, jobs: int, scheduler_address: str | None = None) -> Runner:
-    """The runner of a backend name: ``processes`` (default) or ``dask``."""
+    """The runner of a backend name: ``processes`` (default) or ``dask``; `jobs` above the process
+    limit (`dse.core.limits.input_limit`) is one line."""
+    check_input("processes", jobs, "jobs", "worker processes")
     if backend == "processes":
         if scheduler_address:
             raise InputError("scheduler_address", "given without --backend dask", "--backend dask")

@@ -11,6 +11,14 @@
   the last complete record, under the journal's own lock, and says so in one line. Readers (list,
   report) leave the file as it is: Optuna skips a damaged end when reading. Damage anywhere else,
   or a file that is not a journal at all, is refused with one line and never modified.
+- PostgreSQL storages get a connect and a statement timeout (`network_timeouts`), so a server that
+  accepts and never answers is one line within seconds: ``DSE_STORAGE_CONNECT_TIMEOUT`` (default
+  10 s, libpq's least is 2 s) and ``DSE_STORAGE_STATEMENT_TIMEOUT`` (default 60 s; 0: none), given
+  to libpq unless the URL sets them. MySQL URLs are refused in one line, before any connection.
+- No secret in any message: `redact` shows ``user:password@`` as ``user:***@`` and ``password=...``
+  as ``password=***`` in every message and result that carries a storage URL or a driver's error
+  (and the URL's password, 4 characters or more, wherever the driver repeats it). An in-memory
+  SQLite URL, or ``:memory:``, is refused (it lives in one process; workers and reports need one storage).
 - `gate`: the lock under which a worker counts trials and creates one (a file lock beside a journal
   or SQLite file, a PostgreSQL advisory lock otherwise).
 - `fail_dead`: running trials whose worker process on this host is gone are marked failed, so the
@@ -35,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import re
 import socket
@@ -43,9 +52,10 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from dse.core.errors import InputError
-from dse.core.files import check_output_file, make_dirs, pid_alive
+from dse.core.files import check_output_file, make_dirs, output_folder, pid_alive
 
 WORKER_ATTR = "dse_worker"
 RECORD_ATTR = "dse"  # a trial's record, one dict (one journal append); see the module docstring
@@ -55,6 +65,22 @@ LAYOUT = 2  # fixed choices in the record, not parameters; 1 (a study begun befo
 SQLITE = "sqlite:///"
 _TAIL = 1 << 20  # how much of a journal's end to read when looking for damage
 _NOT_JOURNAL = "a journal file written by dse study run, or a new file name"
+_KINDS = "a journal file path, sqlite:///file.db, postgresql+psycopg://..."
+CONNECT_TIMEOUT_ENV, CONNECT_TIMEOUT = "DSE_STORAGE_CONNECT_TIMEOUT", 10.0  # seconds
+STATEMENT_TIMEOUT_ENV, STATEMENT_TIMEOUT = "DSE_STORAGE_STATEMENT_TIMEOUT", 60.0  # seconds; 0: none
+_URL_SECRET = re.compile(r"([A-Za-z][\w+.-]*://[^:/@\s]*):[^\n]*@")  # to the line's last @, as a URL's host follows it
+_KEY_SECRET = re.compile(r"(password\s*=\s*)('[^']*'|[^\s&'\",;)]*)", re.IGNORECASE)
+
+
+def redact(text: str, url: str | None = None) -> str:
+    """`text` with every URL's password shown as ``***`` (``user:***@host``), every ``password=...``
+    as ``password=***``, and `url`'s own password (4 characters or more) wherever else it appears."""
+    out = _KEY_SECRET.sub(r"\1***", _URL_SECRET.sub(r"\1:***@", str(text)))
+    m = re.match(r"[A-Za-z][\w+.-]*://[^:/@]*:([^@]*)@", url or "")  # the password, as SQLAlchemy reads it
+    if m and len(unquote(m.group(1))) >= 4:
+        for form in {unquote(m.group(1)), quote(unquote(m.group(1)), safe="")}:
+            out = out.replace(form, "***")
+    return out
 
 
 STUDIES_OUT = Path("studies") / "out"  # where `dse study run studies/<file>.toml` writes by default
@@ -111,7 +137,7 @@ def load_study(name: str, url: str) -> Any:
     storage = open_storage(url, must_exist=True)
     names = _names(storage, url)
     if name not in names:
-        raise InputError("study", f"no study {name!r} on {url}", ", ".join(names) or "none: it holds no study")
+        raise InputError("study", f"no study {name!r} on {redact(url)}", ", ".join(names) or "none: it holds no study")
     with reading(url):
         return optuna.load_study(study_name=name, storage=storage)
 
@@ -127,34 +153,23 @@ def open_storage(url: str, *, must_exist: bool = False, repair: bool = False) ->
     from dse.explore.study_journal import SyncedJournal
 
     if not isinstance(url, str) or not url.strip():
-        raise InputError(
-            "storage", "an empty storage", "a journal file path, sqlite:///file.db, postgresql+psycopg://..."
-        )
-    if url.startswith(SQLITE):
-        path = Path(url[len(SQLITE) :])
-        if must_exist and not path.is_file():
-            raise InputError("storage", f"no such SQLite file {url!r}", "the --storage a study ran on")
-        check_output_file(path, "storage")
-    if url.startswith(("sqlite:", "postgresql")):
+        raise InputError("storage", "an empty storage", _KINDS)
+    if url.startswith("sqlite:"):
+        return _open_sqlite(url, must_exist)
+    if url.startswith("postgresql"):
         try:
             with gate(url, "storage-init"):
-                return optuna.storages.RDBStorage(url)
+                return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": network_timeouts(url)})
         except ImportError as e:
-            raise InputError(
-                "storage",
-                f"{url.split(':')[0]} storage needs a driver that is not installed ({e.name})",
-                "pip install 'dse[postgres]'",
-            ) from None
+            raise _missing_driver(url, e) from None
         except InputError:
             raise
-        except Exception as e:  # connection refused, bad URL, a file that is no database...
-            raise InputError("storage", f"cannot open {url!r}: {type(e).__name__}: {_first_line(e)}") from None
+        except Exception as e:  # connection refused or timed out, bad URL, authentication...
+            raise InputError("storage", f"cannot open {redact(url)!r}: {_error_text(e, url)}") from None
     if "://" in url:
-        raise InputError(
-            "storage",
-            f"unsupported storage {url!r}",
-            "a journal file path, sqlite:///file.db, postgresql+psycopg://...",
-        )
+        raise InputError("storage", f"unsupported storage {redact(url)!r}", _KINDS)
+    if url.strip() == ":memory:":  # not a journal file to create in the current folder
+        raise InputError("storage", "':memory:': dse has no in-memory storage (workers and reports need one)", _KINDS)
     path = check_output_file(url, "storage")
     if must_exist and not path.exists():
         raise InputError("storage", f"no such journal file {url!r}", "the --storage a study ran on")
@@ -174,6 +189,83 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
+def _error_text(e: BaseException, url: str) -> str:
+    """A driver's error as one line with no secret: its type and its first line."""
+    return redact(f"{type(e).__name__}: {_first_line(e)}", url)
+
+
+def _missing_driver(url: str, e: ImportError) -> InputError:
+    return InputError(
+        "storage",
+        f"{url.split(':')[0]} storage needs a driver that is not installed ({e.name})",
+        "pip install 'dse[postgres]'",
+    )
+
+
+def _open_sqlite(url: str, must_exist: bool) -> Any:
+    """A SQLite storage ``sqlite:///file.db`` (missing folders created). One that cannot be opened
+    leaves no database, folder or lock file this call created (a command waiting on the lock fails
+    on the same file; the database is removed under the lock, before anyone else can use it)."""
+    import optuna
+
+    path = Path(url[len(SQLITE) :]) if url.startswith(SQLITE) else Path()
+    if not url.startswith(SQLITE) or str(path) in ("", ".", ":memory:") or "mode=memory" in url:
+        raise InputError(
+            "storage",
+            f"{url!r} is not a SQLite file (an in-memory database lives in one process only)",
+            "sqlite:///path/to/file.db",
+        )
+    if must_exist and not path.is_file():
+        raise InputError("storage", f"no such SQLite file {url!r}", "the --storage a study ran on")
+    check_output_file(path, "storage")
+    lock = Path(f"{path}.dse-lock")
+    new_lock = not lock.exists()
+    try:
+        with output_folder(path.parent, "storage"), gate(url, "storage-init"):
+            new_db = not path.exists()
+            try:
+                return optuna.storages.RDBStorage(url)
+            except BaseException:
+                if new_db:
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+                raise
+    except ImportError as e:
+        raise _missing_driver(url, e) from None
+    except Exception as e:  # a file that is no database, a folder that cannot be written...
+        if new_lock:
+            with contextlib.suppress(OSError):
+                lock.unlink()
+        if isinstance(e, InputError):
+            raise
+        raise InputError("storage", f"cannot open {url!r}: {_error_text(e, url)}") from None
+
+
+def network_timeouts(url: str) -> dict[str, Any]:
+    """libpq's ``connect_timeout`` and ``options=-c statement_timeout=...`` for a PostgreSQL URL
+    (module docstring), except where the URL's own query sets them."""
+    query = {k: v[-1] for k, v in parse_qs(urlsplit(url).query).items()}
+    out: dict[str, Any] = {}
+    if "connect_timeout" not in query:
+        out["connect_timeout"] = max(2, math.ceil(_seconds(CONNECT_TIMEOUT_ENV, CONNECT_TIMEOUT, zero=False)))
+    options = query.get("options", "")
+    statement = _seconds(STATEMENT_TIMEOUT_ENV, STATEMENT_TIMEOUT, zero=True)
+    if statement > 0 and "statement_timeout" not in options:
+        out["options"] = f"{options} -c statement_timeout={math.ceil(statement * 1000)}".strip()
+    return out
+
+
+def _seconds(env: str, default: float, *, zero: bool) -> float:
+    """Seconds from environment variable `env` (`default` if unset); one line if it is no number."""
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return default
+    value = float(raw) if re.fullmatch(r"[0-9]*\.?[0-9]+(e[+-]?[0-9]+)?", raw, re.IGNORECASE) else math.nan
+    if not (math.isfinite(value) and (value > 0 or (zero and value == 0)) and value <= 86_400):
+        raise InputError(env, f"{raw!r} is not a number of seconds", "0 to 86400" if zero else "above 0, up to 86400")
+    return value
+
+
 @contextlib.contextmanager
 def reading(url: str) -> Iterator[None]:
     """Turn Optuna's errors on a damaged journal (records that do not parse) into one line."""
@@ -182,7 +274,7 @@ def reading(url: str) -> Iterator[None]:
     except (json.JSONDecodeError, KeyError) as e:
         raise InputError(
             "storage",
-            f"{url} is damaged inside ({type(e).__name__}: {_first_line(e)}); dse repairs only a damaged end",
+            f"{redact(url)} is damaged inside ({type(e).__name__}: {_first_line(e)}); dse repairs only a damaged end",
             "the journal from a backup, or a new --storage",
         ) from None
     except ValueError as e:
@@ -190,9 +282,13 @@ def reading(url: str) -> Iterator[None]:
             raise
         raise InputError(
             "storage",
-            f"{url} is damaged inside (a record cut short); dse repairs only a damaged end",
+            f"{redact(url)} is damaged inside (a record cut short); dse repairs only a damaged end",
             "the journal from a backup, or a new --storage",
         ) from None
+    except Exception as e:
+        if not type(e).__module__.startswith(("sqlalchemy", "psycopg")):
+            raise
+        raise InputError("storage", f"{redact(url)}: {_error_text(e, url)}") from None
 
 
 def _record(line: bytes) -> bool:
@@ -316,14 +412,22 @@ def gate(url: str, name: str) -> Iterator[None]:
     if url.startswith("postgresql"):
         import psycopg
 
-        dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
+        dsn = re.sub(r"^postgresql(\+\w+)?://", "postgresql://", url)
         key = zlib.crc32(f"dse:{name}".encode()) - 2**31
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            conn = psycopg.connect(dsn, autocommit=True, **network_timeouts(url))
+        except psycopg.Error as e:
+            raise InputError("storage", f"cannot open {redact(url)!r}: {_error_text(e, url)}") from None
+        with conn:  # closing the connection releases the lock too
+            try:
+                conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            except psycopg.Error as e:
+                raise InputError("storage", f"{redact(url)}: {_error_text(e, url)}") from None
             try:
                 yield
             finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
         return
     path = url[len(SQLITE) :] if url.startswith(SQLITE) else url
     with open(f"{path}.dse-lock", "a") as f:

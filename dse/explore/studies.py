@@ -15,16 +15,28 @@ study named ``name.variant``.
 A study file is checked whole before any storage is opened: its space must produce at least one
 design the workload's cost model accepts within the work limit (`dse.core.limits`). Running a
 study: `dse.explore.study_workers`; what each trial measures: `dse.explore.study_trials`.
+
+A study's *definition* (`StudySpec.definition`) is what makes its trials comparable, and binds its
+name in a storage (`dse.explore.study_workers.create_study`): the objectives (metric, and so its
+unit, scheduler, queue, direction), the constraints, the workload (collective, size, cost model;
+or a training workload's layers, placement, cost model and chunks), each field of the space (NPUs,
+shapes, kinds, chunks, schedulers, queues, latencies, bandwidth rule or polytope) and the hardware
+prices. Not in it: the trial count, the workers, the sampler and its seed (resuming with another
+count or sampler is legitimate, and mixes no values), and where the files are.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dse.core.errors import InputError
 from dse.core.files import read_toml
+from dse.core.limits import check_input
 from dse.core.units import parse_int
 from dse.explore.hwcost import HardwareCost
 from dse.explore.libra_files import read_libra_cost_model, read_libra_network
@@ -69,6 +81,54 @@ class StudySpec:
     def directions(self) -> list[str]:
         return [o.direction for o in self.objectives]
 
+    def definition(self) -> dict[str, str]:
+        """The study's definition (module docstring), field by field, each a short text: the value
+        itself up to `SHOWN` characters, else a digest of it."""
+        sp = self.space
+        workload: Any = (
+            (self.collective, self.size, self.cost_model) if self.training is None else _canonical(self.training)
+        )
+        fields = {
+            "objectives": ", ".join(f"{o.label} {o.direction}" for o in self.objectives),
+            "constraints": ", ".join(f"{c.metric}[{c.scheduler}+{c.queue}] <= {c.maximum!r}" for c in self.constraints),
+            "workload": workload,
+            "space.npus": sp.npus,
+            "space.shapes": sp.shapes,
+            "space.kinds": sp.kinds,
+            "space.chunks": sp.chunks,
+            "space.schedulers": sp.schedulers,
+            "space.queues": sp.queues,
+            "space.latency": sp.latency_tiers,
+            "space.bandwidth": (sp.budget, sp.minimum, sp.step, sp.ranges, sp.polytope),
+            "prices": self.prices,
+        }
+        return {k: _short(v if isinstance(v, str) else json.dumps(_canonical(v))) for k, v in fields.items()}
+
+
+SHOWN = 80  # characters of a definition's field kept as they are (longer ones are digested)
+
+
+def _short(text: str) -> str:
+    if len(text) <= SHOWN:
+        return text
+    return f"sha256:{hashlib.sha256(text.encode()).hexdigest()[:16]} of {len(text)} characters"
+
+
+def _canonical(x: Any) -> Any:
+    """`x` as JSON values that are the same in every process: a dataclass as its compared fields
+    (a file's path or a note is not one), a dict by its sorted keys, a float as its repr."""
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return {f.name: _canonical(getattr(x, f.name)) for f in dataclasses.fields(x) if f.compare}
+    if isinstance(x, dict):
+        return [[_canonical(k), _canonical(v)] for k, v in sorted(x.items(), key=lambda kv: repr(kv[0]))]
+    if isinstance(x, (list, tuple)):
+        return [_canonical(v) for v in x]
+    if isinstance(x, float):
+        return repr(x)
+    if x is None or isinstance(x, (str, int)):
+        return x
+    return repr(x)
+
 
 def load_studies(path: str | Path) -> list[StudySpec]:
     """The studies a study file defines: one, or one per ``[[variants]]`` entry."""
@@ -77,6 +137,7 @@ def load_studies(path: str | Path) -> list[StudySpec]:
     st = _study_table(data)
     name = _study_name(st)
     space = SearchSpace.from_toml(Path(path).parent / str(st["space"]))
+    check_input("dimensions", max(space.shapes), "space.dims", "dimensions")  # before a design is built
     table = data.get("workload", {})
     training = _training(table, space, Path(path).parent) if isinstance(table, dict) and "file" in table else None
     probe = _workload(table, space) if training is None else None

@@ -15,6 +15,7 @@ import functools
 from typing import Any
 
 from dse.bounds.api import ideal_ns, lp_bound, types_for_plan
+from dse.core.errors import InputError
 from dse.core.topology import Topology
 from dse.explore.storage import FIXED_KEY, LAYOUT, RECORD_ATTR
 from dse.explore.studies import StudySpec
@@ -93,6 +94,27 @@ def metric_value(
     if u is None:
         u = _run(topo, spec, chunks, scheduler, queue).bw_utilization
     return u
+
+
+def probe(spec: StudySpec) -> None:
+    """Measure the space's first design as a trial would (its record, every objective and
+    constraint), so that a study none of whose trials could run is refused, as the `InputError` of
+    that design, before any storage is opened or created."""
+    topo, chunks = spec.space.first_design()
+    sched, queue = spec.space.schedulers[0], spec.space.queues[0]
+    target = spec.training
+    try:
+        record = measure(spec, topo, chunks) if target is None else measure_workload(target, topo, spec.prices)
+        for m, s, q in [(c.metric, c.scheduler, c.queue) for c in spec.constraints] + [
+            (o.metric, *((sched, queue) if (o.scheduler, o.queue) == ("themis", "scf") else (o.scheduler, o.queue)))
+            for o in spec.objectives
+        ]:
+            if target is not None:
+                workload_metric(target, topo, m, s, q, record)
+            else:
+                metric_value(spec, topo, chunks, m, s, q, record)
+    except InputError as e:
+        raise InputError("space", f"its first design {topo.notation()} cannot be measured: {e}") from None
 
 
 def objective(spec: StudySpec, trial: Any, layout: int = LAYOUT) -> list[float]:

@@ -10,6 +10,21 @@ again on that machine. Every trial's sampler is seeded from the study's seed and
 complete before it (`dse.explore.study_samplers`), so a one-worker study interrupted and resumed ends with
 the same trials as one never interrupted.
 
+A study's name is bound to its definition (`dse.explore.studies.StudySpec.definition`) in its
+storage: `create_study` stores the definition as the study's system attribute `DEFINITION_ATTR`
+when it creates the study, under the storage's gate, and refuses, in one line naming the study
+and the first field that differs, to run a definition other than the stored one under that name.
+Two commands racing to create one name with different definitions: the gate lets one create it,
+the other finds it and is refused. A study created before definitions were stored is checked on
+what it holds (its directions and objective names) and, if they agree, bound to the definition
+that resumes it.
+
+Workers: `run_study` refuses more than `dse.core.limits.input_limit("processes")` workers
+(``DSE_MAX_PROCESSES``) before anything is opened, and starts no more workers than trials are
+left to run (a note says so unless `quiet`). Before any storage is opened it also measures the
+space's first design (`dse.explore.study_trials.probe`), so a study none of whose trials could run
+leaves no journal. Results name the storage with its password hidden (`dse.explore.storage.redact`).
+
 Elsewhere: study files in `dse.explore.studies`; one trial in `dse.explore.study_trials`; storages,
 locks and damaged journals in `dse.explore.storage`; the progress bar in `dse.explore.study_progress`;
 optuna-dashboard in `dse.explore.study_dashboard`.
@@ -17,14 +32,17 @@ optuna-dashboard in `dse.explore.study_dashboard`.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal, cast
 
-from dse.core.errors import InputError, raise_if_interrupted
+from dse.core.errors import InputError, RunError, raise_if_interrupted
+from dse.core.limits import check_input
 from dse.explore.storage import (
     LAYOUT,
     LAYOUT_ATTR,
@@ -36,13 +54,17 @@ from dse.explore.storage import (
     me,
     open_storage,
     reading,
+    redact,
     study_names,
     trial_record,
 )
 from dse.explore.studies import StudySpec
 from dse.explore.study_progress import CompleteCount, TrialBar, wait_all
 from dse.explore.study_samplers import ResumableSampler
-from dse.explore.study_trials import objective
+from dse.explore.study_trials import objective, probe
+
+DEFINITION_ATTR = "dse_definition"  # a study's definition (`StudySpec.definition`), a system attribute
+_METRIC_NAMES = "study:metric_names"  # Optuna's system attribute of `Study.metric_names`
 
 
 def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
@@ -52,6 +74,7 @@ def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = open_storage(url, repair=repair)
     with gate(url, spec.name), reading(url):
+        bind = check_definition(storage, spec, url)
         study = optuna.create_study(
             study_name=spec.name,
             storage=storage,
@@ -69,7 +92,47 @@ def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
                 study.set_metric_names(names)
         if LAYOUT_ATTR not in study.user_attrs and not study.get_trials(deepcopy=False):
             study.set_user_attr(LAYOUT_ATTR, LAYOUT)
+        if bind:
+            storage.set_study_system_attr(study._study_id, DEFINITION_ATTR, spec.definition())
     return study
+
+
+def check_definition(storage: Any, spec: StudySpec, url: str) -> bool:
+    """Refuse `spec` if study `spec.name` on `storage` was created from another definition (module
+    docstring); call it under the gate. Returns whether the definition is still to be stored: a
+    new study, or one created before definitions were stored whose directions and objective names
+    agree with `spec`'s."""
+    try:
+        sid = storage.get_study_id_from_name(spec.name)
+    except KeyError:
+        return True
+    attrs = storage.get_study_system_attrs(sid)
+    stored, mine = attrs.get(DEFINITION_ATTR), spec.definition()
+    if isinstance(stored, dict):
+        for field, value in mine.items():
+            if field in stored and stored[field] != value:  # a field added later: not compared
+                raise _other_definition(spec, url, field, stored[field], value)
+        return False
+    theirs = [d.name.lower() for d in storage.get_study_directions(sid)]
+    names = attrs.get(_METRIC_NAMES)
+    if theirs != spec.directions or (names is not None and names != [o.name for o in spec.objectives]):
+        there = ", ".join(f"{n} {d}" for n, d in zip(names or ["?"] * len(theirs), theirs))
+        here = ", ".join(f"{o.name} {o.direction}" for o in spec.objectives)
+        raise _other_definition(spec, url, "objectives", there, here)
+    return True
+
+
+def _other_definition(spec: StudySpec, url: str, field: str, there: Any, here: str) -> InputError:
+    def clip(v: Any) -> str:
+        text = str(v)
+        return repr(text if len(text) <= 60 else text[:57] + "...")
+
+    return InputError(
+        "study",
+        f"{spec.name!r} on {redact(url)} was created from another definition ({field}: "
+        f"{clip(there)} there, {clip(here)} in {spec.source or 'this study'})",
+        "another [study] name, or another --storage",
+    )
 
 
 def layout(study: Any) -> int:
@@ -119,27 +182,73 @@ def work(spec: StudySpec, url: str, trials: int, progress: Callable[[int], None]
 
 
 def run_study(
-    spec: StudySpec, *, trials: int | None = None, workers: int = 1, storage: str | None = None, progress: bool = False
+    spec: StudySpec,
+    *,
+    trials: int | None = None,
+    workers: int = 1,
+    storage: str | None = None,
+    progress: bool = False,
+    quiet: bool = False,
 ) -> dict[str, Any]:
     """Run `spec` until it has `trials` complete trials, with `workers` processes on one storage.
 
-    With several workers, this process waits for them; if one dies, it finishes the study itself
+    `workers` above the process limit is refused before anything is opened; more workers than
+    trials left start as many as there are trials left (a note says so, unless `quiet`). With
+    several workers, this process waits for them; if one dies, it finishes the study itself
     (the dead worker's trial is failed and replaced) and says so. Ctrl-C stops every worker.
     `progress`: a bar of the complete trials on stderr (`dse.explore.study_progress`). The result adds to
     `summary` the trials run here, the storage, the complete trials before the run and the target."""
     url = default_storage(spec.out_dir, spec.name) if storage is None else storage
     n = trials if trials is not None else spec.trials
+    check_workers(workers)
+    probe(spec)
     study = create_study(spec, url, repair=True)  # created once, before the workers race for it
     from optuna.trial import TrialState
 
     before = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+    if workers > max(1, n - before) and before < n:
+        if not quiet:
+            left = n - before
+            warnings.warn(
+                f"--workers {workers}: {spec.name} has {left} trial{'s' * (left > 1)} left to run, "
+                f"so {left} worker{'s' * (left > 1)} {'start' if left > 1 else 'runs'}",
+                stacklevel=2,
+            )
+        workers = n - before
     bar = TrialBar(spec.name, n, before) if progress and before < n else None
     try:
-        ran = _run(spec, url, n, workers if before < n else 1, bar)
+        with storage_failures(url):
+            ran = _run(spec, url, n, workers if before < n else 1, bar)
     finally:
         if bar is not None:
             bar.close()
-    return summary(spec.name, url) | {"ran_here": ran, "storage": url, "complete_before": before, "asked": n}
+    return summary(spec.name, url) | {"ran_here": ran, "storage": redact(url), "complete_before": before, "asked": n}
+
+
+@contextlib.contextmanager
+def storage_failures(url: str) -> Iterator[None]:
+    """A database storage that fails mid-run (a statement timeout, a dropped connection) stops the
+    run with one `RunError` line, its password hidden; the trials it finished are kept."""
+    try:
+        yield
+    except Exception as e:
+        sqlalchemy = sys.modules.get("sqlalchemy.exc")
+        psycopg = sys.modules.get("psycopg")
+        kinds = tuple(k for k in (getattr(sqlalchemy, "SQLAlchemyError", None), getattr(psycopg, "Error", None)) if k)
+        if not kinds or not isinstance(e, kinds):
+            raise
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise RunError(
+            f"storage {redact(url)} failed: {type(e).__name__}: {redact(first, url)}; "
+            "the finished trials are kept: run the same command again"
+        ) from None
+
+
+def check_workers(workers: int, field: str = "--workers") -> None:
+    """Refuse a worker count below 1 or above `input_limit("processes")`, in one line."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InputError(field, f"{workers!r} workers", "an integer >= 1")
+    check_input("processes", workers, field, "worker processes")
 
 
 def _run(spec: StudySpec, url: str, n: int, workers: int, bar: TrialBar | None) -> int:
@@ -170,15 +279,14 @@ def _run_workers(spec: StudySpec, url: str, n: int, workers: int, poll: Callable
         spec.source,
         "--trials",
         str(n),
-        "--storage",
-        url,
         "--only",
         spec.name,
         "--workers",
         "1",
         "--quiet",
     ]
-    procs = [subprocess.Popen(cmd) for _ in range(workers)]
+    env = {**os.environ, "DSE_STORAGE": url}  # not on the command line, where `ps` would show a password
+    procs = [subprocess.Popen(cmd, env=env) for _ in range(workers)]
     try:
         return wait_all(procs, poll)
     except BaseException:
@@ -220,4 +328,4 @@ def summary(name: str, url: str) -> dict[str, Any]:
 
 def list_studies(url: str) -> list[dict[str, Any]]:
     """`summary` of every study on a storage, with the storage."""
-    return [summary(name, url) | {"storage": url} for name in study_names(url)]
+    return [summary(name, url) | {"storage": redact(url)} for name in study_names(url)]

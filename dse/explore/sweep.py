@@ -10,6 +10,11 @@ completion order; sort by `point` for the sweep's order (with one job they come 
 The work is spread in batches of points by a runner (`dse.explore.runners`: forked worker processes by
 default, or a `dask.distributed` cluster), so the per-task overhead stays small next to ~0.1-1 ms
 per point.
+
+Workers (`check_jobs`): ``jobs`` above `dse.core.limits.input_limit("processes")` (256,
+``DSE_MAX_PROCESSES``) is refused in one line before the CSV is touched; -1 (every core) is capped
+at that limit silently; and no more workers start than points are left to run (a note says so
+when an explicit ``jobs`` is lowered, none for -1).
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ from __future__ import annotations
 import csv
 import math
 import os
+import warnings
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
 from dse.bounds.api import lower_bounds
 from dse.core.errors import InputError, raise_if_interrupted
+from dse.core.limits import check_input, input_limit
 from dse.core.progress import progress_bar, wanted
 from dse.core.topology import Topology, parse_topology
 from dse.explore.runners import Runner, get_runner
@@ -138,13 +145,11 @@ def run_sweep(
     """
     if not isinstance(sweep, Sweep):
         sweep = load_sweep(sweep)
-    jobs = int(jobs)
-    if jobs == 0 or jobs < -1:
-        raise InputError("jobs", f"{jobs} workers", "an integer >= 1, or -1 for every core")
+    njobs = check_jobs(jobs)
     if batch is not None and batch < 1:
         raise InputError("batch", f"{batch} points per task", "an integer >= 1")
-    njobs = (os.cpu_count() or 1) if jobs == -1 else jobs
-    run = runner or get_runner(backend, njobs, scheduler_address)
+    if runner is None:
+        get_runner(backend, njobs, scheduler_address)  # an unknown backend is refused before the CSV is touched
     points = sweep.points
     with SweepFile(out_path, columns(sweep.bounds), [p.values() for p in points]) as out:
         done = out.open()
@@ -152,20 +157,43 @@ def run_sweep(
         counts = {"points": len(points), "done_before": len(done), "evaluated": 0}
         if not todo:
             return counts
+        if njobs > len(todo):
+            left = len(todo)
+            if jobs != -1:
+                many = "s" * (left > 1)
+                warnings.warn(f"--jobs {jobs}: {left} point{many} left to run, so {left} worker{many}", stacklevel=2)
+            njobs = left
+        run = runner or get_runner(backend, njobs, scheduler_address)
         batches = make_batches(todo, batch or auto_batch(len(todo), njobs), sweep.bounds)
         func = _BatchFunc(sweep.bounds, sweep.bounds_time_limit, sweep.bounds_node_limit)
         bar = progress_bar(len(points), initial=len(done), desc=label, unit="pt") if wanted(progress) else None
+        results = iter(run(func, batches))
         try:
-            for rows in run(func, batches):
+            for rows in results:
                 out.append(rows)
                 raise_if_interrupted()
                 counts["evaluated"] += len(rows)
                 if bar is not None:
                     bar.update(len(rows))
         finally:
+            close = getattr(results, "close", None)
+            if close is not None:  # stop the workers now, not whenever the generator is collected
+                close()
             if bar is not None:
                 bar.close()
     return counts
+
+
+def check_jobs(jobs: int, field: str = "jobs") -> int:
+    """The worker processes `jobs` asks for: -1 is every core (at most the process limit);
+    0, below -1 or above `input_limit("processes")` (``DSE_MAX_PROCESSES``) is one line."""
+    jobs = int(jobs)
+    if jobs == 0 or jobs < -1:
+        raise InputError(field, f"{jobs} workers", "an integer >= 1, or -1 for every core")
+    if jobs == -1:
+        return min(os.cpu_count() or 1, input_limit("processes"))
+    check_input("processes", jobs, field, "worker processes")
+    return jobs
 
 
 class _BatchFunc:

@@ -4,6 +4,12 @@ chosen moment of a sweep, a study or a reproduction.
 SIGINT exits 130 with one line; no worker process or /dev/shm entry outlives the run; running the
 same command again gives the uninterrupted output (byte for byte for sweeps with one job and
 reproductions, the same rows for sweeps with several, the same trials for studies).
+
+A case looks only at what its run created, never at the rest of a shared machine: the /dev/shm
+entries left are those new since the run started that either a process of the run held open or
+mapped (`RunTree` reads /proc/PID/fd and /proc/PID/maps of the run's processes while it runs) or
+whose name carries one of the run's process ids (as multiprocessing's, joblib's and loky's names
+do). An entry another process made meanwhile is none of these, and is not counted.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -30,11 +37,65 @@ def _digest(folder: Path) -> dict[str, str]:
     }
 
 
+SHM = "/dev/shm"
+
+
 def _shm() -> set[str]:
     try:
-        return set(os.listdir("/dev/shm"))
+        return set(os.listdir(SHM))
     except OSError:
         return set()
+
+
+class RunTree:
+    """A process and its descendants as seen at each `scan`: their ids, and the /dev/shm entries
+    they hold open or mapped (names under /dev/shm)."""
+
+    def __init__(self, pid: int) -> None:
+        self.root = pid
+        self.pids: set[int] = {pid}
+        self.held: set[str] = set()
+        self._next = 0.0
+
+    def scan(self, every: float = 0.0) -> None:
+        """Record the tree's processes and what they hold (at most once per `every` seconds)."""
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + every
+        todo = [self.root]
+        while todo:
+            pid = todo.pop()
+            self.pids.add(pid)
+            todo.extend(k for k in child_pids(pid) if k not in self.pids)
+        for pid in self.pids:
+            self.held |= _shm_held(pid)
+
+    def leftovers(self, before: set[str]) -> list[str]:
+        """The /dev/shm entries, new since `before`, that this run made (module docstring)."""
+        return sorted(n for n in _shm() - before if n in self.held or _names_pid(n, self.pids))
+
+
+def _shm_held(pid: int) -> set[str]:
+    """Names of the /dev/shm entries process `pid` holds open or has mapped (none once it is gone)."""
+    out = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith(SHM + "/"):
+                    out.add(target[len(SHM) + 1 :].split("/")[0].removesuffix(" (deleted)"))
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+            where = line.find(SHM + "/")
+            if where >= 0:
+                out.add(line[where + len(SHM) + 1 :].split("/")[0].removesuffix(" (deleted)"))
+    return out
+
+
+def _names_pid(name: str, pids: set[int]) -> bool:
+    """Whether `name` carries one of `pids` as a whole number (``joblib_memmapping_folder_4242_...``)."""
+    return any(int(tok) in pids for tok in re.findall(r"\d+", name) if len(tok) < 10)
 
 
 def child_pids(pid: int) -> list[int]:
@@ -104,8 +165,11 @@ def kill_case(target: str, sig: int, at: float, folder: Path, reference: tuple[o
     shm = _shm()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    tree = RunTree(p.pid)
     while p.poll() is None and _size(out) < at * total:
+        tree.scan(every=0.1)
         time.sleep(0.002)
+    tree.scan()
     kids = child_pids(p.pid)
     if p.poll() is not None:
         return [f"the run ended (exit {p.returncode}) before {at:.0%} of its output: no interruption tested"]
@@ -122,7 +186,7 @@ def kill_case(target: str, sig: int, at: float, folder: Path, reference: tuple[o
         time.sleep(0.05)
     if any(_alive(k) for k in kids):
         problems.append(f"{sum(_alive(k) for k in kids)} child process(es) outlived the run")
-    left = _shm() - shm
+    left = tree.leftovers(shm)
     if left:
         problems.append(f"/dev/shm entries left: {sorted(left)[:3]}")
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

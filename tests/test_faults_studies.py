@@ -298,3 +298,55 @@ def test_shm_leftovers_are_only_what_the_run_made(tmp_path):
 def test_campaign_cases(kind, seed, tmp_path):
     _, _, case = fs.CAMPAIGN[kind]
     assert case(random.Random(f"test-{kind}-{seed}"), tmp_path) == []
+
+
+def test_workers_get_the_storage_through_the_environment_not_the_command_line(tmp_path, monkeypatch):
+    """A database password must not show in `ps`: workers read DSE_STORAGE, their argv has no URL."""
+    from dse.explore import study_workers
+
+    seen: list[tuple[list[str], dict[str, str]]] = []
+
+    class Done:
+        def __init__(self, cmd, env):
+            seen.append((cmd, env))
+
+        def poll(self):
+            return 0
+
+        def wait(self, timeout=None):
+            return 0
+
+    monkeypatch.setattr(study_workers.subprocess, "Popen", lambda cmd, env: Done(cmd, env))
+    monkeypatch.setattr(study_workers, "wait_all", lambda procs, poll: [0 for _ in procs])
+    spec = load_studies(BW)[0]
+    url = "postgresql+psycopg://alice:s3cret-pw@127.0.0.1:9/db"
+    study_workers._run_workers(spec, url, 4, 2)
+    assert len(seen) == 2
+    for cmd, env in seen:
+        assert not any("s3cret" in part for part in cmd) and "--storage" not in cmd
+        assert env["DSE_STORAGE"] == url
+
+
+def test_dse_storage_stands_for_the_option(tmp_path, run_cli, monkeypatch):
+    """`dse study list` with DSE_STORAGE set reads that storage, as --storage would."""
+    journal = tmp_path / "s.journal"
+    run_study(load_studies(BW)[0], trials=2, storage=str(journal))
+    monkeypatch.setenv("DSE_STORAGE", str(journal))
+    code, out, err = run_cli("study", "list")
+    assert code == 0 and str(journal) in out and "bw_split_4d" in out, (out, err)
+
+
+def test_a_database_failing_mid_run_is_one_run_error_line_without_the_password():
+    """A statement timeout or a dropped connection after the storage opened: `RunError`, one line."""
+    import sqlalchemy.exc
+
+    from dse.core.errors import RunError
+    from dse.explore.study_workers import storage_failures
+
+    url = "postgresql+psycopg://alice:s3cret-pw@db.example/x"
+    with pytest.raises(RunError) as e, storage_failures(url):
+        raise sqlalchemy.exc.OperationalError("UPDATE trials", {}, Exception("canceling statement\nDETAIL: s3cret-pw"))
+    msg = str(e.value)
+    assert "\n" not in msg and "s3cret" not in msg and "alice:***@" in msg and "OperationalError" in msg
+    with pytest.raises(KeyError), storage_failures(url):  # anything else passes through unchanged
+        raise KeyError("x")

@@ -4,6 +4,13 @@ LIBRA's inputs are YAML mappings of a few keys. `read_yaml_mapping` reads one wi
 loader and keeps, for every top-level key and every key of a nested mapping, the line it stands on,
 so that a reader can report a bad value as ``file:line``. A file that is not YAML is one
 `InputError` at the line PyYAML names; a key given twice is refused (PyYAML would keep the last).
+
+Size: the file is read by `dse.core.files.read_text` (special files refused, ``DSE_MAX_TEXT_BYTES``),
+then refused above a 64th of that limit (`YAML_SHARE`: 1 MiB by default; LIBRA's files are under
+2 KB) before it is parsed, since a YAML node costs about 300 bytes and a few microseconds to
+compose (a 1 MiB flow list of numbers: 2 s and 150 MB with LibYAML, 17 s without). LibYAML's
+loader is used when PyYAML has it, the pure-Python one otherwise (the same nodes and marks).
+Aliases are not expanded: a constructed alias is the object its anchor built, shared.
 """
 
 from __future__ import annotations
@@ -16,6 +23,11 @@ import yaml
 
 from dse.core.errors import InputError
 from dse.core.files import read_text
+from dse.core.limits import _round_up, input_limit
+
+#: the largest YAML file: this share of ``DSE_MAX_TEXT_BYTES`` (module docstring)
+YAML_SHARE = 64
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -50,8 +62,18 @@ def _keys(node: Any, path: str) -> list[tuple[str, int, Any]]:
 def read_yaml_mapping(path: str | Path, field_name: str) -> dict[str, YamlEntry]:
     """The top-level mapping of a YAML file, key -> `YamlEntry`; errors carry ``file:line``."""
     text = read_text(path, field_name)
+    cap = input_limit("text_bytes") // YAML_SHARE
+    if len(text) > cap:
+        raise InputError(
+            f"{path}",
+            f"{len(text):,} characters, more than the limit of {cap:,} for a YAML file "
+            f"(1/{YAML_SHARE} of the text limit)",
+            f"a smaller file; or raise the limit: DSE_MAX_TEXT_BYTES={_round_up(len(text) * YAML_SHARE)} dse ...",
+        )
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_LOADER)
+    except RecursionError:
+        raise InputError(f"{path}", "nested too deeply to read", "a YAML mapping of keys to values") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         line = int(mark.line) + 1 if mark is not None else 1
@@ -66,6 +88,8 @@ def read_yaml_mapping(path: str | Path, field_name: str) -> dict[str, YamlEntry]
     for key, line, vnode in _keys(root, str(path)):
         try:
             value = constructor.construct_object(vnode, deep=True)
+        except RecursionError:
+            raise InputError(f"{path}:{_line(vnode)}: {key}", "nested too deeply to read") from None
         except yaml.YAMLError as e:
             problem = getattr(e, "problem", None) or str(e).splitlines()[0]
             raise InputError(f"{path}:{_line(vnode)}: {key}", f"not a valid value: {problem}") from None

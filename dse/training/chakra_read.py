@@ -22,18 +22,26 @@ converted from PyTorch (its metadata names the PyTorch trace ``schema``) ``ctrl_
 operator's parent in PyTorch's call tree, not an order (in the Chakra test trace they form cycles
 and name absent nodes): dse runs such a trace on its data dependencies, and `notes` says so.
 
+Size limits (`dse.training.chakra_frames`): the decompressed bytes, the nodes, each message's
+length and the totals of dependencies and attributes are bounded and checked before what they
+cost is built; the messages are parsed one at a time and only what the graph needs is kept (the
+attributes dse reads, names and scopes shared between nodes). Problems are found in this order:
+the framing (truncation, lengths, node count), then each node in file order (damage, type,
+attributes), then ids and dependencies in id order (a duplicate, a missing or self dependency),
+then cycles.
+
 Rank 0 is the representative NPU: every NPU runs its own file in ASTRA-sim, and dse models one.
-When the other rank files differ from it in anything but node ids (the first `CHECK_RANKS` of
-them are checked), `notes` says so. Attributes named ``dse_*`` are dse's own (written by
-`dse.training.chakra_write`, ignored by ASTRA-sim): exact ns, update delays, issue policies and labels.
+When the other rank files differ from it in anything but node ids, `notes` says so
+(`dse.training.chakra_ranks` says which are compared, within what bounds). Attributes named
+``dse_*`` are dse's own (written by `dse.training.chakra_write`, ignored by ASTRA-sim): exact ns,
+update delays, issue policies and labels.
 """
 
 from __future__ import annotations
 
-import glob
-import gzip
+import os
 import re
-import zlib
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,8 +50,9 @@ from google.protobuf.message import DecodeError
 
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
 from dse.core.errors import InputError
-from dse.core.limits import MAX_BYTES, MAX_NS
+from dse.core.limits import MAX_BYTES, MAX_NS, input_limit
 from dse.training import chakra_schema as cs
+from dse.training.chakra_frames import Budget, Buffer, frames, read_trace
 from dse.training.workload_graph import ALL, COMM, COMPUTE, MARK, POLICIES, REPLAY, Graph, Node
 
 #: Chakra's collectives that run as dse collectives
@@ -54,9 +63,22 @@ SIMULATED = {
     cs.ALL_TO_ALL: ALL_TO_ALL,
 }
 CHAKRA_TYPE = {v: k for k, v in SIMULATED.items()}
-CHECK_RANKS = 64
-_RANK_FILE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>\d+)\.et$")
 _RUNS = (cs.INVALID, cs.METADATA, cs.COMP, cs.COMM_COLL)
+#: the attributes dse reads; the others are not looked at
+_KNOWN = frozenset(
+    (
+        "is_cpu_op",
+        "comm_type",
+        "comm_size",
+        "involved_dim",
+        "dse_duration_ns",
+        "dse_delay_ns",
+        "dse_policy",
+        "dse_iteration",
+        "dse_layer",
+        "dse_slot",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -84,90 +106,199 @@ class ChakraTrace:
 def is_trace_path(spec: str | Path) -> bool:
     """Does `spec` name a Chakra trace: a ``.et`` file, or a prefix with a ``.0.et`` file?"""
     s = str(spec)
-    return s.endswith(".et") or s.endswith(".et.gz") or (not Path(s).exists() and Path(s + ".0.et").is_file())
+    return s.endswith(".et") or s.endswith(".et.gz") or (not os.path.lexists(s) and os.path.lexists(s + ".0.et"))
 
 
 def load_trace(spec: str | Path) -> ChakraTrace:
-    """Read a Chakra trace (module docstring): a rank's ``.et`` file or the prefix of its rank files."""
+    """Read a Chakra trace (module docstring): a rank's ``.et`` file or the prefix of its rank files.
+
+    A FIFO, a device or a socket (as the file or a rank file beside it) is one `InputError`."""
+    from dse.training.chakra_ranks import check_ranks  # it parses other ranks with this module
+
     path = Path(spec)
-    if not path.exists() and Path(str(spec) + ".0.et").is_file():
-        path = Path(str(spec) + ".0.et")
-    if not path.is_file():
+    if not os.path.lexists(path) and os.path.lexists(f"{spec}.0.et"):
+        path = Path(f"{spec}.0.et")
+    if not os.path.lexists(path):  # a link that leads nowhere is read, and named, by the reader
         raise InputError("workload", f"no such Chakra trace {str(spec)!r}", "a PREFIX.N.et file or its PREFIX")
-    data = _read_bytes(path)
-    meta, raw = _messages(data, str(path))
-    pytorch = any(a.name == "schema" for a in meta.attr)  # PyTorch's execution-trace schema version
-    graph, ids, notes = _build(raw, str(path), pytorch)
-    ranks, rank_notes = _check_ranks(path, data)
+    data = read_trace(path, "workload")
+    assert data is not None  # no cap: a trace over the limit is refused
+    parsed = parse(data, str(path))
+    graph, ids, notes = _build(parsed, str(path))
+    version = str(parsed.meta.version)
+    del parsed  # its arrays, before another rank is read
+    ranks, rank_notes = check_ranks(path, data)
     name = re.sub(r"\.\d+\.et(\.gz)?$", "", path.name)
-    return ChakraTrace(name, str(path), graph, ids, ranks, meta.version, notes + rank_notes)
+    return ChakraTrace(name, str(path), graph, ids, ranks, version, notes + rank_notes)
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise InputError("workload", f"cannot read {str(path)!r}: {e.strerror or e}") from None
-    if data[:2] == b"\x1f\x8b":
+@dataclass
+class Parsed:
+    """A rank's messages, parsed one at a time: its metadata, per node (in file order) the graph
+    node (or, for a comparison, a digest of its content), its id and its dependencies: node k's
+    data dependencies are ``deps[cut[2k]:cut[2k+1]]``, its control ones ``deps[cut[2k+1]:cut[2k+2]]``."""
+
+    meta: Any
+    pytorch: bool
+    ids: array = field(default_factory=lambda: array("Q"))
+    deps: array = field(default_factory=lambda: array("Q"))
+    cut: array = field(default_factory=lambda: array("Q", [0]))
+    nodes: list = field(default_factory=list)
+    dropped: int = 0
+
+
+def parse(data: Buffer, path: str, content: Any = None) -> Parsed:
+    """Parse a trace's bytes (module docstring). `content(msg, id)`, if given, replaces the conversion
+    to a graph node (the rank comparison keeps a digest), and control dependencies are all kept."""
+    view = memoryview(data)
+
+    def node_id(a: int, b: int) -> str:
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise InputError(f"{path}", f"a damaged gzip stream ({e})", "a Chakra trace, gzipped or not") from None
-    return data
+            return f"node {cs.ChakraNode.FromString(view[a:b]).id}"
+        except DecodeError:
+            return "a damaged node"
+
+    starts, ends = frames(data, path, node_id)
+    budget = Budget(path)
+    meta = _message(cs.GlobalMetadata, view[starts[0] : ends[0]], f"{path}: the global metadata")
+    budget.take(0, len(meta.attr))
+    pytorch = content is None and any(a.name == "schema" for a in meta.attr)  # PyTorch's trace schema version
+    out = Parsed(meta, pytorch)
+    make = content or _Converter(path)
+    new, ids, deps, cut = cs.ChakraNode.FromString, out.ids, out.deps, out.cut
+    prev = "the metadata"
+    for k in range(1, len(starts)):
+        try:
+            msg = new(view[starts[k] : ends[k]])
+        except DecodeError as e:
+            raise InputError(f"{path}: the node after {prev}", f"a damaged message ({e})", "a Chakra trace") from None
+        data_deps, ctrl_deps = msg.data_deps, msg.ctrl_deps
+        nd, nc = len(data_deps), len(ctrl_deps)
+        budget.take(nd + (0 if pytorch else nc), len(msg.attr))
+        if nd:
+            deps.extend(data_deps)
+        cut.append(len(deps))
+        if pytorch:
+            out.dropped += nc
+        elif nc:
+            deps.extend(ctrl_deps)
+        cut.append(len(deps))
+        nid = msg.id
+        ids.append(nid)
+        out.nodes.append(make(msg, nid))
+        prev = f"node {nid}"
+    return out
 
 
-def _varint(data: bytes, pos: int, where: str) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(data):
-            raise InputError(where, "truncated: the file ends inside a length prefix", "a whole Chakra trace")
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise InputError(where, "damaged: a length prefix longer than 10 bytes", "a Chakra trace")
-
-
-def _messages(data: bytes, path: str) -> tuple[Any, list[Any]]:
-    """The `GlobalMetadata` and the parsed `Node` messages, in file order."""
-    if not data:
-        raise InputError(path, "an empty file", "a Chakra trace: a GlobalMetadata message, then Node messages")
-    meta = cs.GlobalMetadata()
-    pos = _parse(meta, data, 0, f"{path}: the global metadata")
-    nodes: list[Any] = []
-    while pos < len(data):
-        node = cs.ChakraNode()
-        pos = _parse(node, data, pos, f"{path}: the node after {f'node {nodes[-1].id}' if nodes else 'the metadata'}")
-        nodes.append(node)
-    return meta, nodes
-
-
-def _parse(msg: Any, data: bytes, pos: int, where: str) -> int:
-    """Parse the length-prefixed message at `pos` into `msg`; returns the position after it."""
-    n, pos = _varint(data, pos, where)
-    if pos + n > len(data):
-        raise InputError(
-            where, f"truncated: the message needs {n} bytes, {len(data) - pos} remain", "a whole Chakra trace"
-        )
+def _message(cls: Any, body: memoryview, where: str) -> Any:
     try:
-        msg.ParseFromString(data[pos : pos + n])
+        return cls.FromString(body)
     except DecodeError as e:
         raise InputError(where, f"a damaged message ({e})", "a Chakra trace") from None
-    return pos + n
 
 
-def _attrs(node: Any) -> dict[str, Any]:
-    out = {}
-    for a in node.attr:
-        kind = a.WhichOneof("value")
-        if kind is None:
-            continue
-        v = getattr(a, kind)
-        out[a.name] = list(v.values) if kind.endswith("_list") else v
-    return out
+def _short(v: Any) -> str:
+    """A value for a one-line message: its repr, cut to 60 characters."""
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class _Converter:
+    """Chakra node messages to graph nodes (module docstring), sharing equal names, durations and scopes."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.names: dict[str, str] = {}
+        self.scopes: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self.times: dict[float, float] = {}
+        self.flags = max(64, input_limit("dimensions"))  # involved_dim entries past these are past every topology
+
+    def __call__(self, msg: Any, nid: int) -> Node:
+        where = f"{self.path}: node {nid}"
+        a = self._attrs(msg) if len(msg.attr) else {}
+        cpu = bool(a.get("is_cpu_op", False))
+        us = msg.duration_micros
+        if us * 1000 > MAX_NS:
+            raise InputError(where, f"duration_micros {us} is too long", f"at most {MAX_NS / 1000:g} us")
+        ns = _ns(a, "dse_duration_ns", where) if a else None
+        dur = float(us * 1000) if ns is None else ns
+        dur = self.times.setdefault(dur, dur)
+        name = msg.name
+        label: dict[str, Any] = dict(
+            name=self.names.setdefault(name, name),
+            iteration=_integer(a, "dse_iteration", where) or 0 if a else 0,
+            slot=self.names.setdefault(slot, slot) if (slot := str(a.get("dse_slot", ""))) else "",
+            layer=_integer(a, "dse_layer", where, minimum=-1) if "dse_layer" in a else -1,
+        )
+        t = msg.type
+        if t not in _RUNS:
+            what = f"node type {cs.NODE_TYPES[t]}" if t < len(cs.NODE_TYPES) else f"unknown node type {t}"
+            raise InputError(
+                where, f"{what} is not run by dse", "COMP_NODE, COMM_COLL_NODE, METADATA_NODE, INVALID_NODE"
+            )
+        if t in (cs.INVALID, cs.METADATA):
+            return Node(MARK, **label)
+        if t == cs.COMP:
+            return Node(COMPUTE, duration=dur, cpu=cpu, **label)
+        return self._collective(a, where, dur, cpu, label)
+
+    def _attrs(self, msg: Any) -> dict[str, Any]:
+        """The attributes dse reads (lists cut to `flags` entries); the others are skipped unread."""
+        out = {}
+        for a in msg.attr:
+            name = a.name
+            if name not in _KNOWN:
+                continue
+            kind = a.WhichOneof("value")
+            if kind is None:
+                continue
+            v = getattr(a, kind)
+            out[name] = list(v.values[: self.flags]) if kind.endswith("_list") else v
+        return out
+
+    def _collective(self, a: dict, where: str, dur: float, cpu: bool, label: dict) -> Node:
+        ctype = _integer(a, "comm_type", where, maximum=2**31)
+        if ctype is None:
+            if cpu:  # PyTorch's CPU-side collective call: its duration on the CPU
+                return Node(REPLAY, duration=dur, cpu=True, **label)
+            raise InputError(
+                where,
+                "a COMM_COLL_NODE without comm_type",
+                "comm_type ALL_REDUCE (0), ALL_GATHER (2), BROADCAST (5), ALL_TO_ALL (6) or REDUCE_SCATTER (7)",
+            )
+        if ctype == cs.BROADCAST:
+            return Node(REPLAY, duration=dur, cpu=cpu, **label)
+        if ctype not in SIMULATED:
+            what = (
+                f"collective {cs.COLLECTIVE_TYPES[ctype]}"
+                if ctype < len(cs.COLLECTIVE_TYPES)
+                else f"unknown comm_type {ctype}"
+            )
+            raise InputError(
+                where,
+                f"{what} is not simulated (nor by ASTRA-sim 2.x)",
+                "ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, or BROADCAST (replayed)",
+            )
+        size = _integer(a, "comm_size", where, minimum=1)
+        if size is None:
+            raise InputError(
+                where, f"a {cs.COLLECTIVE_TYPES[ctype]} without comm_size", "comm_size in bytes, at least 1"
+            )
+        scope: Any = ALL
+        if "involved_dim" in a:
+            flags = a["involved_dim"]
+            if not isinstance(flags, list) or not all(isinstance(f, bool) for f in flags):
+                raise InputError(
+                    where, "involved_dim is not a bool list", "a bool_list, one entry per network dimension"
+                )
+            dims = tuple(i for i, f in enumerate(flags) if f)
+            scope = self.scopes.setdefault(dims, dims)
+        policy = str(a.get("dse_policy", "none"))
+        if policy not in POLICIES:
+            raise InputError(where, f"dse_policy {_short(policy)}", ", ".join(POLICIES))
+        delay = _ns(a, "dse_delay_ns", where) or 0.0
+        return Node(
+            COMM, collective=SIMULATED[ctype], size=size, scope=scope, delay=delay, policy=policy, cpu=cpu, **label
+        )
 
 
 def _integer(attrs: dict, name: str, where: str, *, minimum: int = 0, maximum: int = MAX_BYTES) -> int | None:
@@ -175,7 +306,7 @@ def _integer(attrs: dict, name: str, where: str, *, minimum: int = 0, maximum: i
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= maximum:
-        raise InputError(where, f"{name} is {v!r}", f"an integer from {minimum} to {maximum}")
+        raise InputError(where, f"{name} is {_short(v)}", f"an integer from {minimum} to {maximum}")
     return v
 
 
@@ -185,187 +316,102 @@ def _ns(attrs: dict, name: str, where: str) -> float | None:
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_NS:
-        raise InputError(where, f"{name} is {v!r}", f"ns from 0 to {MAX_NS:g}")
+        raise InputError(where, f"{name} is {_short(v)}", f"ns from 0 to {MAX_NS:g}")
     return float(v)
 
 
-def _node(msg: Any, where: str) -> Node:
-    """One Chakra node as a graph node (module docstring)."""
-    a = _attrs(msg)
-    cpu = bool(a.get("is_cpu_op", False))
-    if msg.duration_micros * 1000 > MAX_NS:
-        raise InputError(where, f"duration_micros {msg.duration_micros} is too long", f"at most {MAX_NS / 1000:g} us")
-    ns = _ns(a, "dse_duration_ns", where)
-    dur = float(msg.duration_micros * 1000) if ns is None else ns
-    label = dict(
-        name=msg.name,
-        iteration=_integer(a, "dse_iteration", where) or 0,
-        slot=str(a.get("dse_slot", "")),
-        layer=_integer(a, "dse_layer", where, minimum=-1) if "dse_layer" in a else -1,
-    )
-    t = msg.type
-    if t not in _RUNS:
-        what = f"node type {cs.NODE_TYPES[t]}" if t < len(cs.NODE_TYPES) else f"unknown node type {t}"
-        raise InputError(where, f"{what} is not run by dse", "COMP_NODE, COMM_COLL_NODE, METADATA_NODE, INVALID_NODE")
-    if t in (cs.INVALID, cs.METADATA):
-        return Node(MARK, **label)
-    if t == cs.COMP:
-        return Node(COMPUTE, duration=dur, cpu=cpu, **label)
-    ctype = _integer(a, "comm_type", where, maximum=2**31)
-    if ctype is None:
-        if cpu:  # PyTorch's CPU-side collective call: its duration on the CPU
-            return Node(REPLAY, duration=dur, cpu=True, **label)
-        raise InputError(
-            where,
-            "a COMM_COLL_NODE without comm_type",
-            "comm_type ALL_REDUCE (0), ALL_GATHER (2), BROADCAST (5), ALL_TO_ALL (6) or REDUCE_SCATTER (7)",
-        )
-    if ctype == cs.BROADCAST:
-        return Node(REPLAY, duration=dur, cpu=cpu, **label)
-    if ctype not in SIMULATED:
-        what = (
-            f"collective {cs.COLLECTIVE_TYPES[ctype]}"
-            if ctype < len(cs.COLLECTIVE_TYPES)
-            else f"unknown comm_type {ctype}"
-        )
-        raise InputError(
-            where,
-            f"{what} is not simulated (nor by ASTRA-sim 2.x)",
-            "ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, or BROADCAST (replayed)",
-        )
-    size = _integer(a, "comm_size", where, minimum=1)
-    if size is None:
-        raise InputError(where, f"a {cs.COLLECTIVE_TYPES[ctype]} without comm_size", "comm_size in bytes, at least 1")
-    scope: Any = ALL
-    if "involved_dim" in a:
-        flags = a["involved_dim"]
-        if not isinstance(flags, list) or not all(isinstance(f, bool) for f in flags):
-            raise InputError(where, "involved_dim is not a bool list", "a bool_list, one entry per network dimension")
-        scope = tuple(i for i, f in enumerate(flags) if f)
-    policy = str(a.get("dse_policy", "none"))
-    if policy not in POLICIES:
-        raise InputError(where, f"dse_policy {policy!r}", ", ".join(POLICIES))
-    delay = _ns(a, "dse_delay_ns", where) or 0.0
-    return Node(COMM, collective=SIMULATED[ctype], size=size, scope=scope, delay=delay, policy=policy, cpu=cpu, **label)
-
-
-def _build(raw: list[Any], path: str, pytorch: bool) -> tuple[Graph, tuple[int, ...], tuple[str, ...]]:
+def _build(p: Parsed, path: str) -> tuple[Graph, tuple[int, ...], tuple[str, ...]]:
     """Check ids and dependencies, order by id, and link the graph (with its end mark)."""
-    index: dict[int, int] = {}
-    for k, msg in enumerate(raw):
-        if msg.id in index:
-            raise InputError(f"{path}: node {msg.id}", "a duplicate node id", "one node per id")
-        index[msg.id] = k
-    order = sorted(index)
-    pos = {i: j for j, i in enumerate(order)}
-    g = Graph()
-    dropped = 0
-    for i in order:
-        msg = raw[index[i]]
-        g.nodes.append(_node(msg, f"{path}: node {i}"))
-    for j, i in enumerate(order):
-        msg = raw[index[i]]
-        deps: dict[int, None] = {}
-        for kind, lst in (("data", msg.data_deps), ("control", msg.ctrl_deps)):
-            if kind == "control" and pytorch:
-                dropped += len(lst)
-                continue
-            for d in lst:
-                if d in pos:
-                    deps[pos[d]] = None
-                else:
+    n = len(p.ids)
+    order, pos = positions(p.ids, path)
+    ids = p.ids
+    src, tgt = array("q"), array("Q", [0])  # the dependencies of node j (by position) are src[tgt[j]:tgt[j+1]]
+    forward = False
+    cut, deps = p.cut, p.deps
+    for j in range(n):
+        k = order[j]
+        deps_j: dict[int, None] = {}
+        for kind, lo, hi in (("data", cut[2 * k], cut[2 * k + 1]), ("control", cut[2 * k + 1], cut[2 * k + 2])):
+            for d in deps[lo:hi]:
+                q = pos(d)
+                if q is None:
                     raise InputError(
-                        f"{path}: node {i}",
+                        f"{path}: node {ids[k]}",
                         f"a {kind} dependency on node {d}, which the trace does not have",
                         "dependencies on nodes of the same trace",
                     )
-        g.edges.extend((d, j, 0.0) for d in deps)
-    _check_acyclic(g, order, path)
-    has_succ = {a for a, _, _ in g.edges}
-    sinks = [j for j in range(len(order)) if j not in has_succ]
-    g.end = g.add(Node(MARK, "end"), *((j, 0.0) for j in sinks))
+                if q == j:
+                    raise InputError(
+                        f"{path}: node {ids[k]}", "depends on itself (a cycle)", "a directed acyclic graph"
+                    )
+                deps_j[q] = None
+        if deps_j:
+            src.extend(deps_j)
+            forward = forward or max(deps_j) > j
+        tgt.append(len(src))
+    if forward:  # a dependency on a later id: the id order is not a topological order, look for a cycle
+        _check_acyclic(n, src, tgt, lambda j: ids[order[j]], path)
+    g = Graph()
+    g.nodes = p.nodes if isinstance(order, range) else [p.nodes[k] for k in order]
+    ints, zero = list(range(n + 1)), 0.0  # one int object per position, shared by the edges
+    g.edges = [(ints[q], ints[j], zero) for j in range(n) for q in src[tgt[j] : tgt[j + 1]]]
+    has_succ = bytearray(n)
+    for q in src:
+        has_succ[q] = 1
+    g.end = g.add(Node(MARK, "end"))
+    g.edges.extend((ints[j], ints[n], zero) for j in range(n) if not has_succ[j])
     notes: tuple[str, ...] = ()
-    if dropped:
+    if p.dropped:
         notes = (
-            f"a trace converted from PyTorch: its {dropped:,} control dependencies (each operator's parent "
+            f"a trace converted from PyTorch: its {p.dropped:,} control dependencies (each operator's parent "
             "in PyTorch's call tree, not an order) are left out; its data dependencies order it",
         )
-    return g, tuple(order), notes
+    return g, tuple(ids[k] for k in order), notes
 
 
-def _check_acyclic(g: Graph, ids: list[int], path: str) -> None:
-    n = len(g.nodes)
-    need = [0] * n
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for a, b, _ in g.edges:
-        if a == b:
-            raise InputError(f"{path}: node {ids[a]}", "depends on itself (a cycle)", "a directed acyclic graph")
-        succ[a].append(b)
-        need[b] += 1
-    stack = [i for i in range(n) if need[i] == 0]
+def positions(ids: array, path: str) -> tuple[Any, Any]:
+    """The nodes' order by id (file positions) and a function from an id to its place in that
+    order (None for an id the trace does not have); a duplicate id is an `InputError`."""
+    n = len(ids)
+    if all(a < b for a, b in zip(ids, ids[1:])):  # ids rising in file order (every writer's)
+        if n and ids[-1] - ids[0] == n - 1:  # and consecutive: no table needed
+            base = ids[0]
+            return range(n), lambda d: d - base if 0 <= d - base < n else None
+        return range(n), {i: j for j, i in enumerate(ids)}.get
+    index: dict[int, int] = {}
+    for k, i in enumerate(ids):
+        if i in index:
+            raise InputError(f"{path}: node {i}", "a duplicate node id", "one node per id")
+        index[i] = k
+    order = sorted(index)
+    where = {i: j for j, i in enumerate(order)}
+    return [index[i] for i in order], where.get
+
+
+def _check_acyclic(n: int, src: array, tgt: array, node_id: Any, path: str) -> None:
+    """Refuse a cycle (Kahn's algorithm on arrays); the error names the lowest position left."""
+    need = array("q", (tgt[j + 1] - tgt[j] for j in range(n)))
+    count = array("q", bytes(8 * (n + 1)))
+    for q in src:
+        count[q + 1] += 1
+    for j in range(n):
+        count[j + 1] += count[j]
+    succ, fill = array("q", bytes(8 * len(src))), array("q", count)
+    for j in range(n):
+        for q in src[tgt[j] : tgt[j + 1]]:
+            succ[fill[q]] = j
+            fill[q] += 1
+    stack = [j for j in range(n) if need[j] == 0]
     seen = 0
     while stack:
         x = stack.pop()
         seen += 1
-        for y in succ[x]:
+        for y in succ[count[x] : count[x + 1]]:
             need[y] -= 1
             if need[y] == 0:
                 stack.append(y)
     if seen < n:
-        first = min(i for i in range(n) if need[i])
+        first = next(j for j in range(n) if need[j])
         raise InputError(
-            f"{path}: node {ids[first]}", "is on a dependency cycle (or waits for one)", "a directed acyclic graph"
+            f"{path}: node {node_id(first)}", "is on a dependency cycle (or waits for one)", "a directed acyclic graph"
         )
-
-
-def _check_ranks(path: Path, data0: bytes) -> tuple[int, tuple[str, ...]]:
-    """How many rank files share the prefix, and a note if any differs from this one."""
-    m = _RANK_FILE.match(path.name)
-    if not m:
-        return 1, ()
-    prefix = m.group("prefix")
-    files = []
-    for p in path.parent.glob(f"{glob.escape(prefix)}.*.et"):
-        mm = _RANK_FILE.match(p.name)
-        if mm and mm.group("prefix") == prefix:
-            files.append((int(mm.group("rank")), p))
-    files.sort()
-    differ: list[int] = []
-    checked = 0
-    sig0: tuple | None = None
-    for r, p in files:
-        if p == path or r in differ or checked >= CHECK_RANKS:
-            continue
-        checked += 1
-        data = _read_bytes(p)
-        if data == data0:
-            continue
-        if sig0 is None:
-            sig0 = _signature(_messages(data0, str(path))[1])
-        try:
-            same = _signature(_messages(data, str(p))[1]) == sig0
-        except InputError:
-            same = False
-        if not same:
-            differ.append(r)
-    if not differ:
-        return len(files), ()
-    differ.sort()
-    shown = ", ".join(map(str, differ[:8])) + (", ..." if len(differ) > 8 else "")
-    return len(files), (
-        f"rank {m.group('rank')} is the representative NPU; {len(differ)} of the {len(files)} rank "
-        f"files differ from it (ranks {shown})",
-    )
-
-
-def _signature(raw: list[Any]) -> tuple:
-    """A trace's nodes in id order with dependencies as positions: equal for ranks that differ only in ids."""
-    order = sorted(range(len(raw)), key=lambda k: raw[k].id)
-    pos = {raw[k].id: j for j, k in enumerate(order)}
-    out = []
-    for k in order:
-        m = raw[k]
-        deps = tuple(sorted(pos.get(d, -1) for d in (*m.data_deps, *m.ctrl_deps)))
-        attrs = tuple(sorted((a.name, a.SerializeToString(deterministic=True)) for a in m.attr))
-        out.append((m.type, m.name, m.duration_micros, deps, attrs))
-    return tuple(out)

@@ -2,6 +2,9 @@
 
 Spec strings ``name[:key=value,...]`` (`generate`) are what `dse.training.workloads.load_workload` and
 ``dse iterate`` accept: ``resnet152:batch=64,efficiency=0.5``, ``transformer:layers=8,mp=32``.
+Only ``layers`` makes a workload long: the Transformer's layer count is checked against the work
+limit before any layer is built (`dse.training.workloads.check_layers`); the other options only
+scale numbers, which `Layer` checks (bytes up to 2^53, times up to 1e15 ns).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dse.core.collectives import ALL_REDUCE
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BYTES, MAX_LAYERS
 from dse.core.units import parse_positive
-from dse.training.workloads import Layer, Workload
+from dse.training.workloads import Layer, Workload, check_layers
 
 
 def resnet152(
@@ -114,6 +117,7 @@ def transformer(
     """
     if min(layers, hidden, seq, batch, mp, bytes_per_param) < 1 or peak_flops * efficiency <= 0:
         raise InputError("transformer", "every size must be positive")
+    check_layers(2 * layers, f"transformer:layers={layers}")  # before any is built
     rate = peak_flops * efficiency / 1e9  # FLOP per ns
     act = batch * seq * hidden * bytes_per_param
     out: list[Layer] = []

@@ -38,7 +38,7 @@ for ASTRA-sim 1.0's ticks); `bw_utilization` = bytes one NPU sends / (comm_ns ×
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +55,7 @@ from dse.training.iteration_engine import RESOURCE_NAMES, RULES, Engine, resourc
 from dse.training.iteration_planner import MIB, Planner, chunk_count
 from dse.training.placement import group_topology
 from dse.training.workload_graph import COMM, MARK, Graph, compile_workload, repeat_graph
-from dse.training.workloads import ALL, Workload, load_workload
+from dse.training.workloads import ALL, SLOTS, Workload, load_workload
 
 __all__ = ["CollectiveRun", "IterationResult", "chunk_count", "iterate", "scope_dims"]
 
@@ -162,6 +162,9 @@ def iterate(
     (``"resnet152"``, ``"transformer:layers=8"``). `scheduler`: any `dse` scheduler, or
     ``"ideal"`` (every collective at 100 % bandwidth of its dims, no contention). `nodes`: also
     report every node's start and end (`IterationResult.nodes`).
+
+    The work limit (`dse.core.limits.check_work`) is checked before the graph is built, from the
+    collectives every pass of a layer workload runs (a lower bound), then exactly on the graph.
     """
     wl = load_workload(workload)
     topo = parse_topology(topology)
@@ -172,8 +175,15 @@ def iterate(
     min_chunk_bytes = parse_int(min_chunk_bytes, "min_chunk_bytes", minimum=1)
     ideal = isinstance(scheduler, str) and scheduler.strip().lower() == "ideal"
     sched = None if ideal else get_scheduler(scheduler)
-    one, logical, k = _one_pass(wl, topo, model)
+    logical, k = _logical(wl, topo)
     planner = Planner(logical, k, model, sched, q, chunks, min_chunk_bytes)
+    if not isinstance(wl, ChakraTrace):  # at least these steps: refused before the graph is built
+        sure = ((wl.scope(slot), c, b) for slot, c, b in _sure_comms(wl))
+        steps, ncoll = comm_steps(sure, planner, q, ideal)
+        tasks = 2 * len(wl.layers)  # every layer's forward and weight gradient
+        what = f"at least {tasks:,} tasks and {ncoll:,} collectives"
+        check_work((tasks + ncoll + steps) * iterations, f"{iterations} iteration(s) of {what}")
+    one = wl.graph if isinstance(wl, ChakraTrace) else compile_workload(wl, passes=1, tick=model.workload_tick)
     steps, what = graph_steps(one, planner, q, ideal)
     check_work(steps * iterations, f"{iterations} iteration(s) of {what}")
     graph = one if iterations == 1 else _passes(wl, one, iterations, model)
@@ -201,20 +211,31 @@ def iterate(
     )
 
 
-def _one_pass(wl: Workload | ChakraTrace, topo: Topology, model: CostModel) -> tuple[Graph, Topology, int]:
-    """One pass's graph, the logical topology its collectives run on and its model-parallel dims.
+def _logical(wl: Workload | ChakraTrace, topo: Topology) -> tuple[Topology, int]:
+    """The logical topology a workload's collectives run on and its model-parallel dims.
 
     A hybrid workload's group is placed on the leading dimensions (`group_topology`); a Chakra
-    trace names its dimensions itself."""
+    trace names its dimensions itself, and so does a placement."""
     if isinstance(wl, ChakraTrace):
-        return wl.graph, topo, 0
-    one = compile_workload(wl, passes=1, tick=model.workload_tick)  # the work check before the whole graph
+        return topo, 0
     if wl.placement is not None:  # its groups name the physical dims themselves
         wl.placement.check(topo, wl.field("placement"))
-        return one, topo, 0
-    hybrid = any(n.scope != ALL for n in one.comms())
-    logical, k = group_topology(topo, wl.model_parallel_group if hybrid else None, wl.field("model_parallel_group"))
-    return one, logical, k
+        return topo, 0
+    hybrid = any(wl.scope(slot) != ALL for slot, _, _ in _sure_comms(wl))
+    return group_topology(topo, wl.model_parallel_group if hybrid else None, wl.field("model_parallel_group"))
+
+
+def _sure_comms(wl: Workload) -> Iterator[tuple[str, str, int]]:
+    """(slot, collective, bytes) of the collectives every pass of `wl` runs (`compile_workload`):
+    each layer's fwd, ig and wg collectives, but layer 0's ig when its input gradient is not
+    computed (and `MICRO`'s first wg only); recomputes run some fwd ones again."""
+    layers = wl.layers[:1] if wl.parallelism == "MICRO" else wl.layers
+    skip0 = wl.parallelism == "MICRO" or (not wl.layer0_input_gradient and wl.ig_source(0) == 0)
+    for li, layer in enumerate(layers):
+        for slot in ("wg",) if wl.parallelism == "MICRO" else SLOTS:
+            c = layer.comm(slot)
+            if c is not None and not (slot == "ig" and li == 0 and skip0):
+                yield slot, c[0], c[1]
 
 
 def _passes(wl: Workload | ChakraTrace, one: Graph, iterations: int, model: CostModel) -> Graph:
@@ -286,20 +307,25 @@ def _node_runs(graph: Graph, engine: Engine, ids: Sequence[int], per_pass: int) 
 def graph_steps(graph: Graph, planner: Planner, queue: str, ideal: bool) -> tuple[float, str]:
     """Estimated work steps of a graph (`dse.core.limits`): its nodes, and each collective's
     chunk-phases as `dse.sim.spec.simulation_steps` counts them; and what the graph holds."""
-    steps = float(len(graph.nodes))
+    steps, ncoll = comm_steps(((n.scope, n.collective, n.size) for n in graph.comms()), planner, queue, ideal)
+    return len(graph.nodes) + steps, f"{len(graph.nodes) - ncoll:,} tasks and {ncoll:,} collectives"
+
+
+def comm_steps(comms: Iterable[tuple[Any, Any, int]], planner: Planner, queue: str, ideal: bool) -> tuple[float, int]:
+    """The chunk-phase steps of collectives (scope, collective, bytes), and how many they are."""
+    steps = 0.0
     ncoll = 0
     memo: dict[tuple, float] = {}
-    for n in graph.comms():
+    for scope, collective, size in comms:
         ncoll += 1
-        _, sub, _ = planner.scope(n.scope)
+        _, sub, _ = planner.scope(scope)
         if sub is None or ideal:
             continue
-        key = (n.scope, n.collective, planner.nchunks(n.size))
+        key = (scope, collective, planner.nchunks(size))
         if key not in memo:
-            memo[key] = simulation_steps(sub, n.collective, key[2], planner.model, queue)[0]  # type: ignore[arg-type]
+            memo[key] = simulation_steps(sub, collective, key[2], planner.model, queue)[0]
         steps += memo[key]
-    computes = len(graph.nodes) - ncoll
-    return steps, f"{computes:,} tasks and {ncoll:,} collectives"
+    return steps, ncoll
 
 
 # ----- the paper's end-to-end table -------------------------------------------------------------

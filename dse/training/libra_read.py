@@ -14,7 +14,8 @@
 - A **communicator** file is YAML: ``Forward``, ``InputGrad`` and ``WeightGrad``, each a list of
   one group size per dimension (-1: the dimension is not involved), read into a `Placement`.
 
-Every damaged line is one `InputError` naming ``file:line``.
+Every damaged line is one `InputError` naming ``file:line``. Sizes are checked before anything is
+built (`dse.training.workloads.check_layers`, `dse.core.yaml_read`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from dse.core.errors import InputError
 from dse.core.files import read_text
 from dse.core.yaml_read import read_yaml_mapping
 from dse.training.placement import Placement
-from dse.training.workload_read import parse_layer_line
-from dse.training.workloads import STRATEGIES, Workload
+from dse.training.workload_read import parse_layer_line, text_lines
+from dse.training.workloads import STRATEGIES, Workload, check_layers
 
 _PREFIX = "libra communicator"
 
@@ -58,10 +59,10 @@ def parse_libra_workload_text(
     text: str, source: str = "workload", placement: Placement | None = None, origin: str = ""
 ) -> Workload:
     """LIBRA's layer lines (no header); errors name `source` and the line number."""
-    lines = [(i + 1, ln.split()) for i, ln in enumerate(text.splitlines())]
-    lines = [(i, toks) for i, toks in lines if toks]
+    lines = [(i, ln.split(None, 12)) for i, ln in text_lines(text, source)]
     if not lines:
         raise InputError(f"{source}:1", "no layer lines (an empty file)", "one line of 12 fields per layer")
+    check_layers(len(lines), source)
     first_at, first = lines[0]
     if len(first) != 12 and first[0].upper() in STRATEGIES:
         raise InputError(

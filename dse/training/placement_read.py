@@ -2,6 +2,9 @@
 
 `load_placement` is what `dse iterate --placement`, `dse workload convert --placement` and a
 workload study's ``placement`` take (`dse.training.placement.Placement` says what a placement is).
+Files are read bounded (`dse.core.files.read_text`: special files refused, ``DSE_MAX_TEXT_BYTES``)
+and TOML is parsed by `dse.training.workload_read.parse_toml` (its values counted against the
+work limit first).
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from dse.core.errors import InputError
-from dse.core.files import read_toml
+from dse.core.files import read_text
 from dse.training.placement import Placement
+from dse.training.workload_read import parse_toml
 from dse.training.workloads import Workload
 
 
@@ -28,7 +32,7 @@ def load_placement(spec: str | Path | dict[str, Any] | Placement, field: str = "
         from dse.training.libra_read import read_libra_communicator  # it reads workloads too
 
         return read_libra_communicator(path)
-    data = read_toml(path, "placement file")
+    data = parse_toml(read_text(path, "placement file"), str(path))
     if "placement" not in data:
         raise InputError(f"{path}", "no [placement] table", "[placement] fwd = [...], ig = [...], wg = [...]")
     return Placement.parse(data["placement"], f"{path}: placement")

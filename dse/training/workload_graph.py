@@ -37,15 +37,24 @@ files, dse's TOML, the generators), and the Chakra front-end for execution trace
   every collective is done.
 - ``MICRO``: every pass issues the first layer's wg collective at time 0; nothing is computed.
 - ``DATA`` in ASTRA-sim 1.0 never issues fwd or ig collectives; dse runs them if a file has them.
+
+Size: `compile_workload` and `repeat_graph` count the nodes they would build first (`graph_nodes`:
+the layers' computes and collectives, and the forwards each recompute re-runs, which grow with
+the square of the layers) and refuse more than the work limit allows (`dse.core.limits.check_work`,
+`BUILD_STEPS_PER_NODE` steps a node: a node and its edges take about 6 us to build, and about
+300 bytes).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 
+from dse.core.limits import check_work
 from dse.training.placement import PartScope
-from dse.training.workloads import ALL, Workload
+from dse.training.workloads import ALL, SLOTS, Workload
 
 COMPUTE, COMM, MARK, REPLAY = "compute", "comm", "mark", "replay"
 #: ASTRA-sim 1.0's issue priorities of a collective (`Sys::get_priority`): the configured policy
@@ -142,8 +151,31 @@ def _policy(wl: Workload, slot: str) -> str:
     return {"fwd": "none", "ig": "lifo", "wg": "fifo"}[slot]
 
 
+#: Work to build one graph node (module docstring), in steps of `check_work`.
+BUILD_STEPS_PER_NODE = 20
+
+
+def graph_nodes(wl: Workload, passes: int = 1) -> int:
+    """How many nodes `compile_workload` builds for `passes` passes of `wl` (at most one more per
+    layer and pass: a layer 0 input gradient that does not run is counted)."""
+    if wl.parallelism == "MICRO":
+        return 2 + passes
+    layers = wl.layers
+    per_pass = 3 * len(layers) + 1 + sum(1 for layer in layers for slot in SLOTS if layer.comm(slot))
+    again = list(accumulate((1 + (layer.comm("fwd") is not None) for layer in layers), initial=0))
+    marks = sorted(set(wl.checkpoints))
+    for li in set(wl.checkpoint_initiates):
+        below = bisect_left(marks, li)
+        if below:  # the forwards from the checkpoint below li to li - 1, and a mark
+            per_pass += 1 + again[li] - again[marks[below - 1]]
+    return per_pass * passes + 1
+
+
 def compile_workload(wl: Workload, *, passes: int = 1, tick: float = 0.0) -> Graph:
-    """The graph of `passes` training passes of `wl` (module docstring)."""
+    """The graph of `passes` training passes of `wl` (module docstring); refused first if it would
+    take more than the work limit to build."""
+    nodes = graph_nodes(wl, passes)
+    check_work(nodes * BUILD_STEPS_PER_NODE, f"building {nodes:,} graph nodes of {wl.name}")
     g = Graph()
     if wl.parallelism == "MICRO":
         start = g.add(Node(MARK, "start"))
@@ -189,6 +221,7 @@ def _backward(
     n = len(wl.layers)
     wg_first = wl.parallelism in _WG_FIRST
     steps = ("wg", "ig") if wg_first else ("ig", "wg")
+    initiates = set(wl.checkpoint_initiates)
     ig_wait: dict[int, list] = {}  # layer -> ig collectives its I awaits (weight-gradient-first loops)
     after_w: list = []  # ig collectives awaited after the layer's W (input-gradient-first loops)
     late: list = []  # awaited at the pass's end
@@ -200,7 +233,7 @@ def _backward(
                 if li == 0 and not wl.layer0_input_gradient:
                     continue
                 waits, pending = pending + ig_wait.pop(li, []), []
-                if li in wl.checkpoint_initiates:
+                if li in initiates:
                     last, waits = _recompute(g, wl, it, li, last, waits, tick, all_comms)
                 last = g.add(
                     Node(COMPUTE, f"I{li}", layer.ig_compute, iteration=it, layer=li, slot="ig"), (last, tick), *waits
@@ -284,9 +317,12 @@ def _recompute(
 
 def repeat_graph(g: Graph, passes: int) -> Graph:
     """`passes` copies of `g` (a Chakra trace's graph, say), each started when the previous one has
-    ended: its roots wait for the previous copy's `end`. Copy p's nodes have ``iteration`` p."""
+    ended: its roots wait for the previous copy's `end`. Copy p's nodes have ``iteration`` p.
+    Refused first if it would take more than the work limit to build."""
     if passes == 1:
         return g
+    nodes = len(g.nodes) * passes
+    check_work(nodes * BUILD_STEPS_PER_NODE, f"building {nodes:,} graph nodes ({passes:,} passes)")
     out = Graph()
     n = len(g.nodes)
     has_pred = {b for _, b, _ in g.edges}

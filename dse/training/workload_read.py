@@ -16,9 +16,18 @@ from typing import Any
 
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, parse_collective
 from dse.core.errors import InputError
-from dse.core.limits import MAX_BYTES, MAX_LAYERS, MAX_NS
+from dse.core.limits import MAX_BYTES, MAX_NS, check_work
 from dse.training.placement import Placement
-from dse.training.workloads import ALL_DIMS_STRATEGIES, LAYER0_IG_STRATEGIES, SLOTS, STRATEGIES, Layer, Workload
+from dse.training.workloads import (
+    ALL_DIMS_STRATEGIES,
+    LAYER0_IG_STRATEGIES,
+    SLOTS,
+    STRATEGIES,
+    Layer,
+    Workload,
+    check_layers,
+    check_toml,
+)
 
 #: Makes the error of one line: (problem, allowed=None) -> InputError.
 LineError = Callable[..., InputError]
@@ -44,15 +53,17 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
     def err(lineno: int, problem: str, allowed: str | None = None) -> InputError:
         return InputError(f"{source}:{lineno}", problem, allowed)
 
-    numbered = [(i + 1, ln.split()) for i, ln in enumerate(text.splitlines())]
-    numbered = [(i, toks) for i, toks in numbered if toks]
+    numbered = text_lines(text, source)
     if not numbered:
         raise err(1, "empty workload file")
-    head_at, head = numbered[0]
+    head_at, head_line = numbered[0]
+    head = head_line.split(None, 2 * len(numbered) + 16)  # no valid header has more words (the rest: one word)
     strategy, group, dlrm, lists = _parse_header(head, lambda p, a=None: err(head_at, p, a))
+    body = _layer_lines(numbered, err)
+    check_layers(len(body), source)
     layers = [
-        parse_layer_line(toks, lambda p, allowed=None, _n=lineno: err(_n, p, allowed))
-        for lineno, toks in _layer_lines(numbered, err)
+        parse_layer_line(line.split(None, 12), lambda p, allowed=None, _n=lineno: err(_n, p, allowed))
+        for lineno, line in body
     ]
     _check_header_layers(dlrm, lists, len(layers), lambda p, a=None: err(head_at, p, a))
     return Workload(
@@ -67,6 +78,19 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
         layer0_input_gradient=strategy in LAYER0_IG_STRATEGIES,
         header_at=f"{source}:{head_at}",
     )
+
+
+#: what `str.splitlines` splits on
+_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def text_lines(text: str, what: str) -> list[tuple[int, str]]:
+    """The non-blank lines of `text` with their numbers (from 1); a text of more lines than the
+    work limit allows (a step each: a file of 64 MiB of newlines would take half a gigabyte) is
+    refused before they are split."""
+    breaks = sum(text.count(c) for c in _BREAKS)
+    check_work(breaks + 1, f"reading {breaks + 1:,} lines of {what}")
+    return [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln and not ln.isspace()]
 
 
 def _parse_header(head: list[str], err: LineError) -> tuple[str, int | None, int | None, dict[str, tuple[int, ...]]]:
@@ -102,16 +126,16 @@ def _parse_header(head: list[str], err: LineError) -> tuple[str, int | None, int
     return strategy, group, dlrm, lists
 
 
-def _layer_lines(
-    numbered: Sequence[tuple[int, list[str]]], err: Callable[..., InputError]
-) -> Sequence[tuple[int, list[str]]]:
+def _layer_lines(numbered: Sequence[tuple[int, str]], err: Callable[..., InputError]) -> Sequence[tuple[int, str]]:
     """The layer lines after the layer count's line, as many as it says (`err`: (line, problem) -> error)."""
     if len(numbered) < 2:
         raise err(numbered[0][0] + 1, "missing the layer count")
-    lineno, count_toks = numbered[1]
+    lineno, count_line = numbered[1]
+    count_toks = count_line.split(None, 16)
     count = _int(count_toks[0], lambda p: err(lineno, p), "layer count", minimum=1)
     if len(count_toks) > 1:
-        raise err(lineno, f"expected only the layer count, got {len(count_toks)} fields")
+        got = f"{len(count_toks)}" if len(count_toks) <= 16 else "more than 16"
+        raise err(lineno, f"expected only the layer count, got {got} fields")
     body = numbered[2:]
     if len(body) != count:
         where = body[count][0] if len(body) > count else (body[-1][0] + 1 if body else lineno + 1)
@@ -120,10 +144,12 @@ def _layer_lines(
 
 
 def parse_layer_line(toks: list[str], e: LineError) -> Layer:
-    """One layer line, split on whitespace: twelve fields (`LAYER_FIELDS`); `e` makes the line's
-    error. Shared by the ASTRA-sim 1.0 reader and LIBRA's headerless files (`dse.training.libra_read`)."""
+    """One layer line, split on whitespace (at most 12 times: ``line.split(None, 12)``): twelve
+    fields (`LAYER_FIELDS`); `e` makes the line's error. Shared by the ASTRA-sim 1.0 reader and
+    LIBRA's headerless files (`dse.training.libra_read`)."""
     if len(toks) != 12:
-        raise e(f"a layer line needs 12 fields, got {len(toks)}", LAYER_FIELDS)
+        got = f"{len(toks)}" if len(toks) <= 12 else "more"  # split at most 12 times: the rest is one
+        raise e(f"a layer line needs 12 fields, got {got}", LAYER_FIELDS)
     vals: dict[str, Any] = {"name": toks[0], "dependency": _int(toks[1], e, "dependency", minimum=-1)}
     for slot, base in zip(SLOTS, (2, 5, 8)):
         vals[f"{slot}_compute"] = float(_int(toks[base], e, f"{slot}_compute", minimum=0, maximum=int(MAX_NS)))
@@ -177,12 +203,21 @@ WORKLOAD_KEYS = (
 _LAYER_KEYS = {"name", "dependency", "wg_update"} | {f"{s}_{k}" for s in SLOTS for k in ("compute", "comm", "bytes")}
 
 
-def load_toml_text(text: str, source: str = "workload") -> Workload:
-    """Parse the native TOML form (`dse.training.workloads`)."""
+def parse_toml(text: str, source: str) -> dict[str, Any]:
+    """A TOML text as a dict, refused first if it may hold more values than the work limit allows
+    (`check_toml`); invalid or too deeply nested TOML is one `InputError` naming `source`."""
+    check_toml(text, source)
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(source, f"not valid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and tables
+        raise InputError(source, "not valid TOML: nested too deeply to read") from None
+
+
+def load_toml_text(text: str, source: str = "workload") -> Workload:
+    """Parse the native TOML form (`dse.training.workloads`)."""
+    data = parse_toml(text, source)
     wl = workload_from_mapping(data, source)
     return replace(wl, name=wl.name if "name" in data else Path(source).stem, source=source)
 
@@ -234,8 +269,7 @@ def _layers(raw: Any, source: str) -> list[Layer]:
     """The ``[[layers]]`` tables (or `Layer` objects): one or more, at most `MAX_LAYERS`."""
     if not isinstance(raw, (list, tuple)) or not raw:
         raise InputError(f"{source}: layers", "no layers", "one or more [[layers]] tables")
-    if len(raw) > MAX_LAYERS:
-        raise InputError(f"{source}: layers", f"{len(raw):,} layers", f"at most {MAX_LAYERS:,}")
+    check_layers(len(raw), source)
     return [entry if isinstance(entry, Layer) else _layer(entry, i, source, len(raw)) for i, entry in enumerate(raw)]
 
 

@@ -47,6 +47,14 @@ Three ways to get one (`load_workload`; the file readers are in `dse.training.wo
   after a colon: ``"resnet152:batch=64,efficiency=0.5"``, ``"transformer:layers=8,mp=32"``
   (see `resnet152` and `transformer`).
 
+Size (issue 33): every form is refused before it is read or built when it would take more than
+the work limit (`dse.core.limits.check_work`, ``DSE_MAX_WORK``) or more than `MAX_LAYERS` layers:
+`check_layers` charges `READ_STEPS_PER_LAYER` steps per layer (an ASTRA-sim text line takes about
+20 us to parse and check, a generated layer 7 us; a step is a third of a microsecond), from the
+layer count line, the tables or the generator's options, before any layer is built; a TOML
+form first `TOML_STEPS_PER_VALUE` per value it may hold (`check_toml`: 3 to 6 us each with
+tomllib); compiling the graph is checked by `dse.training.workload_graph`.
+
 Where the collectives run (`Workload.scope`): in ``DATA``, ``MODEL``, ``MICRO`` and
 ``HYBRID_DLRM`` every collective spans all dimensions; in the other hybrid strategies the fwd and
 ig collectives are model-parallel (the first dims whose NPU counts multiply to the group) and the
@@ -63,7 +71,7 @@ from typing import Any
 
 from dse.core.errors import InputError
 from dse.core.files import read_text
-from dse.core.limits import MAX_BYTES, MAX_NS
+from dse.core.limits import MAX_BYTES, MAX_LAYERS, MAX_NS, check_work
 from dse.training.placement import PartScope, Placement
 
 #: The three collective slots of a layer, in the order the fields appear.
@@ -93,6 +101,24 @@ LAYER0_IG_STRATEGIES = (
     "HYBRID_TRANSFORMER_FWD_IN_BCKWD",
 )
 _TEXT_NAMES = {"model_parallel_group": "model_parallel_NPU_group"}
+#: Work to read one layer, and to parse one TOML value (module docstring), in steps of `check_work`.
+READ_STEPS_PER_LAYER = 64
+TOML_STEPS_PER_VALUE = 16
+
+
+def check_layers(n: int, what: str) -> None:
+    """Refuse, before reading or generating them, `n` layers of `what` (a file, a generator): more
+    than `MAX_LAYERS`, or more than the work limit allows (module docstring)."""
+    if n > MAX_LAYERS:
+        raise InputError(f"{what}: layers", f"{n:,} layers", f"at most {MAX_LAYERS:,}")
+    check_work(n * READ_STEPS_PER_LAYER, f"reading {n:,} layers of {what}")
+
+
+def check_toml(text: str, what: str) -> None:
+    """Refuse, before parsing it, a TOML text that may hold more values than the work limit allows:
+    every value of a TOML file stands after a newline, a comma or an opening bracket."""
+    values = 1 + sum(text.count(c) for c in "\n,[{")
+    check_work(values * TOML_STEPS_PER_VALUE, f"parsing up to {values:,} TOML values of {what}")
 
 
 @dataclass(frozen=True)
@@ -182,8 +208,9 @@ class Workload:
             for li in getattr(self, what):
                 if isinstance(li, bool) or not isinstance(li, int) or not 0 <= li < len(self.layers):
                     raise InputError(self.field(what), f"{li!r} is not a layer index", f"0 to {len(self.layers) - 1}")
+        lowest = min(self.checkpoints, default=None)
         for li in self.checkpoint_initiates:
-            if not any(c < li for c in self.checkpoints):
+            if lowest is None or not lowest < li:
                 below = f"checkpoints {list(self.checkpoints)}" if self.checkpoints else "no checkpoints"
                 raise InputError(
                     self.field("checkpoint_initiates"),
@@ -280,7 +307,7 @@ def load_workload(spec: str | Path | Workload | Mapping[str, Any] | Any) -> Work
     if not str(spec).strip():
         raise InputError("workload", "an empty path", "a workload file, a bundled workload or a generator")
     path = Path(spec)
-    if not path.exists():
+    if not (path.exists() or path.is_symlink()):  # a broken link or a loop: read_text names the problem
         bundled = bundled_workloads()
         named = {k.lower(): v for k, v in (bundled | libra_workloads()).items()}.get(str(spec).strip().lower())
         if named is not None:
@@ -320,4 +347,4 @@ def bundled_workloads() -> dict[str, Path]:
 
 def looks_like_toml(text: str) -> bool:
     """Whether a workload file's text is the TOML form (it has a ``[[layers]]`` table), whatever its suffix."""
-    return bool(re.search(r"^\s*\[\[layers\]\]", text, re.M))
+    return bool(re.search(r"^[ \t]*\[\[layers\]\]", text, re.M))  # not \s*: it would span lines, in quadratic time

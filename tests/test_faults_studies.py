@@ -350,3 +350,20 @@ def test_a_database_failing_mid_run_is_one_run_error_line_without_the_password()
     assert "\n" not in msg and "s3cret" not in msg and "alice:***@" in msg and "OperationalError" in msg
     with pytest.raises(KeyError), storage_failures(url):  # anything else passes through unchanged
         raise KeyError("x")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "sparse", "long-first-line"])
+def test_a_storage_that_is_no_journal_is_refused_without_a_lock_beside_it(tmp_path, run_cli, kind):
+    """A FIFO, a 100 GB sparse file or a first line past 1 MiB: one line, nothing read past the
+    check, and no ``.flock`` left beside a file dse did not write."""
+    path = tmp_path / "r.journal"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "sparse":
+        with open(path, "wb") as f:
+            f.truncate(100 * 2**30)
+    else:
+        path.write_bytes(b'{"op_code": 0, "x": "' + b"a" * (2 << 20) + b'"}\n')
+    code, _, err = run_cli("study", "report", "anything", "--storage", str(path), "--out", str(tmp_path / "rep"))
+    _one_line(code, err, "r.journal")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.journal"]

@@ -71,17 +71,17 @@ def read_bytes(path: str | Path, field: str, limit: str = "text_bytes") -> bytes
             raise InputError(field, f"{str(path)!r} is {_kind(st.st_mode)}, not a regular file", "a file")
         check_input(limit, st.st_size, field, "bytes")
         cap = input_limit(limit)
-        chunks: list[bytes] = []
-        got = 0
-        while True:
+        first = os.read(fd, min(st.st_size, cap) + 1)  # the whole file in one buffer, as a rule
+        chunks, got = [first], len(first)
+        while first:  # a file that grew, or a short read: go on, never past the limit
+            if got > cap:
+                check_input(limit, got, field, "bytes")
             block = os.read(fd, min(1 << 20, cap + 1 - got))
             if not block:
                 break
             chunks.append(block)
             got += len(block)
-            if got > cap:
-                check_input(limit, got, field, "bytes")
-        return b"".join(chunks)
+        return first if len(chunks) == 1 else b"".join(chunks)
     except OSError as e:
         raise InputError(field, f"cannot read {str(path)!r}: {e.strerror or e}") from None
     finally:
@@ -102,22 +102,37 @@ def _kind(mode: int) -> str:
     return "a special file"
 
 
-def read_text(path: str | Path, field: str) -> str:
+def read_text(path: str | Path, field: str, limit: str = "text_bytes") -> str:
     """The UTF-8 text of an existing regular file (size-limited: `read_bytes`)."""
-    data = read_bytes(path, field)
+    data = read_bytes(path, field, limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(field, f"{str(path)!r} is not UTF-8 text (byte {e.start})", "a UTF-8 text file") from None
 
 
+#: A TOML file (sweep, study, space, placement) may hold this share of the text limit: tomllib
+#: parses a few microseconds per value, so 4 MiB (by default) is parsed in seconds; real ones hold a few KiB.
+TOML_SHARE = 16
+
+
 def read_toml(path: str | Path, field: str) -> dict[str, Any]:
-    """A TOML file as a dict; an unreadable, binary or malformed file is one `InputError`."""
+    """A TOML file as a dict; an unreadable, binary, malformed, too deeply nested or too large file
+    (over 1/`TOML_SHARE` of ``DSE_MAX_TEXT_BYTES``) is one `InputError`."""
     text = read_text(path, field)
+    share = input_limit("text_bytes") // TOML_SHARE
+    if len(text) > share:
+        raise InputError(
+            field,
+            f"{len(text):,} bytes of TOML, more than the limit of {share:,} (1/{TOML_SHARE} of DSE_MAX_TEXT_BYTES)",
+            f"a smaller file; or raise the limit: DSE_MAX_TEXT_BYTES={TOML_SHARE * len(text)} dse ...",
+        )
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(field, f"{Path(path).name} is not valid TOML: {e}") from None
+    except RecursionError:
+        raise InputError(field, f"{Path(path).name} nests tables or arrays too deeply", "a flatter TOML file") from None
 
 
 def _writable_parent(p: Path, field: str) -> None:

@@ -16,7 +16,8 @@ run finishes in minutes, not hours:
 - **Sizes of inputs** (`input_limit`), checked before anything is read or built: bytes of a text
   or TOML file (`MAX_TEXT_BYTES`), bytes of one Chakra rank file after decompression
   (`MAX_TRACE_BYTES`), nodes of one Chakra rank's graph (`MAX_TRACE_NODES`), dimensions of a
-  topology (`MAX_DIMENSIONS`), processes one command starts (`MAX_PROCESSES`). Each refusal names
+  topology (`MAX_DIMENSIONS`), processes one command starts (`MAX_PROCESSES`), bytes of a CSV read
+  back whole (`MAX_TABLE_BYTES`). Each refusal names
   its environment variable (``DSE_MAX_TEXT_BYTES=1e9 dse ...``), which raises or lowers it.
 - **Bounds** that enumerate dimension orders (`EXACT_ORDER_TYPES`, `LP_ORDER_TYPES`): above them
   the ILP and pipeline bounds fall back to the LP, and the LP to the ideal, both still valid, and
@@ -52,12 +53,15 @@ MAX_TRACE_BYTES = 256 * 2**20
 MAX_TRACE_NODES = 2_000_000
 MAX_DIMENSIONS = 10
 MAX_PROCESSES = 256
+#: A CSV dse reads back whole (`dse plot sweep`): 2 million sweep rows fit.
+MAX_TABLE_BYTES = 2**30
 _INPUT_LIMITS = {
     "text_bytes": (MAX_TEXT_BYTES, "DSE_MAX_TEXT_BYTES"),
     "trace_bytes": (MAX_TRACE_BYTES, "DSE_MAX_TRACE_BYTES"),
     "trace_nodes": (MAX_TRACE_NODES, "DSE_MAX_TRACE_NODES"),
     "dimensions": (MAX_DIMENSIONS, "DSE_MAX_DIMENSIONS"),
     "processes": (MAX_PROCESSES, "DSE_MAX_PROCESSES"),
+    "table_bytes": (MAX_TABLE_BYTES, "DSE_MAX_TABLE_BYTES"),
 }
 
 WORK_ENV = "DSE_MAX_WORK"
@@ -122,7 +126,10 @@ def check_work(steps: float, what: str) -> None:
 
 
 def _round_up(x: float) -> str:
-    """A short number at least `x`, for the message: 3.2e8 -> '4e8'."""
+    """A short number at least `x`, for the message: 3.2e8 -> '4e8'; below 10,000 a whole number
+    (40 -> '40', 2.5 -> '3')."""
+    if x < 10_000:
+        return str(max(1, math.ceil(x)))
     exp = math.floor(math.log10(x))
     lead = math.ceil(x / 10**exp - 1e-9)
     return f"{lead}e{exp}" if lead < 10 else f"1e{exp + 1}"

@@ -43,19 +43,19 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import math
 import os
 import re
 import socket
+import stat
 import warnings
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from dse.core.errors import InputError
 from dse.core.files import check_output_file, make_dirs, output_folder, pid_alive
+from dse.explore.storage_urls import network_timeouts, redact  # noqa: F401  (public here too)
 
 WORKER_ATTR = "dse_worker"
 RECORD_ATTR = "dse"  # a trial's record, one dict (one journal append); see the module docstring
@@ -66,23 +66,6 @@ SQLITE = "sqlite:///"
 _TAIL = 1 << 20  # how much of a journal's end to read when looking for damage
 _NOT_JOURNAL = "a journal file written by dse study run, or a new file name"
 _KINDS = "a journal file path, sqlite:///file.db, postgresql+psycopg://..."
-CONNECT_TIMEOUT_ENV, CONNECT_TIMEOUT = "DSE_STORAGE_CONNECT_TIMEOUT", 10.0  # seconds
-STATEMENT_TIMEOUT_ENV, STATEMENT_TIMEOUT = "DSE_STORAGE_STATEMENT_TIMEOUT", 60.0  # seconds; 0: none
-_URL_SECRET = re.compile(r"([A-Za-z][\w+.-]*://[^:/@\s]*):[^\n]*@")  # to the line's last @, as a URL's host follows it
-_KEY_SECRET = re.compile(r"(password\s*=\s*)('[^']*'|[^\s&'\",;)]*)", re.IGNORECASE)
-
-
-def redact(text: str, url: str | None = None) -> str:
-    """`text` with every URL's password shown as ``***`` (``user:***@host``), every ``password=...``
-    as ``password=***``, and `url`'s own password (4 characters or more) wherever else it appears."""
-    out = _KEY_SECRET.sub(r"\1***", _URL_SECRET.sub(r"\1:***@", str(text)))
-    m = re.match(r"[A-Za-z][\w+.-]*://[^:/@]*:([^@]*)@", url or "")  # the password, as SQLAlchemy reads it
-    if m and len(unquote(m.group(1))) >= 4:
-        for form in {unquote(m.group(1)), quote(unquote(m.group(1)), safe="")}:
-            out = out.replace(form, "***")
-    return out
-
-
 STUDIES_OUT = Path("studies") / "out"  # where `dse study run studies/<file>.toml` writes by default
 
 
@@ -241,31 +224,6 @@ def _open_sqlite(url: str, must_exist: bool) -> Any:
         raise InputError("storage", f"cannot open {url!r}: {_error_text(e, url)}") from None
 
 
-def network_timeouts(url: str) -> dict[str, Any]:
-    """libpq's ``connect_timeout`` and ``options=-c statement_timeout=...`` for a PostgreSQL URL
-    (module docstring), except where the URL's own query sets them."""
-    query = {k: v[-1] for k, v in parse_qs(urlsplit(url).query).items()}
-    out: dict[str, Any] = {}
-    if "connect_timeout" not in query:
-        out["connect_timeout"] = max(2, math.ceil(_seconds(CONNECT_TIMEOUT_ENV, CONNECT_TIMEOUT, zero=False)))
-    options = query.get("options", "")
-    statement = _seconds(STATEMENT_TIMEOUT_ENV, STATEMENT_TIMEOUT, zero=True)
-    if statement > 0 and "statement_timeout" not in options:
-        out["options"] = f"{options} -c statement_timeout={math.ceil(statement * 1000)}".strip()
-    return out
-
-
-def _seconds(env: str, default: float, *, zero: bool) -> float:
-    """Seconds from environment variable `env` (`default` if unset); one line if it is no number."""
-    raw = os.environ.get(env, "").strip()
-    if not raw:
-        return default
-    value = float(raw) if re.fullmatch(r"[0-9]*\.?[0-9]+(e[+-]?[0-9]+)?", raw, re.IGNORECASE) else math.nan
-    if not (math.isfinite(value) and (value > 0 or (zero and value == 0)) and value <= 86_400):
-        raise InputError(env, f"{raw!r} is not a number of seconds", "0 to 86400" if zero else "above 0, up to 86400")
-    return value
-
-
 @contextlib.contextmanager
 def reading(url: str) -> Iterator[None]:
     """Turn Optuna's errors on a damaged journal (records that do not parse) into one line."""
@@ -299,15 +257,32 @@ def _record(line: bytes) -> bool:
     return isinstance(rec, dict) and "op_code" in rec
 
 
+#: The longest first record a journal may have (Optuna's create-study record is under 1 KiB).
+_FIRST_MAX = 1 << 20
+
+
+def _check_journal_start(path: Path) -> None:
+    """Refuse a special file, or a file whose first bytes are no journal record or whose first line
+    runs past `_FIRST_MAX`, without blocking and without reading more than that."""
+    st = path.stat()
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError("storage", f"{path} is not a regular file", _NOT_JOURNAL)
+    with open(path, "rb") as f:
+        head = f.readline(_FIRST_MAX)
+    if not head.startswith(b'{"op_code":') or (not head.endswith(b"\n") and len(head) < st.st_size):
+        raise InputError("storage", f"{path} is not an Optuna journal", _NOT_JOURNAL)
+
+
 def check_journal(path: Path, *, repair: bool) -> None:
     """Refuse a file that is not a journal; repair (or, for readers, report) a damaged end."""
     if not path.exists() or path.stat().st_size == 0:
         return
+    _check_journal_start(path)  # before the lock, so a file that is no journal gets no lock file beside it
     # under the journal's lock no writer is half-way through a record; a reader that may not create
     # the lock file (a read-only folder) looks without it
     with _lock_if_possible(path, required=repair):
         with open(path, "rb") as f:
-            first = f.readline()
+            first = f.readline(_FIRST_MAX)
             size = os.fstat(f.fileno()).st_size
             start = max(0, size - _TAIL)
             f.seek(start)

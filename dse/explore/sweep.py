@@ -20,6 +20,7 @@ when an explicit ``jobs`` is lowered, none for -1).
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 import warnings
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from dse.bounds.api import lower_bounds
 from dse.core.errors import InputError, raise_if_interrupted
+from dse.core.files import read_text
 from dse.core.limits import check_input, input_limit
 from dse.core.progress import progress_bar, wanted
 from dse.core.topology import Topology, parse_topology
@@ -208,11 +210,11 @@ class _BatchFunc:
 
 def read_rows(path: str | Path) -> list[dict[str, str]]:
     """A sweep CSV as dicts, sorted by `point`."""
+    text = read_text(path, "csv", limit="table_bytes")  # special files and sizes refused before reading
     try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        raise InputError("csv", f"cannot read {str(path)!r}: {e.strerror or e}") from None
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as e:
+        raise InputError("csv", f"{str(path)!r} is not a readable CSV: {e}", "a CSV dse sweep wrote") from None
     if rows and "point" in rows[0]:
         rows.sort(key=lambda r: int(r["point"]) if r["point"].isdigit() else -1)
     return rows

@@ -12,127 +12,13 @@
  *                  dimkey, base, seed_latency, highest_first, ag, serialized, endpoint_ns)
  *   points: (npoints, bw, lat, busy, delay, ties, bwt, gbw): per point rows (empty where unused)
  *   outputs: (time, dim_busy, dim_bytes, orders) writable buffers (orders may be empty)
+ * All three are parsed and checked in dse/sim/_validate.c before anything runs (every index in range,
+ * every count consistent, every cost finite): a bad table or row is a ValueError, never a crash.
  */
 #include "_batch.h"
 #include <math.h>
 
-#define NI 19
 #define MIB 1048576.0
-
-void bufs_release(Bufs *bs) {
-    for (int k = 0; k < bs->n; k++) PyBuffer_Release(&bs->b[k]);
-    bs->n = 0;
-}
-
-/* A C-contiguous buffer of `fmt` items from tuple item k; `want` items (-1: any), or none if `opt`. */
-const void *buf(Bufs *bs, PyObject *tup, Py_ssize_t k, const char *fmt, Py_ssize_t want, int writable,
-                Py_ssize_t *len) {
-    Py_buffer *b = &bs->b[bs->n];
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(tup, k), b, (writable ? PyBUF_WRITABLE : 0) | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS))
-        return NULL;
-    bs->n++;
-    const char *f = b->format ? b->format : "B";
-    if (f[0] == '@' || f[0] == '=') f++;
-    Py_ssize_t n = b->itemsize ? b->len / b->itemsize : 0;
-    int ok = strcmp(f, fmt) == 0 || (fmt[0] == 'q' && strcmp(f, "l") == 0 && b->itemsize == 8);
-    if (!ok || (want >= 0 && n != want && n != 0)) {
-        PyErr_Format(PyExc_ValueError, "batch buffer %zd: format %s with %zd items, wanted %s with %zd", k, f, n, fmt,
-                     want);
-        return NULL;
-    }
-    if (len) *len = n;
-    return n ? b->buf : NULL;
-}
-
-int parse_table(PyObject *t, Table *tb, Bufs *bs) {
-    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 32) {
-        PyErr_SetString(PyExc_TypeError, "malformed table"); return -1;
-    }
-    PyObject *ints = PyTuple_GET_ITEM(t, 0);
-    if (!PyTuple_Check(ints) || PyTuple_GET_SIZE(ints) != NI) { PyErr_SetString(PyExc_TypeError, "malformed table"); return -1; }
-    int v[NI];
-    for (int k = 0; k < NI; k++) {
-        long x = PyLong_AsLong(PyTuple_GET_ITEM(ints, k));
-        if (x == -1 && PyErr_Occurred()) return -1;
-        v[k] = (int)x;
-    }
-    tb->nd = v[0]; tb->nchunks = v[1]; tb->ncombo = v[2]; tb->norder = v[3]; tb->nsc = v[4]; tb->ncc = v[5];
-    tb->nchk = v[6]; tb->tracker = v[7]; tb->kernel = v[8]; tb->policy = v[9]; tb->slots = v[10]; tb->shared = v[11];
-    tb->dimkey = v[12]; tb->base = v[13]; tb->seed_latency = v[14]; tb->highest_first = v[15]; tb->ag = v[16];
-    tb->serialized = v[17]; tb->endpoint = v[18];
-    int nd = tb->nd;
-    if (nd < 1 || nd > 8 || tb->nchunks < 1 || tb->ncombo < 1 || tb->norder < 1 || tb->nsc < 1 || tb->policy < FIFO ||
-        tb->policy > SCF_ASTRA) {  /* no fixed service order here (dse.sim.batch.tableable) */
-        PyErr_SetString(PyExc_ValueError, "malformed table sizes");
-        return -1;
-    }
-    Py_ssize_t npos, nch, nfix;
-    int np = 1;
-    for (int d = 0; d < nd; d++) np *= nd;
-#define B(k, fmt, want, len) buf(bs, t, k, fmt, want, 0, len)
-    if (!(tb->combo_dim = B(1, "i", tb->ncombo, NULL)) || !(tb->combo_key = B(2, "d", tb->ncombo, NULL)) ||
-        !(tb->combo_sent = B(3, "d", tb->ncombo, NULL)) || !(tb->combo_fifo = B(4, "B", tb->ncombo, NULL)) ||
-        !(tb->combo_tied = B(5, "i", tb->ncombo, NULL)) ||
-        !(tb->plan_off = B(6, "i", (Py_ssize_t)tb->norder * tb->nsc + 1, NULL)) ||
-        !(tb->plan_combo = B(7, "i", -1, &npos)) || !(tb->slot_of = B(8, "i", (Py_ssize_t)tb->norder * tb->nsc, NULL)) ||
-        !(tb->chunk_sc = B(9, "i", tb->nchunks, NULL)) || !(tb->chunk_cc = B(10, "i", tb->nchunks, NULL)))
-        return -1;
-    tb->fixed = B(11, "i", -1, &nfix);
-    if (PyErr_Occurred()) return -1;
-    tb->nfixed = nfix;
-    if (!(tb->perm = B(12, "i", (Py_ssize_t)tb->norder * nd, NULL)) || !(tb->permcode = B(13, "i", np, NULL)))
-        return -1;
-    tb->thr_idx = B(14, "i", (Py_ssize_t)tb->ncc * nd, NULL);
-    tb->ch_off = B(15, "i", -1, NULL);
-    tb->ch_idx = B(16, "i", -1, &nch);
-    tb->ch_dim = B(17, "i", nch, NULL);
-    tb->ch_fac = B(18, "d", nch, NULL);
-    tb->dim_steps = B(19, "i", nd, NULL);
-    tb->dim_p = B(20, "i", nd, NULL);
-    tb->greedy_r = B(21, "q", tb->nchunks, NULL);
-    tb->combo_kind = B(22, "i", tb->ncombo, NULL);
-    tb->combo_c = B(23, "q", tb->ncombo, NULL);
-    tb->dim_algo = B(24, "i", nd, NULL);
-    tb->dim_switch = B(25, "i", nd, NULL);
-    tb->chk_num = B(26, "d", tb->nchk, NULL);
-    tb->chk_dim = B(27, "i", tb->nchk, NULL);
-    tb->dim_kind = B(28, "i", nd, NULL);
-    tb->dim_links = B(29, "q", nd, NULL);
-    tb->dim_nic = B(30, "d", nd, NULL);
-    tb->dim_router = B(31, "d", nd, NULL);
-#undef B
-    if (PyErr_Occurred()) return -1;
-    if (tb->plan_off[tb->norder * tb->nsc] != npos) { PyErr_SetString(PyExc_ValueError, "malformed plan offsets"); return -1; }
-    for (Py_ssize_t k = 0; k < npos; k++)
-        if (tb->plan_combo[k] < 0 || tb->plan_combo[k] >= tb->ncombo) { PyErr_SetString(PyExc_ValueError, "combo out of range"); return -1; }
-    for (int k = 0; k < tb->ncombo; k++)
-        if (tb->combo_dim[k] < 0 || tb->combo_dim[k] >= nd) { PyErr_SetString(PyExc_ValueError, "combo dim out of range"); return -1; }
-    if (tb->tracker == NO_TRACKER && nfix != tb->nchunks) { PyErr_SetString(PyExc_ValueError, "fixed orders missing"); return -1; }
-    if (tb->tracker == LOAD_TRACKER && (!tb->thr_idx || !tb->ch_off || !tb->dim_steps)) {
-        PyErr_SetString(PyExc_ValueError, "load tracker tables missing"); return -1;
-    }
-    if (tb->tracker == OFFLINE_GREEDY && (!tb->dim_p || !tb->greedy_r)) {
-        PyErr_SetString(PyExc_ValueError, "greedy tables missing"); return -1;
-    }
-    if (tb->kernel == K_PAPER && tb->tracker == LOAD_TRACKER && tb->nchk && (!tb->chk_num || !tb->chk_dim)) {
-        PyErr_SetString(PyExc_ValueError, "paper kernel charge tables missing"); return -1;
-    }
-    if ((tb->kernel == K_ASTRA || tb->kernel == K_ASTRA1) && !tb->combo_c) {
-        PyErr_SetString(PyExc_ValueError, "astra kernel bytes missing"); return -1;
-    }
-    if (tb->kernel == K_ASTRA1 && (!tb->dim_kind || !tb->dim_links || !tb->dim_nic || !tb->dim_router ||
-                                   tb->tracker == LOAD_TRACKER)) {
-        PyErr_SetString(PyExc_ValueError, "astra-sim-1 kernel tables missing"); return -1;
-    }
-    if (tb->kernel < K_NONE || tb->kernel > K_ASTRA1) {
-        PyErr_SetString(PyExc_ValueError, "unknown kernel"); return -1;
-    }
-    if (tb->kernel != K_NONE && (!tb->combo_kind || !tb->dim_algo || !tb->dim_switch || !tb->dim_p ||
-                                 !tb->dim_steps)) {
-        PyErr_SetString(PyExc_ValueError, "kernel tables missing"); return -1;
-    }
-    return 0;
-}
 
 /* ----- Themis: the paper's load tracker (ThemisScheduler.track) --------------------------------- */
 static int order_id(const Table *tb, const int *o) {
@@ -296,41 +182,6 @@ static int issue_batch(Sim *s, int i, double t) {
     return sim_add_chunks(s, bx->ids, bx->n, i, 0);
 }
 
-typedef struct {
-    Py_ssize_t np;
-    const double *bw, *lat, *busy, *delay, *ties, *bwt, *gbw;
-} Points;
-
-static int parse_points(PyObject *t, const Table *tb, Points *pt, Bufs *bs) {
-    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8) { PyErr_SetString(PyExc_TypeError, "malformed points"); return -1; }
-    pt->np = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, 0));
-    if (pt->np < 0) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "npoints < 0"); return -1; }
-    Py_ssize_t np = pt->np, nd = tb->nd, nc = tb->ncombo;
-    pt->bw = buf(bs, t, 1, "d", np * nd, 0, NULL);
-    pt->lat = buf(bs, t, 2, "d", np * nd, 0, NULL);
-    pt->busy = buf(bs, t, 3, "d", np * nc, 0, NULL);
-    pt->delay = buf(bs, t, 4, "d", np * nc, 0, NULL);
-    pt->ties = buf(bs, t, 5, "d", np * nc * 3, 0, NULL);
-    pt->bwt = buf(bs, t, 6, "d", np * tb->nchk, 0, NULL);
-    pt->gbw = buf(bs, t, 7, "d", np * nd, 0, NULL);
-    if (PyErr_Occurred()) return -1;
-    if (np == 0) return 0;
-    int kernel = tb->kernel != K_NONE;
-    if ((kernel && (!pt->bw || !pt->lat)) || (!kernel && (!pt->busy || !pt->delay))) {
-        PyErr_SetString(PyExc_ValueError, "points lack their costs"); return -1;
-    }
-    if (tb->tracker == LOAD_TRACKER && !(kernel ? pt->lat != NULL : pt->bwt != NULL) ) {
-        PyErr_SetString(PyExc_ValueError, "points lack the tracker's charges"); return -1;
-    }
-    if (tb->tracker == LOAD_TRACKER && !kernel && tb->seed_latency && !pt->lat) {
-        PyErr_SetString(PyExc_ValueError, "points lack latencies"); return -1;
-    }
-    if (tb->tracker == OFFLINE_GREEDY && !pt->gbw && !(kernel && pt->bw)) {
-        PyErr_SetString(PyExc_ValueError, "points lack the greedy bandwidths"); return -1;
-    }
-    return 0;
-}
-
 /* The orders of point p into oids (gbw: the kernel's greedy bandwidths, unless the point gives them);
  * 0, or -1 when this build cannot (no 128-bit integers). */
 static int point_orders(const Table *tb, const Points *pt, Py_ssize_t p, const double *bwt, const double *gbw,
@@ -345,8 +196,6 @@ static int point_orders(const Table *tb, const Points *pt, Py_ssize_t p, const d
     }
     return 0;
 }
-
-typedef struct { double *time, *busy, *bytes; int *orders; } Outs;
 
 /* What running points needs besides the table: the engine and its per-point rows (kept by the
  * table's capsule between calls, or made for one call when another thread holds them). */
@@ -474,21 +323,14 @@ PyObject *batch_run(PyObject *self, PyObject *args) {
     Outs out;
     Bufs bs;
     bs.n = 0;
-    if (parse_points(points, &tb, &pt, &bs)) { bufs_release(&bs); return NULL; }
-    if (PyTuple_GET_SIZE(outputs) != 4) { bufs_release(&bs); PyErr_SetString(PyExc_TypeError, "malformed outputs"); return NULL; }
-    out.time = (double *)buf(&bs, outputs, 0, "d", pt.np, 1, NULL);
-    out.busy = (double *)buf(&bs, outputs, 1, "d", pt.np * tb.nd, 1, NULL);
-    out.bytes = (double *)buf(&bs, outputs, 2, "d", pt.np * tb.nd, 1, NULL);
-    out.orders = (int *)buf(&bs, outputs, 3, "i", pt.np * tb.nchunks, 1, NULL);
-    if (PyErr_Occurred() || (pt.np && (!out.time || !out.busy || !out.bytes))) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "outputs missing");
+    if (parse_points(points, &tb, &pt, &bs) || parse_outputs(outputs, &tb, &pt, &out, &bs)) {
         bufs_release(&bs);
         return NULL;
     }
     Work own, *w = &h->w;
     int mine = h->in_use;  /* another thread runs this table: a workspace of our own */
     if (mine) w = &own;
-    if ((mine || !w->ready) && work_init(w, &tb)) { bufs_release(&bs); return PyErr_NoMemory(); }
+    if ((mine || !w->ready) && work_init(w, &tb)) { work_free(w); bufs_release(&bs); return PyErr_NoMemory(); }
     if (!mine) h->in_use = 1;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -496,7 +338,7 @@ PyObject *batch_run(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     if (mine) work_free(&own); else h->in_use = 0;
     bufs_release(&bs);
-    if (rc == -4) { PyErr_SetString(PyExc_OverflowError, "a time beyond the cost kernel's integers"); return NULL; }
+    if (rc == -4) { PyErr_SetString(PyExc_OverflowError, "a point beyond the cost kernel's integers or steps"); return NULL; }
     if (rc == -3) { PyErr_SetString(PyExc_NotImplementedError, "OfflineGreedy needs 128-bit integers"); return NULL; }
     if (rc == -2) { PyErr_SetString(PyExc_RuntimeError, "engine stalled"); return NULL; }
     if (rc) return PyErr_NoMemory();

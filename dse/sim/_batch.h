@@ -22,14 +22,27 @@ typedef struct {
     Py_ssize_t nfixed;
     /* astra-sim-1's per-dim constants: kind (D_*), links per NPU, NIC and router latencies (ns) */
     const int *dim_kind; const long long *dim_links; const double *dim_nic, *dim_router;
+    long long ksteps;  /* astra-sim-1: the kernel's packet loop steps per point, at most (_validate.c) */
 } Table;
+/* The astra-sim-1 kernel declines a point beyond this many steps (costs -1: dse.sim.batch costs it in Python). */
+#define KERNEL_STEPS (1LL << 28)
 
-/* Buffers borrowed from Python objects for one call (_batch.c). */
+/* A batch's points (per point rows; NULL: none given) and outputs. */
+typedef struct {
+    Py_ssize_t np;
+    const double *bw, *lat, *busy, *delay, *ties, *bwt, *gbw;
+} Points;
+typedef struct { double *time, *busy, *bytes; int *orders; } Outs;
+
+/* Buffers borrowed from Python objects for one call, and the checked parse of the table, points and
+ * outputs (_validate.c: every value checked before use). */
 typedef struct { Py_buffer b[48]; int n; } Bufs;
 void bufs_release(Bufs *bs);
 const void *buf(Bufs *bs, PyObject *tup, Py_ssize_t k, const char *fmt, Py_ssize_t want, int writable,
                 Py_ssize_t *len);
 int parse_table(PyObject *t, Table *tb, Bufs *bs);
+int parse_points(PyObject *t, const Table *tb, Points *pt, Bufs *bs);
+int parse_outputs(PyObject *t, const Table *tb, const Points *pt, Outs *out, Bufs *bs);
 
 /* One point's costs from the table's kernel (_kernels.c): per combo busy, delay and tie offsets
  * (t123: all t1, then all t2, then all t3), per charge combo the bandwidth time (bwt, if asked) and

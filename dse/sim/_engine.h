@@ -196,6 +196,14 @@ int fq_ready(const Sim *s, int d);
 int fq_take(Sim *s, int d);
 int fq_stalled(Sim *s);
 
+/* checks of what Python gives (_validate.c): 0, or -1 with a ValueError or TypeError naming `what` */
+int v_long(PyObject *o, long long lo, long long hi, const char *what, long long *out);
+int v_ints(const int *v, Py_ssize_t n, long long lo, long long hi, const char *what);
+int v_longs(const long long *v, Py_ssize_t n, long long lo, long long hi, const char *what);
+int v_doubles(const double *v, Py_ssize_t n, double lo, int positive, const char *what);
+int v_offsets(const int *off, Py_ssize_t n, Py_ssize_t total, int strict, const char *what);
+int v_mul(Py_ssize_t a, Py_ssize_t b, Py_ssize_t cap, Py_ssize_t *out, const char *what);
+
 int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int use_prio, int track, int record,
              int nnodes);
 void sim_reset(Sim *s);

@@ -12,9 +12,21 @@
  *          an order not followed to its end raises dse.sim.engine_io.ServiceStall(dim, entry, chunk)
  * returns (finish, dim_busy, dim_bytes, chunk_end, node_start, node_end, compute, cpu, comm,
  *          bytes_sent, log list of (chunk, step, start, end) or None)
+ *
+ * Everything is checked before the run (a ValueError or TypeError, never a crash; helpers in _validate.c):
+ * nd 1 to 65535; a phase's dim in range, busy, delay and bytes finite and >= 0, key and tie offsets
+ * finite; a lead map's stride >= 1 and entries NPUs of the dim (0 .. len - 1), stride x len <= 2^40
+ * (dse.core.limits.MAX_NPUS: every lead stays an NPU index); a graph a tuple whose kinds, resources,
+ * successors and offsets are in range, durations, delays, lags, min_ns and ideal times finite and >= 0;
+ * a service order's ids 0 .. 2^31-1. Sequences are read through a tuple this entry holds, so that no
+ * item's conversion can free what is being read.
  */
 #include "_engine.h"
+#include <limits.h>
 #include <math.h>
+
+#define MAX_ND 65535             /* dims of one run */
+#define MAX_NPUS (1LL << 40)     /* dse.core.limits.MAX_NPUS: a lead map's stride x NPUs */
 
 PyObject *batch_run(PyObject *self, PyObject *args);  /* _batch.c */
 PyObject *batch_table(PyObject *self, PyObject *args);
@@ -25,6 +37,13 @@ static double num(PyObject *o, int *err) {
     double v = PyFloat_AsDouble(o);
     if (v == -1.0 && PyErr_Occurred()) *err = 1;
     return v;
+}
+
+/* A tuple of o's items (o itself if a tuple): held while its items are read, whatever their conversions do. */
+static PyObject *seq_tuple(PyObject *o, const char *what) {
+    if (PyTuple_Check(o)) { Py_INCREF(o); return o; }
+    if (!PySequence_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o)) { PyErr_SetString(PyExc_TypeError, what); return NULL; }
+    return PySequence_Tuple(o);
 }
 
 int phases_grow(Phases *f, Py_ssize_t need) {
@@ -54,20 +73,22 @@ static int lead_map(Phases *f, PyObject *m, Py_ssize_t i, int nd) {
         PyErr_SetString(PyExc_TypeError, "a phase's lead must be None or (stride, table)");
         return -1;
     }
-    long long stride = PyLong_AsLongLong(PyTuple_GET_ITEM(m, 0));
-    if (stride == -1 && PyErr_Occurred()) return -1;
     PyObject *tab = PyTuple_GET_ITEM(m, 1);
     Py_ssize_t p = PyTuple_GET_SIZE(tab);
-    if (stride < 1 || p < 1) { PyErr_SetString(PyExc_ValueError, "a lead map needs stride >= 1 and a table"); return -1; }
+    long long stride, v;
+    if (p < 1 || p > MAX_NPUS || v_long(PyTuple_GET_ITEM(m, 0), 1, MAX_NPUS / p, "a lead map's stride", &stride)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a lead map needs a table of 1 to 2^40 NPUs");
+        return -1;
+    }
+    if (f->npool + p > INT_MAX) { PyErr_SetString(PyExc_ValueError, "lead maps beyond 2^31 entries"); return -1; }
     if (f->npool + p > f->poolcap) {
         Py_ssize_t nc = (f->poolcap + p) * 2;
         int *np = realloc(f->lpool, (size_t)nc * sizeof(int));
         if (!np) { PyErr_NoMemory(); return -1; }
         f->lpool = np; f->poolcap = nc;
     }
-    for (Py_ssize_t k = 0; k < p; k++) {
-        long v = PyLong_AsLong(PyTuple_GET_ITEM(tab, k));
-        if (v == -1 && PyErr_Occurred()) return -1;
+    for (Py_ssize_t k = 0; k < p; k++) {  /* an NPU of the dim: stride x p <= 2^40 keeps every lead in range */
+        if (v_long(PyTuple_GET_ITEM(tab, k), 0, p - 1, "a lead map's entry", &v)) return -1;
         f->lpool[f->npool + k] = (int)v;
     }
     f->loff[i] = (int)f->npool; f->lstride[i] = stride; f->lp[i] = (int)p;
@@ -113,6 +134,12 @@ static int phases_add(Phases *f, PyObject *plan, int nd) {
             f->t3[i] = num(PyTuple_GET_ITEM(tie, 2), &err);
         }
         if (err) return -1;
+        if (!(isfinite(f->busy[i]) && f->busy[i] >= 0.0 && isfinite(f->delay[i]) && f->delay[i] >= 0.0 &&
+              isfinite(f->sent[i]) && f->sent[i] >= 0.0 && isfinite(f->key[i]) && isfinite(f->t1[i]) &&
+              isfinite(f->t2[i]) && isfinite(f->t3[i]))) {
+            PyErr_SetString(PyExc_ValueError, "a phase's busy, delay and sent must be finite and >= 0, its key and ties finite");
+            return -1;
+        }
         if (lead_map(f, PyTuple_GET_SIZE(ph) > 8 ? PyTuple_GET_ITEM(ph, 8) : Py_None, i, nd)) return -1;
     }
     return 0;
@@ -175,16 +202,17 @@ static int plan_id(Sim *s, IdTable *tb, PyObject *plan) {
 typedef struct { IdTable tb; PyObject *plans; PyObject *hooks; int *ids; Py_ssize_t idcap; } Ctx;
 
 static int add_plans(Sim *s, Ctx *cx, PyObject *seq, int owner, long long prio) {
-    PyObject *fast = PySequence_Fast(seq, "plans must be a sequence of phase tuples");
+    PyObject *fast = seq_tuple(seq, "plans must be a sequence of phase tuples");  /* ours: no plan freed meanwhile */
     if (!fast) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    Py_ssize_t n = PyTuple_GET_SIZE(fast);
+    if (n > INT_MAX - s->nchunks) { Py_DECREF(fast); PyErr_SetString(PyExc_ValueError, "too many chunks"); return -1; }
     if (n > cx->idcap) {
         int *ni = realloc(cx->ids, (size_t)n * sizeof(int));
         if (!ni) { Py_DECREF(fast); PyErr_NoMemory(); return -1; }
         cx->ids = ni; cx->idcap = n;
     }
     for (Py_ssize_t k = 0; k < n; k++) {
-        int id = plan_id(s, &cx->tb, PySequence_Fast_GET_ITEM(fast, k));
+        int id = plan_id(s, &cx->tb, PyTuple_GET_ITEM(fast, k));
         if (id < 0) { Py_DECREF(fast); return -1; }
         cx->ids[k] = id;
     }
@@ -231,68 +259,64 @@ static void gb_free(GraphBuf *b) {
     free(b->soff);
 }
 
-static int ints(PyObject *o, Py_ssize_t want, int **out, Py_ssize_t *len) {
-    PyObject *f = PySequence_Fast(o, "expected a sequence of ints");
+/* o's items as n ints in [lo, hi] (n: want, or any if -1), into a new *out; 0 or -1. */
+static int ints(PyObject *o, Py_ssize_t want, int **out, Py_ssize_t *len, long long lo, long long hi, const char *what) {
+    PyObject *f = seq_tuple(o, "a graph's arrays must be sequences of numbers");
     if (!f) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
-    if (want >= 0 && n != want) { Py_DECREF(f); PyErr_SetString(PyExc_ValueError, "graph arrays differ in length"); return -1; }
-    *out = malloc((size_t)(n + 1) * sizeof(int));
-    if (!*out) { Py_DECREF(f); PyErr_NoMemory(); return -1; }
+    Py_ssize_t n = PyTuple_GET_SIZE(f);
+    long long v;
+    int rc = -1;
+    if (want >= 0 && n != want) { PyErr_SetString(PyExc_ValueError, "graph arrays differ in length"); goto done; }
+    if (!(*out = malloc((size_t)(n + 1) * sizeof(int)))) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t k = 0; k < n; k++) {
-        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(f, k));
-        if (v == -1 && PyErr_Occurred()) { Py_DECREF(f); return -1; }
+        if (v_long(PyTuple_GET_ITEM(f, k), lo, hi, what, &v)) goto done;
         (*out)[k] = (int)v;
     }
-    Py_DECREF(f);
     if (len) *len = n;
-    return 0;
+    rc = 0;
+done:
+    Py_DECREF(f);
+    return rc;
 }
 
-static int doubles(PyObject *o, Py_ssize_t want, double **out) {
-    PyObject *f = PySequence_Fast(o, "expected a sequence of numbers");
+/* o's items as `want` finite numbers >= 0, into a new *out; 0 or -1. */
+static int doubles(PyObject *o, Py_ssize_t want, double **out, const char *what) {
+    PyObject *f = seq_tuple(o, "a graph's arrays must be sequences of numbers");
     if (!f) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
-    if (want >= 0 && n != want) { Py_DECREF(f); PyErr_SetString(PyExc_ValueError, "graph arrays differ in length"); return -1; }
-    *out = malloc((size_t)(n + 1) * sizeof(double));
-    if (!*out) { Py_DECREF(f); PyErr_NoMemory(); return -1; }
+    Py_ssize_t n = PyTuple_GET_SIZE(f);
     int err = 0;
-    for (Py_ssize_t k = 0; k < n; k++) (*out)[k] = num(PySequence_Fast_GET_ITEM(f, k), &err);
+    if (n != want) { Py_DECREF(f); PyErr_SetString(PyExc_ValueError, "graph arrays differ in length"); return -1; }
+    if (!(*out = malloc((size_t)(n + 1) * sizeof(double)))) { Py_DECREF(f); PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t k = 0; k < n && !err; k++) (*out)[k] = num(PyTuple_GET_ITEM(f, k), &err);
     Py_DECREF(f);
-    return err ? -1 : 0;
+    return err || v_doubles(*out, n, 0.0, 0, what) ? -1 : 0;
 }
 
 static int graph_from(PyObject *t, Graph *g, GraphBuf *b) {
     PyObject *kinds, *res, *dur, *delays, *soff, *sdst, *slag, *ideal;
     int end, excl, by_id, ebr;
     double min_ns;
+    if (!PyTuple_Check(t)) { PyErr_SetString(PyExc_TypeError, "a graph must be a tuple (dse.sim.engine._graph_args)"); return -1; }
     if (!PyArg_ParseTuple(t, "OOOOOOOiiidiO", &kinds, &res, &dur, &delays, &soff, &sdst, &slag, &end, &excl, &by_id,
                           &min_ns, &ebr, &ideal))
         return -1;
     Py_ssize_t n, ns;
     int *tmp = NULL;
-    if (ints(kinds, -1, &b->kinds, &n) || ints(res, n, &b->res, NULL) || doubles(dur, n, &b->dur) ||
-        doubles(delays, n, &b->delays) || ints(soff, n + 1, &tmp, NULL) || ints(sdst, -1, &b->sdst, &ns) ||
-        doubles(slag, ns, &b->slag) || (ideal != Py_None && doubles(ideal, n, &b->ideal))) {
+    if (ints(kinds, -1, &b->kinds, &n, N_COMPUTE, N_REPLAY, "a node's kind") ||
+        (n < 1 || n >= INT_MAX ? (PyErr_SetString(PyExc_ValueError, "a graph needs 1 to 2^31-2 nodes"), 1) : 0) ||
+        ints(res, n, &b->res, NULL, -1, NET, "a node's resource") || doubles(dur, n, &b->dur, "a node's duration") ||
+        doubles(delays, n, &b->delays, "a node's delay") || ints(sdst, -1, &b->sdst, &ns, 0, n - 1, "a successor") ||
+        ints(soff, n + 1, &tmp, NULL, 0, ns, "a successor offset") || v_offsets(tmp, n + 1, ns, 0, "successor offsets") ||
+        doubles(slag, ns, &b->slag, "a successor's lag") || (ideal != Py_None && doubles(ideal, n, &b->ideal, "ideal ns")) ||
+        v_doubles(&min_ns, 1, 0.0, 0, "min_ns")) {
         free(tmp);
         return -1;
     }
+    if (end < 0 || end >= n) { free(tmp); PyErr_SetString(PyExc_ValueError, "the end node is not a node"); return -1; }
     b->soff = malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
     if (!b->soff) { free(tmp); PyErr_NoMemory(); return -1; }
     for (Py_ssize_t k = 0; k <= n; k++) b->soff[k] = tmp[k];
     free(tmp);
-    if (n < 1 || end < 0 || end >= n || b->soff[0] != 0 || b->soff[n] != ns) {
-        PyErr_SetString(PyExc_ValueError, "malformed graph");
-        return -1;
-    }
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (b->soff[k + 1] < b->soff[k] || b->kinds[k] < 0 || b->kinds[k] > N_REPLAY || b->res[k] < -1 || b->res[k] > NET) {
-            PyErr_SetString(PyExc_ValueError, "malformed graph");
-            return -1;
-        }
-    }
-    for (Py_ssize_t k = 0; k < ns; k++) {
-        if (b->sdst[k] < 0 || b->sdst[k] >= n) { PyErr_SetString(PyExc_ValueError, "malformed graph"); return -1; }
-    }
     g->n = (int)n; g->kinds = b->kinds; g->res = b->res; g->dur = b->dur; g->delays = b->delays;
     g->soff = b->soff; g->sdst = b->sdst; g->slag = b->slag; g->end = end; g->comm_exclusive = excl;
     g->by_id = by_id; g->min_ns = min_ns; g->end_before_release = ebr; g->ideal = b->ideal;
@@ -305,22 +329,21 @@ typedef struct { int *seq; Py_ssize_t *off; } OrderBuf;
 /* Flatten `order` (one sequence of chunk ids >= 0 per dim) into b; 0 or -1 (exception set). */
 static int order_from(PyObject *order, int nd, OrderBuf *b) {
     static const char *bad = "a service order needs one sequence of chunk ids >= 0 per dimension";
-    PyObject *f = PySequence_Fast(order, bad), *part = NULL;
+    PyObject *f = seq_tuple(order, bad), *part = NULL;
     if (!f) return -1;
     Py_ssize_t total = 0;
-    if (PySequence_Fast_GET_SIZE(f) != nd) { PyErr_SetString(PyExc_ValueError, bad); goto fail; }
+    if (PyTuple_GET_SIZE(f) != nd) { PyErr_SetString(PyExc_ValueError, bad); goto fail; }
     if (!(b->off = malloc((size_t)(nd + 1) * sizeof(Py_ssize_t)))) { PyErr_NoMemory(); goto fail; }
     b->off[0] = 0;
     for (int d = 0; d < nd; d++) {
-        if (!(part = PySequence_Fast(PySequence_Fast_GET_ITEM(f, d), bad))) goto fail;
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(part);
+        if (!(part = seq_tuple(PyTuple_GET_ITEM(f, d), bad))) goto fail;
+        Py_ssize_t n = PyTuple_GET_SIZE(part);
         int *grown = realloc(b->seq, (size_t)(total + n + 1) * sizeof(int));
         if (!grown) { PyErr_NoMemory(); goto fail; }
         b->seq = grown;
         for (Py_ssize_t k = 0; k < n; k++) {
-            long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(part, k));
-            if (v == -1 && PyErr_Occurred()) goto fail;
-            if (v < 0 || v > 0x7fffffff) { PyErr_SetString(PyExc_ValueError, bad); goto fail; }
+            long long v;
+            if (v_long(PyTuple_GET_ITEM(part, k), 0, INT_MAX, "a service order's chunk id", &v)) goto fail;
             b->seq[total + k] = (int)v;
         }
         Py_CLEAR(part);
@@ -386,8 +409,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "iiiiiiiiiOOO|O", &nd, &policy, &slots, &shared, &dimkey, &use_prio, &track, &record,
                           &tieless, &plans, &graph, &hooks, &order))
         return NULL;
-    if (nd < 1 || slots < 1 || policy < FIFO || policy > FIXED_SEQ) {
-        PyErr_SetString(PyExc_ValueError, "nd and slots must be >= 1 and the policy 0, 1, 2 or 3");
+    if (nd < 1 || nd > MAX_ND || slots < 1 || policy < FIFO || policy > FIXED_SEQ) {
+        PyErr_SetString(PyExc_ValueError, "nd must be 1 to 65535, slots >= 1 and the policy 0, 1, 2 or 3");
         return NULL;
     }
     if ((policy == FIXED_SEQ) != (order != Py_None)) {

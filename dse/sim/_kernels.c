@@ -177,7 +177,7 @@ static int astra1_costs(const Table *tb, const double *bw, const double *lat, do
 /* ----- the entry points ------------------------------------------------------------------------- */
 int costs(const Table *tb, const double *bw, const double *lat, double *busy, double *delay, double *t123,
           double *bwt, double *gbw) {
-    if (tb->kernel == K_ASTRA1) return astra1_costs(tb, bw, lat, busy, delay, t123, gbw);
+    if (tb->kernel == K_ASTRA1) return tb->ksteps > KERNEL_STEPS ? -1 : astra1_costs(tb, bw, lat, busy, delay, t123, gbw);
     for (int d = 0; d < tb->nd; d++) gbw[d] = bw[d];  /* their greedy_bandwidth: the bandwidth */
     if (tb->kernel == K_PAPER) {
         for (int k = 0; k < tb->ncombo; k++) {
@@ -214,7 +214,7 @@ static PyObject *point_costs(const Table *tb, const double *bw, const double *la
     int nc = tb->ncombo;
     double *t123 = v + 2 * nc, *ties = v + 5 * nc, *bwt = v + 8 * nc, *gbw = bwt + tb->nchk;
     if (costs(tb, bw, lat, v, v + nc, t123, tb->tracker == LOAD_TRACKER ? bwt : NULL, gbw)) {
-        PyErr_SetString(PyExc_OverflowError, "a time beyond the cost kernel's integers");
+        PyErr_SetString(PyExc_OverflowError, "a point beyond the cost kernel's integers or steps");
         return NULL;
     }
     for (int k = 0; k < nc; k++)
@@ -235,6 +235,10 @@ PyObject *batch_costs(PyObject *self, PyObject *args) {
         if (tb.kernel == K_NONE || PyTuple_GET_SIZE(rows) != 2)
             PyErr_SetString(PyExc_ValueError, "batch_costs needs a kernel's table and (bw, lat)");
         else if ((bw = buf(&bs, rows, 0, "d", tb.nd, 0, NULL)) && (lat = buf(&bs, rows, 1, "d", tb.nd, 0, NULL))) {
+            if (v_doubles(bw, tb.nd, 0.0, 1, "bandwidths") || v_doubles(lat, tb.nd, 0.0, 0, "latencies")) {
+                bufs_release(&bs);
+                return NULL;
+            }
             double *v = calloc((size_t)(8 * tb.ncombo + tb.nchk + tb.nd), sizeof(double));
             out = v ? point_costs(&tb, bw, lat, v) : PyErr_NoMemory();
             free(v);

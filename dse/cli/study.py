@@ -77,6 +77,11 @@ def add_study_parser(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("--json", action="store_true", help="print a JSON list: every field of the table")
     ls.set_defaults(func=cmd_study_list)
 
+    _add_dashboard_parser(ssub)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _add_dashboard_parser(ssub: argparse._SubParsersAction) -> None:
     d = ssub.add_parser(
         "dashboard",
         help="serve optuna-dashboard on one study, read-only (pip install '.[dashboard]')",
@@ -102,7 +107,6 @@ def add_study_parser(sub: argparse._SubParsersAction) -> None:
         "(default: read-only); anyone who can reach the port can then change or delete the study",
     )
     d.set_defaults(func=cmd_study_dashboard)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
 def _value_text(v: float, metric: str | None) -> str:

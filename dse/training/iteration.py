@@ -164,8 +164,7 @@ def iterate(
     report every node's start and end (`IterationResult.nodes`).
 
     The work limit (`dse.core.limits.check_work`) is checked before the graph is built, from the
-    collectives every pass of a layer workload runs (a lower bound), then exactly on the graph.
-    """
+    collectives every pass of a layer workload runs (a lower bound), then exactly on the graph."""
     wl = load_workload(workload)
     topo = parse_topology(topology)
     model = get_cost_model(cost_model)
@@ -177,12 +176,8 @@ def iterate(
     sched = None if ideal else get_scheduler(scheduler)
     logical, k = _logical(wl, topo)
     planner = Planner(logical, k, model, sched, q, chunks, min_chunk_bytes)
-    if not isinstance(wl, ChakraTrace):  # at least these steps: refused before the graph is built
-        sure = ((wl.scope(slot), c, b) for slot, c, b in _sure_comms(wl))
-        steps, ncoll = comm_steps(sure, planner, q, ideal)
-        tasks = 2 * len(wl.layers)  # every layer's forward and weight gradient
-        what = f"at least {tasks:,} tasks and {ncoll:,} collectives"
-        check_work((tasks + ncoll + steps) * iterations, f"{iterations} iteration(s) of {what}")
+    if not isinstance(wl, ChakraTrace):
+        _check_least_work(wl, planner, q, ideal, iterations)
     one = wl.graph if isinstance(wl, ChakraTrace) else compile_workload(wl, passes=1, tick=model.workload_tick)
     steps, what = graph_steps(one, planner, q, ideal)
     check_work(steps * iterations, f"{iterations} iteration(s) of {what}")
@@ -209,6 +204,15 @@ def iterate(
         logical_topology=logical.notation() if logical is not topo else "",
         notes=wl.notes if isinstance(wl, ChakraTrace) else (),
     )
+
+
+def _check_least_work(wl: Workload, planner: Planner, q: str, ideal: bool, iterations: int) -> None:
+    """Refuse, before the graph is built, a layer workload whose collectives alone pass the work limit."""
+    sure = ((wl.scope(slot), c, b) for slot, c, b in _sure_comms(wl))
+    steps, ncoll = comm_steps(sure, planner, q, ideal)
+    tasks = 2 * len(wl.layers)  # every layer's forward and weight gradient
+    what = f"at least {tasks:,} tasks and {ncoll:,} collectives"
+    check_work((tasks + ncoll + steps) * iterations, f"{iterations} iteration(s) of {what}")
 
 
 def _logical(wl: Workload | ChakraTrace, topo: Topology) -> tuple[Topology, int]:

@@ -50,7 +50,7 @@ def test_16kb_gzip_of_empty_nodes_is_refused_by_the_node_count(tmp_path: Path) -
     _zeros_gzip(tmp_path / "t.0.et", 16 << 20)  # 16 KB on disk: 16 million empty messages
     assert (tmp_path / "t.0.et").stat().st_size < 64 << 10
     code, _, err, _ = ft.run_dse(["iterate", "t.0.et", "-t", ft.T4], tmp_path)
-    _one_line(code, err, "2,000,001 nodes, more than the limit of 2,000,000 nodes", "DSE_MAX_TRACE_NODES=")
+    _one_line(code, err, "1,000,001 nodes, more than the limit of 1,000,000 nodes", "DSE_MAX_TRACE_NODES=")
 
 
 def test_gzip_bomb_is_refused_at_the_decompressed_limit(tmp_path: Path) -> None:

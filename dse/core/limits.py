@@ -50,7 +50,7 @@ LP_ORDER_TYPES = 80_640
 #: input costs well under 1 GB and a second, and no real input comes near them.
 MAX_TEXT_BYTES = 64 * 2**20
 MAX_TRACE_BYTES = 256 * 2**20
-MAX_TRACE_NODES = 2_000_000
+MAX_TRACE_NODES = 1_000_000
 MAX_DIMENSIONS = 10
 MAX_PROCESSES = 256
 #: A CSV dse reads back whole (`dse plot sweep`): 2 million sweep rows fit.

@@ -269,7 +269,7 @@ def trace_case(rng: random.Random, folder: Path) -> list[str]:
     """One crafted-trace case (module docstring): `dse iterate` (or ``workload export``) on it."""
     defaults = rng.random() < 1 / 16
     limit_bytes = 256 * 2**20 if defaults else rng.choice((64, 256, 1024, 4096)) * 2**10
-    limit_nodes = 2_000_000 if defaults else rng.choice((50, 500, 5000))
+    limit_nodes = 1_000_000 if defaults else rng.choice((50, 500, 5000))
     env = {"DSE_MAX_WORK": "2e6"}
     if not defaults:
         env |= {"DSE_MAX_TRACE_BYTES": str(limit_bytes), "DSE_MAX_TRACE_NODES": str(limit_nodes)}

@@ -15,7 +15,7 @@ and 9.4 GB). Every limit here is checked before the memory it guards is taken:
   message of empty attributes or packed dependencies takes 8 to 50 times its size once parsed; so
   is a trace whose node count passes ``DSE_MAX_TRACE_NODES``.
 - **Totals** (`Budget`), counted as each message is parsed and before anything is built from it: the
-  dependencies kept (at most `DEPS_PER_NODE` x ``DSE_MAX_TRACE_NODES``, 8 million by default: each
+  dependencies kept (at most `DEPS_PER_NODE` x ``DSE_MAX_TRACE_NODES``, 4 million by default: each
   becomes an edge) and the attributes (at most `ATTRS_PER_NODE` x ``DSE_MAX_TRACE_NODES``: each is
   looked at). Real traces have 1 to 2 dependencies (PyTorch's about 50) and 2 to 8 attributes per
   node; both refusals name ``DSE_MAX_TRACE_NODES``, which raises them.

@@ -37,8 +37,8 @@ def one_line(code, err, word):
         (["evaluate", "2D-SW_SW", "--size", "1e400"], "2^53"),
         (["evaluate", "2D-SW_SW", "--size", "1e309"], "2^53"),
         (["evaluate", "Ring(4,100,1e308)", "--size", "1GB"], "latency"),
-        (["evaluate", "_".join(["Ring(2,1,1)"] * 600), "--size", "1MB"], "2^40 NPUs"),
-        (["evaluate", "_".join(["Ring(2,1,1)"] * 2000), "--size", "1MB"], "2^40 NPUs"),
+        (["evaluate", "_".join(["Ring(2,1,1)"] * 600), "--size", "1MB"], "DSE_MAX_DIMENSIONS"),
+        (["evaluate", "_".join(["Ring(2,1,1)"] * 2000), "--size", "1MB"], "DSE_MAX_DIMENSIONS"),
         (["evaluate", "Ring(1,100,10)", "--size", "1GB"], "no dimension with 2 or more NPUs"),
         (["evaluate", "Ring(4,100,10,links=2,links=3)", "--size", "1GB"], "given twice"),
         (["evaluate", "Ring(4,100,10,algo=ring,algorithm=ring)", "--size", "1GB"], "given twice"),
@@ -63,6 +63,13 @@ def test_bad_input_is_one_line_and_exit_2_in_seconds(run_cli, argv, word):
     t0 = time.process_time()
     one_line(*run_cli(*argv)[::2], word)
     assert time.process_time() - t0 < 30  # a guard against hangs, not a speed test
+
+
+@pytest.mark.parametrize("dims", [41, 600])
+def test_past_2_40_npus_is_refused_when_the_dimension_limit_is_raised(run_cli, monkeypatch, dims):
+    """The NPU count's own limit still holds with ``DSE_MAX_DIMENSIONS`` raised past it."""
+    monkeypatch.setenv("DSE_MAX_DIMENSIONS", "10000")
+    one_line(*run_cli("evaluate", "_".join(["Ring(2,1,1)"] * dims), "--size", "1MB")[::2], "2^40 NPUs")
 
 
 def test_a_workload_with_huge_numbers_or_a_directory_is_one_line(run_cli, tmp_path):

@@ -17,7 +17,9 @@ Four bounds, each valid (no schedule beats it) and each at least the one before:
   a dimension cannot work before the first chunk can reach it (fill) nor after the last chunk that
   leaves it can finish (drain), and every order used must run end to end at least once. Its
   relaxation with the least fill and drain of any type is bounded first (fluid LP, then the floor
-  search with the fill), and the binary MIP runs only if that finds no schedule at the bound.
+  search with the fill), and the binary MIP runs only if that finds no schedule at the bound, and
+  only up to `PIPELINE_MIP_TYPES` distinct chunk types (five dimensions; counted first): beyond,
+  the pipeline bound is the relaxation's, and a note says so.
 
 gap = T_schedule / T_bound − 1, against ``bound_ns`` (the pipeline bound, the tightest).
 
@@ -41,10 +43,16 @@ from dse.core.collectives import ALL_TO_ALL, nominal_bytes_sent
 from dse.core.errors import InputError
 from dse.core.limits import EXACT_ORDER_TYPES, LP_ORDER_TYPES
 from dse.core.topology import Topology
-from dse.schedulers.order_mix import ChunkType, types_for_plan
+from dse.schedulers.order_mix import ChunkType, count_text, types_for_plan
 from dse.sim.spec import CollectiveSpec, SpecArgs
 
 SOLVERS = ("highs", "cbc")
+#: distinct chunk types (orders of distinct costs x chunk sizes) up to which the pipeline's binary
+#: MIP is solved: five dimensions with two chunk sizes. Six dimensions of distinct sizes (1,440
+#: types) took 25 s to over 100 s without closing (HiGHS's root alone, a node limit no help):
+#: above it the pipeline bound is its relaxation, and a note says so
+PIPELINE_MIP_TYPES = 240
+RELAXED = "relaxed"  # the pipeline MIP's status when it is not solved (above)
 
 __all__ = [
     "SOLVERS",
@@ -54,6 +62,7 @@ __all__ = [
     "chunk_types",
     "count_types",
     "distinct_types",
+    "fluid_bound_ns",
     "ideal_ns",
     "ilp_bound",
     "lower_bounds",
@@ -137,6 +146,16 @@ def count_types(spec: CollectiveSpec) -> int:
     return orders * len(set(plan.sizes))
 
 
+def fluid_bound_ns(spec: CollectiveSpec, *, time_limit_s: float = 5.0) -> float:
+    """The fluid LP's bound with one slot, or the ideal where that is higher; beyond
+    `LP_ORDER_TYPES` chunk types (counted first, `count_types`) the ideal alone, as `bounds_for`
+    falls back. What a study records per trial (`dse.explore.study_trials.fluid_bound`)."""
+    ideal = ideal_ns(spec)
+    if count_types(spec) > LP_ORDER_TYPES:
+        return ideal
+    return max(ideal, lp_bound(chunk_types(spec), 1, solver="highs", time_limit_s=time_limit_s))
+
+
 def ideal_ns(spec: CollectiveSpec) -> float:
     """The bytes one NPU must send over the sum of its bandwidths (100 % utilisation)."""
     model = spec.cost_model
@@ -182,10 +201,20 @@ def lower_bounds(
     return with_exact(b, spec, float(exact_work)) if exact_work and spec.active_chunks == 1 else b
 
 
+#: how the note of an exact problem too large to solve starts (`with_exact`; `dse compare` prints it)
+EXACT_NOT_SOLVED = "exact optimum not solved"
+
+
 def with_exact(b: Bounds, spec: CollectiveSpec, work: float) -> Bounds:
-    """`b` with the exact problem's proven bound, solved within `work` (`dse.bounds.optimal`)."""
+    """`b` with the exact problem's proven bound, solved within `work` (`dse.bounds.optimal`); an
+    exact problem too large to build (`dse.bounds.exact.exact_refusal`, counted first) leaves `b`'s
+    bound as it is and adds a note starting with `EXACT_NOT_SOLVED`."""
+    from dse.bounds.exact import exact_refusal
     from dse.bounds.optimal import optimal_for  # CP-SAT; optimal imports this module
 
+    refused = exact_refusal(spec)
+    if refused is not None:
+        return replace(b, notes=(*b.notes, f"{EXACT_NOT_SOLVED}: {refused.problem}; the bound is dse's"))
     best = optimal_for(spec, work=work)
     return replace(b, exact_ns=best.bound_ns, exact_status=best.status)
 
@@ -227,7 +256,12 @@ def bounds_for(
     tight = ilp
     if pipeline:
         pres, tight = _pipeline_bound(types, slots, bw, ilp, solver_used, time_limit_s, node_limit)
-        if pres.status != "optimal":
+        if pres.status == RELAXED:
+            notes.append(
+                f"more than {PIPELINE_MIP_TYPES:,} distinct chunk types: the pipeline MIP is not solved; "
+                "its bound is the relaxation's (fluid LP with fill and drain, the whole-step floor), valid but weaker"
+            )
+        elif pres.status != "optimal":
             notes.append(f"pipeline ILP stopped ({pres.status}): its bound is the solver's proven dual bound")
             status = pres.status if status == "optimal" else status
     if spec.collective == ALL_TO_ALL:
@@ -261,8 +295,11 @@ def _pipeline_bound(
         lower = max(lower, proven)
         if found is not None:
             return found, lower
+    distinct = distinct_types(types, pipeline=True)
+    if len(distinct) > PIPELINE_MIP_TYPES:  # counted before the binary model is built
+        return _Solution(lower, RELAXED, {}, ()), lower
     pres = _solve(
-        distinct_types(types, pipeline=True),
+        distinct,
         slots,
         relax=False,
         solver=solver,
@@ -280,7 +317,7 @@ def _cheaper_bounds(spec: CollectiveSpec, ntypes: int, t0: float) -> Bounds:
     slots = spec.active_chunks if not spec.cost_model.shares_bandwidth else 1
     ideal = ideal_ns(spec) / slots
     nd = spec.topology.ndims
-    what = f"{ntypes:,} chunk types ({nd} dimensions: {math.factorial(nd):,} orders)"
+    what = f"{count_text(ntypes)} chunk types ({nd} dimensions: {count_text(math.factorial(nd))} orders)"
     if ntypes > LP_ORDER_TYPES:
         bound, status, solver = ideal, "ideal_only", "none"
         note = f"{what}: more than {LP_ORDER_TYPES:,}, so no LP or ILP was solved; the bound is the ideal"

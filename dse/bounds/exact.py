@@ -24,6 +24,13 @@ routes that are not such a path (the AR composition, or any model whose phases d
 the subset) are one Boolean each with their own intervals. One no-overlap constraint per dimension;
 chunks of the same size are interchangeable, so their routes are ordered and, on equal routes, so
 are their phases' starts (valid: two equal chunks can always swap the later of their starts).
+
+Its size is counted before anything is enumerated (`exact_refusal`): at most `EXACT_ORDER_TYPES`
+chunk types (dimension orders x chunk sizes: six dimensions with two sizes, as for the ILP) and
+`MAX_INTERVALS` phases in all (chunks x each route's phases). `build_problem` refuses a larger
+one; `dse.bounds.optimal` then falls back to its seeds, `lower_bounds(exact_work=...)` to dse's
+bound, each with a note. A problem restricted to given orders (`build_problem(spec, orders)`)
+holds only those routes: its schedules are valid, but no bound on it bounds the whole problem.
 """
 
 from __future__ import annotations
@@ -35,10 +42,15 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from dse.core.collectives import ALL_REDUCE, ALL_TO_ALL
+from dse.core.errors import InputError
+from dse.core.limits import EXACT_ORDER_TYPES
+from dse.schedulers.order_mix import count_text
 from dse.sim.spec import CollectiveSpec
 
 #: an integer problem's horizon stays under this many steps (CP-SAT's domains and linear relaxation)
 MAX_STEPS = 2**40
+#: the largest exact problem built: phases in all (chunks x the phases of each of their routes)
+MAX_INTERVALS = 200_000
 
 
 class Route(NamedTuple):
@@ -74,21 +86,73 @@ class ExactProblem:
         return self.routes[self.kinds[k]]
 
     def horizon(self) -> int:
-        """A schedule's time can never need more steps than all chunks one after the other."""
-        return sum(max(sum(b + d for _, b, d in r.steps) for r in self.chunk_routes(k)) for k in range(self.nchunks))
+        """A schedule's time can never need more steps than all chunks one after the other
+        (computed once: the model asks for it often)."""
+        h = self.__dict__.get("_horizon")
+        if h is None:
+            longest = [max(sum(b + d for _, b, d in r.steps) for r in routes) for routes in self.routes]
+            h = sum(longest[c] for c in self.kinds)
+            object.__setattr__(self, "_horizon", h)
+        return h
 
     def ns(self, steps: int | float) -> float:
         return float(Fraction(steps) * self.unit) if isinstance(steps, int) else steps * float(self.unit)
 
 
-def build_problem(spec: CollectiveSpec) -> ExactProblem:
-    """The exact problem of a validated collective (`active_chunks` must be 1: the caller checks)."""
+def exact_refusal(spec: CollectiveSpec) -> InputError | None:
+    """Why the exact problem of `spec` is too large to build (module docstring), or None; counted
+    from the topology and the chunk plan, without enumerating any route."""
+    nd, coll, model = spec.topology.ndims, spec.collective, spec.cost_model
+    orders = 1 if coll == ALL_TO_ALL else math.factorial(nd)
+    if orders > EXACT_ORDER_TYPES:
+        return InputError(
+            "topology",
+            f"{nd} dimensions have {count_text(orders)} dimension orders, more than the "
+            f"{EXACT_ORDER_TYPES:,} chunk types the exact problem is built for",
+            "at most 6 dimensions (all-to-all: any)",
+        )
+    plan = model.chunking(coll, spec.size, spec.chunks, spec.topology, baseline=False)
+    counts: dict[float, int] = {}
+    for size in plan.sizes:
+        counts[size] = counts.get(size, 0) + 1
+    if orders * len(counts) > EXACT_ORDER_TYPES:
+        return InputError(
+            "chunks",
+            f"{orders:,} dimension orders x {len(counts)} chunk sizes make {orders * len(counts):,} chunk types, "
+            f"more than the {EXACT_ORDER_TYPES:,} the exact problem is built for",
+            "chunk counts that divide the size evenly, or fewer dimensions",
+        )
+    phases = sum(n * _route_phases(spec, size, orders) for size, n in counts.items())
+    if phases > MAX_INTERVALS:
+        return InputError(
+            "chunks", f"{spec.chunks} chunks make an exact model of {phases:,} phases", f"at most {MAX_INTERVALS:,}"
+        )
+    return None
+
+
+def _route_phases(spec: CollectiveSpec, size: float, orders: int) -> int:
+    """The phases of all the routes of one chunk of `size` bytes: `orders` orders of as many phases
+    as the ascending one, and ASTRA-sim's AR composition where the model has it."""
+    topo, coll, model, mode = spec.topology, spec.collective, spec.cost_model, spec.latency_mode
+    ascending = tuple(range(topo.ndims))
+    total = orders * len(model.phases(topo, coll, ascending, size, latency_mode=mode))
+    if coll == ALL_REDUCE and model.baseline_ar_phase:
+        total += len(model.phases(topo, coll, ascending, size, latency_mode=mode, baseline=True))
+    return total
+
+
+def build_problem(spec: CollectiveSpec, orders: list[tuple[int, ...]] | None = None) -> ExactProblem:
+    """The exact problem of a validated collective (`active_chunks` must be 1: the caller checks),
+    refused (`exact_refusal`) before any route is built if it is too large; with `orders`, the
+    problem restricted to those dimension orders (module docstring), which is never refused."""
+    if orders is None and (refused := exact_refusal(spec)) is not None:
+        raise refused
     model, topo = spec.cost_model, spec.topology
     plan = model.chunking(spec.collective, spec.size, spec.chunks, topo, baseline=False)
     classes = sorted(set(plan.sizes))
     kinds = tuple(classes.index(s) for s in plan.sizes)
     memo: dict = {}
-    true_routes = [_true_routes(spec, size, memo) for size in classes]
+    true_routes = [_true_routes(spec, size, memo, orders) for size in classes]
     values = {v for routes in true_routes for _, _, phases in routes for ph in phases for v in (ph.busy, ph.delay)}
     horizon_ns = sum(max(sum(ph.busy + ph.delay for ph in r[2]) for r in true_routes[c]) for c in kinds)
     unit, exact = _unit(values, horizon_ns)
@@ -99,16 +163,25 @@ def build_problem(spec: CollectiveSpec) -> ExactProblem:
         )
         for rs in true_routes
     )
-    flow = spec.collective != ALL_TO_ALL and all(edge_table(r, topo.ndims, spec.collective) is not None for r in routes)
+    flow = (
+        orders is None
+        and spec.collective != ALL_TO_ALL
+        and all(edge_table(r, topo.ndims, spec.collective) is not None for r in routes)
+    )
     return ExactProblem(spec, tuple(plan.sizes), routes, kinds, unit, exact, flow)
 
 
-def _true_routes(spec: CollectiveSpec, size: float, memo: dict) -> list[tuple[tuple[int, ...], bool, tuple]]:
+def _true_routes(
+    spec: CollectiveSpec, size: float, memo: dict, only: list[tuple[int, ...]] | None = None
+) -> list[tuple[tuple[int, ...], bool, tuple]]:
     model, topo, coll = spec.cost_model, spec.topology, spec.collective
     nd = topo.ndims
-    orders = [tuple(range(nd))] if coll == ALL_TO_ALL else list(itertools.permutations(range(nd)))
+    if only is not None:
+        orders = list(dict.fromkeys(tuple(o) for o in only))
+    else:
+        orders = [tuple(range(nd))] if coll == ALL_TO_ALL else list(itertools.permutations(range(nd)))
     variants = [(o, False) for o in orders]
-    if coll == ALL_REDUCE and model.baseline_ar_phase:
+    if coll == ALL_REDUCE and model.baseline_ar_phase and only is None:
         variants.append((tuple(range(nd)), True))
     return [
         (o, ar, model.phases(topo, coll, o, size, latency_mode=spec.latency_mode, baseline=ar, memo=memo))

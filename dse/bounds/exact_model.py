@@ -154,15 +154,18 @@ class ExactModel:
             m.add(a >= s + fwd[1] + fwd[2])  # the all-gather follows its reduce-scatter: always valid
 
     def _route_code(self, k: int) -> Any:
-        """An integer naming the chunk's route: orders in base ndims, other routes after them."""
+        """An integer naming the chunk's route: on a path, its order in base ndims, other routes
+        after them (`dse.bounds.exact` builds paths up to six dimensions: 6^6 codes); without a
+        path (all-to-all, of any number of dimensions), the route's index."""
         nd = self.p.ndims
+        base = nd**nd if None in self.lits[k] else 0
         terms = []
         for ri, lit in self.lits[k].items():
             if ri is None:
                 terms += [d * nd ** (nd - 1 - len(done)) * y for (done, d), y in lit.items()]
             else:
-                terms.append((nd**nd + ri) * lit)
-        v = self.m.new_int_var(0, nd**nd + len(self.p.chunk_routes(k)), "")
+                terms.append((base + ri) * lit)
+        v = self.m.new_int_var(0, base + len(self.p.chunk_routes(k)), "")
         self.m.add(v == sum(terms))
         return v
 

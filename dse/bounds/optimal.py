@@ -26,6 +26,12 @@ The search, all of it within one budget of CP-SAT work (deterministic, one core)
 A schedule's time is its replay in the simulator (queue `fixed`), never the solver's word; the
 lower bound is the highest of dse's bound and what CP-SAT proved. `status` is ``optimal`` only when
 the two meet (to 1e-9, the bound's own float noise); otherwise ``feasible`` with the gap.
+
+An exact problem too large to build (`dse.bounds.exact.exact_refusal`: seven dimensions and more,
+or more phases than `dse.bounds.exact.MAX_INTERVALS`), counted before anything is enumerated,
+falls back: the seeds that can run (lp_guided up to `LP_ORDER_TYPES` chunk types, Themis always)
+against dse's bound (the LP or the ideal there), no solver, and a note saying so.
+The seed is CP-SAT's, a 32-bit integer: 0 to `MAX_SEED`.
 """
 
 from __future__ import annotations
@@ -37,23 +43,24 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Unpack
 
 from dse.bounds.api import CollectiveRecord, bounds_for
-from dse.bounds.exact import ExactProblem, Schedule, build_problem
+from dse.bounds.exact import ExactProblem, Schedule, build_problem, exact_refusal
 from dse.bounds.exact_model import Job, SolveResult, solve
 from dse.core.errors import InputError
 from dse.core.topology import Topology
 from dse.core.units import parse_int
 from dse.schedulers import get_scheduler
 from dse.sim.evaluate import evaluate_prepared, route_plans
+from dse.sim.result import Result
 from dse.sim.service_order import served_order
 from dse.sim.simulate import simulate
 from dse.sim.spec import CollectiveSpec, RunSpec, SpecArgs
 
 #: the default budget: CP-SAT deterministic seconds (about seconds of one quiet core)
 DEFAULT_WORK = 20.0
+#: the largest seed: CP-SAT's `random_seed` is a 32-bit signed integer
+MAX_SEED = 2**31 - 1
 #: the bound is trusted to this relative precision (its LP's float noise)
 BOUND_TOLERANCE = 1e-9
-#: the largest model built: intervals (chunks x routes' phases)
-MAX_INTERVALS = 200_000
 SEED_SCHEDULERS = ("lp_guided", "themis")
 #: the shares of the budget (of what is left) the quick minimisation and the decision may take
 QUICK_SHARE = 0.05
@@ -133,7 +140,7 @@ def optimal_schedule(
         spec,
         work=budget,
         time_limit=wall,
-        seed=parse_int(seed, "seed", minimum=0),
+        seed=parse_int(seed, "seed", minimum=0, maximum=MAX_SEED),
         node_limit=parse_int(node_limit, "node_limit", minimum=1),
     )
 
@@ -142,22 +149,25 @@ def optimal_for(
     spec: CollectiveSpec, *, work: float, time_limit: float | None = None, seed: int = 0, node_limit: int = 10_000
 ) -> OptimalSchedule:
     """`optimal_schedule` of a validated collective and validated settings (remembered when
-    deterministic, that is without `time_limit`)."""
+    deterministic, that is without `time_limit`); the seed is checked here too (`MAX_SEED`: the
+    `optimal` scheduler passes any evaluation's). An exact problem too large to build falls back
+    to the seeds (module docstring)."""
     if spec.active_chunks != 1:
         raise InputError(
             "active_chunks", f"{spec.active_chunks}", "1: the exact problem runs one phase at a time per dimension"
         )
+    seed = parse_int(seed, "seed", minimum=0, maximum=MAX_SEED)
     key: tuple[Any, ...] = (spec.topology, spec.collective, spec.size, spec.chunks, spec.cost_model.name)
     key += (spec.latency_mode, work, seed, node_limit)
     if time_limit is None and key in _SOLVED:  # deterministic: the same arguments, the same answer
         return _SOLVED[key]
-    problem = build_problem(spec)
-    size = problem.nchunks * sum(len(r.steps) for r in problem.routes[0])
-    if size > MAX_INTERVALS:
-        raise InputError(
-            "chunks", f"{spec.chunks} chunks make an exact model of {size:,} phases", f"at most {MAX_INTERVALS:,}"
-        )
-    best = _Search(problem, work, time_limit, seed, node_limit).run()
+    refused = exact_refusal(spec)  # counted, before any route is built
+    runs = _seed_runs(spec, seed, all_seeds=refused is None)
+    if refused is None:
+        problem = build_problem(spec)
+    else:
+        problem = build_problem(spec, orders=[tuple(o) for r in runs.values() for o in r.orders])
+    best = _Search(problem, work, time_limit, seed, node_limit, refused).run(runs)
     if time_limit is None:
         if len(_SOLVED) >= 64:
             _SOLVED.clear()
@@ -175,11 +185,34 @@ def _positive(v: object, name: str) -> float:
     return float(v)
 
 
-class _Search:
-    """One run of the search in the module docstring."""
+def _seed_runs(spec: CollectiveSpec, seed: int, *, all_seeds: bool) -> dict[str, Result]:
+    """The seed schedulers' runs (step 1), with their timelines; without `all_seeds` (the fallback)
+    lp_guided only where its LP over the orders is allowed (`too_many_orders`)."""
+    from dse.schedulers.lp_guided import too_many_orders
 
-    def __init__(self, problem: ExactProblem, work: float, wall: float | None, seed: int, node_limit: int) -> None:
+    plan = spec.cost_model.chunking(spec.collective, spec.size, spec.chunks, spec.topology, baseline=False)
+    runs = {}
+    for name in SEED_SCHEDULERS:
+        if not all_seeds and name == "lp_guided" and too_many_orders(spec.topology.ndims, len(set(plan.sizes))):
+            continue
+        runs[name] = evaluate_prepared(RunSpec(spec, get_scheduler(name), "scf", seed, "decimal"), timeline=True)
+    return runs
+
+
+class _Search:
+    """One run of the search in the module docstring (with `refused`, the fallback: seeds only)."""
+
+    def __init__(
+        self,
+        problem: ExactProblem,
+        work: float,
+        wall: float | None,
+        seed: int,
+        node_limit: int,
+        refused: InputError | None = None,
+    ) -> None:
         self.p, self.left, self.wall, self.seed = problem, work, wall, seed
+        self.refused = refused
         self.t0 = time.perf_counter()
         self.node_limit = node_limit
         self.best: Schedule | None = None
@@ -196,12 +229,21 @@ class _Search:
         self.spent = 0.0
         self.dse_bound = 0.0
 
-    def run(self) -> OptimalSchedule:
-        for name in SEED_SCHEDULERS:
-            self._seed(name)
+    def run(self, runs: dict[str, Result]) -> OptimalSchedule:
+        for name, res in runs.items():
+            self._seed(name, res)
         bounds = bounds_for(self.p.spec, node_limit=self.node_limit, time_limit_s=math.inf)
         self.dse_bound = bounds.bound_ns
         self.lower = max(0, math.ceil(bounds.bound_ns * (1 - BOUND_TOLERANCE) / float(self.p.unit)))
+        if self.refused is not None:  # the fallback: the restricted problem's steps bound nothing
+            self.lower = 0
+            self.notes = [n for n in self.notes if not n.startswith("costs are not whole steps")]
+            self.notes.append(
+                f"the exact problem was not solved: {self.refused.problem}; the schedule is the best seed's "
+                f"({', '.join(runs)}), the bound dse's ({bounds.status})"
+            )
+            self.notes += [n for n in bounds.notes if bounds.status in ("lp_only", "ideal_only")]
+            return self._result()
         if not self._done():
             self._coarse()
         held = self._quick() if not self._done() else None
@@ -224,9 +266,7 @@ class _Search:
     def _bound_ns(self) -> float:
         return max(self.dse_bound, self.p.ns(self.lower))
 
-    def _seed(self, name: str) -> None:
-        spec = self.p.spec
-        res = evaluate_prepared(RunSpec(spec, get_scheduler(name), "scf", self.seed, "decimal"), timeline=True)
+    def _seed(self, name: str, res: Result) -> None:
         self.seed_ns[name] = res.time_ns
         schedule = _from_timeline(self.p, res.orders, res.timeline or ())
         self._offer(schedule, name)

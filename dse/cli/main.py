@@ -56,7 +56,12 @@ def _add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
     p.add_argument("--latency-mode", default=None, help="overlapped or serialized (default: the cost model's)")
     p.add_argument("--active-chunks", default="1", help="phases a dimension serves at once (default 1)")
     if seed:
-        p.add_argument("--seed", default="0", help="seed of the random scheduler (default 0)")
+        p.add_argument(
+            "--seed",
+            default="0",
+            help="seed of the random scheduler, lp_guided's search and the exact solver (default 0; "
+            "with the solver, dse optimal, at most 2^31-1)",
+        )
     p.add_argument(
         "--json", action="store_true", help="print one JSON object instead of the table (every number unrounded)"
     )
@@ -262,8 +267,11 @@ def _print_comparison(
         f"ILP {format_time(bounds.ilp_ns)}, pipeline {format_time(bounds.pipeline_ns)}"
         + (f", exact {format_time(bounds.exact_ns)} ({bounds.exact_status})" if bounds.exact_status else "")
     )
-    for note in bounds.notes if bounds.status in ("lp_only", "ideal_only") else ():
-        print(f"note: {note}")
+    from dse.bounds.api import EXACT_NOT_SOLVED
+
+    for note in bounds.notes:
+        if bounds.status in ("lp_only", "ideal_only") or note.startswith(EXACT_NOT_SOLVED):
+            print(f"note: {note}")
     if first.collective == "all_to_all":
         print(f"note: {ALL_TO_ALL_NOTE}")
     concurrent = first.active_chunks if not COST_MODELS[first.cost_model].shares_bandwidth else 1

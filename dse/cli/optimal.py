@@ -36,7 +36,7 @@ def add_optimal_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_optimal(args: argparse.Namespace) -> int:
     import json
 
-    from dse.bounds.optimal import optimal_for
+    from dse.bounds.optimal import MAX_SEED, optimal_for
     from dse.cli.main import _spec_args, _topology_arg
     from dse.core.topology import parse_topology
     from dse.core.units import parse_int, parse_positive
@@ -48,7 +48,7 @@ def cmd_optimal(args: argparse.Namespace) -> int:
         spec,
         work=parse_positive(args.work, "work"),
         time_limit=None if args.time_limit is None else parse_positive(args.time_limit, "time_limit"),
-        seed=parse_int(args.seed, "seed", minimum=0),
+        seed=parse_int(args.seed, "seed", minimum=0, maximum=MAX_SEED),
     )
     if args.plot:
         _plot(spec, best, args.plot, float(args.work))
@@ -73,8 +73,9 @@ def optimal_text(b: OptimalSchedule, npus: int) -> str:
     for name, t in b.seed_ns.items():
         lines.append(f"  {name}+SCF {format_time(t)}  ({100 * (t / b.time_ns - 1):+.2f} % vs this schedule)")
     lines.append(f"  dse's bound (pipeline) {format_time(b.dse_bound_ns)}")
+    sep = "" if len(b.orders[0]) <= 10 else ","  # one digit per dimension up to 10, as the JSON
     lines.append(
-        "orders: " + " ".join(("".join(map(str, o)) + ("/AR" if ar else "")) for o, ar in zip(b.orders, b.ar_phase))
+        "orders: " + " ".join((sep.join(map(str, o)) + ("/AR" if ar else "")) for o, ar in zip(b.orders, b.ar_phase))
     )
     lines.append("service order: " + "|".join(",".join(map(str, s)) for s in b.service_order))
     lines += [f"note: {n}" for n in b.notes]

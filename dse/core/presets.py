@@ -7,13 +7,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from dse.core.errors import InputError
-from dse.core.topology import Topology, parse_topology
+from dse.core.topology import Topology, parse_notation
 
 _PRESET_INDEX: dict[str, str] = {}
 
 
 def _preset(name: str, notation: str) -> Topology:
-    return Topology(parse_topology(notation).dims, name=name)
+    # built in, at import: not held to DSE_MAX_DIMENSIONS here (a low limit must not break the import);
+    # `parse_topology` holds a preset to it when a user names one
+    return Topology(parse_notation(notation, check=False).dims, name=name)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,11 @@ The first takes optional keywords after the three numbers: ``links=`` (links per
 ``halving_doubling``). In the second form the parts are separated by spaces or ``;`` and the
 latency part may be left out (0 ns).
 
+A topology has at most ``input_limit("dimensions")`` dimensions (10 by default, the environment
+variable ``DSE_MAX_DIMENSIONS`` raises it; `check_dimensions`): `parse_topology` counts them in
+every form (notation, paper form, preset, `Topology`) before any dimension is parsed, and refuses
+more in one line. Built-in presets are not held to it as they are built, only when named.
+
 Presets (`PRESET_INFO`, listed by `dse topologies`): the paper's six with Table 2's latencies, each
 also as ``NAME@artifact`` (the Themis artifact's ASTRA-sim 1.0 configuration: 1 ns links, what the
 paper's figures ran on), and real systems with their cited figures (`SYSTEM_PRESETS`).
@@ -29,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from dse.core.errors import InputError
-from dse.core.limits import MAX_BANDWIDTH, MAX_NPUS, MAX_NS, MIN_BANDWIDTH
+from dse.core.limits import MAX_BANDWIDTH, MAX_NPUS, MAX_NS, MIN_BANDWIDTH, check_input
 from dse.core.units import parse_int, parse_positive
 
 KINDS = ("ring", "fc", "switch")
@@ -248,6 +253,7 @@ class Topology:
         else:
             ls = latency.split(",") if isinstance(latency, str) else list(latency)
         n = len(ks)
+        check_dimensions(n)
         for fname, seq in (("shape", ps), ("bandwidth", bs), ("latency", ls)):
             if len(seq) != n:
                 raise InputError(
@@ -326,20 +332,40 @@ def _parse_dim(token: str) -> Dim:
         raise InputError(f"topology {token.strip()}: {e.field}", e.problem, e.allowed) from None
 
 
+def check_dimensions(ndims: int, field: str = "topology") -> None:
+    """Refuse more dimensions than ``input_limit("dimensions")`` (``DSE_MAX_DIMENSIONS``) in one
+    line naming the limit and how to raise it: what enumerates orders or subsets of the dimensions
+    (bounds, the exact problem, lp_guided) counts its work first, but a topology's size is capped
+    where it enters, before any dimension is read."""
+    check_input("dimensions", ndims, field, "dimensions")
+
+
+def parse_notation(text: str, *, check: bool = True) -> Topology:
+    """A `Topology` from the ``Kind(npus,bandwidth,latency)_...`` notation; with `check` (the
+    default) its dimensions are counted against the limit (`check_dimensions`) before any is parsed."""
+    tokens = _split_top(text)
+    if check:
+        check_dimensions(len(tokens))
+    return Topology(tuple(_parse_dim(tok) for tok in tokens))
+
+
 def parse_topology(spec: str | Topology) -> Topology:
     """A `Topology` from a preset name (``NAME@artifact`` too), either notation, or a `Topology`
-    (returned as is)."""
+    (returned as is). Every form is held to the dimension limit (`check_dimensions`), counted
+    before any dimension is parsed."""
     if isinstance(spec, Topology):
+        check_dimensions(spec.ndims)
         return spec
     if not isinstance(spec, str) or not spec.strip():
         raise InputError("topology", f"{spec!r} is not a topology", NOTATION_HELP)
     text = spec.strip()
     if "(" in text:  # the notation (no preset name has a parenthesis)
-        return Topology(tuple(_parse_dim(tok) for tok in _split_top(text)))
+        return parse_notation(text)
     from dse.core import presets  # built with this parser: imported when first needed
 
     found = presets.find(text)
     if found is not None:
+        check_dimensions(found.ndims)
         return found
     parts = [p for p in re.split(r"[\s;]+", text) if p]
     if len(parts) in (3, 4):

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.core.errors import InputError
-from dse.core.topology import Dim, Topology
+from dse.core.topology import Dim, Topology, check_dimensions
 from dse.core.yaml_read import YamlEntry, read_yaml_mapping
 from dse.explore.hwcost import HardwareCost
 
@@ -48,6 +48,7 @@ class LibraNetwork:
     def __post_init__(self) -> None:
         if not self.kinds or not len(self.kinds) == len(self.npus) == len(self.tiers):
             raise InputError("network", "kinds, npus and tiers of different lengths", "one of each per dimension")
+        check_dimensions(len(self.kinds), "network")
         for d, (k, n) in enumerate(zip(self.kinds, self.npus)):
             if k not in ("ring", "fc", "switch"):
                 raise InputError(f"network dim {d}", f"kind {k!r}", "ring, fc, switch")

@@ -11,6 +11,10 @@ each trial draws a point of their polytope, so no design breaks them; a study's
 counts; schedulers and queues. Tier i is the i-th dimension from the innermost; a topology with fewer dimensions than
 tiers gives its outermost dimension the last tier (the scale-out network).
 
+A space's numbers of dimensions (each of ``dims``, and of each of ``shapes``) are held to the
+dimension limit (``DSE_MAX_DIMENSIONS``, `dse.core.topology.check_dimensions`) as the table is read:
+one line before any shape is enumerated, so before a study opens its storage.
+
 `SearchSpace.suggest` draws one design from an Optuna trial; studies (`dse.explore.studies`) name
 a space file and run it.
 """
@@ -26,7 +30,7 @@ from typing import Any
 from dse.core.errors import InputError
 from dse.core.files import read_toml
 from dse.core.limits import MAX_NPUS, MAX_SPACE_SHAPES
-from dse.core.topology import Dim, Topology, parse_kind
+from dse.core.topology import Dim, Topology, check_dimensions, parse_kind
 from dse.core.units import parse_int, parse_positive
 from dse.explore.bw_constraints import BandwidthPolytope
 from dse.explore.toml_fields import as_list, check_keys, parse_scheduler
@@ -196,6 +200,7 @@ def _factorised_shapes(t: dict[str, Any], npus: int) -> dict[int, tuple[tuple[in
     dims_allowed = [
         parse_int(d, "space.dims", minimum=1, maximum=40) for d in as_list(t.get("dims", [2, 3, 4]), "space.dims")
     ]
+    check_dimensions(max(dims_allowed, default=0), "space.dims")  # before a shape is enumerated
     default_sizes = [2**k for k in range(1, int(math.log2(npus)) + 1)]
     sizes = sorted(
         {
@@ -241,6 +246,7 @@ def _factorisations(n: int, sizes: list[int], d: int, budget: list[int]) -> Iter
 
 def _parse_shape(s: Any, field: str) -> tuple[int, ...]:
     parts = str(s).lower().replace("*", "x").split("x")
+    check_dimensions(len(parts), field)  # counted before a size is read
     return tuple(parse_int(p.strip(), field, minimum=2) for p in parts)
 
 

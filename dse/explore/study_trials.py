@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dse.bounds.api import ideal_ns, lp_bound, types_for_plan
+from dse.bounds.api import fluid_bound_ns
 from dse.core.errors import InputError
 from dse.core.topology import Topology
 from dse.explore.storage import FIXED_KEY, LAYOUT, RECORD_ATTR
@@ -56,9 +56,7 @@ def fluid_bound(topo: Topology, collective: str, size: int, chunks: int, cost_mo
     1 ms a bound takes. A hit needs a design seen before in this process: a discrete space's, a
     repeated draw, or the first (random) trials of a study's variants, which share their seeds."""
     cspec = CollectiveSpec.parse(topo, collective=collective, size=size, chunks=chunks, cost_model=cost_model)
-    plan = cspec.cost_model.chunking(cspec.collective, cspec.size, cspec.chunks, topo, baseline=False)
-    types = types_for_plan(cspec.cost_model, topo, cspec.collective, plan, cspec.latency_mode)
-    return max(ideal_ns(cspec), lp_bound(types, 1, solver="highs", time_limit_s=5.0))
+    return fluid_bound_ns(cspec)  # the ideal alone beyond LP_ORDER_TYPES chunk types, counted first
 
 
 def _run(topo: Topology, spec: StudySpec, chunks: int, scheduler: str, queue: str) -> Result:

@@ -35,7 +35,7 @@ from dse.core.limits import LP_ORDER_TYPES
 from dse.costs.base import Phase
 from dse.schedulers import register_scheduler
 from dse.schedulers.base import Order, ScheduleProblem, Scheduler, Simulate
-from dse.schedulers.order_mix import fluid_mix, types_for_plan
+from dse.schedulers.order_mix import count_text, fluid_mix, types_for_plan
 from dse.schedulers.themis import ThemisScheduler
 
 
@@ -141,7 +141,10 @@ def too_many_orders(ndims: int, sizes: int = 1) -> str | None:
     orders = math.factorial(ndims)
     if orders * sizes <= LP_ORDER_TYPES:
         return None
-    return f"its LP over {orders:,} dimension orders ({ndims} dimensions) is larger than the {LP_ORDER_TYPES:,} allowed"
+    return (
+        f"its LP over {count_text(orders)} dimension orders ({ndims} dimensions) is larger than the "
+        f"{LP_ORDER_TYPES:,} allowed"
+    )
 
 
 def _pick(rng: random.Random, n: int, edge: int) -> int:

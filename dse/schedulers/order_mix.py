@@ -4,6 +4,11 @@ A chunk type is one way a chunk can run (its order, its size, what it costs each
 fluid LP spreads the chunks over the types so that the busiest dimension is as idle as it can be:
 `lp_guided` realises its mix, and the lower bounds (`dse.bounds`) build their LP and ILP models on
 the same count model. Solving runs through PuLP: HiGHS in process, CBC as the fallback.
+
+`types_for_plan` counts the types before it builds any (orders x chunk sizes) and refuses more
+than `LP_ORDER_TYPES` (nine dimensions and more) in one line: its callers that can do without the
+LP (the bounds, `dse compare`) check the count first and fall back; any other is refused rather
+than left to enumerate 9! or 40! orders.
 """
 
 from __future__ import annotations
@@ -16,11 +21,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from dse.core.collectives import ALL_REDUCE, ALL_TO_ALL
+from dse.core.errors import InputError
+from dse.core.limits import LP_ORDER_TYPES
 from dse.core.topology import Topology
 from dse.costs.base import ChunkPlan, CostModel, Phase
 
 #: the models are solved in microseconds: keeps the coefficients near 1
 SCALE = 1e-3
+
+
+def count_text(n: int) -> str:
+    """A count of orders or types for a message: 40,320, or from 10^12 up 8.2e+47 (40! orders)."""
+    return f"{n:,}" if n < 10**12 else f"{n:.2g}"
 
 
 @dataclass(frozen=True)
@@ -47,8 +59,17 @@ def types_for_plan(
     model: CostModel, topo: Topology, coll: str, plan: ChunkPlan, latency_mode: str, *, ar_phase: bool = True
 ) -> list[ChunkType]:
     """The chunk types of a chunk plan: every dimension order (for all-to-all only the ascending
-    one), per chunk size; `ar_phase=False` leaves out ASTRA-sim's baseline composition."""
+    one), per chunk size; `ar_phase=False` leaves out ASTRA-sim's baseline composition. More than
+    `LP_ORDER_TYPES` types are refused, counted before any is built (module docstring)."""
     nd = topo.ndims
+    count = (1 if coll == ALL_TO_ALL else math.factorial(nd)) * len(set(plan.sizes))
+    if count > LP_ORDER_TYPES:
+        raise InputError(
+            "topology",
+            f"{nd} dimensions make {count_text(count)} chunk types (dimension orders x chunk sizes), more than the "
+            f"{LP_ORDER_TYPES:,} an LP over the orders is built for",
+            "at most 8 dimensions here",
+        )
     if coll == ALL_TO_ALL:
         orders: list[tuple[int, ...]] = [tuple(range(nd))]
     else:

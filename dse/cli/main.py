@@ -417,6 +417,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not isinstance(e.__cause__, KeyboardInterrupt):
             raise
         return _interrupted(args)
+    except MemoryError:  # a last guard: the input limits are meant to refuse such a run before it starts
+        print(
+            "dse: error: out of memory; what was finished is kept (allowed: a smaller input, "
+            "or lower DSE_MAX_WORK and the DSE_MAX_* input limits)",
+            file=sys.stderr,
+        )
+        return 1
     except OSError as e:
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         print(f"dse: error: {where}{_one_line(e.strerror or e)}", file=sys.stderr)

@@ -44,6 +44,10 @@ def cmd_optimal(args: argparse.Namespace) -> int:
 
     topo = parse_topology(_topology_arg(args))
     spec = CollectiveSpec.parse(topo, **_spec_args(args))
+    if args.plot:  # a bad output place is refused before the solve, not after it
+        from dse.output.plots import figure_path
+
+        figure_path(args.plot, "plot")
     best = optimal_for(
         spec,
         work=parse_positive(args.work, "work"),

@@ -54,15 +54,31 @@ REFUSED_RANKS = ("fifo", "dir", "loop", "dev-zero", "socket")
 
 
 # ------------------------------------------------------------------ running dse
+#: `python -m dse`, then the process's own peak resident memory (VmHWM, KB) written to argv[1]. A
+#: child's ``ru_maxrss`` is no measure of it: Linux carries the forked parent's peak across exec.
+_MEASURED = (
+    "import atexit, runpy, sys\n"
+    "def _hwm(path=sys.argv[1]):\n"
+    "    with open('/proc/self/status') as f:\n"
+    "        kb = next(int(line.split()[1]) for line in f if line.startswith('VmHWM:'))\n"
+    "    with open(path, 'w') as f:\n"
+    "        f.write(str(kb))\n"
+    "atexit.register(_hwm)\n"
+    "sys.argv = ['dse'] + sys.argv[2:]\n"
+    "runpy.run_module('dse', run_name='__main__', alter_sys=True)\n"
+)
+
+
 def run_dse(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, str, int]:
     """`python -m dse ARGV` in `cwd` under ``RLIMIT_AS`` 1 GiB: (exit code, stdout, stderr, peak
-    resident KB). A run that outlives `TIMEOUT` is killed and reported as exit -9."""
+    resident KB of that process alone; the limit, 1 GiB, where it died before saying). A run that
+    outlives `TIMEOUT` is killed and reported as exit -9."""
     limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))  # noqa: E731
     full = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1", **(env or {}))
-    out, err = cwd / ".out", cwd / ".err"  # removed before the folder is compared
+    out, err, hwm = cwd / ".out", cwd / ".err", cwd / ".hwm"  # removed before the folder is compared
     with open(out, "wb") as fo, open(err, "wb") as fe:
         p = subprocess.Popen(
-            [sys.executable, "-m", "dse", *argv],
+            [sys.executable, "-c", _MEASURED, str(hwm), *argv],
             cwd=cwd,
             env=full,
             stdout=fo,
@@ -73,14 +89,15 @@ def run_dse(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tu
         timer = threading.Timer(TIMEOUT, p.kill)
         timer.start()
         try:
-            _, status, usage = os.wait4(p.pid, 0)
+            _, status = os.waitpid(p.pid, 0)
         finally:
             timer.cancel()
         p.returncode = code = os.waitstatus_to_exitcode(status)
     text = out.read_text(errors="replace"), err.read_text(errors="replace")
-    out.unlink()
-    err.unlink()
-    return code, text[0], text[1], usage.ru_maxrss
+    peak = int(hwm.read_text() or MEMORY >> 10) if hwm.exists() else MEMORY >> 10
+    for f in (out, err, hwm):
+        f.unlink(missing_ok=True)
+    return code, text[0], text[1], peak
 
 
 def snapshot(folder: Path) -> dict[str, tuple]:

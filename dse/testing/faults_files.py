@@ -107,8 +107,9 @@ def line_problems(code: int, err: str, codes: tuple[int, ...]) -> list[str]:
     return problems
 
 
-def snapshot(folder: Path) -> dict[str, tuple]:
-    """Every entry under `folder` (links not followed): its kind, and a file's bytes or a link's target."""
+def snapshot(folder: Path, max_bytes: int | None = None) -> dict[str, tuple]:
+    """Every entry under `folder` (links not followed): its kind, and a file's bytes or a link's
+    target; a file over `max_bytes` (if given) by its size and modification time instead."""
     out: dict[str, tuple] = {}
     for dirpath, dirs, files in os.walk(folder):
         for name in dirs + files:
@@ -117,10 +118,10 @@ def snapshot(folder: Path) -> dict[str, tuple]:
             key = str(p.relative_to(folder))
             if stat.S_ISLNK(st.st_mode):
                 out[key] = ("link", os.readlink(p))
-            elif stat.S_ISREG(st.st_mode):
+            elif stat.S_ISREG(st.st_mode) and (max_bytes is None or st.st_size <= max_bytes):
                 out[key] = ("file", p.read_bytes())
             else:
-                out[key] = (stat.S_IFMT(st.st_mode),)
+                out[key] = (stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns)
     return out
 
 

@@ -33,7 +33,6 @@ import os
 import random
 import resource
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dse.testing.faults import ASTRA_WORKLOAD, ROOT, SPACE_TOML, STUDY_TOML, SWEEP, outcome_problems
+from dse.testing.faults_files import snapshot
 
 TRACES = sorted((ROOT / "tests" / "data" / "chakra").glob("*.et"))
 T4 = "4D-Ring_FC_Ring_SW"
@@ -100,32 +100,15 @@ def run_dse(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tu
     return code, text[0], text[1], peak
 
 
-def snapshot(folder: Path) -> dict[str, tuple]:
-    """Every entry under `folder` (links not followed): its kind and size, and a small file's bytes."""
-    found: dict[str, tuple] = {}
-    for dirpath, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            p = Path(dirpath) / name
-            st = os.lstat(p)
-            key = str(p.relative_to(folder))
-            if stat.S_ISLNK(st.st_mode):
-                found[key] = ("link", os.readlink(p))
-            elif stat.S_ISREG(st.st_mode) and st.st_size <= 1 << 24:
-                found[key] = ("file", p.read_bytes())
-            else:
-                found[key] = (stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns)
-    return found
-
-
 def checked_run(
     argv: list[str], folder: Path, env: dict[str, str] | None = None, *, new_ok: Callable[[str], bool] = lambda k: False
 ) -> tuple[int, str, list[str]]:
     """Run `argv` in `folder` and check the promise: exit 0 or one line and exit 2, no traceback,
     nothing in `folder` changed (on exit 0, new entries for which `new_ok` holds aside)."""
-    before = snapshot(folder)
+    before = snapshot(folder, 1 << 24)
     code, _, err, _ = run_dse(argv, folder, env)
     problems = [f"no answer in {TIMEOUT:g} s (killed)"] if code == -9 else outcome_problems(code, err)
-    after = snapshot(folder)
+    after = snapshot(folder, 1 << 24)
     changed = [k for k in set(before) | set(after) if before.get(k) != after.get(k)]
     changed = sorted(k for k in changed if not (code == 0 and k not in before and new_ok(k)))
     if changed:

@@ -5,7 +5,7 @@ Runs the checks of `dse.testing.faults` and `dse.testing.interrupts` on seeded r
 test suite runs the same checks under hypothesis, fewer of them) and prints one Markdown row per
 kind of fault: cases tried, cases handled as promised, and the promise. Exits 1 if any case was not handled, listing it.
 
-    .venv/bin/python scripts/fault_campaign.py            # about 5 minutes on 2 cores
+    .venv/bin/python scripts/fault_campaign.py            # about 9 minutes on 2 cores
     .venv/bin/python scripts/fault_campaign.py --scale 0.2
     .venv/bin/python scripts/fault_campaign.py --only "crafted Chakra traces"
 

@@ -118,10 +118,11 @@ def snapshot(folder: Path, max_bytes: int | None = None) -> dict[str, tuple]:
             key = str(p.relative_to(folder))
             if stat.S_ISLNK(st.st_mode):
                 out[key] = ("link", os.readlink(p))
-            elif stat.S_ISREG(st.st_mode) and (max_bytes is None or st.st_size <= max_bytes):
-                out[key] = ("file", p.read_bytes())
-            else:
-                out[key] = (stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns)
+            elif stat.S_ISREG(st.st_mode):
+                big = max_bytes is not None and st.st_size > max_bytes
+                out[key] = ("file", st.st_size, st.st_mtime_ns) if big else ("file", p.read_bytes())
+            else:  # a folder's own size and time change with what is written inside it: its kind alone
+                out[key] = (stat.S_IFMT(st.st_mode),)
     return out
 
 

@@ -31,10 +31,12 @@ import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BANDWIDTH, MAX_NPUS, MAX_NS, MIN_BANDWIDTH, check_input
+from dse.core.network_yaml import is_network_file, read_network
 from dse.core.units import parse_int, parse_positive
 
 KINDS = ("ring", "fc", "switch")
@@ -349,10 +351,22 @@ def parse_notation(text: str, *, check: bool = True) -> Topology:
     return Topology(tuple(_parse_dim(tok) for tok in tokens))
 
 
+def _from_network_file(path: str) -> Topology:
+    """The topology of an ASTRA-sim 2.x network file, named after the file; a number out of range
+    is one line naming the file, the line and the dimension."""
+    dims = []
+    for nd in read_network(path):
+        try:
+            dims.append(Dim(nd.kind, nd.npus, nd.bandwidth, nd.latency))
+        except InputError as e:
+            raise InputError(f"{nd.where}: {e.field}", e.problem, e.allowed) from None
+    return Topology(tuple(dims), name=Path(path).stem)
+
+
 def parse_topology(spec: str | Topology) -> Topology:
-    """A `Topology` from a preset name (``NAME@artifact`` too), either notation, or a `Topology`
-    (returned as is). Every form is held to the dimension limit (`check_dimensions`), counted
-    before any dimension is parsed."""
+    """A `Topology` from a preset name (``NAME@artifact`` too), either notation, an ASTRA-sim 2.x
+    network file (``*.yml``, `dse.core.network_yaml`), or a `Topology` (returned as is). Every
+    form is held to the dimension limit (`check_dimensions`), counted before any dimension is parsed."""
     if isinstance(spec, Topology):
         check_dimensions(spec.ndims)
         return spec
@@ -361,6 +375,8 @@ def parse_topology(spec: str | Topology) -> Topology:
     text = spec.strip()
     if "(" in text:  # the notation (no preset name has a parenthesis)
         return parse_notation(text)
+    if is_network_file(text):
+        return _from_network_file(text)
     from dse.core import presets  # built with this parser: imported when first needed
 
     found = presets.find(text)

@@ -68,34 +68,40 @@ WORK_ENV = "DSE_MAX_WORK"
 DEFAULT_MAX_WORK = 2e7
 
 
+def _env_number(env: str) -> float | None:
+    """The number in environment variable `env` (ASCII, ``1e9`` allowed), None if unset or blank;
+    NaN if it is no number (the caller's range check refuses it)."""
+    raw = os.environ.get(env)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return float(raw) if raw.strip().isascii() else math.nan
+    except ValueError:
+        return math.nan
+
+
 def max_work() -> float:
     """The work limit in steps: ``DSE_MAX_WORK`` if set, else `DEFAULT_MAX_WORK`."""
-    raw = os.environ.get(WORK_ENV)
-    if raw is None or not raw.strip():
+    value = _env_number(WORK_ENV)
+    if value is None:
         return DEFAULT_MAX_WORK
-    try:
-        value = float(raw) if raw.strip().isascii() else math.nan
-    except ValueError:
-        value = math.nan
     if not (math.isfinite(value) and value > 0):
+        raw = os.environ[WORK_ENV]
         raise InputError(WORK_ENV, f"{raw!r} is not a positive number of steps", "e.g. DSE_MAX_WORK=1e9")
     return value
 
 
 def input_limit(kind: str) -> int:
     """The limit `kind` (``"text_bytes"``, ``"trace_bytes"``, ``"trace_nodes"``, ``"dimensions"``,
-    ``"processes"``): its environment variable if set (a positive number, ``1e9`` allowed), else the
-    default. A bad value is one `InputError` naming the variable."""
+    ``"processes"``, ``"table_bytes"``): its environment variable if set (a positive number, ``1e9``
+    allowed), else the default. A bad value is one `InputError` naming the variable."""
     default, env = _INPUT_LIMITS[kind]
-    raw = os.environ.get(env)
-    if raw is None or not raw.strip():
+    value = _env_number(env)
+    if value is None:
         return default
-    try:
-        value = float(raw) if raw.strip().isascii() else math.nan
-    except ValueError:
-        value = math.nan
     if not (math.isfinite(value) and 1 <= value <= 2**62):
-        raise InputError(env, f"{raw!r} is not a positive whole number", f"e.g. {env}={default:.0e}")
+        raw = os.environ[env]
+        raise InputError(env, f"{raw!r} is not a positive whole number", f"a whole number from 1, e.g. {env}={default}")
     return int(value)
 
 

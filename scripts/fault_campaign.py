@@ -94,9 +94,9 @@ def main() -> int:
     return 1 if failures else 0
 
 
-def second_classes() -> dict[str, tuple[str, int, Callable[[random.Random, Path], list[str]]]]:
+def second_classes() -> faults.Campaign:
     """The fault classes of the `dse.testing.faults_*` modules' ``CAMPAIGN`` tables, in module order."""
-    classes: dict[str, tuple[str, int, Callable[[random.Random, Path], list[str]]]] = {}
+    classes: faults.Campaign = {}
     for name in CAMPAIGN_MODULES:
         classes.update(importlib.import_module(f"dse.testing.faults_{name}").CAMPAIGN)
     return classes

@@ -28,11 +28,16 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "studies" / "bw_split_4d.toml"
+
+#: A fault campaign's classes (the ``CAMPAIGN`` table of each `dse.testing.faults_*` module): class name ->
+#: (the promise in one sentence, the campaign's default number of cases, a function that runs one
+#: seeded case in an empty folder and returns the promises it broke).
+Campaign = dict[str, tuple[str, int, Callable[[random.Random, Path], list[str]]]]
 
 # ------------------------------------------------------------------ malformed input
 NOTATIONS = (

@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from dse.testing.faults import Campaign
+
 ROOT = Path(__file__).resolve().parents[2]
 STUDY_FILE = ROOT / "studies" / "bw_split_4d.toml"
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "post", "delete", "put", "TRACE", "PROPFIND")
@@ -223,7 +225,7 @@ def _check(
     return problems
 
 
-CAMPAIGN: dict[str, tuple[str, int, Callable[[random.Random, Path], list[str]]]] = {
+CAMPAIGN: Campaign = {
     "dashboard HTTP API": (
         "read-only: the storage byte for byte unchanged, every request answered, writes 403, "
         "other studies invisible, no traceback",

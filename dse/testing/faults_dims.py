@@ -26,10 +26,9 @@ import resource
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
-from dse.testing.faults import ROOT
+from dse.testing.faults import ROOT, Campaign
 
 #: the address space each run may use (bytes)
 MEMORY = 2**30
@@ -161,7 +160,7 @@ def _default_limit() -> int:
     return MAX_DIMENSIONS
 
 
-CAMPAIGN: dict[str, tuple[str, int, Callable[[random.Random, Path], list[str]]]] = {
+CAMPAIGN: Campaign = {
     "many dimensions and big enumerations": (
         "a topology of 1 to 40 dimensions gets an answer (exit 0) or one line and exit 2 (above the "
         "dimension limit: naming it), within the work limit and 1 GiB, orders counted before enumerated",

@@ -35,6 +35,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from dse.testing.faults import Campaign
+
 #: how long one mutated call may take in its child before it counts as a hang
 CALL_SECONDS = 20.0
 #: memory a child may take beyond what it has at the fork
@@ -396,7 +398,7 @@ def case(rng: random.Random, folder: Path) -> list[str]:
     return []
 
 
-CAMPAIGN: dict[str, tuple[str, int, Callable[[random.Random, Path], list[str]]]] = {
+CAMPAIGN: Campaign = {
     "mutated engine calls": (
         "a mutated call of a C engine entry point returns or raises, never crashes or hangs",
         5000,

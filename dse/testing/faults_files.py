@@ -34,10 +34,10 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
-from dse.testing.faults import ASTRA_WORKLOAD, ROOT, STUDY, SWEEP
+from dse.testing.faults import ASTRA_WORKLOAD, ROOT, STUDY, SWEEP, Campaign
 
 STUDY_NAME = "bw_split_4d.themis"
 #: name -> (argv run in the case folder, the output: a file, or a folder ending in "/", weight)
@@ -393,7 +393,7 @@ def full_disk_case(rng: random.Random, folder: Path) -> list[str]:
     return short_write_case(rng, folder, tmpfs=rng.random() < 1 / 3)
 
 
-CAMPAIGN: dict[str, tuple[str, int, Callable[[random.Random, Path], list[str]]]] = {
+CAMPAIGN: Campaign = {
     "special files as outputs": (
         "a FIFO, device, socket, folder or symlink loop where an output goes is refused in one line "
         "with nothing changed; a symlink is followed, the link kept and its target written whole",

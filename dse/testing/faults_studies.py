@@ -31,10 +31,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from dse.testing.faults import Campaign
 from dse.testing.interrupts import child_pids
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -329,7 +330,7 @@ def network_case(rng: random.Random, folder: Path) -> list[str]:
     return problems
 
 
-CAMPAIGN: dict[str, tuple[str, int, Callable[[random.Random, Path], list[str]]]] = {
+CAMPAIGN: Campaign = {
     "concurrent studies of one name": (
         "same definition: exactly the trials asked, none twice; different: one refused in one line, "
         "the storage holds only the winner's trials",

@@ -41,8 +41,9 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from dse.testing.faults import ASTRA_WORKLOAD, ROOT, SPACE_TOML, STUDY_TOML, SWEEP, outcome_problems
+from dse.testing.faults import ASTRA_WORKLOAD, ROOT, SPACE_TOML, STUDY_TOML, SWEEP, Campaign, outcome_problems
 from dse.testing.faults_files import snapshot
+from dse.training.chakra_frames import frames
 
 TRACES = sorted((ROOT / "tests" / "data" / "chakra").glob("*.et"))
 T4 = "4D-Ring_FC_Ring_SW"
@@ -157,20 +158,9 @@ def varint(n: int) -> bytes:
 
 
 def messages(data: bytes) -> list[bytes]:
-    """The bodies of a well-formed trace's messages (metadata first)."""
-    out, pos = [], 0
-    while pos < len(data):
-        n = shift = 0
-        while True:
-            b = data[pos]
-            pos += 1
-            n |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
-        out.append(data[pos : pos + n])
-        pos += n
-    return out
+    """The bodies of a well-formed trace's messages (metadata first), framed by dse's own reader."""
+    starts, ends = frames(data, "trace")
+    return [data[s:e] for s, e in zip(starts, ends)]
 
 
 def _edit_node(rng: random.Random, msgs: list[bytes], limit_nodes: int) -> int:
@@ -354,7 +344,7 @@ def special_case(rng: random.Random, folder: Path) -> list[str]:
     return [f"{kind} as {name}: {p}" for p in problems]
 
 
-CAMPAIGN: dict[str, tuple[str, int, Callable[[random.Random, Path], list[str]]]] = {
+CAMPAIGN: Campaign = {
     "crafted Chakra traces": (
         "a damaged trace, a gzip bomb or bad rank files beside a good one: runs (exit 0) or one line and "
         "exit 2, under 1 GiB of address space, nothing written; a rank file that is no regular file is named",

@@ -52,6 +52,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", action="append", default=None, metavar="CLASS", help="run only this class (repeatable)")
     args = ap.parse_args()
+    interrupts.default_sigint()  # the SIGINT cases need Ctrl-C to reach the commands
     extra = second_classes()
     promises = {**PROMISES, **{k: v[0] for k, v in extra.items()}}
     unknown = sorted(set(args.only or ()) - set(promises))

@@ -10,11 +10,17 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from dse.testing.interrupts import default_sigint
+
 # Property tests explore the same examples on every run (derandomized, no example database), so a
 # test's outcome never depends on luck or on what an earlier run stored; they still cover hundreds
 # of cases each.
 settings.register_profile("dse", derandomize=True, database=None)
 settings.load_profile("dse")
+
+# The Ctrl-C tests send SIGINT to the commands they start: SIGINT must not be ignored here (as it
+# is when the suite runs in the background of a shell script), since every child would inherit that.
+default_sigint()
 
 DATA = Path(__file__).parent / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared"

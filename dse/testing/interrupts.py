@@ -29,6 +29,15 @@ from pathlib import Path
 from dse.testing.faults import ROOT, STUDY, journal_trials
 
 
+def default_sigint() -> None:
+    """Let Ctrl-C reach the commands a check starts, however this process was started: a process
+    started in the background of a non-interactive shell (``cmd &``, ``nohup``) has SIGINT ignored,
+    and an ignored signal stays ignored in every child, so a check that sends SIGINT to a command
+    would test nothing but that. Called by the test suite and the fault campaign at start."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _digest(folder: Path) -> dict[str, str]:
     return {
         p.name: hashlib.md5(p.read_bytes()).hexdigest()

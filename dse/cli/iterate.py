@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from dse.cli.iterate_ranks import add_rank_options, cmd_iterate_ranks, wants_ranks
 from dse.core.errors import InputError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read the name)
@@ -27,15 +28,15 @@ def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
         help="where each slot's collectives run: a .toml file with a [placement] table, or LIBRA's communicator "
         "file (per dimension, the NPUs of it each group spans)",
     )
-    p.add_argument("--scheduler", default="themis", help="one of {schedulers}, or ideal (default themis)")
-    p.add_argument("--queue", default="scf", help="one of {queues} (default scf)")
+    p.add_argument("--scheduler", default=None, help="one of {schedulers}, or ideal (default themis)")
+    p.add_argument("--queue", default=None, help="one of {queues} (default scf)")
     p.add_argument("--cost-model", default="paper", help="one of {cost_models} (default paper)")
     p.add_argument(
         "--iterations", default="1", help="training passes, each after the previous one; times are per pass (default 1)"
     )
     p.add_argument(
         "--chunks",
-        default="64",
+        default=None,
         help=(
             "chunks per collective (default 64); at most one per MiB, except in astra-sim-1, "
             "which always splits in this many"
@@ -49,6 +50,7 @@ def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--plot", default=None, metavar="FILE", help="also draw each resource's nodes over time (.png or .svg)"
     )
+    add_rank_options(p)
     p.set_defaults(func=cmd_iterate)
 
 
@@ -68,6 +70,10 @@ def cmd_iterate(args: argparse.Namespace) -> int:
         from dse.output.plots import figure_path
 
         figure_path(args.plot, "plot")  # refused before any work
+    if wants_ranks(args):
+        return cmd_iterate_ranks(args)
+    if args.trace is not None:
+        raise InputError("--trace", "given for a single-rank run", "a per-rank trace (PREFIX.<rank>.et for every rank)")
     workload = args.workload
     if args.placement is not None:
         from dse.training.placement_read import load_placement, with_placement
@@ -82,11 +88,11 @@ def cmd_iterate(args: argparse.Namespace) -> int:
     res = iterate(
         workload,
         args.topology,
-        scheduler=args.scheduler,
-        queue=args.queue,
+        scheduler=args.scheduler or "themis",
+        queue=args.queue or "scf",
         cost_model=args.cost_model,
         iterations=args.iterations,
-        chunks=args.chunks,
+        chunks=args.chunks or 64,
         nodes=args.timeline or args.plot is not None,
     )
     if args.plot is not None:

@@ -1,5 +1,5 @@
 """`dse plot sweep|timeline`: figures of a sweep CSV, or of one evaluation's or iteration's timeline
-(dse.output.plots, dse.output.timeline_plot)."""
+(dse.output.plots, dse.output.timeline_plot; per-rank iterations: dse.output.ranks_timeline)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def add_plot_parser(sub: argparse._SubParsersAction) -> None:
     q = psub.add_parser(
         "timeline",
         help="the per-dimension phases of one evaluation (dse evaluate --json --timeline), "
-        "or each resource's nodes of an iteration (dse iterate --json --timeline)",
+        "each resource's nodes of an iteration (dse iterate --json --timeline), or, for per-rank "
+        "traces, each rank class's lanes",
     )
     q.add_argument(
         "result", metavar="RESULT.json", help="the output of dse evaluate or dse iterate ... --json --timeline"
@@ -54,9 +55,16 @@ def cmd_plot_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_plot_timeline(args: argparse.Namespace) -> int:
-    """Draw the timeline of a `dse evaluate` or `dse iterate` JSON result."""
+    """Draw the timeline of a `dse evaluate` or `dse iterate` JSON result: a per-rank one (spans of
+    rank classes) as a panel per class, saying what the figure leaves out; any other as before."""
+    from dse.output.ranks_timeline import plot_ranks_file
     from dse.output.timeline_plot import plot_timeline_file
 
-    plot_timeline_file(args.result, args.out)
+    data = plot_ranks_file(args.result, args.out)
+    if data is None:
+        plot_timeline_file(args.result, args.out)
+    else:
+        for note in data.notes:
+            print(f"note: {note}")
     print(args.out)
     return 0

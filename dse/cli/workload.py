@@ -56,6 +56,43 @@ def add_workload_parser(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--npus", default=None, help="rank files to write (default: the topology's NPUs, else 1)")
     q.add_argument("--force", action="store_true", help="replace existing rank files")
     q.set_defaults(func=cmd_workload_export)
+    _add_pipeline_parser(wsub)
+
+
+def _add_pipeline_parser(wsub: argparse._SubParsersAction) -> None:
+    q = wsub.add_parser(
+        "pipeline",
+        help="write per-rank Chakra traces of a pipeline-parallel iteration (GPipe or 1F1B, data-parallel "
+        "all-reduce): PREFIX.0.et, PREFIX.1.et, ...",
+    )
+    q.add_argument("prefix", metavar="OUT_PREFIX", help="the files are OUT_PREFIX.<rank>.et (its folder must exist)")
+    q.add_argument("--stages", required=True, help="pipeline stages")
+    q.add_argument("--dp", required=True, help="data-parallel ranks per stage (rank = replica + dp x stage)")
+    q.add_argument("--microbatches", required=True, help="microbatches per iteration")
+    q.add_argument("--schedule", default="gpipe", help="gpipe or 1f1b (default gpipe)")
+    q.add_argument("--fwd-us", default="100", help="forward compute of one microbatch on one stage, us (default 100)")
+    q.add_argument("--bwd-us", default="200", help="backward compute of one microbatch on one stage, us (default 200)")
+    q.add_argument(
+        "--activation",
+        default="8MiB",
+        help="bytes of one microbatch's activations (and their gradients) (default 8MiB)",
+    )
+    q.add_argument("--grads", default="256MiB", help="weight-gradient bytes each stage all-reduces (default 256MiB)")
+    q.add_argument(
+        "-t",
+        "--topology",
+        default=None,
+        help="the network the trace is for: NPUs per dimension (8x16x8, dim 0 first), a topology or an ASTRA-sim "
+        "network YAML; its lowest dimensions must hold dp NPUs for involved_dim, else groups are used "
+        "(default: dp x stages)",
+    )
+    q.add_argument(
+        "--groups",
+        action="store_true",
+        help="all-reduce on communicator groups (pg_name), written to OUT_PREFIX.json, instead of involved_dim",
+    )
+    q.add_argument("--force", action="store_true", help="replace existing files")
+    q.set_defaults(func=cmd_workload_pipeline)
 
 
 def _listing() -> list[_Row]:
@@ -132,3 +169,50 @@ def cmd_workload_export(args: argparse.Namespace) -> int:
     for note in rep.notes:
         print(f"note: {note}")
     return 0
+
+
+def cmd_workload_pipeline(args: argparse.Namespace) -> int:
+    import os
+
+    from dse.training.pipeline_traces import write_pipeline_traces
+
+    folder, name = os.path.split(str(args.prefix))
+    rep = write_pipeline_traces(
+        folder or ".",
+        name,
+        stages=args.stages,
+        dp=args.dp,
+        microbatches=args.microbatches,
+        schedule=args.schedule,
+        fwd_us=args.fwd_us,
+        bwd_us=args.bwd_us,
+        activation_bytes=args.activation,
+        grad_bytes=args.grads,
+        topology_dims=_pipeline_dims(args.topology),
+        groups=args.groups,
+        force=args.force,
+    )
+    p = rep.pipeline
+    files = rep.files[0] if len(rep.files) == 1 else f"{rep.files[0]} ... {rep.files[-1]}"
+    print(
+        f"{files}: {rep.ranks} rank file{'' if rep.ranks == 1 else 's'}, {p.stages} stages x {p.dp} data-parallel "
+        f"ranks, {p.microbatches} microbatches ({p.schedule}), at most {rep.nodes} nodes per rank"
+    )
+    dims = "x".join(map(str, p.dims))
+    if rep.groups_file:
+        print(f"data-parallel all-reduce on communicator groups: {rep.groups_file} (network {dims})")
+    elif rep.involved_dim:
+        on = ",".join(str(d) for d, f in enumerate(rep.involved_dim) if f)
+        print(f"data-parallel all-reduce on dimension{'s' if ',' in on else ''} {on} of {dims} (involved_dim)")
+    return 0
+
+
+def _pipeline_dims(value: str | None) -> str | list[int] | None:
+    """`--topology`: NPUs per dimension as given (``8x16x8``), or those of a topology or network YAML."""
+    import re
+
+    if value is None or re.fullmatch(r"[0-9x, ]+", value):
+        return value
+    from dse.core.topology import parse_topology
+
+    return [d.npus for d in parse_topology(value).dims]

@@ -27,6 +27,7 @@ paper's figures ran on), and real systems with their cited figures (`SYSTEM_PRES
 from __future__ import annotations
 
 import math
+import os
 import re
 import warnings
 from collections.abc import Sequence
@@ -363,13 +364,15 @@ def _from_network_file(path: str) -> Topology:
     return Topology(tuple(dims), name=Path(path).stem)
 
 
-def parse_topology(spec: str | Topology) -> Topology:
+def parse_topology(spec: str | os.PathLike | Topology) -> Topology:
     """A `Topology` from a preset name (``NAME@artifact`` too), either notation, an ASTRA-sim 2.x
     network file (``*.yml``, `dse.core.network_yaml`), or a `Topology` (returned as is). Every
     form is held to the dimension limit (`check_dimensions`), counted before any dimension is parsed."""
     if isinstance(spec, Topology):
         check_dimensions(spec.ndims)
         return spec
+    if isinstance(spec, os.PathLike):  # a network file given as a path
+        spec = os.fspath(spec)
     if not isinstance(spec, str) or not spec.strip():
         raise InputError("topology", f"{spec!r} is not a topology", NOTATION_HELP)
     text = spec.strip()

@@ -18,6 +18,18 @@ All-to-all (no single-collective reference data; pinned by the workload runs of
 docs/model.md §11): per dimension, P(P−1)/2 messages of c/P in turn on a ring,
 P−1 at once when direct (Switch dimensions run it direct, as the reference configures them).
 
+Local reduction (`local_mem_bytes_per_s`, ASTRA-sim's ``local-mem-bw`` × 10^9): a packet bundle
+that carries a reduction waits 3·⌊m/M·10^9⌋ ns after its endpoint delay (a write and two reads of
+its m bytes, each truncated: `PacketBundle::call`, astra-sim/system/PacketBundle.cc). Which
+bundles carry one (`insert_packet` of Ring.cc, HalvingDoubling.cc, AllToAll.cc): those of a refill
+after its plain (zero-latency) ones, in a reduce-scatter, and in an all-reduce while its toggle is
+on (its first refill); never in an all-gather or all-to-all. So a ring RS or AR phase carries P−1 of c/P bytes;
+a direct one 1 of c/P (its P−1 run at once; a direct AR's second round starts a new refill);
+halving-doubling (2^L NPUs) L−1 of c/2^(k+1) bytes, k = 1…L−1 (the bundle after step k, sized as
+step k+1's message; the last step's starts a new refill). None (the default): no reduction cost,
+today's numbers. The shape tables' C kernel does not cost reductions, so a model with one reports no
+`batch_kernel` and is costed in Python.
+
 Workloads (`dse.training.iteration`): Themis keeps node 0's one load state across collectives
 (`themis_across = "astra-sim-2"`, `dse.training.iteration_planner`), which needs the NPU that issues each
 collective first (`lead_after`), and a finished collective holds its dimension until the nodes it
@@ -28,7 +40,7 @@ from __future__ import annotations
 
 import math
 
-from dse.core.collectives import A2A, AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR
+from dse.core.collectives import A2A, AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, RS
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
 from dse.costs.base import ChunkPlan, CostModel, is_power_of_two, log2_int
@@ -51,11 +63,39 @@ class AstraSimModel(CostModel):
     baseline_ar_phase = True
     batch_kernel = "astra-sim"
 
-    def __init__(self, endpoint_delay_ns: int = 10) -> None:
+    def __init__(self, endpoint_delay_ns: int = 10, local_mem_bytes_per_s: float | None = None) -> None:
+        if local_mem_bytes_per_s is not None and not 0 < local_mem_bytes_per_s < math.inf:
+            raise InputError(
+                "local-mem-bw", f"{local_mem_bytes_per_s!r} bytes/s is not a bandwidth", "a positive finite number"
+            )
         self.endpoint_delay_ns = endpoint_delay_ns
+        self.local_mem_bytes_per_s = local_mem_bytes_per_s
+        if local_mem_bytes_per_s is not None:  # the C kernel has no reduction cost: phases costed in Python
+            object.__setattr__(self, "batch_kernel", None)
 
     def __repr__(self) -> str:
-        return f"AstraSimModel(endpoint_delay_ns={self.endpoint_delay_ns})"
+        if self.local_mem_bytes_per_s is None:
+            return f"AstraSimModel(endpoint_delay_ns={self.endpoint_delay_ns})"
+        return (
+            f"AstraSimModel(endpoint_delay_ns={self.endpoint_delay_ns}, "
+            f"local_mem_bytes_per_s={self.local_mem_bytes_per_s!r})"
+        )
+
+    def reduction_ns(self, m: int) -> int:
+        """ns one bundle of `m` bytes waits for its reduction: 3·⌊m/M·10^9⌋ (0 without `local_mem_bytes_per_s`)."""
+        mem = self.local_mem_bytes_per_s
+        return 0 if mem is None else 3 * int(m / mem * 1e9)
+
+    def phase_reduction_ns(self, dim: Dim, kind: str, c: int) -> int:
+        """ns a phase of `kind` on `dim` with `c` input bytes per NPU spends reducing (module docstring)."""
+        if self.local_mem_bytes_per_s is None or (kind != RS and kind != AR):
+            return 0
+        p, red = dim.npus, self.reduction_ns
+        if dim.algorithm == "ring":
+            return (p - 1) * red(c // p)
+        if dim.algorithm == "direct":
+            return red(c // p)
+        return sum([red(c // 2 ** (k + 1)) for k in range(1, log2_int(p))])
 
     def _check(self, topology: Topology, collective: str) -> None:
         for i, d in enumerate(topology.dims):
@@ -129,10 +169,12 @@ class AstraSimModel(CostModel):
         return sent / (dim.bandwidth * GIB / 1e9)  # the OfflineGreedy tracker ignores the parallel messages
 
     def _phase_cost(self, dim: Dim, kind: str, c: float, latency_mode: str) -> tuple[float, float]:
-        return float(self.phase_ns(dim, kind, int(c))), 0.0
+        c = int(c)
+        return float(self.phase_ns(dim, kind, c) + self.phase_reduction_ns(dim, kind, c)), 0.0
 
     def phase_ns(self, dim: Dim, kind: str, c: int) -> float:
-        """Duration of one phase in whole ns (docs/model.md §4.2, the table of formulas)."""
+        """Duration of one phase in whole ns without reductions (docs/model.md §4.2, the table of
+        formulas); `_phase_cost` adds `phase_reduction_ns`."""
         p, e = dim.npus, self.endpoint_delay_ns
         beta = dim.bandwidth * GIB / 1e9
         hop = (2 if dim.kind == "switch" else 1) * dim.latency

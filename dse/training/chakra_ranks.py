@@ -1,6 +1,7 @@
 """Comparing a Chakra trace's other rank files with the one dse runs (`load_trace`'s notes).
 
-dse runs one rank's file, the representative NPU; ASTRA-sim runs each NPU's own. `check_ranks`
+The single-rank path runs one rank's file, the representative NPU; ASTRA-sim runs each NPU's own
+(as does dse's per-rank path, `dse.training.chakra_rankset`, which reads them all). `check_ranks`
 counts the rank files beside it (``PREFIX.<rank>.et``, by name) and notes those that differ from it
 in anything but node ids. Only a note depends on them, so only what is cheap is done (issue 33:
 a FIFO or a gzip bomb named like a rank file must not hang or blow up a good rank 0):

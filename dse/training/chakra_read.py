@@ -1,26 +1,37 @@
 """Reading Chakra execution traces (ASTRA-sim 2.x's workloads) into a workload graph.
 
 `load_trace("trace.0.et")` (or the prefix ``trace``) reads one rank's file, gzipped or not, checks
-it, and returns a `ChakraTrace` whose `graph` (`dse.training.workload_graph.Graph`) the engine runs:
+it, and returns a `ChakraTrace` whose `graph` (`dse.training.workload_graph.Graph`) the engine runs.
+Each node becomes a graph node (`dse.training.chakra_nodes`):
 
-- ``COMP_NODE``: compute for ``duration_micros`` x 1000 ns, on the CPU if ``is_cpu_op``;
+- ``COMP_NODE``: compute for ``duration_micros`` x 1000 ns, on the CPU if ``is_cpu_op``; its
+  ``num_ops`` and ``tensor_size`` are kept (`Node.flops`, `Node.tensor_bytes`), and without a
+  duration it is left for the roofline to time (`Node.timed` False);
 - ``COMM_COLL_NODE`` with ``comm_type`` ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER or ALL_TO_ALL: a
   collective of ``comm_size`` bytes (ASTRA-sim's convention: an all-gather's is its input shard)
   on the dimensions ``involved_dim`` marks (all when absent; entries past the topology's last
-  dimension are ignored, so a trace written for four dimensions runs on three);
+  dimension are ignored, so a trace written for four dimensions runs on three), on the
+  communicator group ``pg_name`` names (`Node.group`; "" and "0" are all NPUs, as in ASTRA-sim);
 - ``BROADCAST``: replays its duration on the communication resource (ASTRA-sim 2.x does the same);
   a ``COMM_COLL_NODE`` without ``comm_type`` on the CPU (PyTorch's CPU-side c10d call) replays its
   duration on the CPU (ASTRA-sim 2.x rejects it);
+- ``COMM_SEND_NODE`` (``comm_dst``, ``comm_size``, ``comm_tag``; ``comm_src``, if given, the rank
+  whose file it is) and ``COMM_RECV_NODE`` (``comm_src``, ``comm_size``, ``comm_tag``; ``comm_dst``
+  the own rank): a `SEND` or `RECV` node (`Node.peer`, `Node.size`, `Node.tag`);
+- ``MEM_LOAD_NODE`` / ``MEM_STORE_NODE``: a `MEM` node of ``tensor_size`` bytes;
 - ``METADATA_NODE`` and ``INVALID_NODE``: pass, taking no time and no resource.
 
 A node depends on its ``data_deps`` and ``ctrl_deps`` alike. Anything else is refused with one line
-naming the file, the node id and the problem: a damaged or truncated file, a node type dse does
-not run (memory and point-to-point nodes), a collective ASTRA-sim 2.x does not simulate (REDUCE,
-GATHER, SCATTER, REDUCE_SCATTER_BLOCK, BARRIER) or an unknown one, a missing ``comm_size``, a
-duplicate id, a dependency on a node the trace does not have, a cycle. One exception: in a trace
-converted from PyTorch (its metadata names the PyTorch trace ``schema``) ``ctrl_deps`` hold each
-operator's parent in PyTorch's call tree, not an order (in the Chakra test trace they form cycles
-and name absent nodes): dse runs such a trace on its data dependencies, and `notes` says so.
+naming the file, the node id and the problem: a damaged or truncated file, an unknown node type, a
+collective ASTRA-sim 2.x does not simulate (REDUCE, GATHER, SCATTER, REDUCE_SCATTER_BLOCK, BARRIER)
+or an unknown one, a missing ``comm_size`` (or a send's ``comm_dst``, a receive's ``comm_src``, a
+``comm_tag``, a memory node's ``tensor_size``), a negative or over-large value, a communication node
+with ``is_cpu_op`` (ASTRA-sim 2.x throws; the c10d case above aside), a send or receive of a file
+``PREFIX.<rank>.et`` whose own end is another rank or whose peer is that rank itself, a duplicate
+id, a dependency on a node the trace does not have, a cycle. One exception: in a trace converted
+from PyTorch (its metadata names the PyTorch trace ``schema``) ``ctrl_deps`` hold each operator's
+parent in PyTorch's call tree, not an order (in the Chakra test trace they form cycles and name
+absent nodes): dse runs such a trace on its data dependencies, and `notes` says so.
 
 Size limits (`dse.training.chakra_frames`): the decompressed bytes, the nodes, each message's
 length and the totals of dependencies and attributes are bounded and checked before what they
@@ -30,9 +41,11 @@ the framing (truncation, lengths, node count), then each node in file order (dam
 attributes), then ids and dependencies in id order (a duplicate, a missing or self dependency),
 then cycles.
 
-Rank 0 is the representative NPU: every NPU runs its own file in ASTRA-sim, and dse models one.
-When the other rank files differ from it in anything but node ids, `notes` says so
-(`dse.training.chakra_ranks` says which are compared, within what bounds). Attributes named
+Rank 0 is the representative NPU: every NPU runs its own file in ASTRA-sim, and this path models
+one. When the other rank files differ from it in anything but node ids, `notes` says so
+(`dse.training.chakra_ranks` says which are compared, within what bounds). A trace with sends,
+receives, memory nodes, communicator groups or untimed compute (`needs_ranks`), or whose ranks
+differ, is for the per-rank reader (`dse.training.chakra_rankset`), which reads every rank's file. Attributes named
 ``dse_*`` are dse's own (written by `dse.training.chakra_write`, ignored by ASTRA-sim): exact ns,
 update delays, issue policies and labels.
 """
@@ -48,37 +61,15 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
 from dse.core.errors import InputError
-from dse.core.limits import MAX_BYTES, MAX_NS, input_limit
 from dse.training import chakra_schema as cs
 from dse.training.chakra_frames import Budget, Buffer, frames, read_trace
-from dse.training.workload_graph import ALL, COMM, COMPUTE, MARK, POLICIES, REPLAY, Graph, Node
+from dse.training.chakra_nodes import CHAKRA_TYPE, SIMULATED, NodeConverter
+from dse.training.workload_graph import COMM, COMPUTE, MARK, MEM, RECV, SEND, Graph, Node
 
-#: Chakra's collectives that run as dse collectives
-SIMULATED = {
-    cs.ALL_REDUCE: ALL_REDUCE,
-    cs.REDUCE_SCATTER: REDUCE_SCATTER,
-    cs.ALL_GATHER: ALL_GATHER,
-    cs.ALL_TO_ALL: ALL_TO_ALL,
-}
-CHAKRA_TYPE = {v: k for k, v in SIMULATED.items()}
-_RUNS = (cs.INVALID, cs.METADATA, cs.COMP, cs.COMM_COLL)
-#: the attributes dse reads; the others are not looked at
-_KNOWN = frozenset(
-    (
-        "is_cpu_op",
-        "comm_type",
-        "comm_size",
-        "involved_dim",
-        "dse_duration_ns",
-        "dse_delay_ns",
-        "dse_policy",
-        "dse_iteration",
-        "dse_layer",
-        "dse_slot",
-    )
-)
+__all__ = ["CHAKRA_TYPE", "SIMULATED", "ChakraTrace", "is_trace_path", "load_trace", "needs_ranks", "parse"]
+#: a rank file's name: PREFIX.<rank>.et (or .et.gz)
+RANK_FILE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>0|[1-9][0-9]*)\.et(?P<gz>\.gz)?$")
 
 
 @dataclass(frozen=True)
@@ -122,13 +113,24 @@ def load_trace(spec: str | Path) -> ChakraTrace:
         raise InputError("workload", f"no such Chakra trace {str(spec)!r}", "a PREFIX.N.et file or its PREFIX")
     data = read_trace(path, "workload")
     assert data is not None  # no cap: a trace over the limit is refused
-    parsed = parse(data, str(path))
+    m = RANK_FILE.match(path.name)
+    parsed = parse(data, str(path), rank=int(m.group("rank")) if m else None)
     graph, ids, notes = _build(parsed, str(path))
     version = str(parsed.meta.version)
     del parsed  # its arrays, before another rank is read
     ranks, rank_notes = check_ranks(path, data)
     name = re.sub(r"\.\d+\.et(\.gz)?$", "", path.name)
     return ChakraTrace(name, str(path), graph, ids, ranks, version, notes + rank_notes)
+
+
+def needs_ranks(trace: ChakraTrace) -> bool:
+    """Does the trace hold nodes only the per-rank path (`dse.training.chakra_rankset`) runs: a send,
+    a receive, a memory node, a collective on a communicator group (``pg_name``) or a compute node
+    without a duration (``num_ops`` only)?"""
+    return any(
+        n.kind in (SEND, RECV, MEM) or (n.kind == COMM and n.group) or (n.kind == COMPUTE and not n.timed)
+        for n in trace.graph.nodes
+    )
 
 
 @dataclass
@@ -146,9 +148,10 @@ class Parsed:
     dropped: int = 0
 
 
-def parse(data: Buffer, path: str, content: Any = None) -> Parsed:
+def parse(data: Buffer, path: str, content: Any = None, rank: int | None = None) -> Parsed:
     """Parse a trace's bytes (module docstring). `content(msg, id)`, if given, replaces the conversion
-    to a graph node (the rank comparison keeps a digest), and control dependencies are all kept."""
+    to a graph node (the rank comparison keeps a digest), and control dependencies are all kept.
+    `rank`: the rank whose file it is, against which sends and receives are checked (if given)."""
     view = memoryview(data)
 
     def node_id(a: int, b: int) -> str:
@@ -163,7 +166,7 @@ def parse(data: Buffer, path: str, content: Any = None) -> Parsed:
     budget.take(0, len(meta.attr))
     pytorch = content is None and any(a.name == "schema" for a in meta.attr)  # PyTorch's trace schema version
     out = Parsed(meta, pytorch)
-    make = content or _Converter(path)
+    make = content or NodeConverter(path, rank)
     new, ids, deps, cut = cs.ChakraNode.FromString, out.ids, out.deps, out.cut
     prev = "the metadata"
     for k in range(1, len(starts)):
@@ -189,135 +192,11 @@ def parse(data: Buffer, path: str, content: Any = None) -> Parsed:
     return out
 
 
-def _message(cls: Any, body: memoryview, where: str) -> Any:
+def _message(cls: Any, body: memoryview | bytes, where: str) -> Any:
     try:
         return cls.FromString(body)
     except DecodeError as e:
         raise InputError(where, f"a damaged message ({e})", "a Chakra trace") from None
-
-
-def _short(v: Any) -> str:
-    """A value for a one-line message: its repr, cut to 60 characters."""
-    text = repr(v)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-class _Converter:
-    """Chakra node messages to graph nodes (module docstring), sharing equal names, durations and scopes."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.names: dict[str, str] = {}
-        self.scopes: dict[tuple[int, ...], tuple[int, ...]] = {}
-        self.times: dict[float, float] = {}
-        self.flags = max(64, input_limit("dimensions"))  # involved_dim entries past these are past every topology
-
-    def __call__(self, msg: Any, nid: int) -> Node:
-        where = f"{self.path}: node {nid}"
-        a = self._attrs(msg) if len(msg.attr) else {}
-        cpu = bool(a.get("is_cpu_op", False))
-        us = msg.duration_micros
-        if us * 1000 > MAX_NS:
-            raise InputError(where, f"duration_micros {us} is too long", f"at most {MAX_NS / 1000:g} us")
-        ns = _ns(a, "dse_duration_ns", where) if a else None
-        dur = float(us * 1000) if ns is None else ns
-        dur = self.times.setdefault(dur, dur)
-        name = msg.name
-        label: dict[str, Any] = dict(
-            name=self.names.setdefault(name, name),
-            iteration=_integer(a, "dse_iteration", where) or 0 if a else 0,
-            slot=self.names.setdefault(slot, slot) if (slot := str(a.get("dse_slot", ""))) else "",
-            layer=_integer(a, "dse_layer", where, minimum=-1) if "dse_layer" in a else -1,
-        )
-        t = msg.type
-        if t not in _RUNS:
-            what = f"node type {cs.NODE_TYPES[t]}" if t < len(cs.NODE_TYPES) else f"unknown node type {t}"
-            raise InputError(
-                where, f"{what} is not run by dse", "COMP_NODE, COMM_COLL_NODE, METADATA_NODE, INVALID_NODE"
-            )
-        if t in (cs.INVALID, cs.METADATA):
-            return Node(MARK, **label)
-        if t == cs.COMP:
-            return Node(COMPUTE, duration=dur, cpu=cpu, **label)
-        return self._collective(a, where, dur, cpu, label)
-
-    def _attrs(self, msg: Any) -> dict[str, Any]:
-        """The attributes dse reads (lists cut to `flags` entries); the others are skipped unread."""
-        out = {}
-        for a in msg.attr:
-            name = a.name
-            if name not in _KNOWN:
-                continue
-            kind = a.WhichOneof("value")
-            if kind is None:
-                continue
-            v = getattr(a, kind)
-            out[name] = list(v.values[: self.flags]) if kind.endswith("_list") else v
-        return out
-
-    def _collective(self, a: dict, where: str, dur: float, cpu: bool, label: dict) -> Node:
-        ctype = _integer(a, "comm_type", where, maximum=2**31)
-        if ctype is None:
-            if cpu:  # PyTorch's CPU-side collective call: its duration on the CPU
-                return Node(REPLAY, duration=dur, cpu=True, **label)
-            raise InputError(
-                where,
-                "a COMM_COLL_NODE without comm_type",
-                "comm_type ALL_REDUCE (0), ALL_GATHER (2), BROADCAST (5), ALL_TO_ALL (6) or REDUCE_SCATTER (7)",
-            )
-        if ctype == cs.BROADCAST:
-            return Node(REPLAY, duration=dur, cpu=cpu, **label)
-        if ctype not in SIMULATED:
-            what = (
-                f"collective {cs.COLLECTIVE_TYPES[ctype]}"
-                if ctype < len(cs.COLLECTIVE_TYPES)
-                else f"unknown comm_type {ctype}"
-            )
-            raise InputError(
-                where,
-                f"{what} is not simulated (nor by ASTRA-sim 2.x)",
-                "ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, or BROADCAST (replayed)",
-            )
-        size = _integer(a, "comm_size", where, minimum=1)
-        if size is None:
-            raise InputError(
-                where, f"a {cs.COLLECTIVE_TYPES[ctype]} without comm_size", "comm_size in bytes, at least 1"
-            )
-        scope: Any = ALL
-        if "involved_dim" in a:
-            flags = a["involved_dim"]
-            if not isinstance(flags, list) or not all(isinstance(f, bool) for f in flags):
-                raise InputError(
-                    where, "involved_dim is not a bool list", "a bool_list, one entry per network dimension"
-                )
-            dims = tuple(i for i, f in enumerate(flags) if f)
-            scope = self.scopes.setdefault(dims, dims)
-        policy = str(a.get("dse_policy", "none"))
-        if policy not in POLICIES:
-            raise InputError(where, f"dse_policy {_short(policy)}", ", ".join(POLICIES))
-        delay = _ns(a, "dse_delay_ns", where) or 0.0
-        return Node(
-            COMM, collective=SIMULATED[ctype], size=size, scope=scope, delay=delay, policy=policy, cpu=cpu, **label
-        )
-
-
-def _integer(attrs: dict, name: str, where: str, *, minimum: int = 0, maximum: int = MAX_BYTES) -> int | None:
-    v = attrs.get(name)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= maximum:
-        raise InputError(where, f"{name} is {_short(v)}", f"an integer from {minimum} to {maximum}")
-    return v
-
-
-def _ns(attrs: dict, name: str, where: str) -> float | None:
-    """One of dse's exact times (a double, ns), if present."""
-    v = attrs.get(name)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_NS:
-        raise InputError(where, f"{name} is {_short(v)}", f"ns from 0 to {MAX_NS:g}")
-    return float(v)
 
 
 def _build(p: Parsed, path: str) -> tuple[Graph, tuple[int, ...], tuple[str, ...]]:

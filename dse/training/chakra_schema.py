@@ -5,7 +5,8 @@ A Chakra trace (ASTRA-sim 2.x's workload format) is one file per NPU: a varint l
 The schema is built in code with `google.protobuf`'s descriptors (the same message and field
 names, numbers and types as MLCommons' `et_def.proto`), so reading a trace needs only the
 `protobuf` package, not `mlc-chakra` and its heavy dependencies (HTA, pandas, networkx, pydot).
-Only what a trace of compute and collectives uses is declared: `Tensor` messages are not.
+Only what dse reads is declared (every node type and attribute kind, `IOInfo`): `Tensor` messages
+are not.
 """
 
 from __future__ import annotations

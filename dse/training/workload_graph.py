@@ -57,6 +57,8 @@ from dse.training.placement import PartScope
 from dse.training.workloads import ALL, SLOTS, Workload
 
 COMPUTE, COMM, MARK, REPLAY = "compute", "comm", "mark", "replay"
+#: per-rank traces only (`dse.training.ranks_sim`): a point-to-point send or receive, a memory access
+SEND, RECV, MEM = "send", "recv", "mem"
 #: ASTRA-sim 1.0's issue priorities of a collective (`Sys::get_priority`): the configured policy
 #: (``none``), last-in-first-out, first-in-first-out, or ahead of everything
 POLICIES = ("none", "lifo", "fifo", "highest")
@@ -73,6 +75,12 @@ class Node:
     `size` bytes per NPU, `scope` (``all``, ``mp``, ``dp`` or explicit dim indices), `delay` ns
     after it ends before it counts as done, and the issue `policy` (`POLICIES`). `iteration`,
     `layer`, `slot` say where it comes from (`layer` is -1 for a Chakra node).
+
+    Per-rank traces add: a collective's communicator `group` (a ``pg_name``; "" = its `scope`); a
+    `SEND` (`peer` = destination) or `RECV` (`peer` = source) of `size` bytes with its `tag`; a
+    `MEM` node (`mem` = ``"load"`` or ``"store"``, ``"remote_load"``/``"remote_store"``) of `size`
+    bytes; a compute node's `flops` (``num_ops``) and `tensor_bytes` (``tensor_size``), which the
+    roofline times when `duration` is not given (`timed` False) or the system asks for it.
     """
 
     kind: str
@@ -87,6 +95,13 @@ class Node:
     layer: int = -1
     slot: str = ""
     cpu: bool = False
+    group: str = ""
+    peer: int = -1
+    tag: int = 0
+    flops: float = 0.0
+    tensor_bytes: int = 0
+    timed: bool = True
+    mem: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,224 @@
+"""What each piece of a per-rank trace costs: collectives, messages, compute, memory (`dse.training.ranks_sim`).
+
+`RankCosts` answers the simulator's questions, each answer cached by what it depends on:
+
+- A collective on whole dimensions (``involved_dim``, all NPUs, or a group that is all NPUs) takes
+  what the same collective takes alone on dse's engine (`dse.training.iteration_engine.Engine` on a
+  one-node graph): the chunks, the scheduler, the queue and the cost model exactly as for a
+  single-rank trace. Alone, because ASTRA-sim 2.x runs one collective at a time per NPU.
+- A collective on a communicator group that is a strict subset of the NPUs: under ``astra-sim``,
+  ASTRA-sim 2.x's rule (`dse.costs.p2p.group_collective_ns`: a logical ring of the members); under
+  ``paper`` and ``astra-sim-1`` the group is mapped to the dimensions, or parts of a dimension, it
+  spans (`dse.training.group_scope`) and runs there like any collective, the chosen scheduler
+  included. A group of one NPU takes no time.
+- A message: `dse.costs.p2p.message_ns`. Compute without a duration: the roofline
+  (`dse.costs.roofline.roofline_ns`). A memory node: `dse.core.remote_memory.memory_ns`, after the
+  previous request of a shared memory server (per node, pool) has ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dse.core.errors import InputError
+from dse.core.topology import Topology
+from dse.costs import CostModel
+from dse.schedulers import Scheduler
+from dse.sim.simulate import policy_code
+from dse.training.iteration_engine import RULES, Engine
+from dse.training.iteration_planner import Planner
+from dse.training.workload_graph import COMM, Graph, Node
+from dse.training.workloads import ALL
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """A roofline: peak FLOP/s and memory bytes/s (`peak_flops`, `mem_bytes_per_s`)."""
+
+    peak_flops: float
+    mem_bytes_per_s: float
+
+
+@dataclass
+class RankCosts:
+    """The costs of one run's pieces (module docstring); `groups` maps a ``pg_name`` to its ranks."""
+
+    topology: Topology
+    model: CostModel
+    scheduler: Scheduler
+    queue: str
+    chunks: int
+    min_chunk_bytes: int
+    groups: dict[str, tuple[int, ...]]
+    roofline: Roofline | None = None
+    memory: Any = None
+
+    def __post_init__(self) -> None:
+        self._alone: dict[tuple, float] = {}
+        self._ring: dict[tuple, tuple[float, ...]] = {}
+        self._msg: dict[tuple, float] = {}
+        self._members: dict[Any, tuple[int, ...]] = {}
+        self._dims: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._server_free: dict[int, float] = {}
+        self.npus = self.topology.npus
+
+    # ----- who takes part -------------------------------------------------------------------------
+    def members(self, rank: int, node: Node, group: str) -> tuple[int, ...]:
+        """The ranks taking part, with `rank`, in a collective node (its group, else its scope)."""
+        if group:
+            ranks = self.groups.get(group)
+            if ranks is None:
+                raise InputError(
+                    "--comm-groups",
+                    f"rank {rank}: node {node.name!r} names communicator group {group!r}, which no group file defines",
+                    "a --comm-groups file naming every pg_name the trace uses",
+                )
+            if rank not in ranks:
+                raise InputError(
+                    "--comm-groups",
+                    f"rank {rank}: node {node.name!r} runs on group {group!r}, which does not hold rank {rank}",
+                    "groups that hold every rank that names them",
+                )
+            return ranks
+        dims = self.scope_dims(node.scope)
+        return self._scope_members(rank, dims)
+
+    def scope_dims(self, scope: Any) -> tuple[int, ...]:
+        nd = self.topology.ndims
+        if scope == ALL:
+            return tuple(range(nd))
+        return tuple(d for d in scope if d < nd)
+
+    def _scope_members(self, rank: int, dims: tuple[int, ...]) -> tuple[int, ...]:
+        """The ranks that differ from `rank` only in the coordinates of `dims`."""
+        shape = self.topology.shape
+        coords, r = [], rank
+        for p in shape:
+            coords.append(r % p)
+            r //= p
+        out = [0]
+        stride = 1
+        for d, p in enumerate(shape):
+            if d in dims:
+                out = [base + k * stride for k in range(p) for base in out]
+            else:
+                out = [base + coords[d] * stride for base in out]
+            stride *= p
+        return tuple(sorted(out))
+
+    def dims_of(self, members: Sequence[int]) -> tuple[int, ...]:
+        """The dimensions on which the members' coordinates differ."""
+        key = tuple(members)
+        hit = self._dims.get(key)
+        if hit is None:
+            shape = self.topology.shape
+            seen: set[int] = set()
+            first = members[0]
+            for m in members[1:]:
+                a, b = first, m
+                for d, p in enumerate(shape):
+                    if a % p != b % p:
+                        seen.add(d)
+                    a //= p
+                    b //= p
+            hit = self._dims[key] = tuple(sorted(seen))
+        return hit
+
+    # ----- what it costs --------------------------------------------------------------------------
+    def collective_ns(self, node: Node, members: tuple[int, ...], group: str) -> float:
+        """The time of a collective node on `members` when all issue it together (module docstring)."""
+        return max(self.collective_ends(node, members, group, [0.0] * len(members)))
+
+    def collective_ends(self, node: Node, members: tuple[int, ...], group: str, starts: Sequence[float]) -> list[float]:
+        """When each member (in `members`' order) finishes a collective node it issued at ``starts[k]``:
+        a group's ring under ``astra-sim`` follows each member's own steps; otherwise the collective
+        starts when the last member issues it and ends for all its time alone later."""
+        first = min(starts)
+        rel = tuple(s - first for s in starts)
+        astra_group = bool(group) and len(members) < self.npus and self.model.name == "astra-sim"
+        if not astra_group:
+            key: tuple = (node.collective, node.size, members if group else node.scope)
+            alone = self._alone.get(key)
+            if alone is None:
+                alone = self._alone[key] = self._shared_ns(node, members, group)
+            return [max(starts) + alone] * len(members)
+        key = (node.collective, node.size, members, rel)
+        hit = self._ring.get(key)
+        if hit is None:
+            from dse.costs.p2p import group_collective_ends_ns
+
+            hit = self._ring[key] = tuple(
+                group_collective_ends_ns(
+                    self.model, self.topology, str(node.collective), node.size, members, splits=self.chunks, starts=rel
+                )
+            )
+        return [first + e for e in hit]
+
+    def _shared_ns(self, node: Node, members: tuple[int, ...], group: str) -> float:
+        """A collective alone, all members together: on its scope's dims, or its group's (`group_scope`)."""
+        if len(members) <= 1:
+            return 0.0
+        if not group or len(members) == self.npus:
+            return self._alone_ns(node.collective, node.size, ALL if group else node.scope)
+        from dse.training.group_scope import group_scope
+
+        return self._alone_ns(node.collective, node.size, group_scope(self.topology, members, name=group))
+
+    def _alone_ns(self, collective: Any, size: int, scope: Any) -> float:
+        """A collective alone on dse's engine (a one-node graph)."""
+        planner = Planner(self.topology, 0, self.model, self.scheduler, self.queue, self.chunks, self.min_chunk_bytes)
+        g = Graph()
+        g.end = g.add(Node(COMM, "collective", collective=collective, size=size, scope=scope))
+        rules = RULES[self.model.workload_rules]
+        engine = Engine(g, planner, policy_code(self.queue, self.model.scf_rule), self.model.dim_tiebreak, False, rules)
+        return engine.run()
+
+    def message_ns(self, src: int, dst: int, size: int) -> float:
+        key = (src, dst, size)
+        hit = self._msg.get(key)
+        if hit is None:
+            from dse.costs.p2p import message_ns
+
+            hit = self._msg[key] = float(message_ns(self.model, self.topology, src, dst, size))
+        return hit
+
+    def message_dim(self, src: int, dst: int) -> int:
+        """The lowest dimension where the coordinates of `src` and `dst` differ (-1: none)."""
+        for d, p in enumerate(self.topology.shape):
+            if src % p != dst % p:
+                return d
+            src //= p
+            dst //= p
+        return -1
+
+    def compute_ns(self, node: Node) -> float:
+        """A compute node's time: the roofline's for a GPU node when the system enables it (whatever
+        its duration, as ASTRA-sim 2.x does), else its duration."""
+        roof = self.roofline
+        if roof is not None and not node.cpu:
+            from dse.costs.roofline import roofline_ns
+
+            return float(roofline_ns(node.flops, node.tensor_bytes, roof.peak_flops, roof.mem_bytes_per_s))
+        if not node.timed:
+            raise InputError(
+                "--system",
+                f"compute node {node.name!r} has no duration (only num_ops and tensor_size)",
+                "a system file with roofline-enabled, peak-perf and local-mem-bw, or --peak-tflops and --mem-bw",
+            )
+        return node.duration
+
+    def memory_end(self, rank: int, t: float, node: Node) -> float:
+        """When a memory node rank issues at t ends: `memory_ns` after the later of t and the end of
+        the previous request its shared memory server (per node, pool) took, first come first served."""
+        from dse.core.remote_memory import memory_ns
+
+        ns = float(memory_ns(self.memory, node.size))
+        server = getattr(self.memory, "server", None)
+        s = server(rank) if server is not None else None
+        if s is None:
+            return t + ns
+        end = max(t, self._server_free.get(s, 0.0)) + ns
+        self._server_free[s] = end
+        return end

@@ -1,0 +1,209 @@
+"""Per-rank traces end to end: `iterate_ranks` reads the files, builds the costs, runs every rank.
+
+The drop-in for ASTRA-sim 2.x's ``--workload-configuration=PREFIX --network-configuration=NET
+--system-configuration=SYS --comm-group-configuration=GROUPS``: `iterate_ranks(PREFIX, NET,
+system=SYS, comm_groups=GROUPS, cost_model="astra-sim")`.
+
+- **The system file** (`dse.core.astra_system`) sets the scheduler, the queue, the chunks (its
+  `preferred-dataset-splits`), the endpoint delay and the local-memory reduction cost of the
+  ``astra-sim`` model, and the roofline. Giving `scheduler`, `queue` or `chunks` as well is refused
+  (one source for each number). Without a system file they default to dse's (``themis``, ``scf``,
+  64 chunks) and the roofline comes from `peak_tflops` and `mem_gbps` (decimal GB/s), if given.
+- **The groups**: the ``--comm-groups`` file (ASTRA-sim's), else the groups a PyTorch trace's
+  metadata declares. A collective without a group runs on the dimensions its ``involved_dim`` marks.
+- **The ranks**: every ``PREFIX.<rank>.et`` (`dse.training.chakra_rankset`), their count the
+  topology's NPU count; a single ``PREFIX.0.et`` is every rank's, as ASTRA-sim runs copies of it.
+  The classes of alike ranks are held once; the per-rank simulator (`dse.training.ranks_sim`)
+  runs every rank. (A single-rank trace without per-rank options still runs on dse's single-rank
+  engine, `dse.training.iteration`, rank 0 standing for all.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dse.core.errors import InputError
+from dse.core.topology import Topology, parse_topology
+from dse.core.units import parse_int
+from dse.costs import CostModel, get_cost_model
+from dse.schedulers import get_scheduler, parse_queue
+from dse.training.iteration_engine import RULES
+from dse.training.iteration_planner import MIB
+from dse.training.ranks_costs import RankCosts, Roofline
+from dse.training.ranks_result import RankClassResult, RanksResult, Span
+from dse.training.ranks_sim import ClassProgram, Program, simulate
+from dse.training.workload_graph import ASTRA2_RULES, COMM, MEM, RECV, SEND
+
+_DEFAULTS = {"scheduler": "themis", "queue": "scf", "chunks": 64}
+
+
+def iterate_ranks(
+    workload: str | Path,
+    topology: str | Topology,
+    *,
+    system: str | Path | None = None,
+    comm_groups: str | Path | None = None,
+    remote_memory: str | Path | None = None,
+    cost_model: str = "astra-sim",
+    scheduler: str | None = None,
+    queue: str | None = None,
+    chunks: int | str | None = None,
+    peak_tflops: float | None = None,
+    mem_gbps: float | None = None,
+    spans: bool = False,
+) -> RanksResult:
+    """Run every rank of the per-rank trace `workload` (``PREFIX`` or ``PREFIX.0.et``) on `topology`
+    (module docstring); every bad input is one `InputError`, raised before anything runs."""
+    from dse.core.astra_system import load_system
+    from dse.training.chakra_rankset import load_rank_set
+
+    topo = parse_topology(topology)
+    cfg = load_system(system) if system is not None else None
+    ranks = load_rank_set(workload, topo.npus)
+    warnings = _check_system(cfg, topo, ranks)
+    run = _run_params(cfg, scheduler, queue, chunks)
+    model = _model(cost_model, cfg)
+    groups = dict(getattr(ranks, "trace_groups", {}) or {})
+    if comm_groups is not None:
+        from dse.core.comm_groups import load_comm_groups
+
+        groups = load_comm_groups(comm_groups, topo.npus)
+    sched = get_scheduler(run["scheduler"])
+    q = parse_queue(run["queue"])
+    costs = RankCosts(
+        topo,
+        model,
+        sched,
+        q,
+        run["chunks"],
+        MIB,
+        groups,
+        _roofline(cfg, peak_tflops, mem_gbps),
+        _memory(remote_memory, cfg, mem_gbps, topo),
+    )
+    program = Program(
+        str(workload),
+        tuple(ClassProgram(c.ranks, c.graph, c.peers, c.groups, tuple(c.ids)) for c in ranks.classes),
+        tuple(ranks.class_of),
+    )
+    out = simulate(program, costs, RULES.get(model.workload_rules, ASTRA2_RULES), spans=spans)
+    return _result(ranks, topo, model.name, (sched.name, q, run["chunks"]), program, out, warnings)
+
+
+def _result(
+    ranks: Any, topo: Topology, model: str, how: tuple[str, str, int], program: Program, out: Any, notes: list[str]
+) -> RanksResult:
+    """The result of a run: per rank, per class, the run's totals; the workload named by its prefix."""
+    workload_name = program.name.removesuffix(".0.et").removesuffix(".et")
+    finish, compute = out.finish, out.compute
+    exposed = [f - c for f, c in zip(finish, compute)]
+    classes = tuple(
+        RankClassResult(
+            k,
+            c.ranks,
+            max(finish[r] for r in c.ranks),
+            max(compute[r] for r in c.ranks),
+            max(exposed[r] for r in c.ranks),
+        )
+        for k, c in enumerate(program.classes)
+    )
+    return RanksResult(
+        workload=str(workload_name),
+        topology=topo.label(),
+        cost_model=model,
+        scheduler=how[0],
+        queue=how[1],
+        chunks=how[2],
+        npus=topo.npus,
+        time_ns=max(finish),
+        finish_ns_by_rank=tuple(finish),
+        exposed_ns_by_rank=tuple(exposed),
+        compute_ns_by_rank=tuple(compute),
+        classes=classes,
+        messages=out.messages,
+        collectives=out.collectives,
+        spans=tuple(sorted(out.spans, key=_span_key)),
+        notes=tuple(ranks.notes) + tuple(notes),
+    )
+
+
+def _check_system(cfg: Any, topo: Topology, ranks: Any) -> list[str]:
+    """The system file against the topology and the collectives the ranks run: warning lines."""
+    if cfg is None:
+        return []
+    if cfg.active_chunks != 1:
+        raise InputError(
+            "--system",
+            f"active-chunks-per-dimension is {cfg.active_chunks}; per-rank runs model one active chunk",
+            "1",
+        )
+    colls = {n.collective for c in ranks.classes for n in c.graph.nodes if n.kind == COMM and n.collective}
+    return list(cfg.check_topology(topo, colls))
+
+
+def _span_key(s: Span) -> tuple:
+    return (s.cls, s.lane, s.start_ns, s.end_ns, s.name)
+
+
+def _run_params(cfg: Any, scheduler: str | None, queue: str | None, chunks: int | str | None) -> dict[str, Any]:
+    given = {"scheduler": scheduler, "queue": queue, "chunks": chunks}
+    if cfg is None:
+        out = {k: (v if v is not None else _DEFAULTS[k]) for k, v in given.items()}
+    else:
+        for k, v in given.items():
+            if v is not None:
+                raise InputError(
+                    f"--{k}", "given with --system, whose file sets it", f"one of them: the system file or --{k}"
+                )
+        out = {"scheduler": cfg.scheduler, "queue": cfg.queue, "chunks": cfg.chunks}
+    out["chunks"] = parse_int(out["chunks"], "chunks", minimum=1)
+    return out
+
+
+def _model(name: str, cfg: Any) -> CostModel:
+    model = get_cost_model(name)
+    if cfg is None or model.name != "astra-sim":
+        return model
+    from dse.costs.astra_sim import AstraSimModel
+
+    return AstraSimModel(endpoint_delay_ns=cfg.endpoint_delay_ns, local_mem_bytes_per_s=cfg.local_mem_bytes_per_s)
+
+
+def _roofline(cfg: Any, peak_tflops: float | None, mem_gbps: float | None) -> Roofline | None:
+    if cfg is not None:
+        if peak_tflops is not None or mem_gbps is not None:
+            raise InputError("--peak-tflops", "given with --system, whose file sets the roofline", "one of them")
+        roof = cfg.roofline
+        return None if roof is None else Roofline(*roof)
+    if peak_tflops is None and mem_gbps is None:
+        return None
+    if peak_tflops is None or mem_gbps is None:
+        raise InputError("--peak-tflops", "given without --mem-bw (or the reverse)", "both, or neither")
+    return Roofline(_positive(peak_tflops, "--peak-tflops") * 1e12, _positive(mem_gbps, "--mem-bw") * 1e9)
+
+
+def _positive(value: Any, field: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = float("nan")
+    if not (0 < x < 1e9):
+        raise InputError(field, f"{value!r} is not a positive number", "a number above 0 and below 10^9")
+    return x
+
+
+def _memory(path: str | Path | None, cfg: Any, mem_gbps: float | None, topo: Topology) -> Any:
+    """What memory nodes run against (`dse.core.remote_memory.choose_memory`)."""
+    from dse.core import remote_memory as rm
+
+    remote = rm.load_remote_memory(path) if path is not None else None
+    if remote is not None:
+        remote.check_npus(topo.npus)
+    local = cfg if cfg is not None else (None if mem_gbps is None else _positive(mem_gbps, "--mem-bw") * 1e9)
+    return rm.choose_memory(remote, local)
+
+
+def needs_ranks(graph_nodes: Any) -> bool:
+    """Whether a graph has nodes only the per-rank simulator runs (messages, memory, groups)."""
+    return any(n.kind in (SEND, RECV, MEM) or (n.kind == COMM and n.group) for n in graph_nodes)

@@ -1,0 +1,382 @@
+"""The per-rank simulator: every rank's graph, sends matched to receives, collectives on their groups.
+
+`simulate(program, costs, rules)` runs a `Program` (one graph per class of alike ranks, each rank
+with its own peers and communicator groups) and returns every rank's finish and compute ns. One
+event loop over all ranks; what a rank does follows ASTRA-sim 2.x's workload layer
+(`dse.training.workload_graph.ASTRA2_RULES`, measured in ../shared/reference/astra-sim-2-p2p.md):
+
+- **Resources per NPU**: one GPU compute slot, one CPU slot, one communication slot. A collective,
+  a send and a replayed communication node hold the communication slot until they end (with
+  `ResourceRules.comm_exclusive`; otherwise they take no slot and run side by side). A receive and
+  a memory node hold nothing. Whenever something on an NPU ends, its ready nodes are issued in
+  ascending node index (`by_id`; otherwise in the order they became ready), and at equal times a
+  communication end is handled before a compute end, then by the order the events were made.
+- **Messages**: the k-th send from s to d with tag t and size b matches the k-th receive on d from s
+  with that tag and size, k counted in node order on each rank. A send takes `RankCosts.message_ns`
+  from its issue and holds the slot that long; its receive ends at the later of its post and the
+  message's arrival. Unmatched sends or receives are refused before the run.
+- **Collectives**: the k-th collective a rank issues on a set of members meets the k-th of every
+  other member; when the last member has issued it, `RankCosts.collective_ends` says when each
+  member finishes (members that issued earlier hold their slot meanwhile): a communicator group's
+  ring under ``astra-sim`` follows every member's own steps from its own issue time; any other
+  collective starts when its last member issues it and takes its time alone. Where all members
+  issue together, as in lock-step data or tensor parallelism, both are the collective's time
+  alone; where members of a collective on whole dimensions issue apart, ASTRA-sim's per-step
+  messages let the early members finish a little sooner than dse says.
+- Compute: its duration or the roofline's (`RankCosts.compute_ns`), at least `min_ns`; memory
+  nodes `RankCosts.memory_ns`; marks end when they are ready.
+
+A run that stops with nodes left (a cycle through messages or collectives) is refused with one
+line naming a rank and a node that never ran.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from dse.core.errors import InputError
+from dse.core.limits import check_work
+from dse.training.ranks_costs import RankCosts
+from dse.training.ranks_result import Span
+from dse.training.workload_graph import COMM, COMPUTE, MARK, MEM, RECV, REPLAY, SEND, Graph, ResourceRules
+
+GPU, CPU, NET, FREE = 0, 1, 2, 3
+_END_COMM, _END_COMPUTE = 2, 3
+#: engine steps per node (`check_work`)
+STEPS_PER_NODE = 4
+
+
+@dataclass(frozen=True)
+class ClassProgram:
+    """One class of alike ranks: `ranks`, their `graph` and, per rank, the peer of each send or
+    receive and the group of each collective, in node order (`peers[k]`, `groups[k]` for `ranks[k]`);
+    `ids`: the trace's node ids (for messages)."""
+
+    ranks: tuple[int, ...]
+    graph: Graph
+    peers: tuple[tuple[int, ...], ...]
+    groups: tuple[tuple[str, ...], ...]
+    ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Program:
+    """All ranks of a run: `classes` and `class_of` (rank -> class index); `name` for messages."""
+
+    name: str
+    classes: tuple[ClassProgram, ...]
+    class_of: tuple[int, ...]
+
+
+@dataclass
+class SimOutput:
+    """Per rank: finish ns (`finish`), GPU compute ns (`compute`); the spans of each class's first rank."""
+
+    finish: list[float]
+    compute: list[float]
+    spans: list[Span] = field(default_factory=list)
+    messages: int = 0
+    collectives: int = 0
+
+
+class _Static:
+    """What a class's graph gives once: successors, indegrees, resources, and per node its index among
+    the peers (sends/receives) and the groups (collectives)."""
+
+    def __init__(self, graph: Graph) -> None:
+        n = len(graph.nodes)
+        self.succ: list[list[int]] = [[] for _ in range(n)]
+        self.indeg = [0] * n
+        for a, b, _lag in graph.edges:
+            self.succ[a].append(b)
+            self.indeg[b] += 1
+        self.peer_at = [-1] * n
+        self.group_at = [-1] * n
+        p = g = 0
+        for i, node in enumerate(graph.nodes):
+            if node.kind in (SEND, RECV):
+                self.peer_at[i] = p
+                p += 1
+            elif node.kind == COMM:
+                self.group_at[i] = g
+                g += 1
+
+
+def _resource(kind: str, cpu: bool) -> int:
+    if kind == COMPUTE:
+        return CPU if cpu else GPU
+    if kind in (REPLAY, MEM):
+        return CPU if cpu else NET
+    if kind in (COMM, SEND):
+        return NET
+    return FREE
+
+
+class Simulator:
+    """One run (module docstring); `run()` returns a `SimOutput`."""
+
+    def __init__(self, program: Program, costs: RankCosts, rules: ResourceRules, spans: bool = False) -> None:
+        self.p, self.costs, self.rules = program, costs, rules
+        self.static = [_Static(c.graph) for c in program.classes]
+        self.slot_of = [k for c in program.classes for k in range(len(c.ranks))]
+        self.slot_of = [0] * len(program.class_of)
+        for c in program.classes:
+            for k, r in enumerate(c.ranks):
+                self.slot_of[r] = k
+        total = sum(len(c.graph.nodes) * len(c.ranks) for c in program.classes)
+        check_work(total * STEPS_PER_NODE, f"simulating {total:,} nodes on {len(program.class_of):,} ranks")
+        npus = len(program.class_of)
+        self.need = [list(self.static[program.class_of[r]].indeg) for r in range(npus)]
+        self.end = [[-1.0] * len(self.static[program.class_of[r]].indeg) for r in range(npus)]
+        self.start = [[-1.0] * len(e) for e in self.end]
+        self.ready: list[list[list]] = [[[], [], [], []] for _ in range(npus)]
+        self.taken = [[False, False, False] for _ in range(npus)]
+        self.exclusive = (True, True, rules.comm_exclusive)
+        self.heap: list = []
+        self.counter = 0
+        self.compute = [0.0] * npus
+        self.finish = [0.0] * npus
+        self.want_spans = spans
+        self.spans: list[Span] = []
+        self.match: dict[tuple[int, int], tuple[int, int]] = {}
+        self.arrival: dict[tuple[int, int], float] = {}
+        self.posted: dict[tuple[int, int], float] = {}
+        self.coll_seen: list[dict] = [{} for _ in range(npus)]
+        self.meet: dict[tuple, list] = {}
+        self.messages = 0
+        self.collectives = 0
+
+    # ----- set-up ----------------------------------------------------------------------------------
+    def node(self, r: int, i: int):  # noqa: ANN201 - a Node
+        return self.p.classes[self.p.class_of[r]].graph.nodes[i]
+
+    def peer(self, r: int, i: int) -> int:
+        c = self.p.class_of[r]
+        return self.p.classes[c].peers[self.slot_of[r]][self.static[c].peer_at[i]]
+
+    def group(self, r: int, i: int) -> str:
+        c = self.p.class_of[r]
+        groups = self.p.classes[c].groups
+        return groups[self.slot_of[r]][self.static[c].group_at[i]] if groups else ""
+
+    def node_label(self, r: int, i: int) -> str:
+        cls = self.p.classes[self.p.class_of[r]]
+        nid = cls.ids[i] if cls.ids else i
+        return f"node {nid} ({cls.graph.nodes[i].name!r})"
+
+    def pair_messages(self) -> None:
+        """Match every send to its receive (module docstring); refuse what stays unmatched."""
+        sends: dict[tuple, list] = {}
+        recvs: dict[tuple, list] = {}
+        for r, c in enumerate(self.p.class_of):
+            nodes = self.p.classes[c].graph.nodes
+            for i, node in enumerate(nodes):
+                if node.kind == SEND:
+                    sends.setdefault((r, self.peer(r, i), node.tag, node.size), []).append((r, i))
+                elif node.kind == RECV:
+                    recvs.setdefault((self.peer(r, i), r, node.tag, node.size), []).append((r, i))
+        for key in sorted(set(sends) | set(recvs)):
+            s, v = sends.get(key, []), recvs.get(key, [])
+            for a, b in zip(s, v):
+                self.match[a] = b
+                self.match[b] = a
+            if len(s) != len(v):
+                self._unmatched(key, s, v)
+
+    def _unmatched(self, key: tuple, s: list, v: list) -> None:
+        src, dst, tag, size = key
+        if len(v) > len(s):
+            r, i = v[len(s)]
+            what = f"receive from rank {src} (tag {tag}, {size:,} B) that no send matches"
+            allowed = "a send on the source rank with the same destination, tag and size for every receive"
+        else:
+            r, i = s[len(v)]
+            what = f"send to rank {dst} (tag {tag}, {size:,} B) that no receive takes"
+            allowed = "a receive on the destination rank with the same source, tag and size for every send"
+        raise InputError(self.p.name, f"rank {r}: {self.node_label(r, i)} is a {what}", allowed)
+
+    # ----- the loop --------------------------------------------------------------------------------
+    def push(self, t: float, cls: int, r: int, i: int, res: int) -> None:
+        heapq.heappush(self.heap, (t, cls, self.counter, r, i, res))
+        self.counter += 1
+
+    def arrive(self, r: int, x: int, t: float) -> None:
+        """A dependency of node x on rank r is met at t; a node without work ends at once."""
+        need = self.need[r]
+        stack = [x]
+        while stack:
+            x = stack.pop()
+            need[x] -= 1
+            if need[x]:
+                continue
+            node = self.node(r, x)
+            if node.kind == MARK:
+                self.start[r][x] = self.end[r][x] = t
+                stack.extend(self.static[self.p.class_of[r]].succ[x])
+                continue
+            res = _resource(node.kind, node.cpu)
+            key = x if self.rules.by_id else self.counter
+            heapq.heappush(self.ready[r][res], (key, self.counter, x))
+            self.counter += 1
+
+    def dispatch(self, r: int, t: float) -> None:
+        """Start what rank r's free resources can take, lowest index first."""
+        ready, taken = self.ready[r], self.taken[r]
+        for res in (GPU, CPU, NET):
+            q = ready[res]
+            while q and not taken[res]:
+                i = heapq.heappop(q)[2]
+                taken[res] = self.exclusive[res]
+                self.begin(r, i, res, t)
+        q = ready[FREE]
+        while q:
+            self.begin(r, heapq.heappop(q)[2], FREE, t)
+
+    def begin(self, r: int, i: int, res: int, t: float) -> None:
+        node = self.node(r, i)
+        self.start[r][i] = t
+        kind = node.kind
+        if kind == COMM:
+            self.join(r, i, t)
+        elif kind == SEND:
+            self.send(r, i, t)
+        elif kind == RECV:
+            self.post(r, i, t)
+        elif kind == MEM:
+            self.push(self.costs.memory_end(r, t, node), _END_COMM, r, i, res)
+        else:
+            dur = self.costs.compute_ns(node) if kind == COMPUTE else node.duration
+            if kind == COMPUTE and res == GPU:
+                self.compute[r] += dur
+            self.push(t + max(dur, self.rules.min_ns), _END_COMPUTE, r, i, res)
+
+    def send(self, r: int, i: int, t: float) -> None:
+        node = self.node(r, i)
+        dst = self.peer(r, i)
+        arrive = t + self.costs.message_ns(r, dst, node.size)
+        self.messages += 1
+        self.push(arrive, _END_COMM, r, i, NET)
+        other = self.match[(r, i)]
+        post = self.posted.pop(other, None)
+        if post is None:
+            self.arrival[other] = arrive
+        else:
+            self.push(max(post, arrive), _END_COMM, other[0], other[1], FREE)
+        if self.want_spans and self._first(r):
+            d = self.costs.message_dim(r, dst)
+            self.spans.append(Span(self.p.class_of[r], f"dim{d}", f"send {node.name}", t, arrive))
+
+    def post(self, r: int, i: int, t: float) -> None:
+        arrive = self.arrival.pop((r, i), None)
+        if arrive is None:
+            self.posted[(r, i)] = t
+        else:
+            self.push(max(t, arrive), _END_COMM, r, i, FREE)
+
+    def join(self, r: int, i: int, t: float) -> None:
+        """Rank r issues collective node i: it meets the same collective of every other member."""
+        node, group = self.node(r, i), self.group(r, i)
+        members = self.costs.members(r, node, group)
+        seen = self.coll_seen[r]
+        k = seen.get(members, 0)
+        seen[members] = k + 1
+        key = (members, k)
+        waiting = self.meet.setdefault(key, [])
+        if waiting:
+            self._check_same(r, i, waiting[0], node)
+        waiting.append((r, i))
+        if len(waiting) < len(members):
+            return
+        del self.meet[key]
+        self.collectives += 1
+        where = {m: k for k, m in enumerate(members)}
+        starts = [0.0] * len(members)
+        for m, j in waiting:
+            starts[where[m]] = self.start[m][j]
+        ends = self.costs.collective_ends(node, members, group, starts)
+        for m, j in waiting:
+            self.push(max(t, ends[where[m]]), _END_COMM, m, j, NET)
+        if self.want_spans:
+            for m, _j in waiting:
+                if self._first(m):
+                    cls = self.p.class_of[m]
+                    for d in self.costs.dims_of(members):
+                        self.spans.append(Span(cls, f"dim{d}", f"{node.collective} {node.name}", t, ends[where[m]]))
+
+    def _check_same(self, r: int, i: int, first: tuple[int, int], node) -> None:  # noqa: ANN001
+        other = self.node(*first)
+        if (other.collective, other.size) != (node.collective, node.size):
+            raise InputError(
+                self.p.name,
+                f"rank {r}: {self.node_label(r, i)} is a {node.collective} of {node.size:,} B where rank "
+                f"{first[0]}'s {self.node_label(*first)} on the same group is a {other.collective} of {other.size:,} B",
+                "the same collective, in the same order, on every member of a group",
+            )
+
+    def _first(self, r: int) -> bool:
+        return self.p.classes[self.p.class_of[r]].ranks[0] == r
+
+    def run(self) -> SimOutput:
+        self.pair_messages()
+        for r in range(len(self.p.class_of)):
+            need = self.need[r]
+            for x in [x for x, n in enumerate(need) if n == 0]:
+                need[x] = 1
+                self.arrive(r, x, 0.0)
+        for r in range(len(self.p.class_of)):
+            self.dispatch(r, 0.0)
+        heap, pop = self.heap, heapq.heappop
+        while heap:
+            t, _cls, _n, r, i, res = pop(heap)
+            if res < FREE:
+                self.taken[r][res] = False
+            self.end[r][i] = t
+            if self.want_spans and self._first(r):
+                self._span(r, i, res)
+            if t > self.finish[r]:
+                self.finish[r] = t
+            st = self.static[self.p.class_of[r]].succ[i]
+            for x in st:
+                self.arrive(r, x, t)
+            self.dispatch(r, t)
+        self._check_done()
+        return SimOutput(self.finish, self.compute, self.spans, self.messages, self.collectives)
+
+    def _span(self, r: int, i: int, res: int) -> None:
+        node = self.node(r, i)
+        lane = {GPU: "compute", CPU: "cpu", NET: "comm"}.get(res)
+        if lane is None:
+            lane = "recv" if node.kind == RECV else "mem"
+        self.spans.append(Span(self.p.class_of[r], lane, node.name, self.start[r][i], self.end[r][i]))
+
+    def _check_done(self) -> None:
+        for r, ends in enumerate(self.end):
+            for i, e in enumerate(ends):
+                if e < 0:
+                    self._stalled(r, i)
+
+    def _stalled(self, r: int, i: int) -> None:
+        node = self.node(r, i)
+        if self.start[r][i] >= 0 and node.kind == COMM:
+            why = "its collective waits for group members that never issue it"
+        elif self.start[r][i] >= 0 and node.kind == RECV:
+            why = f"its receive from rank {self.peer(r, i)} waits for a send that never runs"
+        else:
+            why = "it waits for a node that never ends (a cycle through messages or collectives)"
+        raise InputError(
+            self.p.name,
+            f"rank {r}: {self.node_label(r, i)} never ends: {why}",
+            "traces whose sends, receives and collectives can all complete",
+        )
+
+
+def simulate(program: Program, costs: RankCosts, rules: ResourceRules, *, spans: bool = False) -> SimOutput:
+    """Run every rank of `program` (module docstring)."""
+    return Simulator(program, costs, rules, spans).run()
+
+
+def ranks_by_class(program: Program, values: Sequence[float]) -> list[float]:
+    """The largest value among each class's ranks."""
+    return [max(values[r] for r in c.ranks) for c in program.classes]

@@ -1,0 +1,100 @@
+"""Every rank's finish time against ASTRA-sim 2.x's per-rank runs (../shared/reference/astra-sim-2-p2p.csv,
+astra-sim-2-stage.csv), through `dse.training.ranks_run.iterate_ranks` with ASTRA-sim's own files.
+
+Skipped without ../shared (the reference runs and their traces are not part of a clone).
+Rows where a collective's members issue it at different times (`arlate_*`: one rank 100 us late;
+`p2p_sendvscoll_*` on Ring and Switch: a send holding one member's slot) are not exact: dse starts
+a collective when its last member issues it, while ASTRA-sim's ring steps let the early members
+finish some steps sooner (by up to 24 % of a rank's time here). The latest rank's finish is still
+exact; each rank's error is asserted to stay within what was measured.
+"""
+
+from __future__ import annotations
+
+import csv
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from dse.core.errors import InputError
+from dse.training.ranks_run import iterate_ranks
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+REF = SHARED / "reference"
+P2P = SHARED / "workloads" / "astra-sim-2-p2p"
+STAGE = SHARED / "workloads" / "stage"
+STAGE_CFG = SHARED / "workloads" / "stage-configs"
+pytestmark = pytest.mark.skipif(not (REF / "astra-sim-2-p2p.csv").exists(), reason="needs ../shared (reference runs)")
+
+#: rows whose collectives' members issue apart (module docstring), with the largest error seen
+APART = {
+    "arlate_r0_100us_16MiB_R4SW4": 0.25,
+    "arlate_r0_100us_16MiB_FC4R4": 0.08,
+    "p2p_sendvscoll_16MiB_Ring_8": 0.09,
+    "p2p_sendvscoll_16MiB_Switch_8": 0.09,
+}
+#: runs ASTRA-sim never finished (every rank reports unreleased nodes): dse finishes them
+HANGS = ("p2p_sendvscoll_16MiB_R4_FC4_SW2",)
+#: a receive no send matches: ASTRA-sim leaves the rank unfinished, dse refuses the trace
+UNMATCHED = ("p2p_tagmismatch_", "p2p_sizemismatch_")
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    if not (REF / name).exists():
+        return []
+    with open(REF / name, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+P2P_ROWS = [r for r in _rows("astra-sim-2-p2p.csv") if r["task"] != "verify"]
+STAGE_ROWS = _rows("astra-sim-2-stage.csv")
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("p2p_ets")
+    with tarfile.open(P2P / "stage_ets.tar.gz") as tar:
+        tar.extractall(folder, filter="data")
+    return folder
+
+
+def _finish(row: dict[str, str]) -> list[float | None]:
+    return [float(x) if x else None for x in row["finish_ns_by_rank"].split(";")]
+
+
+@pytest.mark.parametrize("row", P2P_ROWS, ids=[r["run_id"] for r in P2P_ROWS])
+def test_p2p_rows(row: dict[str, str], traces: Path) -> None:
+    wl = row["workload"]
+    groups = traces / "comm_groups_16_4.json" if "_pg_" in wl else None
+    kw = dict(system=P2P / row["sys_cfg"], comm_groups=groups, cost_model="astra-sim")
+    if wl.startswith(UNMATCHED):
+        with pytest.raises(InputError, match=r"rank 0: node 0 .* that no receive takes"):
+            iterate_ranks(traces / wl / wl, P2P / row["net_cfg"], **kw)
+        return
+    res = iterate_ranks(traces / wl / wl, P2P / row["net_cfg"], **kw)
+    want = _finish(row)
+    if wl.startswith(HANGS):
+        assert all(w is None for w in want) and res.time_ns > 0
+        return
+    tol = next((t for k, t in APART.items() if wl.startswith(k)), None)
+    got = list(res.finish_ns_by_rank)
+    if tol is None:
+        assert got == want
+    else:
+        assert all(abs(g - w) <= tol * w for g, w in zip(got, want))  # type: ignore[operator]
+        assert max(got) == max(want)  # type: ignore[type-var]
+
+
+@pytest.mark.parametrize("row", STAGE_ROWS, ids=[r["run_id"] for r in STAGE_ROWS])
+def test_stage_rows(row: dict[str, str]) -> None:
+    wl = row["workload"]
+    res = iterate_ranks(
+        STAGE / wl / "workload",
+        STAGE_CFG / "network" / f"{row['topology']}.yml",
+        system=STAGE_CFG / "system" / row["sys_cfg"],
+        comm_groups=STAGE / wl / "workload.json",
+        cost_model="astra-sim",
+    )
+    assert list(res.finish_ns_by_rank) == _finish(row)
+    assert [str(int(x)) for x in res.exposed_ns_by_rank] == row["exposed_ns_by_rank"].split(";")

@@ -1,0 +1,192 @@
+"""The per-rank simulator (dse.training.ranks_sim) on graphs built by hand: closed forms, matching, refusals."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dse.core.errors import InputError
+from dse.core.topology import parse_topology
+from dse.costs import get_cost_model
+from dse.schedulers import get_scheduler
+from dse.training.ranks_costs import RankCosts
+from dse.training.ranks_sim import ClassProgram, Program, simulate
+from dse.training.workload_graph import ASTRA2_RULES, COMM, COMPUTE, RECV, SEND, Graph, Node
+
+RING8 = "Ring(8, 50, 500)"
+BETA = 50 * 2**30 / 1e9  # ASTRA-sim's GB/s in bytes per ns
+
+
+def _costs(topology: str = RING8, groups: dict | None = None) -> RankCosts:
+    return RankCosts(
+        parse_topology(topology), get_cost_model("astra-sim"), get_scheduler("baseline"), "fifo", 4, 1, groups or {}
+    )
+
+
+def _program(graphs: list[tuple[Graph, tuple[int, ...]]], npus: int = 8) -> Program:
+    """One class per rank; ranks beyond the list get an empty-ish graph (one 0 ns compute)."""
+    classes = []
+    for r in range(npus):
+        if r < len(graphs):
+            g, peers = graphs[r]
+        else:
+            g, peers = Graph(), ()
+            g.add(Node(COMPUTE, "idle"))
+        groups = tuple("" for n in g.nodes if n.kind == COMM)
+        classes.append(ClassProgram((r,), g, (peers,), (groups,)))
+    return Program("test", tuple(classes), tuple(range(npus)))
+
+
+def _chain(*nodes: Node) -> Graph:
+    g = Graph()
+    prev = None
+    for n in nodes:
+        prev = g.add(n, (prev, 0.0))
+    return g
+
+
+def _t(size: int, hops: int = 1) -> float:
+    return math.floor(hops * 500 + size / BETA)
+
+
+def test_ping_pong_is_twice_one_message() -> None:
+    size = 1 << 20
+    r0 = _chain(Node(SEND, "ping", size=size, tag=1), Node(RECV, "pong", size=size, tag=2))
+    r1 = _chain(Node(RECV, "ping", size=size, tag=1), Node(SEND, "pong", size=size, tag=2))
+    out = simulate(_program([(r0, (1, 1)), (r1, (0, 0))]), _costs(), ASTRA2_RULES)
+    assert out.finish[0] == 2 * _t(size)
+    assert out.finish[1] == 2 * _t(size)
+    assert out.messages == 2
+
+
+def test_ring_distance_is_the_shorter_way_round() -> None:
+    size = 4096
+    r0 = _chain(Node(SEND, "s", size=size, tag=0))
+    graphs = [(r0, (6,))] + [(_chain(Node(COMPUTE, "idle")), ())] * 5
+    r6 = _chain(Node(RECV, "r", size=size, tag=0))
+    graphs.append((r6, (0,)))
+    out = simulate(_program(graphs), _costs(), ASTRA2_RULES)
+    assert out.finish[6] == _t(size, hops=2)
+
+
+def test_a_late_receive_ends_when_posted() -> None:
+    size = 1024
+    r0 = _chain(Node(SEND, "s", size=size, tag=0))
+    r1 = _chain(Node(COMPUTE, "busy", duration=50_000.0), Node(RECV, "r", size=size, tag=0))
+    out = simulate(_program([(r0, (1,)), (r1, (0,))]), _costs(), ASTRA2_RULES)
+    assert out.finish[0] == _t(size)
+    assert out.finish[1] == 50_000.0
+
+
+def test_sends_queue_on_the_communication_slot() -> None:
+    size = 1 << 20
+    g = Graph()
+    g.add(Node(SEND, "a", size=size, tag=0))
+    g.add(Node(SEND, "b", size=size, tag=0))
+    r1 = Graph()
+    r1.add(Node(RECV, "a", size=size, tag=0))
+    r1.add(Node(RECV, "b", size=size, tag=0))
+    out = simulate(_program([(g, (1, 1)), (r1, (0, 0))]), _costs(), ASTRA2_RULES)
+    assert out.finish[0] == out.finish[1] == 2 * _t(size)
+
+
+def test_kth_send_matches_kth_receive_of_its_key() -> None:
+    small, big = 1024, 1 << 20
+    g = _chain(Node(SEND, "big", size=big, tag=7), Node(SEND, "small", size=small, tag=7))
+    r1 = Graph()  # posted in the other order: still matched by key
+    r1.add(Node(RECV, "small", size=small, tag=7))
+    r1.add(Node(RECV, "big", size=big, tag=7))
+    out = simulate(_program([(g, (1, 1)), (r1, (0, 0))]), _costs(), ASTRA2_RULES)
+    assert out.finish[1] == _t(big) + _t(small)
+
+
+@pytest.mark.parametrize("stages", [2, 4])
+def test_pipeline_by_hand(stages: int) -> None:
+    size, fwd = 1 << 16, 10_000.0
+    graphs = []
+    for s in range(stages):
+        nodes = []
+        peers: list[int] = []
+        if s:
+            nodes.append(Node(RECV, "act", size=size, tag=s))
+            peers.append(s - 1)
+        nodes.append(Node(COMPUTE, "fwd", duration=fwd))
+        if s < stages - 1:
+            nodes.append(Node(SEND, "act", size=size, tag=s + 1))
+            peers.append(s + 1)
+        graphs.append((_chain(*nodes), tuple(peers)))
+    out = simulate(_program(graphs), _costs(), ASTRA2_RULES)
+    assert out.finish[stages - 1] == stages * fwd + (stages - 1) * _t(size)
+    assert out.compute[:stages] == [fwd] * stages
+
+
+def test_a_collective_starts_when_its_last_member_issues_it() -> None:
+    costs = _costs("Ring(4, 50, 500)", {"g": (0, 1, 2, 3)})
+    alone = costs.collective_ns(Node(COMM, "ar", collective="all_reduce", size=1 << 20), (0, 1, 2, 3), "g")
+    graphs = []
+    for r in range(4):
+        g = _chain(
+            Node(COMPUTE, "c", duration=1000.0 * (r + 1)),
+            Node(COMM, "ar", collective="all_reduce", size=1 << 20, group="g"),
+        )
+        graphs.append(ClassProgram((r,), g, ((),), (("g",),)))
+    out = simulate(Program("t", tuple(graphs), (0, 1, 2, 3)), costs, ASTRA2_RULES)
+    assert out.finish == [4000.0 + alone] * 4
+    assert out.collectives == 1
+
+
+def test_an_unmatched_receive_is_refused_naming_rank_and_node() -> None:
+    r1 = _chain(Node(RECV, "lonely", size=64, tag=3))
+    with pytest.raises(InputError, match=r"rank 1: node 0 \('lonely'\) is a receive from rank 0 \(tag 3, 64 B\)"):
+        simulate(_program([(_chain(Node(COMPUTE, "c")), ()), (r1, (0,))]), _costs(), ASTRA2_RULES)
+
+
+def test_a_cycle_through_messages_is_refused() -> None:
+    r0 = _chain(Node(RECV, "a", size=64, tag=1), Node(SEND, "b", size=64, tag=2))
+    r1 = _chain(Node(RECV, "b", size=64, tag=2), Node(SEND, "a", size=64, tag=1))
+    with pytest.raises(InputError, match="never ends"):
+        simulate(_program([(r0, (1, 1)), (r1, (0, 0))]), _costs(), ASTRA2_RULES)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(2, 6), st.integers(1, 25))
+def test_random_matched_dags_finish_and_respect_bounds(rng, npus: int, steps: int) -> None:
+    """A global script of computes and messages, each rank's nodes chained in script order (plus random
+    extra edges to earlier nodes): no deadlock; each rank's finish is at least its compute and at least
+    every message it receives."""
+    graphs = [Graph() for _ in range(npus)]
+    peers: list[list[int]] = [[] for _ in range(npus)]
+    last: list[int | None] = [None] * npus
+    floor = [0.0] * npus
+
+    def add(r: int, node: Node, peer: int | None = None) -> None:
+        after = [(last[r], 0.0)]
+        if len(graphs[r].nodes) > 1 and rng.random() < 0.3:
+            after.append((rng.randrange(len(graphs[r].nodes)), 0.0))
+        last[r] = graphs[r].add(node, *after)
+        if peer is not None:
+            peers[r].append(peer)
+
+    for k in range(steps):
+        a = rng.randrange(npus)
+        if rng.random() < 0.5:
+            d = float(rng.randrange(0, 5000))
+            add(a, Node(COMPUTE, f"c{k}", duration=d))
+            floor[a] += max(d, 1.0)
+        else:
+            b = (a + rng.randrange(1, npus)) % npus
+            size = rng.choice([64, 4096, 1 << 20])
+            add(a, Node(SEND, f"s{k}", size=size, tag=k))
+            add(b, Node(RECV, f"r{k}", size=size, tag=k), a)
+            peers[a].append(b)
+            floor[b] = max(floor[b], _t(size, min((a - b) % npus, (b - a) % npus)))
+    for r in range(npus):
+        if not graphs[r].nodes:
+            add(r, Node(COMPUTE, "idle"))
+    prog = _program([(graphs[r], tuple(peers[r])) for r in range(npus)], npus)
+    out = simulate(prog, _costs(f"Ring({npus}, 50, 500)"), ASTRA2_RULES)
+    for r in range(npus):
+        assert out.finish[r] >= floor[r] - 1e-9

@@ -20,6 +20,7 @@ from dse.training.workload_graph import graph_nodes
 
 DATA = Path(__file__).parent / "data" / "chakra"
 GOOD = DATA / "e_hybrid.0.et"
+RING4 = "Ring(4,50,500)"
 
 
 def _one_line(code: int, err: str, *needles: str) -> None:
@@ -107,19 +108,29 @@ def test_long_lists_and_strings_stay_one_short_line(tmp_path: Path) -> None:
 
 # ----- 2. rank files ---------------------------------------------------------------------------
 def test_a_fifo_rank_file_is_one_line_naming_it(tmp_path: Path) -> None:
-    (tmp_path / "t.0.et").write_bytes(GOOD.read_bytes())
+    for r in (0, 2, 3):
+        (tmp_path / f"t.{r}.et").write_bytes(GOOD.read_bytes())
     ft.make_special(tmp_path / "t.1.et", "fifo")
-    code, _, err, _ = ft.run_dse(["iterate", "t.0.et", "-t", ft.T4], tmp_path)
-    _one_line(code, err, "workload rank 1: 't.1.et' is a FIFO, not a regular file")
+    code, _, err, _ = ft.run_dse(["iterate", "t.0.et", "-t", RING4], tmp_path)
+    _one_line(code, err, "t.1.et (rank 1)", "is a FIFO, not a regular file")
 
 
-def test_a_bomb_rank_file_differs_unread(tmp_path: Path) -> None:
-    (tmp_path / "t.0.et").write_bytes(GOOD.read_bytes())
-    _zeros_gzip(tmp_path / "t.1.et", 64 << 20)  # read only to 4 x rank 0's size + 64 KiB
-    (tmp_path / "t.2.et").write_bytes(GOOD.read_bytes())
-    code, out, err, rss = ft.run_dse(["iterate", "t.0.et", "-t", ft.T4], tmp_path)
-    assert code == 0 and err == "" and "1 of the 3 rank files differ from it (ranks 1)" in out
-    assert rss < 200 << 10
+def test_a_bomb_rank_file_is_refused_within_its_limits(tmp_path: Path) -> None:
+    """Every rank file is read (per-rank traces): a gzip bomb is refused at the node limit, in
+    bounded memory, naming the file."""
+    for r in (0, 2, 3):
+        (tmp_path / f"t.{r}.et").write_bytes(GOOD.read_bytes())
+    _zeros_gzip(tmp_path / "t.1.et", 64 << 20)
+    code, _, err, rss = ft.run_dse(["iterate", "t.0.et", "-t", RING4], tmp_path)
+    _one_line(code, err, "t.1.et")
+    assert rss < 256 << 10
+
+
+def test_a_partial_set_of_rank_files_is_refused_naming_the_first_missing(tmp_path: Path) -> None:
+    for r in (0, 1):
+        (tmp_path / f"t.{r}.et").write_bytes(GOOD.read_bytes())
+    code, _, err, _ = ft.run_dse(["iterate", "t.0.et", "-t", RING4], tmp_path)
+    _one_line(code, err, "t.2.et: no such rank file", "the topology has 4 NPUs")
 
 
 def test_ranks_that_differ_only_in_ids_are_the_same(tmp_path: Path) -> None:

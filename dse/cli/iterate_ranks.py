@@ -49,6 +49,10 @@ def wants_ranks(args: argparse.Namespace) -> bool:
     """Whether `dse iterate` runs this trace per rank (module docstring)."""
     if any(getattr(args, k, None) is not None for k in RANK_OPTIONS):
         return True
+    from dse.training.chakra_read import is_trace_path
+
+    if not is_trace_path(args.workload):
+        return False
     from dse.training.chakra_rankset import is_rank_set
 
     return is_rank_set(args.workload)

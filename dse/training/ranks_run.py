@@ -33,7 +33,7 @@ from dse.training.iteration_planner import MIB
 from dse.training.ranks_costs import RankCosts, Roofline
 from dse.training.ranks_result import RankClassResult, RanksResult, Span
 from dse.training.ranks_sim import ClassProgram, Program, simulate
-from dse.training.workload_graph import ASTRA2_RULES, COMM, MEM, RECV, SEND
+from dse.training.workload_graph import ASTRA2_RULES, COMM, RECV, SEND
 
 _DEFAULTS = {"scheduler": "themis", "queue": "scf", "chunks": 64}
 
@@ -56,11 +56,10 @@ def iterate_ranks(
     """Run every rank of the per-rank trace `workload` (``PREFIX`` or ``PREFIX.0.et``) on `topology`
     (module docstring); every bad input is one `InputError`, raised before anything runs."""
     from dse.core.astra_system import load_system
-    from dse.training.chakra_rankset import load_rank_set
 
     topo = parse_topology(topology)
     cfg = load_system(system) if system is not None else None
-    ranks = load_rank_set(workload, topo.npus)
+    ranks = load_ranks(workload, topo.npus)
     warnings = _check_system(cfg, topo, ranks)
     run = _run_params(cfg, scheduler, queue, chunks)
     model = _model(cost_model, cfg)
@@ -204,6 +203,27 @@ def _memory(path: str | Path | None, cfg: Any, mem_gbps: float | None, topo: Top
     return rm.choose_memory(remote, local)
 
 
-def needs_ranks(graph_nodes: Any) -> bool:
-    """Whether a graph has nodes only the per-rank simulator runs (messages, memory, groups)."""
-    return any(n.kind in (SEND, RECV, MEM) or (n.kind == COMM and n.group) for n in graph_nodes)
+def load_ranks(workload: str | Path, npus: int) -> Any:
+    """The `RankSet` of a per-rank trace; a single ``PREFIX.0.et`` (no ``PREFIX.1.et`` beside it) is
+    every rank's, as ASTRA-sim runs copies of one file, unless it sends or receives (whose peers
+    would then be every rank's): that is refused in one line."""
+    from dse.training.chakra_rankset import RankClassGraph, RankSet, is_rank_set, load_rank_set
+
+    if npus == 1 or is_rank_set(workload):
+        return load_rank_set(workload, npus)
+    from dse.training.chakra_read import load_trace
+
+    t = load_trace(workload)
+    p2p = next((n for n in t.graph.nodes if n.kind in (SEND, RECV)), None)
+    if p2p is not None:
+        raise InputError(
+            "workload",
+            f"{t.path}: node {p2p.name!r} sends or receives, and {t.path} is the only rank file "
+            f"(the topology has {npus} NPUs)",
+            f"one file per NPU ({t.name}.0.et to {t.name}.{npus - 1}.et) for a trace with sends and receives",
+        )
+    groups = tuple(n.group for n in t.graph.nodes if n.kind == COMM)
+    ranks = tuple(range(npus))
+    one = RankClassGraph(ranks, t.graph, t.ids, tuple(() for _ in ranks), tuple(groups for _ in ranks))
+    note = f"{t.path} is every rank's trace (one file for {npus} NPUs, as ASTRA-sim runs copies of it)"
+    return RankSet(t.name, t.name, npus, (0,) * npus, (one,), version=t.version, notes=(*t.notes, note))

@@ -163,7 +163,7 @@ class Simulator:
 
     def node_label(self, r: int, i: int) -> str:
         cls = self.p.classes[self.p.class_of[r]]
-        nid = cls.ids[i] if cls.ids else i
+        nid = cls.ids[i] if i < len(cls.ids) else i
         return f"node {nid} ({cls.graph.nodes[i].name!r})"
 
     def pair_messages(self) -> None:

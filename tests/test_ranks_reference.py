@@ -73,6 +73,8 @@ def test_p2p_rows(row: dict[str, str], traces: Path) -> None:
             iterate_ranks(traces / wl / wl, P2P / row["net_cfg"], **kw)
         return
     res = iterate_ranks(traces / wl / wl, P2P / row["net_cfg"], **kw)
+    every = iterate_ranks(traces / wl / wl, P2P / row["net_cfg"], by_class=False, **kw)
+    assert every.finish_ns_by_rank == res.finish_ns_by_rank  # one rank per class where exact: the same numbers
     want = _finish(row)
     if wl.startswith(HANGS):
         assert all(w is None for w in want) and res.time_ns > 0
@@ -98,3 +100,4 @@ def test_stage_rows(row: dict[str, str]) -> None:
     )
     assert list(res.finish_ns_by_rank) == _finish(row)
     assert [str(int(x)) for x in res.exposed_ns_by_rank] == row["exposed_ns_by_rank"].split(";")
+    assert any(n.startswith("simulated ") for n in res.notes)  # one rank per class

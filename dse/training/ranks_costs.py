@@ -62,6 +62,7 @@ class RankCosts:
         self._members: dict[Any, tuple[int, ...]] = {}
         self._dims: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._server_free: dict[int, float] = {}
+        self._parts: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
         self.npus = self.topology.npus
 
     # ----- who takes part -------------------------------------------------------------------------
@@ -92,21 +93,25 @@ class RankCosts:
         return tuple(d for d in scope if d < nd)
 
     def _scope_members(self, rank: int, dims: tuple[int, ...]) -> tuple[int, ...]:
-        """The ranks that differ from `rank` only in the coordinates of `dims`."""
-        shape = self.topology.shape
-        coords, r = [], rank
-        for p in shape:
-            coords.append(r % p)
-            r //= p
-        out = [0]
-        stride = 1
-        for d, p in enumerate(shape):
-            if d in dims:
-                out = [base + k * stride for k in range(p) for base in out]
-            else:
-                out = [base + coords[d] * stride for base in out]
-            stride *= p
-        return tuple(sorted(out))
+        """The ranks that differ from `rank` only in the coordinates of `dims` (all ranks' sets are
+        built once per `dims`)."""
+        parts = self._parts.get(dims)
+        if parts is None:
+            shape = self.topology.shape
+            keys = []
+            for r in range(self.npus):
+                key, x = [], r
+                for d, p in enumerate(shape):
+                    if d not in dims:
+                        key.append(x % p)
+                    x //= p
+                keys.append(tuple(key))
+            sets: dict[tuple, list[int]] = {}
+            for r, k in enumerate(keys):
+                sets.setdefault(k, []).append(r)
+            frozen = {k: tuple(v) for k, v in sets.items()}
+            parts = self._parts[dims] = [frozen[k] for k in keys]
+        return parts[rank]
 
     def dims_of(self, members: Sequence[int]) -> tuple[int, ...]:
         """The dimensions on which the members' coordinates differ."""

@@ -52,9 +52,11 @@ def iterate_ranks(
     peak_tflops: float | None = None,
     mem_gbps: float | None = None,
     spans: bool = False,
+    by_class: bool = True,
 ) -> RanksResult:
     """Run every rank of the per-rank trace `workload` (``PREFIX`` or ``PREFIX.0.et``) on `topology`
-    (module docstring); every bad input is one `InputError`, raised before anything runs."""
+    (module docstring); every bad input is one `InputError`, raised before anything runs.
+    `by_class` False runs every rank even where one per class would be exact (the same numbers)."""
     from dse.core.astra_system import load_system
 
     topo = parse_topology(topology)
@@ -86,7 +88,7 @@ def iterate_ranks(
         tuple(ClassProgram(c.ranks, c.graph, c.peers, c.groups, tuple(c.ids)) for c in ranks.classes),
         tuple(ranks.class_of),
     )
-    out = simulate(program, costs, RULES.get(model.workload_rules, ASTRA2_RULES), spans=spans)
+    out = simulate(program, costs, RULES.get(model.workload_rules, ASTRA2_RULES), spans=spans, classes=by_class)
     return _result(ranks, topo, model.name, (sched.name, q, run["chunks"]), program, out, warnings)
 
 
@@ -123,8 +125,16 @@ def _result(
         messages=out.messages,
         collectives=out.collectives,
         spans=tuple(sorted(out.spans, key=_span_key)),
-        notes=tuple(ranks.notes) + tuple(notes),
+        notes=tuple(ranks.notes) + tuple(notes) + _how_run(program, out),
     )
+
+
+def _how_run(program: Program, out: Any) -> tuple[str, ...]:
+    """A note when one rank per class stood for the others (`dse.training.ranks_classes`)."""
+    n = len(program.class_of)
+    if not out.by_class:
+        return ()
+    return (f"simulated {out.simulated:,} of the {n:,} ranks, one for each set of ranks that run alike",)
 
 
 def _check_system(cfg: Any, topo: Topology, ranks: Any) -> list[str]:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from dse.core.errors import InputError
 from dse.core.limits import check_work
+from dse.training.ranks_classes import Compression, compress
 from dse.training.ranks_costs import RankCosts
 from dse.training.ranks_result import Span
 from dse.training.workload_graph import COMM, COMPUTE, MARK, MEM, RECV, REPLAY, SEND, Graph, ResourceRules
@@ -79,6 +80,8 @@ class SimOutput:
     spans: list[Span] = field(default_factory=list)
     messages: int = 0
     collectives: int = 0
+    by_class: bool = False
+    simulated: int = 0
 
 
 class _Static:
@@ -117,22 +120,24 @@ def _resource(kind: str, cpu: bool) -> int:
 class Simulator:
     """One run (module docstring); `run()` returns a `SimOutput`."""
 
-    def __init__(self, program: Program, costs: RankCosts, rules: ResourceRules, spans: bool = False) -> None:
+    def __init__(
+        self, program: Program, costs: RankCosts, rules: ResourceRules, spans: bool = False, classes: bool = True
+    ) -> None:
         self.p, self.costs, self.rules = program, costs, rules
         self.static = [_Static(c.graph) for c in program.classes]
-        self.slot_of = [k for c in program.classes for k in range(len(c.ranks))]
         self.slot_of = [0] * len(program.class_of)
         for c in program.classes:
             for k, r in enumerate(c.ranks):
                 self.slot_of[r] = k
-        total = sum(len(c.graph.nodes) * len(c.ranks) for c in program.classes)
-        check_work(total * STEPS_PER_NODE, f"simulating {total:,} nodes on {len(program.class_of):,} ranks")
+        self.use_classes = classes
+        self.compressed: Compression | None = None
+        self.stands_for: dict[int, int] = {}
         npus = len(program.class_of)
-        self.need = [list(self.static[program.class_of[r]].indeg) for r in range(npus)]
-        self.end = [[-1.0] * len(self.static[program.class_of[r]].indeg) for r in range(npus)]
-        self.start = [[-1.0] * len(e) for e in self.end]
-        self.ready: list[list[list]] = [[[], [], [], []] for _ in range(npus)]
-        self.taken = [[False, False, False] for _ in range(npus)]
+        self.need: list = [None] * npus
+        self.end: list = [None] * npus
+        self.start: list = [None] * npus
+        self.ready: list = [None] * npus
+        self.taken: list = [None] * npus
         self.exclusive = (True, True, rules.comm_exclusive)
         self.heap: list = []
         self.counter = 0
@@ -197,6 +202,26 @@ class Simulator:
             allowed = "a receive on the destination rank with the same source, tag and size for every send"
         raise InputError(self.p.name, f"rank {r}: {self.node_label(r, i)} is a {what}", allowed)
 
+    def prepare(self) -> list[int]:
+        """Match the messages, decide whether one rank per class stands for all (`ranks_classes`),
+        check the work and set up the state of the ranks that run; returns them."""
+        self.pair_messages()
+        if self.use_classes:
+            self.compressed = compress(self)
+        active = list(self.compressed.reps) if self.compressed else list(range(len(self.p.class_of)))
+        if self.compressed is not None:
+            self.stands_for = {ranks[0]: len(ranks) for ranks in self.compressed.members}
+        total = sum(len(self.static[self.p.class_of[r]].indeg) for r in active)
+        check_work(total * STEPS_PER_NODE, f"simulating {total:,} nodes on {len(active):,} ranks")
+        for r in active:
+            indeg = self.static[self.p.class_of[r]].indeg
+            self.need[r] = list(indeg)
+            self.end[r] = [-1.0] * len(indeg)
+            self.start[r] = [-1.0] * len(indeg)
+            self.ready[r] = [[], [], [], []]
+            self.taken[r] = [False, False, False]
+        return active
+
     # ----- the loop --------------------------------------------------------------------------------
     def push(self, t: float, cls: int, r: int, i: int, res: int) -> None:
         heapq.heappush(self.heap, (t, cls, self.counter, r, i, res))
@@ -256,17 +281,25 @@ class Simulator:
         node = self.node(r, i)
         dst = self.peer(r, i)
         arrive = t + self.costs.message_ns(r, dst, node.size)
-        self.messages += 1
         self.push(arrive, _END_COMM, r, i, NET)
-        other = self.match[(r, i)]
+        if self.compressed is None:
+            self.messages += 1
+            self.deliver(self.match[(r, i)], arrive)
+        else:
+            self.messages += self.stands_for[r]
+            for b, j, ns in self.compressed.listeners.get((r, i), ()):
+                self.deliver((b, j), t + ns)
+        if self.want_spans and self._first(r):
+            d = self.costs.message_dim(r, dst)
+            self.spans.append(Span(self.p.class_of[r], f"dim{d}", f"send {node.name}", t, arrive))
+
+    def deliver(self, other: tuple[int, int], arrive: float) -> None:
+        """A message for receive node `other` (rank, node) arrives at `arrive`."""
         post = self.posted.pop(other, None)
         if post is None:
             self.arrival[other] = arrive
         else:
             self.push(max(post, arrive), _END_COMM, other[0], other[1], FREE)
-        if self.want_spans and self._first(r):
-            d = self.costs.message_dim(r, dst)
-            self.spans.append(Span(self.p.class_of[r], f"dim{d}", f"send {node.name}", t, arrive))
 
     def post(self, r: int, i: int, t: float) -> None:
         arrive = self.arrival.pop((r, i), None)
@@ -279,6 +312,13 @@ class Simulator:
         """Rank r issues collective node i: it meets the same collective of every other member."""
         node, group = self.node(r, i), self.group(r, i)
         members = self.costs.members(r, node, group)
+        where = {m: k for k, m in enumerate(members)}
+        if self.compressed is not None:  # every member is in r's class and issues it now, as r does
+            self.collectives += 1 if len(members) == 1 else self.stands_for[r] // len(members) or 1
+            ends = self.costs.collective_ends(node, members, group, [t] * len(members))
+            self.push(max(t, ends[where[r]]), _END_COMM, r, i, NET)
+            self._collective_spans(node, members, [(r, i)], t, ends)
+            return
         seen = self.coll_seen[r]
         k = seen.get(members, 0)
         seen[members] = k + 1
@@ -291,19 +331,23 @@ class Simulator:
             return
         del self.meet[key]
         self.collectives += 1
-        where = {m: k for k, m in enumerate(members)}
         starts = [0.0] * len(members)
         for m, j in waiting:
             starts[where[m]] = self.start[m][j]
         ends = self.costs.collective_ends(node, members, group, starts)
         for m, j in waiting:
             self.push(max(t, ends[where[m]]), _END_COMM, m, j, NET)
-        if self.want_spans:
-            for m, _j in waiting:
-                if self._first(m):
-                    cls = self.p.class_of[m]
-                    for d in self.costs.dims_of(members):
-                        self.spans.append(Span(cls, f"dim{d}", f"{node.collective} {node.name}", t, ends[where[m]]))
+        self._collective_spans(node, members, waiting, t, ends)
+
+    def _collective_spans(self, node, members: tuple[int, ...], ranks: list, t: float, ends: list) -> None:  # noqa: ANN001
+        if not self.want_spans:
+            return
+        where = {m: k for k, m in enumerate(members)}
+        for m, _j in ranks:
+            if self._first(m):
+                cls = self.p.class_of[m]
+                for d in self.costs.dims_of(members):
+                    self.spans.append(Span(cls, f"dim{d}", f"{node.collective} {node.name}", t, ends[where[m]]))
 
     def _check_same(self, r: int, i: int, first: tuple[int, int], node) -> None:  # noqa: ANN001
         other = self.node(*first)
@@ -319,13 +363,13 @@ class Simulator:
         return self.p.classes[self.p.class_of[r]].ranks[0] == r
 
     def run(self) -> SimOutput:
-        self.pair_messages()
-        for r in range(len(self.p.class_of)):
+        active = self.prepare()
+        for r in active:
             need = self.need[r]
             for x in [x for x, n in enumerate(need) if n == 0]:
                 need[x] = 1
                 self.arrive(r, x, 0.0)
-        for r in range(len(self.p.class_of)):
+        for r in active:
             self.dispatch(r, 0.0)
         heap, pop = self.heap, heapq.heappop
         while heap:
@@ -342,7 +386,13 @@ class Simulator:
                 self.arrive(r, x, t)
             self.dispatch(r, t)
         self._check_done()
-        return SimOutput(self.finish, self.compute, self.spans, self.messages, self.collectives)
+        if self.compressed is not None:  # every rank as its class's representative
+            for ranks in self.compressed.members:
+                for r in ranks[1:]:
+                    self.finish[r], self.compute[r] = self.finish[ranks[0]], self.compute[ranks[0]]
+        n = len(self.compressed.reps) if self.compressed else len(self.finish)
+        by_class = self.compressed is not None
+        return SimOutput(self.finish, self.compute, self.spans, self.messages, self.collectives, by_class, n)
 
     def _span(self, r: int, i: int, res: int) -> None:
         node = self.node(r, i)
@@ -353,7 +403,7 @@ class Simulator:
 
     def _check_done(self) -> None:
         for r, ends in enumerate(self.end):
-            for i, e in enumerate(ends):
+            for i, e in enumerate(ends or ()):
                 if e < 0:
                     self._stalled(r, i)
 
@@ -372,9 +422,12 @@ class Simulator:
         )
 
 
-def simulate(program: Program, costs: RankCosts, rules: ResourceRules, *, spans: bool = False) -> SimOutput:
-    """Run every rank of `program` (module docstring)."""
-    return Simulator(program, costs, rules, spans).run()
+def simulate(
+    program: Program, costs: RankCosts, rules: ResourceRules, *, spans: bool = False, classes: bool = True
+) -> SimOutput:
+    """Run `program` (module docstring): one rank per class where that is exact (`ranks_classes`)
+    and `classes` allows it, else every rank; the same numbers either way."""
+    return Simulator(program, costs, rules, spans, classes).run()
 
 
 def ranks_by_class(program: Program, values: Sequence[float]) -> list[float]:

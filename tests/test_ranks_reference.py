@@ -74,7 +74,9 @@ def test_p2p_rows(row: dict[str, str], traces: Path) -> None:
         return
     res = iterate_ranks(traces / wl / wl, P2P / row["net_cfg"], **kw)
     every = iterate_ranks(traces / wl / wl, P2P / row["net_cfg"], by_class=False, **kw)
-    assert every.finish_ns_by_rank == res.finish_ns_by_rank  # one rank per class where exact: the same numbers
+    # one rank per class where exact: the same numbers
+    assert (every.finish_ns_by_rank, every.compute_ns_by_rank) == (res.finish_ns_by_rank, res.compute_ns_by_rank)
+    assert (every.collectives, every.messages) == (res.collectives, res.messages)
     want = _finish(row)
     if wl.startswith(HANGS):
         assert all(w is None for w in want) and res.time_ns > 0

@@ -314,7 +314,7 @@ class Simulator:
         members = self.costs.members(r, node, group)
         where = {m: k for k, m in enumerate(members)}
         if self.compressed is not None:  # every member is in r's class and issues it now, as r does
-            self.collectives += 1 if len(members) == 1 else self.stands_for[r] // len(members) or 1
+            self.collectives += self.stands_for[r] // len(members)  # the instances of its class's members
             ends = self.costs.collective_ends(node, members, group, [t] * len(members))
             self.push(max(t, ends[where[r]]), _END_COMM, r, i, NET)
             self._collective_spans(node, members, [(r, i)], t, ends)

@@ -11,6 +11,15 @@ each trial draws a point of their polytope, so no design breaks them; a study's
 counts; schedulers and queues. Tier i is the i-th dimension from the innermost; a topology with fewer dimensions than
 tiers gives its outermost dimension the last tier (the scale-out network).
 
+A space may take its dimensions from an ASTRA-sim 2.x network file instead: ``network =
+"net.yml"`` (relative to the space file, `dse.core.network_yaml`) gives the space the file's NPU
+count, its one shape, its kinds (one per tier) and its latencies (one tier per dimension), so the
+study chooses only what ``[space.bandwidth]`` leaves open: the split of the bandwidth. The file's
+own bandwidths are not used (its numbers are in the file's unit, GB/s per NPU; under the
+``astra-sim`` cost models a GB is 2^30 B, and a budget or constraint in this space is in that same
+unit). Giving ``npus``, ``dims``, ``sizes``, ``shapes``, ``kinds`` or ``[space.latency]`` beside
+``network`` is refused in one line (one source for each number).
+
 A space's numbers of dimensions (each of ``dims``, and of each of ``shapes``) are held to the
 dimension limit (``DSE_MAX_DIMENSIONS``, `dse.core.topology.check_dimensions`) as the table is read:
 one line before any shape is enumerated, so before a study opens its storage.
@@ -30,13 +39,28 @@ from typing import Any
 from dse.core.errors import InputError
 from dse.core.files import read_toml
 from dse.core.limits import MAX_NPUS, MAX_SPACE_SHAPES
-from dse.core.topology import Dim, Topology, check_dimensions, parse_kind
+from dse.core.network_yaml import is_network_file
+from dse.core.topology import Dim, Topology, check_dimensions, parse_kind, parse_topology
 from dse.core.units import parse_int, parse_positive
 from dse.explore.bw_constraints import BandwidthPolytope
 from dse.explore.toml_fields import as_list, check_keys, parse_scheduler
 from dse.schedulers import parse_queue
 
-SPACE_KEYS = {"npus", "dims", "sizes", "shapes", "kinds", "chunks", "schedulers", "queues", "bandwidth", "latency"}
+SPACE_KEYS = {
+    "npus",
+    "dims",
+    "sizes",
+    "shapes",
+    "kinds",
+    "chunks",
+    "schedulers",
+    "queues",
+    "bandwidth",
+    "latency",
+    "network",
+}
+#: what a network file sets in a space (`network` and these are exclusive)
+NETWORK_SETS = ("npus", "dims", "sizes", "shapes", "kinds", "latency")
 BANDWIDTH_KEYS = {"budget", "minimum", "step", "ranges", "constraints", "maximum"}
 LATENCY_KEYS = {"tiers"}
 #: the least bandwidth of a dimension under constraints (GB/s): a time needs a bandwidth above 0
@@ -71,12 +95,15 @@ class SearchSpace:
             raise InputError(
                 f"{extra[0] if extra else 'space'}", "a search space file holds one [space] table", "[space]"
             )
-        return cls.from_table(data["space"])
+        return cls.from_table(data["space"], Path(path).parent)
 
     @classmethod
-    def from_table(cls, t: dict[str, Any]) -> SearchSpace:
-        """The space of a ``[space]`` table, checked field by field in the order the fields are listed."""
+    def from_table(cls, t: dict[str, Any], base: Path | None = None) -> SearchSpace:
+        """The space of a ``[space]`` table, checked field by field in the order the fields are listed;
+        a ``network`` file is read relative to the folder `base` (the current folder if None)."""
         check_keys(t, SPACE_KEYS, "space")
+        if "network" in t:
+            t = _network_fields(t, base or Path("."))
         if "npus" not in t:
             raise InputError("space.npus", "missing", "the total NPU count, e.g. 1024")
         npus = parse_int(t["npus"], "space.npus", minimum=2, maximum=MAX_NPUS)
@@ -174,6 +201,28 @@ class SearchSpace:
             raise InputError("space.bandwidth.step", "brute force needs a discrete space", "a step, e.g. step = 0.1")
         if self.ranges is not None:
             raise InputError("space.bandwidth.ranges", "brute force needs a discrete space", "budget with a step")
+
+
+def _network_fields(t: dict[str, Any], base: Path) -> dict[str, Any]:
+    """`t` with ``network`` replaced by what its file sets (module docstring): NPUs, the one shape,
+    a kind per tier and a latency per tier, checked by the same code as a table that gives them."""
+    clash = next((k for k in NETWORK_SETS if k in t), None)
+    if clash is not None:
+        raise InputError(f"space.{clash}", "given with space.network, whose file sets it", "one of them")
+    name = t["network"]
+    if not isinstance(name, str) or not is_network_file(name):
+        raise InputError("space.network", f"{name!r} is not a network file", "an ASTRA-sim 2.x file, *.yml or *.yaml")
+    try:
+        topo = parse_topology(str(base / name))
+    except InputError as e:  # the reader's field ("topology", or the file and line) under the space's
+        raise InputError(f"space.network: {e.field}", e.problem, e.allowed) from None
+    rest = {k: v for k, v in t.items() if k != "network"}
+    return rest | {
+        "npus": topo.npus,
+        "shapes": ["x".join(str(d.npus) for d in topo.dims)],
+        "kinds": [[d.kind] for d in topo.dims],
+        "latency": {"tiers": [d.latency for d in topo.dims]},
+    }
 
 
 def _choose(trial: Any, name: str, choices: list[Any], fixed: dict[str, Any] | None) -> Any:

@@ -83,7 +83,7 @@ def refine(sim: Any) -> list[int]:
 
 
 def _signature(sim: Any, label: list[int], r: int) -> tuple:
-    out = []
+    out: list[Any] = []
     for i, node in enumerate(sim.p.classes[sim.p.class_of[r]].graph.nodes):
         if node.kind == SEND:
             out.append(_send_ns(sim, r, i))

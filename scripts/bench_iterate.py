@@ -3,6 +3,8 @@
 
 Run: .venv/bin/python scripts/bench_iterate.py [--workload W] [--topology T] [--scheduler S]
      [--queue Q] [--cost-model M] [--calls N] [--rounds R] [--artifact-runs] [--chakra [TRACE]]
+     [--ranks [--stage-trace PREFIX [--stage-network NET.yml] [--stage-system SYS.json]
+     [--stage-groups G.json]] [--pipeline-topology T]]
 
 Default: the bundled Transformer-1T workload (18 layers, activation recompute of 16 layers, 15
 collectives a pass) on 4D-Ring_FC_Ring_SW, themis + scf, paper model; target 50 iterations/s or
@@ -17,16 +19,38 @@ pass; and 3 passes, baseline and Themis SCF, of the four Fig. 12 workloads) in t
 (``../shared/workloads/chakra/chakra-tests/pytorch_trace.0.et``: 3,664 nodes, 5 all-reduces):
 reading it (`load_trace`) and running it (`iterate` on the loaded trace), per round; target under
 0.3 s to run on one core.
+
+`--ranks` times per-rank traces, each as a whole `dse iterate ... --cost-model astra-sim` process
+started afresh per round (interpreter start and imports included, as a user waits for it): wall
+time, and the process's own peak resident memory (``VmHWM``, read as it exits: a child's
+``ru_maxrss`` is no measure of it, since Linux carries the parent's peak across fork and exec).
+- A 64-rank STAGE trace (`--stage-trace PREFIX`; it is not in the repository: without the option the
+  bench prints the STAGE command line that makes one and skips it) on `--stage-network` and
+  `--stage-system` (default: the ASTRA-sim 2.x files of ``../shared/workloads/stage-configs/`` for
+  R4_FC4_SW4) with `--stage-groups` (default ``PREFIX.json``, STAGE's group file); target under 1 s.
+- A 1,024-rank pipeline (8 stages x 128 data-parallel ranks, 8 microbatches, GPipe), written by
+  `dse workload pipeline` into a temporary folder (removed after) for a 128x8 network, run on
+  `--pipeline-topology`; target under 5 s and 2 GB.
+Printed: the machine, then per trace the min and median wall time and peak memory over `--rounds`
+runs (one untimed run first, with ``--json``, checks the run and gives the simulated time).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import dse
 from dse.core.presets import PAPER_PRESETS
 from dse.training.chakra_read import load_trace
 from dse.training.iteration import iterate
@@ -94,6 +118,112 @@ def chakra(a: argparse.Namespace) -> int:
     return 0
 
 
+ROOT = Path(__file__).resolve().parents[1]
+STAGE_CONFIGS = ROOT.parent / "shared" / "workloads" / "stage-configs"
+STAGE_NETWORK = STAGE_CONFIGS / "network" / "R4_FC4_SW4.yml"
+STAGE_SYSTEM = STAGE_CONFIGS / "system" / "R4_FC4_SW4_s4_ascending_FIFO_roofline_pp300_lm900.json"
+#: how the 64-rank trace was made (STAGE 9ec6c02, github.com/astra-sim/stage, Python 3.11)
+STAGE_HOWTO = (
+    "git clone https://github.com/astra-sim/stage && cd stage && pip install -r requirements.txt && "
+    "python main.py --output_dir OUT --output_name workload.%d.et --dp 4 --tp 4 --pp 4 --model_type gpt "
+    "--num_stacks 8 --dmodel 1024 --dff 4096 --head 16 --kvhead 16 --seq 1024 --batch 16 --micro_batch 4 "
+    "--dvocal 32000   (then: --stage-trace OUT/workload)"
+)
+PIPELINE = ["--stages", "8", "--dp", "128", "--microbatches", "8", "-t", "128x8"]
+#: 128 NPUs on dimension 0 (a stage's data-parallel ranks: 400 GB/s, 500 ns), 8 on dimension 1 (the
+#: stages: 50 GB/s, 2 us)
+PIPELINE_TOPOLOGY = "SW_SW 128x8 400,50 500,2000"
+#: `python -m dse ARGV...`, then this process's own peak resident memory (VmHWM, KB) into argv[1]
+_MEASURED = (
+    "import atexit, runpy, sys\n"
+    "def _peak(path=sys.argv[1]):\n"
+    "    with open('/proc/self/status') as f:\n"
+    "        kb = [int(line.split()[1]) for line in f if line.startswith('VmHWM:')]\n"
+    "    with open(path, 'w') as f:\n"
+    "        f.write(str(kb[0] if kb else -1))\n"
+    "atexit.register(_peak)\n"
+    "sys.argv = ['dse'] + sys.argv[2:]\n"
+    "runpy.run_module('dse', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def machine() -> str:
+    """The machine the figures come from: CPU model, cores, dse and Python versions."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return f"dse {dse.__version__}, Python {platform.python_version()}, {cpu} ({platform.machine()}, {os.cpu_count()} cores)"
+
+
+def dse_process(argv: list[str], folder: Path) -> tuple[float, int, str]:
+    """Run `dse ARGV` as a fresh process: (wall seconds, its peak resident KB (-1: unknown), stdout).
+    A failing run stops the bench with its error."""
+    peak = folder / "peak.kb"
+    peak.unlink(missing_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-c", _MEASURED, str(peak), *argv], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.exit(f"dse {' '.join(argv)}: exit {p.returncode}: {p.stderr.strip()[-500:]}")
+    return wall, int(peak.read_text()) if peak.exists() else -1, p.stdout
+
+
+def bench_process(label: str, argv: list[str], rounds: int, folder: Path, targets: str) -> None:
+    """One untimed ``--json`` run (checks it, gives the simulated time), then `rounds` timed runs."""
+    _, _, out = dse_process([*argv, "--json"], folder)
+    res = json.loads(out)
+    walls, peaks = [], []
+    for _ in range(rounds):
+        wall, kb, _ = dse_process(argv, folder)
+        walls.append(wall)
+        peaks.append(kb)
+    mb = [k / 1024 for k in peaks]
+    memory = (
+        f"peak memory median {statistics.median(mb):.0f} MB, max {max(mb):.0f} MB"
+        if min(peaks) >= 0
+        else "peak memory unknown (no /proc/self/status)"
+    )
+    print(
+        f"{label}: {res['npus']:,} ranks, {len(res['classes'])} classes of alike ranks, "
+        f"{res['collectives']:,} collectives, {res['messages']:,} messages; simulated {res['time_ns'] / 1e6:.3f} ms"
+    )
+    print(
+        f"  whole `dse iterate` process: wall min {min(walls):.3f} s, median {statistics.median(walls):.3f} s; "
+        f"{memory} over {rounds} runs ({targets})"
+    )
+
+
+def ranks(a: argparse.Namespace) -> int:
+    """The per-rank traces (module docstring): the 64-rank STAGE trace if given, the 1,024-rank pipeline."""
+    print(machine())
+    work = Path(tempfile.mkdtemp(prefix="dse-bench-ranks-"))
+    try:
+        if a.stage_trace is None:
+            print(f"64-rank STAGE trace: skipped (no --stage-trace PREFIX). Make one with STAGE: {STAGE_HOWTO}")
+        else:
+            groups = a.stage_groups or f"{a.stage_trace}.json"
+            argv = ["iterate", a.stage_trace, "--topology", a.stage_network, "--system", a.stage_system]
+            argv += ["--comm-groups", groups] if Path(groups).is_file() else []
+            argv += ["--cost-model", "astra-sim"]
+            print(f"$ dse {shlex.join(argv)}")
+            bench_process(f"STAGE trace {a.stage_trace}", argv, a.rounds, work, "target under 1 s")
+        prefix = str(work / "pp")
+        made, _, _ = dse_process(["workload", "pipeline", prefix, *PIPELINE, "--force"], work)
+        print(f"$ dse workload pipeline {shlex.join([prefix, *PIPELINE])} --force   ({made:.2f} s, not timed below)")
+        argv = ["iterate", prefix, "--topology", a.pipeline_topology, "--cost-model", "astra-sim"]
+        print(f"$ dse {shlex.join(argv)}")
+        bench_process(
+            "1,024-rank pipeline (8 stages x 128 dp, 8 microbatches)", argv, a.rounds, work, "target under 5 s and 2 GB"
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workload", default=DEFAULT)
@@ -105,7 +235,15 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--artifact-runs", action="store_true")
     ap.add_argument("--chakra", nargs="?", const=str(PYTORCH_TRACE), default=None, metavar="TRACE")
+    ap.add_argument("--ranks", action="store_true", help="per-rank traces as whole dse iterate processes")
+    ap.add_argument("--stage-trace", default=None, metavar="PREFIX", help="a 64-rank STAGE trace (PREFIX.<r>.et)")
+    ap.add_argument("--stage-network", default=str(STAGE_NETWORK), metavar="NET.yml")
+    ap.add_argument("--stage-system", default=str(STAGE_SYSTEM), metavar="SYS.json")
+    ap.add_argument("--stage-groups", default=None, metavar="G.json", help="default PREFIX.json when present")
+    ap.add_argument("--pipeline-topology", default=PIPELINE_TOPOLOGY, metavar="NET.yml|notation")
     a = ap.parse_args()
+    if a.ranks:
+        return ranks(a)
     if a.chakra is not None:
         return chakra(a)
     assert set(ARTIFACT) <= set(bundled_workloads())

@@ -9,10 +9,11 @@ kind of fault: cases tried, cases handled as promised, and the promise. Exits 1 
     .venv/bin/python scripts/fault_campaign.py --scale 0.2
     .venv/bin/python scripts/fault_campaign.py --only "crafted Chakra traces"
 
-The second campaign's classes (special files, short writes and full disks, crafted traces, many
-dimensions, the dashboard's HTTP API, concurrent studies, process caps, network storage faults,
-mutated engine calls) come from the ``CAMPAIGN`` tables of the `dse.testing.faults_*` modules: each
-names its promise, its default number of cases and a function that runs one seeded case.
+The second campaign's classes (special files, short writes and full disks, crafted traces, damaged
+per-rank trace sets, many dimensions, the dashboard's HTTP API, concurrent studies, process caps,
+network storage faults, mutated engine calls) come from the ``CAMPAIGN`` tables of the
+`dse.testing.faults_*` modules: each names its promise, its default number of cases and a function
+that runs one seeded case.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dse.testing import faults, interrupts  # noqa: E402
 
 #: The modules whose ``CAMPAIGN`` tables add fault classes (`dse.testing.faults_*`).
-CAMPAIGN_MODULES = ("files", "traces", "dims", "dashboard", "studies", "engine")
+CAMPAIGN_MODULES = ("files", "traces", "ranks", "dims", "dashboard", "studies", "engine")
 
 PROMISES = {
     "malformed commands": "exit 0, or one `dse: error:` line and exit 2; no traceback",

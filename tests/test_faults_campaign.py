@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-MODULES = ("files", "traces", "dims", "dashboard", "studies", "engine")
+MODULES = ("files", "traces", "ranks", "dims", "dashboard", "studies", "engine")
 #: Examples per class: the slow classes (whole studies in subprocesses) get fewer.
 EXAMPLES = {"concurrent studies of one name": 1, "short writes and full disks": 2, "mutated engine calls": 25}
 
@@ -42,7 +42,7 @@ def test_every_campaign_module_is_covered():
 
     script = runpy.run_path(str(Path(__file__).parents[1] / "scripts" / "fault_campaign.py"), run_name="x")
     assert tuple(script["CAMPAIGN_MODULES"]) == MODULES
-    assert len({kind for kind, _ in CLASSES}) == len(CLASSES) == 10
+    assert len({kind for kind, _ in CLASSES}) == len(CLASSES) == 11
 
 
 @pytest.mark.parametrize("kind, case", CLASSES, ids=[k for k, _ in CLASSES])

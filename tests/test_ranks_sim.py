@@ -123,7 +123,10 @@ def test_pipeline_by_hand(stages: int) -> None:
     assert out.compute[:stages] == [fwd] * stages
 
 
-def test_a_collective_starts_when_its_last_member_issues_it() -> None:
+def test_a_collective_issued_apart_follows_each_members_steps() -> None:
+    """Under astra-sim (ASTRA-sim's step-by-step replay), members of a ring all-reduce issued 1 us
+    apart each end at their own issue plus the time alone: every member waits on its neighbour's
+    steps, and the 24 ring steps of its 4 chunks bring each member's own lag back round to it."""
     costs = _costs("Ring(4, 50, 500)", {"g": (0, 1, 2, 3)})
     alone = costs.collective_ns(Node(COMM, "ar", collective="all_reduce", size=1 << 20), (0, 1, 2, 3), "g")
     graphs = []
@@ -134,8 +137,21 @@ def test_a_collective_starts_when_its_last_member_issues_it() -> None:
         )
         graphs.append(ClassProgram((r,), g, ((),), (("g",),)))
     out = simulate(Program("t", tuple(graphs), (0, 1, 2, 3)), costs, ASTRA2_RULES)
-    assert out.finish == [4000.0 + alone] * 4
+    assert out.finish == [1000.0 * (r + 1) + alone for r in range(4)]
     assert out.collectives == 1
+
+
+def test_under_paper_a_collective_starts_when_its_last_member_issues_it() -> None:
+    topo = parse_topology("Ring(4, 50, 500)")
+    costs = RankCosts(topo, get_cost_model("paper"), get_scheduler("baseline"), "fifo", 4, 1, {"g": (0, 1, 2, 3)})
+    alone = costs.collective_ns(Node(COMM, "ar", collective="all_reduce", size=1 << 20), (0, 1, 2, 3), "g")
+    graphs = []
+    for r in range(4):
+        c = Node(COMPUTE, "c", duration=1000.0 * (r + 1))
+        g = _chain(c, Node(COMM, "ar", collective="all_reduce", size=1 << 20, group="g"))
+        graphs.append(ClassProgram((r,), g, ((),), (("g",),)))
+    out = simulate(Program("t", tuple(graphs), (0, 1, 2, 3)), costs, ASTRA2_RULES)
+    assert out.finish == [4000.0 + alone] * 4
 
 
 def test_an_unmatched_receive_is_refused_naming_rank_and_node() -> None:

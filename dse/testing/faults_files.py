@@ -5,18 +5,20 @@ hang the caller: every run has a timeout) in an empty folder, and returns the pr
 - **special files as outputs** (`special_case`): a FIFO, a character device (``/dev/null``'s, made
   with mknod), a socket, a directory, a symlink to a FIFO, a symlink loop, a symlink to a file or to a
   missing file, placed where a command's output goes (a figure, a converted workload, a trace, a
-  sweep CSV, a file of a report's or a reproduction's folder, or the folder itself). Promise: the
+  sweep CSV, a file of a report's or a reproduction's folder, the folder itself, or any file of the
+  per-rank trace `dse workload pipeline` writes: a rank file or its groups file). Promise: the
   special ones are refused in one line, exit 2, nothing in the folder changed; a symlink to a file
   (missing or not) is followed: exit 0, the link still a link, its target holding exactly what the
   command writes to a plain file, nothing else changed, no temporary file left.
 - **short writes and full disks** (`short_write_case`): a sweep's repair, a sweep's appends, a study
-  report, a reproduction (``--quick``), a figure, a converted workload and a trace written under
-  ``RLIMIT_FSIZE`` = N bytes (Python ignores SIGXFSZ, so writes come back short, then EFBIG), or on
-  a small tmpfs filled to a random level when the campaign may mount one. Promise: exit 0 with the
-  complete output, or exit 1 with one line and every previous file byte for byte as it was (a
-  file written whole is its old or its new content, a sweep CSV its old rows and whole new ones,
-  no half row); no temporary file left; then the same command without the limit gives the
-  uninterrupted output, nothing lost or doubled.
+  report, a reproduction (``--quick``), a figure, a converted workload, an exported trace and a
+  pipeline's per-rank trace (four rank files and a groups file) written under ``RLIMIT_FSIZE`` = N
+  bytes (Python ignores SIGXFSZ, so writes come back short, then EFBIG), or on a small tmpfs filled
+  to a random level when the campaign may mount one. Promise: exit 0 with the complete output, or
+  exit 1 with one line and every previous file byte for byte as it was (a file written whole is its
+  old or its new content, a sweep CSV its old rows and whole new ones, no half row); no temporary
+  file left; then the same command without the limit gives the uninterrupted output, nothing lost
+  or doubled.
 
 References (what each command writes to plain files) are computed once per process in a temporary
 folder removed at exit.
@@ -58,6 +60,12 @@ COMMANDS: dict[str, tuple[list[str], str, int]] = {
     "plot timeline": (["plot", "timeline", "r.json", "--out", "{out}"], "o.png", 3),
     "workload convert": (["workload", "convert", "in.txt", "-o", "{out}", "--force"], "o.toml", 4),
     "workload export": (["workload", "export", "in.txt", "-o", "{prefix}", "--npus", "1", "--force"], "o.0.et", 4),
+    "workload pipeline": (
+        ["workload", "pipeline", "{prefix}", "--stages", "2", "--dp", "2", "--microbatches", "2"]
+        + ["--groups", "--force"],
+        "o.0.et",
+        4,
+    ),
     "sweep": (["sweep", "in.toml", "--out", "{out}"], "o.csv", 4),
     "study report": (["study", "report", STUDY_NAME, "--storage", "s.journal", "--out", "{out}"], "rep/", 4),
     "reproduce --quick": (["reproduce", "themis", "--quick", "--out", "{out}"], "rq/", 2),
@@ -177,8 +185,22 @@ def reference(name: str) -> dict[str, bytes]:
         code, _, err = run_dse(argv_for(name, out), d)
         assert code == 0, (name, err)
         p = d / out
-        _cache[key] = {f.name: f.read_bytes() for f in p.iterdir()} if out.endswith("/") else {out: p.read_bytes()}
+        if out.endswith("/"):
+            _cache[key] = {f.name: f.read_bytes() for f in p.iterdir()}
+        elif out.endswith(".0.et"):  # a trace's every file: PREFIX.<rank>.et, and PREFIX.json for groups
+            _cache[key] = {f.name: f.read_bytes() for f in d.iterdir() if f.name.startswith(out[: -len("0.et")])}
+        else:
+            _cache[key] = {out: p.read_bytes()}
     return _cache[key]  # type: ignore[return-value]
+
+
+def outputs_of(name: str) -> list[str]:
+    """Where command `name` writes, relative to its folder: its file, its folder's files, or every
+    file of a trace (each rank file, a groups file)."""
+    out = COMMANDS[name][1]
+    if out.endswith("/"):
+        return [f"{out}{f}" for f in reference(name)]
+    return sorted(reference(name)) if out.endswith(".0.et") else [out]
 
 
 # ----------------------------------------------------------------------------- special files
@@ -217,6 +239,8 @@ def _place(rng: random.Random, folder: Path, name: str) -> tuple[Path, tuple[str
     """Where the special entry goes for command `name`, and the kinds that may go there: a file
     output's own place; for a folder output, the folder's place (refusals only) or a file in it."""
     out = COMMANDS[name][1]
+    if out.endswith(".0.et"):  # one file of a trace's set: a rank file or the groups file
+        return folder / rng.choice(sorted(reference(name))), REFUSED + FOLLOWED
     if not out.endswith("/"):
         return folder / out, REFUSED + (FOLLOWED if name != "optimal --plot" else ())  # a 5 s solve: refusals
     if name == "reproduce --quick" or rng.random() < 0.3:  # a reproduction runs 4 s: refusals only
@@ -251,10 +275,14 @@ def special_case(rng: random.Random, folder: Path) -> list[str]:
         if not target.is_file() or target.read_bytes() != ref[place.name]:
             problems.append("the link's target is not the whole output")
         written = {str(target.relative_to(folder))}
-        if out.endswith("/"):
-            written |= {f"{out}{f}" for f in ref}
-            others = [f for f in ref if f != place.name]
-            problems += [f"{f} differs" for f in others if (folder / out / f).read_bytes() != ref[f]]
+        if out.endswith("/") or out.endswith(".0.et"):
+            written |= set(outputs_of(name))
+            others = [f for f in outputs_of(name) if f != str(place.relative_to(folder))]
+            problems += [
+                f"{f} differs"
+                for f in others
+                if not (folder / f).is_file() or (folder / f).read_bytes() != ref[Path(f).name]
+            ]
         problems += [f"changed {c}" for c in changes(before, after, written)[:3]]
     problems += [f"left {t}" for t in temps(folder)]
     return [f"{name}, {kind} at {place.relative_to(folder)}: {p}" for p in problems]
@@ -270,6 +298,7 @@ SHORT: dict[str, tuple[str, int]] = {
     "evaluate --plot": ("evaluate --plot", 2),
     "workload convert": ("workload convert", 2),
     "workload export": ("workload export", 2),
+    "workload pipeline": ("workload pipeline", 2),
 }
 
 

@@ -21,9 +21,11 @@ and leave the folder as it was (a trace export that succeeds may add its own fil
   a socket, a 100 GB sparse file, a symlink loop or an empty file, given as one input of one command
   (`INPUTS`: a workload of ``dse iterate`` and ``dse workload convert|export``, a trace, a trace's
   rank 1, a placement file in TOML or YAML, a sweep file, a study file, a study's space file, the
-  journal ``dse study report`` reads, a sweep CSV or a timeline JSON to plot). Promise: one line
-  and exit 2, nothing changed; exit 0 only for an empty file a command may accept, and for a huge
-  rank 1 beside a good rank 0 (`dse.training.chakra_ranks`: it differs, unread, and a note says so).
+  journal ``dse study report`` reads, a sweep CSV or a timeline JSON to plot, the network YAML of
+  ``dse workload pipeline -t`` or ``dse iterate -t``, the ``--system`` or ``--comm-groups`` JSON of
+  ``dse iterate``). Promise: one line and exit 2, nothing changed; exit 0 only for an empty file a
+  command may accept, and for a huge rank 1 beside a good rank 0 (`dse.training.chakra_ranks`: it
+  differs, unread, and a note says so).
 """
 
 from __future__ import annotations
@@ -320,6 +322,14 @@ INPUTS: dict[str, tuple[str, list[str], tuple[str, ...]]] = {
     "study report journal": ("r.journal", ["study", "report", "fz", "--storage", "{in}", "--out", "rep"], ()),
     "plot sweep csv": ("in.csv", ["plot", "sweep", "{in}", "--x", "chunks", "--y", "time_ns", "--out", "o.png"], ()),
     "plot timeline json": ("r.json", ["plot", "timeline", "{in}", "--out", "o.png"], ()),
+    "pipeline network yaml": (
+        "n.yml",
+        ["workload", "pipeline", "o", "--stages", "4", "--dp", "2", "--microbatches", "2", "-t", "{in}"],
+        (),
+    ),
+    "iterate network yaml": ("n.yml", ["iterate", "g.0.et", "-t", "{in}", "--cost-model", "astra-sim"], ("g.0.et",)),
+    "iterate system json": ("sys.json", ["iterate", "g.0.et", "-t", T4, "--system", "{in}"], ("g.0.et",)),
+    "iterate comm groups json": ("cg.json", ["iterate", "g.0.et", "-t", T4, "--comm-groups", "{in}"], ("g.0.et",)),
 }
 _GOOD = {
     "g.0.et": lambda: TRACES[-1].read_bytes(),

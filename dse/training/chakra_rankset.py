@@ -58,7 +58,7 @@ from dse.core.limits import check_work
 from dse.training import chakra_schema as cs
 from dse.training.chakra_frames import GZIP_MAGIC, Budget, frames, gunzip
 from dse.training.chakra_nodes import NodeConverter, check_peer, process_groups, rank_values, skeleton, verify_skeleton
-from dse.training.chakra_read import RANK_FILE, Parsed, _build, _message, positions
+from dse.training.chakra_read import RANK_FILE, Parsed, _build, _message, positions, rank_numbers
 from dse.training.workload_graph import COMM, RECV, SEND, Graph, Node
 
 #: work steps (`check_work`) per node of a rank file that is parsed, and per rank file
@@ -105,24 +105,33 @@ def _split(spec: str | Path) -> tuple[str, str, Path | None]:
     file, when `spec` is a file not named like a rank file."""
     s = str(spec)
     m = RANK_FILE.match(os.path.basename(s))
-    if m and os.path.lexists(s):
-        return os.path.join(os.path.dirname(s), m.group("prefix")), ".et" + (m.group("gz") or ""), None
+    if m:
+        prefix = os.path.join(os.path.dirname(s), m.group("prefix"))
+        if os.path.lexists(s) or rank_numbers(prefix):  # a missing rank file among others: named later
+            return prefix, ".et" + (m.group("gz") or ""), None
     for suffix in (".et", ".et.gz"):
         if os.path.lexists(f"{s}.0{suffix}"):
             return s, suffix, None
     if os.path.lexists(s) and not os.path.isdir(s):
         return s, "", Path(s)
+    others = rank_numbers(s)  # rank 0's file missing, others there: rank_files names it
+    if others:
+        return s, others[min(others)], None
     raise InputError("workload", f"no such Chakra trace {s!r}", "a PREFIX.N.et file or its PREFIX")
 
 
 def is_rank_set(spec: str | Path) -> bool:
-    """Does `spec` name per-rank traces: ``PREFIX.0.et`` and ``PREFIX.1.et`` both exist (``.et.gz``
-    alike)? False for anything else, a missing file included."""
+    """Does `spec` name per-rank traces: a ``PREFIX.<rank>.et`` file (``.et.gz`` alike) of a rank other
+    than 0 exists, or rank 0's is missing while another's exists? False for anything else (a lone
+    ``PREFIX.0.et``, a missing trace)."""
     try:
-        prefix, suffix, lone = _split(spec)
+        prefix, _suffix, lone = _split(spec)
     except InputError:
         return False
-    return lone is None and all(os.path.lexists(f"{prefix}.{r}{suffix}") for r in (0, 1))
+    if lone is not None:
+        return False
+    ranks = rank_numbers(prefix)
+    return bool(ranks) and set(ranks) != {0}
 
 
 def rank_files(spec: str | Path, npus: int) -> tuple[str, list[Path]]:

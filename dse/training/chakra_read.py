@@ -95,9 +95,30 @@ class ChakraTrace:
 
 
 def is_trace_path(spec: str | Path) -> bool:
-    """Does `spec` name a Chakra trace: a ``.et`` file, or a prefix with a ``.0.et`` file?"""
+    """Does `spec` name a Chakra trace: a ``.et`` file, or a prefix with a ``PREFIX.<rank>.et`` file
+    (rank 0's or any other's: a set missing rank 0 is still a trace, whose missing file is named)?"""
     s = str(spec)
-    return s.endswith(".et") or s.endswith(".et.gz") or (not os.path.lexists(s) and os.path.lexists(s + ".0.et"))
+    if s.endswith(".et") or s.endswith(".et.gz"):
+        return True
+    return not os.path.lexists(s) and (os.path.lexists(s + ".0.et") or bool(rank_numbers(s)))
+
+
+def rank_numbers(prefix: str) -> dict[int, str]:
+    """The ranks of the files ``PREFIX.<rank>.et`` (or ``.et.gz``) beside `prefix`, each with its suffix."""
+    folder, base = os.path.split(prefix)
+    if not base:
+        return {}
+    pattern = re.compile(re.escape(base) + r"\.(0|[1-9][0-9]*)(\.et(?:\.gz)?)$")
+    out: dict[int, str] = {}
+    try:
+        with os.scandir(folder or ".") as it:
+            for entry in it:
+                m = pattern.match(entry.name)
+                if m:
+                    out.setdefault(int(m.group(1)), m.group(2))
+    except OSError:
+        return {}
+    return out
 
 
 def load_trace(spec: str | Path) -> ChakraTrace:

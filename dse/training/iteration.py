@@ -166,6 +166,8 @@ def iterate(
     The work limit (`dse.core.limits.check_work`) is checked before the graph is built, from the
     collectives every pass of a layer workload runs (a lower bound), then exactly on the graph."""
     wl = load_workload(workload)
+    if isinstance(wl, ChakraTrace):
+        _check_single_rank(wl)
     topo = parse_topology(topology)
     model = get_cost_model(cost_model)
     q = parse_queue(queue)
@@ -204,6 +206,21 @@ def iterate(
         logical_topology=logical.notation() if logical is not topo else "",
         notes=wl.notes if isinstance(wl, ChakraTrace) else (),
     )
+
+
+def _check_single_rank(trace: ChakraTrace) -> None:
+    """A single-rank trace's nodes must all run on one representative NPU: sends, receives, memory
+    nodes, group collectives and compute without a duration run per rank (`dse.training.ranks_run`)."""
+    from dse.training.chakra_read import needs_ranks
+
+    if needs_ranks(trace):
+        raise InputError(
+            "workload",
+            f"{trace.path} has sends, receives, memory nodes, communicator groups or compute without a "
+            "duration, which run per rank",
+            f"one file per NPU ({trace.name}.0.et, {trace.name}.1.et, ...), or --system / --peak-tflops and "
+            "--mem-bw to run this file as every rank's",
+        )
 
 
 def _check_least_work(wl: Workload, planner: Planner, q: str, ideal: bool, iterations: int) -> None:

@@ -2,10 +2,13 @@
 
 `RankCosts` answers the simulator's questions, each answer cached by what it depends on:
 
-- A collective on whole dimensions (``involved_dim``, all NPUs, or a group that is all NPUs) takes
-  what the same collective takes alone on dse's engine (`dse.training.iteration_engine.Engine` on a
-  one-node graph): the chunks, the scheduler, the queue and the cost model exactly as for a
-  single-rank trace. Alone, because ASTRA-sim 2.x runs one collective at a time per NPU.
+- A collective on whole dimensions (``involved_dim``, all NPUs, or a group that is all NPUs) whose
+  members issue it together takes what the same collective takes alone on dse's engine
+  (`dse.training.iteration_engine.Engine` on a one-node graph): the chunks, the scheduler, the
+  queue and the cost model exactly as for a single-rank trace. Alone, because ASTRA-sim 2.x runs
+  one collective at a time per NPU. Issued apart, under ``astra-sim``, ASTRA-sim's step-by-step
+  replay (`dse.training.ranks_apart`) says when each member ends; under the other models (and
+  where the replay cannot run, `_apart_ends`) it starts when its last member issues it.
 - A collective on a communicator group that is a strict subset of the NPUs: under ``astra-sim``,
   ASTRA-sim 2.x's rule (`dse.costs.p2p.group_collective_ns`: a logical ring of the members); under
   ``paper`` and ``astra-sim-1`` the group is mapped to the dimensions, or parts of a dimension, it
@@ -63,6 +66,8 @@ class RankCosts:
         self._dims: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._server_free: dict[int, float] = {}
         self._parts: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+        self._apart: dict[tuple, tuple[float, ...]] = {}
+        self.notes: list[str] = []
         self.npus = self.topology.npus
 
     # ----- who takes part -------------------------------------------------------------------------
@@ -144,6 +149,10 @@ class RankCosts:
         rel = tuple(s - first for s in starts)
         astra_group = bool(group) and len(members) < self.npus and self.model.name == "astra-sim"
         if not astra_group:
+            if self.model.name == "astra-sim" and len(members) > 1 and max(rel) > 0:
+                apart = self._apart_ends(node, members, rel)
+                if apart is not None:
+                    return [first + e for e in apart]
             key: tuple = (node.collective, node.size, members if group else node.scope)
             alone = self._alone.get(key)
             if alone is None:
@@ -160,6 +169,42 @@ class RankCosts:
                 )
             )
         return [first + e for e in hit]
+
+    def _apart_ends(self, node: Node, members: tuple[int, ...], rel: tuple[float, ...]) -> tuple[float, ...] | None:
+        """ASTRA-sim 2.x's step-by-step replay of a collective whose members issue apart
+        (`dse.training.ranks_apart`), relative to the first issue. Where the replay would stall
+        (ASTRA-sim never finishes such a run): refused under baseline + FIFO, where the reference
+        runs confirm it; under Themis or smallest-first (no reference run), or beyond the work
+        limit, None (dse's own rule then runs) with a note."""
+        from dse.training.ranks_apart import NeverFinishes, apart_ends
+
+        key = (node.collective, node.size, node.scope, members, rel)
+        hit = self._apart.get(key)
+        if hit is None:
+            try:
+                hit = self._apart[key] = tuple(apart_ends(self, node, members, rel))
+            except NeverFinishes:
+                if self.scheduler.name == "baseline" and self.queue == "fifo":
+                    raise
+                self._note(
+                    "ASTRA-sim's step-by-step rule stalls on a collective whose members issue apart "
+                    f"under {self.scheduler.name} / {self.queue} (no reference run confirms it): "
+                    "dse starts it when its last member issues it"
+                )
+                return None
+            except InputError as e:
+                if e.field != "work":
+                    raise
+                self._note(
+                    "a collective whose members issue apart would take more steps to replay than the "
+                    "work limit allows: dse starts it when its last member issues it"
+                )
+                return None
+        return hit
+
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
 
     def _shared_ns(self, node: Node, members: tuple[int, ...], group: str) -> float:
         """A collective alone, all members together: on its scope's dims, or its group's (`group_scope`)."""

@@ -89,11 +89,18 @@ def iterate_ranks(
         tuple(ranks.class_of),
     )
     out = simulate(program, costs, RULES.get(model.workload_rules, ASTRA2_RULES), spans=spans, classes=by_class)
-    return _result(ranks, topo, model.name, (sched.name, q, run["chunks"]), program, out, warnings)
+    return _result(ranks, topo, model.name, (sched.name, q, run["chunks"]), program, out, warnings, costs.notes)
 
 
 def _result(
-    ranks: Any, topo: Topology, model: str, how: tuple[str, str, int], program: Program, out: Any, notes: list[str]
+    ranks: Any,
+    topo: Topology,
+    model: str,
+    how: tuple[str, str, int],
+    program: Program,
+    out: Any,
+    notes: list[str],
+    costs_notes: list[str],
 ) -> RanksResult:
     """The result of a run: per rank, per class, the run's totals; the workload named by its prefix."""
     workload_name = program.name.removesuffix(".0.et").removesuffix(".et")
@@ -125,7 +132,7 @@ def _result(
         messages=out.messages,
         collectives=out.collectives,
         spans=tuple(sorted(out.spans, key=_span_key)),
-        notes=tuple(ranks.notes) + tuple(notes) + _how_run(program, out),
+        notes=tuple(ranks.notes) + tuple(notes) + tuple(costs_notes) + _how_run(program, out),
     )
 
 

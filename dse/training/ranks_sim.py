@@ -19,10 +19,10 @@ event loop over all ranks; what a rank does follows ASTRA-sim 2.x's workload lay
   other member; when the last member has issued it, `RankCosts.collective_ends` says when each
   member finishes (members that issued earlier hold their slot meanwhile): a communicator group's
   ring under ``astra-sim`` follows every member's own steps from its own issue time; any other
-  collective starts when its last member issues it and takes its time alone. Where all members
-  issue together, as in lock-step data or tensor parallelism, both are the collective's time
-  alone; where members of a collective on whole dimensions issue apart, ASTRA-sim's per-step
-  messages let the early members finish a little sooner than dse says.
+  collective on whole dimensions issued together takes its time alone; issued apart, under
+  ``astra-sim``, ASTRA-sim's step-by-step replay (`dse.training.ranks_apart`) gives each member's
+  end (a replay that never finishes, as ASTRA-sim's would not, is refused in one line naming the
+  rank and node); under the other models it starts when its last member issues it.
 - Compute: its duration or the roofline's (`RankCosts.compute_ns`), at least `min_ns`; memory
   nodes `RankCosts.memory_ns`; marks end when they are ready.
 
@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from dse.core.errors import InputError
 from dse.core.limits import check_work
+from dse.training.ranks_apart import NeverFinishes
 from dse.training.ranks_classes import Compression, compress
 from dse.training.ranks_costs import RankCosts
 from dse.training.ranks_result import Span
@@ -334,7 +335,10 @@ class Simulator:
         starts = [0.0] * len(members)
         for m, j in waiting:
             starts[where[m]] = self.start[m][j]
-        ends = self.costs.collective_ends(node, members, group, starts)
+        try:
+            ends = self.costs.collective_ends(node, members, group, starts)
+        except NeverFinishes as e:
+            raise InputError(self.p.name, f"rank {r}: {self.node_label(r, i)}: {e.problem}", e.allowed) from None
         for m, j in waiting:
             self.push(max(t, ends[where[m]]), _END_COMM, m, j, NET)
         self._collective_spans(node, members, waiting, t, ends)

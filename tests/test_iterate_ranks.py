@@ -64,7 +64,8 @@ def test_stage_trace_matches_astra_sim_per_rank(lm: str, capsys: pytest.CaptureF
     assert d["finish_ns_by_rank"] == [finish[0]] * 4 + [finish[1]] * 4
     assert d["exposed_ns_by_rank"] == [exposed[0]] * 4 + [exposed[1]] * 4
     assert [f - e for f, e in zip(d["finish_ns_by_rank"], d["exposed_ns_by_rank"])] == d["compute_ns_by_rank"]
-    assert d["time_ns"] == max(finish) and d["npus"] == 8
+    assert d["time_ns"] == d["total_ns"] == max(finish) and d["npus"] == 8 and d["iterations"] == 1
+    assert d["exposed_comm_ns"] == exposed[0] and d["compute_ns"] == finish[0] - exposed[0]  # the last rank's
     assert [c["ranks"] for c in d["classes"]] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert "spans" not in d
 

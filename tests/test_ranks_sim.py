@@ -14,7 +14,7 @@ from dse.costs import get_cost_model
 from dse.schedulers import get_scheduler
 from dse.training.ranks_costs import RankCosts
 from dse.training.ranks_sim import ClassProgram, Program, simulate
-from dse.training.workload_graph import ASTRA2_RULES, COMM, COMPUTE, RECV, SEND, Graph, Node
+from dse.training.workload_graph import ASTRA2_RULES, COMM, COMPUTE, MEM, RECV, SEND, Graph, Node
 
 RING8 = "Ring(8, 50, 500)"
 BETA = 50 * 2**30 / 1e9  # ASTRA-sim's GB/s in bytes per ns
@@ -206,3 +206,68 @@ def test_random_matched_dags_finish_and_respect_bounds(rng, npus: int, steps: in
     out = simulate(prog, _costs(f"Ring({npus}, 50, 500)"), ASTRA2_RULES)
     for r in range(npus):
         assert out.finish[r] >= floor[r] - 1e-9
+    assert max(out.finish) >= _longest_path(prog, npus) - 1e-9
+
+
+def _longest_path(prog: Program, npus: int) -> float:
+    """The longest path through every rank's graph: a compute node takes its time (at least 1 ns), a
+    send its message's, and a receive ends no sooner than its send (tags are unique per message)."""
+    info = []
+    send_of: dict[tuple, tuple[int, int]] = {}
+    for r in range(npus):
+        c = prog.classes[r]
+        preds: dict[int, list[int]] = {}
+        for a, b, _ in c.graph.edges:
+            preds.setdefault(b, []).append(a)
+        p2p = [i for i, n in enumerate(c.graph.nodes) if n.kind in (SEND, RECV)]
+        peer = dict(zip(p2p, c.peers[0]))
+        info.append((c.graph.nodes, preds, peer))
+        for i in p2p:
+            n = c.graph.nodes[i]
+            if n.kind == SEND:
+                send_of[(r, peer[i], n.tag)] = (r, i)
+    ends: dict[tuple[int, int], float] = {}
+    grew = True
+    while grew:  # relax until nothing grows (acyclic with the messages: each pass settles more)
+        grew = False
+        for r, (nodes, preds, peer) in enumerate(info):
+            for i, n in enumerate(nodes):
+                t = max((ends.get((r, a), 0.0) for a in preds.get(i, ())), default=0.0)
+                if n.kind == COMPUTE:
+                    t += max(n.duration, 1.0)
+                elif n.kind == SEND:
+                    t += _t(n.size, min((peer[i] - r) % npus, (r - peer[i]) % npus))
+                elif n.kind == RECV:
+                    t = max(t, ends.get(send_of[(peer[i], r, n.tag)], 0.0))
+                if t > ends.get((r, i), -1.0):
+                    ends[(r, i)] = t
+                    grew = True
+    return max(ends.values(), default=0.0)
+
+
+def test_a_memory_node_holds_the_communication_slot() -> None:
+    """A local-memory load of S bytes takes floor(S / M x 1e9) ns on the communication slot: a send
+    ready with it waits for it (node order)."""
+    from dse.core.remote_memory import LocalMemory
+
+    costs = _costs()
+    costs.memory = LocalMemory(900e9)
+    g = Graph()
+    g.add(Node(MEM, "load", size=9 << 20, mem="load"))
+    g.add(Node(SEND, "s", size=1024, tag=0))
+    r1 = _chain(Node(RECV, "r", size=1024, tag=0))
+    out = simulate(_program([(g, (1,)), (r1, (0,))]), costs, ASTRA2_RULES)
+    load = math.floor((9 << 20) / 900e9 * 1e9)
+    assert out.finish[0] == out.finish[1] == load + _t(1024)
+
+
+def test_a_per_node_memory_serves_one_request_at_a_time() -> None:
+    """PER_NODE_MEMORY_EXPANSION, 2 NPUs a node: ranks 0 and 1 share one server, rank 2 has its own."""
+    from dse.core.remote_memory import PER_NODE, RemoteMemory
+
+    costs = _costs()
+    costs.memory = RemoteMemory("m.json", PER_NODE, latency_ns=500, bandwidth=50, num_nodes=4, npus_per_node=2)
+    graphs = [(_chain(Node(MEM, "load", size=1 << 20, mem="load")), ()) for _ in range(3)]
+    out = simulate(_program(graphs), costs, ASTRA2_RULES, classes=False)
+    one = 500 + (1 << 20) // 50
+    assert sorted(out.finish[:3]) == [one, one, 2 * one]

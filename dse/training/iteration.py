@@ -165,9 +165,7 @@ def iterate(
 
     The work limit (`dse.core.limits.check_work`) is checked before the graph is built, from the
     collectives every pass of a layer workload runs (a lower bound), then exactly on the graph."""
-    wl = load_workload(workload)
-    if isinstance(wl, ChakraTrace):
-        _check_single_rank(wl)
+    wl = _check_single_rank(load_workload(workload))
     topo = parse_topology(topology)
     model = get_cost_model(cost_model)
     q = parse_queue(queue)
@@ -208,12 +206,12 @@ def iterate(
     )
 
 
-def _check_single_rank(trace: ChakraTrace) -> None:
-    """A single-rank trace's nodes must all run on one representative NPU: sends, receives, memory
+def _check_single_rank(trace: Workload | ChakraTrace) -> Workload | ChakraTrace:
+    """The workload, if it can run on one representative NPU: a trace's sends, receives, memory
     nodes, group collectives and compute without a duration run per rank (`dse.training.ranks_run`)."""
     from dse.training.chakra_read import needs_ranks
 
-    if needs_ranks(trace):
+    if isinstance(trace, ChakraTrace) and needs_ranks(trace):
         raise InputError(
             "workload",
             f"{trace.path} has sends, receives, memory nodes, communicator groups or compute without a "
@@ -221,6 +219,7 @@ def _check_single_rank(trace: ChakraTrace) -> None:
             f"one file per NPU ({trace.name}.0.et, {trace.name}.1.et, ...), or --system / --peak-tflops and "
             "--mem-bw to run this file as every rank's",
         )
+    return trace
 
 
 def _check_least_work(wl: Workload, planner: Planner, q: str, ideal: bool, iterations: int) -> None:

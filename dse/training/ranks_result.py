@@ -64,8 +64,19 @@ class RanksResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def as_dict(self, *, spans: bool = False) -> dict[str, Any]:
-        """The JSON form: every field, lists for tuples; `spans` only when asked for."""
+        """The JSON form: every field, lists for tuples; `spans` only when asked for. Besides, the
+        fields a single-rank `IterationResult` has that a per-rank run defines: ``iterations`` (1),
+        ``total_ns`` (= `time_ns`), ``compute_ns`` and ``exposed_comm_ns`` of the rank that finishes
+        last (the lowest such rank), ``collective_count``."""
         d = asdict(self)
+        last = self.finish_ns_by_rank.index(self.time_ns) if self.finish_ns_by_rank else 0
+        d |= {
+            "iterations": 1,
+            "total_ns": self.time_ns,
+            "compute_ns": self.compute_ns_by_rank[last] if self.compute_ns_by_rank else 0.0,
+            "exposed_comm_ns": self.exposed_ns_by_rank[last] if self.exposed_ns_by_rank else 0.0,
+            "collective_count": self.collectives,
+        }
         for k, v in list(d.items()):
             if isinstance(v, tuple):
                 d[k] = list(v)

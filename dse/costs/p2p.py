@@ -61,6 +61,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, COLLECTIVES, REDUCE_SCATTER
 from dse.core.errors import InputError
@@ -159,31 +160,13 @@ def group_chunks(collective: str, size: int, splits: int, npus: int) -> tuple[in
 
 
 def group_collective_ns(
-    model: CostModel,
-    topology: Topology,
-    collective: str,
-    size: int,
-    members: Sequence[int],
-    *,
-    splits: int,
-    local_mem_bytes_per_s: float | None = None,
-    active_chunks: int = 1,
+    model: CostModel, topology: Topology, collective: str, size: int, members: Sequence[int], **kw: Any
 ) -> float:
     """ns from the moment every member issues a `collective` of `size` bytes per NPU (ASTRA-sim's
     convention: all-gather's is the input shard) on the group `members` (a strict subset of the
     NPUs, in the group file's order) until the last member has finished, under `astra-sim` (module
-    docstring). `local_mem_bytes_per_s`: the reduction cost's bandwidth, by default the model's."""
-    ends = group_collective_ends_ns(
-        model,
-        topology,
-        collective,
-        size,
-        members,
-        splits=splits,
-        local_mem_bytes_per_s=local_mem_bytes_per_s,
-        active_chunks=active_chunks,
-    )
-    return max(ends)
+    docstring). `kw`: `group_collective_ends_ns`'s keywords but `starts` (``splits`` required)."""
+    return max(group_collective_ends_ns(model, topology, collective, size, members, **kw))
 
 
 def group_collective_ends_ns(

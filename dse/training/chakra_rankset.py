@@ -50,15 +50,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from google.protobuf.message import DecodeError
-
 from dse.core.errors import InputError
 from dse.core.files import read_bytes
 from dse.core.limits import check_work
 from dse.training import chakra_schema as cs
 from dse.training.chakra_frames import GZIP_MAGIC, Budget, frames, gunzip
 from dse.training.chakra_nodes import NodeConverter, check_peer, process_groups, rank_values, skeleton, verify_skeleton
-from dse.training.chakra_read import RANK_FILE, Parsed, _build, _message, positions, rank_numbers
+from dse.training.chakra_read import RANK_FILE, Parsed, _build, _message, node_namer, positions, rank_numbers
 from dse.training.workload_graph import COMM, RECV, SEND, Graph, Node
 
 #: work steps (`check_work`) per node of a rank file that is parsed, and per rank file
@@ -271,14 +269,7 @@ class _Reader:
         """The entries of a file's nodes in file order, the per-rank values of those that share a
         skeleton with an earlier message (by position), whether it is PyTorch's, its metadata."""
         view = memoryview(data)
-
-        def node_id(a: int, b: int) -> str:
-            try:
-                return f"node {cs.ChakraNode.FromString(view[a:b]).id}"
-            except DecodeError:
-                return "a damaged node"
-
-        starts, ends = frames(data, where, node_id)
+        starts, ends = frames(data, where, node_namer(view))
         self.nodes += len(starts) - 1
         self.parsed += 1
         check_work(self.nodes * READ_STEPS_PER_NODE, f"reading {self.nodes:,} nodes in {self.parsed:,} rank files")

@@ -55,6 +55,7 @@ from __future__ import annotations
 import os
 import re
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,11 +170,8 @@ class Parsed:
     dropped: int = 0
 
 
-def parse(data: Buffer, path: str, content: Any = None, rank: int | None = None) -> Parsed:
-    """Parse a trace's bytes (module docstring). `content(msg, id)`, if given, replaces the conversion
-    to a graph node (the rank comparison keeps a digest), and control dependencies are all kept.
-    `rank`: the rank whose file it is, against which sends and receives are checked (if given)."""
-    view = memoryview(data)
+def node_namer(view: memoryview) -> Callable[[int, int], str]:
+    """What an error calls the node message at ``view[a:b]``: ``node ID``, or a damaged node."""
 
     def node_id(a: int, b: int) -> str:
         try:
@@ -181,7 +179,15 @@ def parse(data: Buffer, path: str, content: Any = None, rank: int | None = None)
         except DecodeError:
             return "a damaged node"
 
-    starts, ends = frames(data, path, node_id)
+    return node_id
+
+
+def parse(data: Buffer, path: str, content: Any = None, rank: int | None = None) -> Parsed:
+    """Parse a trace's bytes (module docstring). `content(msg, id)`, if given, replaces the conversion
+    to a graph node (the rank comparison keeps a digest), and control dependencies are all kept.
+    `rank`: the rank whose file it is, against which sends and receives are checked (if given)."""
+    view = memoryview(data)
+    starts, ends = frames(data, path, node_namer(view))
     budget = Budget(path)
     meta = _message(cs.GlobalMetadata, view[starts[0] : ends[0]], f"{path}: the global metadata")
     budget.take(0, len(meta.attr))

@@ -236,40 +236,16 @@ def _dims(value: Sequence[int] | str | None, stages: int, dp: int) -> tuple[int,
     return dims
 
 
-def write_pipeline_traces(
-    folder: str | Path,
-    name: str,
-    *,
-    stages: object,
-    dp: object,
-    microbatches: object,
-    schedule: str = "gpipe",
-    fwd_us: object,
-    bwd_us: object,
-    activation_bytes: int | float | str,
-    grad_bytes: int | float | str,
-    topology_dims: Sequence[int] | str | None = None,
-    groups: bool = False,
-    force: bool = False,
-) -> PipelineReport:
+def write_pipeline_traces(folder: str | Path, name: str, *, force: bool = False, **spec: Any) -> PipelineReport:
     """Write ``FOLDER/NAME.<rank>.et`` for every rank of the pipeline (module docstring), and
     ``FOLDER/NAME.json`` when the all-reduce uses communicator groups. The folder must exist; an
-    existing file is replaced only with `force`; bad input writes nothing."""
+    existing file is replaced only with `force`; bad input writes nothing. `spec`: `parse_pipeline`'s
+    keywords (stages, dp, microbatches, schedule, fwd_us, bwd_us, activation_bytes, grad_bytes,
+    topology_dims, groups)."""
     if not name or "/" in name or name in (".", ".."):
         raise InputError("name", repr(name), "a file name without /: the files are NAME.<rank>.et")
     check_prefix(Path(folder) / name)  # before any work: not *.et, the folder exists, no special file at .0.et
-    p = parse_pipeline(
-        stages=stages,
-        dp=dp,
-        microbatches=microbatches,
-        schedule=schedule,
-        fwd_us=fwd_us,
-        bwd_us=bwd_us,
-        activation_bytes=activation_bytes,
-        grad_bytes=grad_bytes,
-        topology_dims=topology_dims,
-        groups=groups,
-    )
+    p = parse_pipeline(**spec)
     prefix = Path(folder) / name
     gfile = Path(f"{prefix}.json") if p.groups and p.dp > 1 else None
     if gfile is not None:

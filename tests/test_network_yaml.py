@@ -105,3 +105,18 @@ def test_a_missing_file_or_a_fifo_is_one_line(tmp_path, run_cli):
     os.mkfifo(tmp_path / "f.yml")
     code, _, err = run_cli("evaluate", str(tmp_path / "f.yml"), "--size", "1MB")
     assert code == 2 and err.count("\n") == 1 and "is a FIFO" in err
+
+
+def test_a_sweep_file_reads_its_network_file_beside_it(tmp_path, monkeypatch):
+    """A relative network file in a sweep is read from the sweep file's folder, from any working
+    folder; the points name it by its path from there."""
+    from dse.explore.sweepfile import load_sweep
+
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "net.yml").write_text(NETWORKS[0].read_text())
+    (tmp_path / "cfg" / "s.toml").write_text('[sweep]\ntopology = ["net.yml"]\nsize = "1MB"\n')
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    sweep = load_sweep("../cfg/s.toml")
+    assert {p.topology for p in sweep.points} == {os.path.join("..", "cfg", "net.yml")}
+    assert parse_topology(sweep.points[0].topology) == parse_topology(str(NETWORKS[0]))

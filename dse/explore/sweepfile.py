@@ -21,6 +21,7 @@ pairs (``"themis+scf"`` or ``{scheduler = "themis", queue = "scf"}``) and exclud
 from __future__ import annotations
 
 import itertools
+import os
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from dse.core.collectives import parse_collective
 from dse.core.errors import InputError
 from dse.core.files import read_toml
 from dse.core.limits import MAX_SWEEP_POINTS
+from dse.core.network_yaml import is_network_file
 from dse.core.topology import Topology, parse_topology
 from dse.core.units import parse_int, parse_positive, parse_size
 from dse.costs import get_cost_model
@@ -141,8 +143,10 @@ _PARSERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def parse_sweep(table: dict[str, Any], source: str = "<sweep>") -> Sweep:
-    """Validate a `[sweep]` table and expand it into its points (see the module docstring)."""
+def parse_sweep(table: dict[str, Any], source: str = "<sweep>", base: Path | None = None) -> Sweep:
+    """Validate a `[sweep]` table and expand it into its points (see the module docstring). A
+    relative ASTRA-sim network file among the topologies is read from `base` (the sweep file's
+    folder), as a study space's ``network`` is."""
     unknown = [k for k in table if k not in PARAMS and k not in OPTIONS]
     if unknown:
         raise InputError(f"sweep.{unknown[0]}", "unknown key", ", ".join(PARAMS + OPTIONS))
@@ -159,6 +163,7 @@ def parse_sweep(table: dict[str, Any], source: str = "<sweep>") -> Sweep:
         pairs = _canonical("schedules", _values("schedules", table["schedules"]), _schedule_pair)
     else:
         pairs = list(itertools.product(lists["scheduler"], lists["queue"]))
+    lists["topology"] = list(dict.fromkeys(_beside(t, base) for t in lists["topology"]))
     topos: dict[str, Topology] = {}
     for t in lists["topology"]:
         if t not in topos:
@@ -226,6 +231,14 @@ def _check_run(
         raise InputError("sweep", f"{where}: {e}") from None
 
 
+def _beside(spec: str, base: Path | None) -> str:
+    """A relative network-file path, read from `base`: the path from the working folder to it (what
+    the points, and the CSV, then name); any other topology as it is."""
+    if base is None or not is_network_file(spec) or Path(spec).is_absolute():
+        return spec
+    return os.path.relpath(base / spec)
+
+
 def load_sweep(path: str | Path) -> Sweep:
     """Read and validate a sweep file; any problem is one `InputError` line naming the key."""
     doc = read_toml(path, "sweep file")
@@ -235,4 +248,4 @@ def load_sweep(path: str | Path) -> Sweep:
         raise InputError(extra[0], "unknown table or key at the top level of the sweep file", "[sweep]")
     if not isinstance(doc.get("sweep"), dict):
         raise InputError("sweep", f"{path.name} has no [sweep] table", "a [sweep] table of evaluate() parameters")
-    return parse_sweep(doc["sweep"], str(path))
+    return parse_sweep(doc["sweep"], str(path), path.parent)

@@ -21,8 +21,8 @@ pairs (``"themis+scf"`` or ``{scheduler = "themis", queue = "scf"}``) and exclud
 from __future__ import annotations
 
 import itertools
-import os
 import math
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path

@@ -271,3 +271,13 @@ def test_a_per_node_memory_serves_one_request_at_a_time() -> None:
     out = simulate(_program(graphs), costs, ASTRA2_RULES, classes=False)
     one = 500 + (1 << 20) // 50
     assert sorted(out.finish[:3]) == [one, one, 2 * one]
+
+
+def test_members_issuing_different_collectives_are_refused_naming_both() -> None:
+    costs = _costs("Ring(2, 50, 500)", {"g": (0, 1)})
+    graphs = []
+    for r, size in enumerate((1 << 20, 1 << 21)):
+        g = _chain(Node(COMM, "ar", collective="all_reduce", size=size, group="g"))
+        graphs.append(ClassProgram((r,), g, ((),), (("g",),)))
+    with pytest.raises(InputError, match=r"rank 1: node 0 \('ar'\) runs all_reduce on 2,097,152 B where rank 0's"):
+        simulate(Program("t", tuple(graphs), (0, 1)), costs, ASTRA2_RULES)

@@ -358,8 +358,8 @@ class Simulator:
         if (other.collective, other.size) != (node.collective, node.size):
             raise InputError(
                 self.p.name,
-                f"rank {r}: {self.node_label(r, i)} is a {node.collective} of {node.size:,} B where rank "
-                f"{first[0]}'s {self.node_label(*first)} on the same group is a {other.collective} of {other.size:,} B",
+                f"rank {r}: {self.node_label(r, i)} runs {node.collective} on {node.size:,} B where rank "
+                f"{first[0]}'s {self.node_label(*first)} on the same group runs {other.collective} on {other.size:,} B",
                 "the same collective, in the same order, on every member of a group",
             )
 

@@ -243,12 +243,30 @@ def serve(
     warn: Callable[[str], None] = lambda line: None,
 ) -> None:
     """Serve the dashboard until Ctrl-C: once it listens, `warn` gets each line of `risks` and
-    `announce` the study's page."""
+    `announce` the study's page. The server runs in its own thread and the main thread only waits,
+    so a Ctrl-C (which Python delivers to the main thread) never lands inside the server's accept
+    and thread start-up (where it could leave a connection slot freed twice, or a half-started
+    thread the interpreter then waits for); it stops the server, which closes."""
     server, page = dashboard_server(name, url, host, port, allow_writes=allow_writes)
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            server.serve_forever()
+        except BaseException as e:  # handed to the main thread, which raises it
+            failed.append(e)
+
+    thread = threading.Thread(target=run, name="dse-dashboard", daemon=True)
     try:
         for line in risks(name, host, allow_writes):
             warn(line)
         announce(page)
-        server.serve_forever()
+        thread.start()
+        while thread.is_alive():
+            thread.join(0.25)
+        if failed:
+            raise failed[0]
     finally:
+        if thread.is_alive():
+            server.shutdown()
         server.server_close()

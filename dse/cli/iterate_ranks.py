@@ -146,24 +146,14 @@ def _summary(res) -> str:  # noqa: ANN001 - a RanksResult
 
 def _classes(res) -> str:  # noqa: ANN001 - a RanksResult
     from dse.core.units import format_time
+    from dse.output.perfetto import rank_ranges
     from dse.output.report import format_table
 
+    def runs(ranks: tuple[int, ...]) -> str:  # every run of consecutive ranks, none left out
+        return rank_ranges(ranks, most=len(ranks))
+
     body = [
-        (c.index, _ranges(c.ranks), format_time(c.finish_ns), format_time(c.compute_ns), format_time(c.exposed_ns))
+        (c.index, runs(c.ranks), format_time(c.finish_ns), format_time(c.compute_ns), format_time(c.exposed_ns))
         for c in res.classes
     ]
     return format_table(("class", "ranks", "finish", "compute", "exposed comm."), body, align="rlrrr")
-
-
-def _ranges(ranks) -> str:  # noqa: ANN001
-    """0-3,8,10-11: ranks as compact ranges."""
-    out: list[str] = []
-    start = prev = None
-    for r in list(ranks) + [None]:
-        if start is not None and r == prev + 1:  # type: ignore[operator]
-            prev = r
-            continue
-        if start is not None:
-            out.append(str(start) if start == prev else f"{start}-{prev}")
-        start = prev = r
-    return ",".join(out)

@@ -57,12 +57,13 @@ def cmd_plot_sweep(args: argparse.Namespace) -> int:
 def cmd_plot_timeline(args: argparse.Namespace) -> int:
     """Draw the timeline of a `dse evaluate` or `dse iterate` JSON result: a per-rank one (spans of
     rank classes) as a panel per class, saying what the figure leaves out; any other as before."""
-    from dse.output.ranks_timeline import plot_ranks_file
-    from dse.output.timeline_plot import plot_timeline_file
+    from dse.output.ranks_timeline import plot_ranks_result
+    from dse.output.timeline_plot import plot_timeline_result, read_result
 
-    data = plot_ranks_file(args.result, args.out)
+    d = read_result(args.result, args.out)  # read once, drawn one way or the other
+    data = plot_ranks_result(d, args.result, args.out)
     if data is None:
-        plot_timeline_file(args.result, args.out)
+        plot_timeline_result(d, args.result, args.out)
     else:
         for note in data.notes:
             print(f"note: {note}")

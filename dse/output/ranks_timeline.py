@@ -22,14 +22,12 @@ The choices made where the issue is silent:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dse.core.errors import InputError
-from dse.core.files import read_text
 from dse.core.topology import Topology
 from dse.core.units import format_time
 from dse.output.perfetto import (
@@ -45,8 +43,7 @@ from dse.output.perfetto import (
     ranks_view,
     result_topology,
 )
-from dse.output.plots import figure_path
-from dse.output.timeline_plot import Bar, Lane, TimelinePlotData, _rows, draw_timelines
+from dse.output.timeline_plot import Bar, Lane, TimelinePlotData, _rows, draw_timelines, read_result
 
 MAX_CLASSES = 8
 MAX_SPANS = 50_000
@@ -177,12 +174,11 @@ def plot_ranks_file(path: str | Path, out: str | Path) -> RanksPlotData | None:
     """Draw a per-rank ``dse iterate --json --timeline`` file to `out` and return what was drawn;
     None (nothing drawn) when the file is valid JSON but not a per-rank result (`is_ranks_result`),
     for the caller to draw another way. Bad input is one `InputError`, before anything is written."""
-    figure_path(out)  # a bad output name is refused before anything is read
-    text = read_text(path, "RESULT.json")
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(str(path), f"not valid JSON: {e}", "a JSON object written by dse ... --json") from None
+    return plot_ranks_result(read_result(path, out), path, out)
+
+
+def plot_ranks_result(d: Any, path: str | Path, out: str | Path) -> RanksPlotData | None:
+    """`plot_ranks_file` on the JSON `d` already read from `path` (`dse.output.timeline_plot.read_result`)."""
     if not isinstance(d, Mapping) or not is_ranks_result(d):
         return None
     data = ranks_plot_data(d, str(path))

@@ -296,15 +296,25 @@ def draw_timelines(panels: Sequence[TimelinePlotData], out: str | Path, *, capti
     return out
 
 
+def read_result(path: str | Path, out: str | Path) -> Any:
+    """The JSON a ``dse ... --json --timeline`` file holds, `out` (the figure's name) checked first,
+    so that a bad output name is refused before anything is read; bad JSON is one `InputError`."""
+    figure_path(out)
+    text = read_text(path, "RESULT.json")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(str(path), f"not valid JSON: {e}", _NEEDS) from None
+
+
 def plot_timeline_file(path: str | Path, out: str | Path) -> Path:
     """Draw the timeline of a `dse evaluate --json --timeline` file (`json_timeline_data`), or of a
     `dse iterate --json --timeline` file (`dse.output.iteration_timeline`), with `draw_timelines`."""
-    figure_path(out)  # a bad output name is refused before anything is read
-    text = read_text(path, "RESULT.json")
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(str(path), f"not valid JSON: {e}", _NEEDS) from None
+    return plot_timeline_result(read_result(path, out), path, out)
+
+
+def plot_timeline_result(d: Any, path: str | Path, out: str | Path) -> Path:
+    """`plot_timeline_file` on the JSON `d` already read from `path`."""
     if isinstance(d, Mapping) and "nodes" in d and "timeline" not in d:  # dse iterate --json --timeline
         from dse.output.iteration_timeline import iteration_plot_data
 

@@ -123,16 +123,10 @@ class RankCosts:
         key = tuple(members)
         hit = self._dims.get(key)
         if hit is None:
-            shape = self.topology.shape
-            seen: set[int] = set()
-            first = members[0]
-            for m in members[1:]:
-                a, b = first, m
-                for d, p in enumerate(shape):
-                    if a % p != b % p:
-                        seen.add(d)
-                    a //= p
-                    b //= p
+            from dse.costs.p2p import coords
+
+            first = coords(self.topology, members[0])
+            seen = {d for m in members[1:] for d, c in enumerate(coords(self.topology, m)) if c != first[d]}
             hit = self._dims[key] = tuple(sorted(seen))
         return hit
 
@@ -236,12 +230,10 @@ class RankCosts:
 
     def message_dim(self, src: int, dst: int) -> int:
         """The lowest dimension where the coordinates of `src` and `dst` differ (-1: none)."""
-        for d, p in enumerate(self.topology.shape):
-            if src % p != dst % p:
-                return d
-            src //= p
-            dst //= p
-        return -1
+        from dse.costs.p2p import coords
+
+        a, b = coords(self.topology, src), coords(self.topology, dst)
+        return next((d for d, (x, y) in enumerate(zip(a, b)) if x != y), -1)
 
     def compute_ns(self, node: Node) -> float:
         """A compute node's time: the roofline's for a GPU node when the system enables it (whatever

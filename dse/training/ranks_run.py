@@ -25,7 +25,7 @@ from typing import Any
 
 from dse.core.errors import InputError
 from dse.core.topology import Topology, parse_topology
-from dse.core.units import parse_int
+from dse.core.units import parse_int, parse_positive
 from dse.costs import CostModel, get_cost_model
 from dse.schedulers import get_scheduler, parse_queue
 from dse.training.iteration_engine import RULES
@@ -196,17 +196,10 @@ def _roofline(cfg: Any, peak_tflops: float | None, mem_gbps: float | None) -> Ro
         return None
     if peak_tflops is None or mem_gbps is None:
         raise InputError("--peak-tflops", "given without --mem-bw (or the reverse)", "both, or neither")
-    return Roofline(_positive(peak_tflops, "--peak-tflops") * 1e12, _positive(mem_gbps, "--mem-bw") * 1e9)
-
-
-def _positive(value: Any, field: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = float("nan")
-    if not (0 < x < 1e9):
-        raise InputError(field, f"{value!r} is not a positive number", "a number above 0 and below 10^9")
-    return x
+    return Roofline(
+        parse_positive(peak_tflops, "--peak-tflops", maximum=1e9) * 1e12,
+        parse_positive(mem_gbps, "--mem-bw", maximum=1e9) * 1e9,
+    )
 
 
 def _memory(path: str | Path | None, cfg: Any, mem_gbps: float | None, topo: Topology) -> Any:
@@ -216,7 +209,11 @@ def _memory(path: str | Path | None, cfg: Any, mem_gbps: float | None, topo: Top
     remote = rm.load_remote_memory(path) if path is not None else None
     if remote is not None:
         remote.check_npus(topo.npus)
-    local = cfg if cfg is not None else (None if mem_gbps is None else _positive(mem_gbps, "--mem-bw") * 1e9)
+    local = (
+        cfg
+        if cfg is not None
+        else (None if mem_gbps is None else parse_positive(mem_gbps, "--mem-bw", maximum=1e9) * 1e9)
+    )
     return rm.choose_memory(remote, local)
 
 

@@ -78,7 +78,12 @@ def test_the_issues_attack_on_the_command_changes_nothing(kind, tmp_path, run_cl
         answers = _attack(port, ids[names[0]][0], ids[names[1]][0], ids[names[0]][1][-1])
     finally:
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
+        try:
+            out, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # the server this test started must not outlive it
+            p.kill()
+            p.communicate()
+            raise
     assert answers == [403] * 6 and p.returncode == 0 and err == ""
     assert path.read_bytes() == before
     code, out, err = run_cli("study", "list", "--storage", url, "--json")

@@ -453,7 +453,12 @@ def _serve_and_stop(args: list[str]) -> tuple[str, str, int]:
         line = p.stdout.readline()
     finally:
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
+        try:
+            out, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # the server this test started must not outlive it
+            p.kill()
+            p.communicate()
+            raise
     return line + out, err, p.returncode
 
 

@@ -8,8 +8,8 @@ from setuptools import Extension, setup
 
 ENGINE = Extension(
     "dse.sim._engine",
-    ["dse/sim/_engine.c", "dse/sim/_graph.c", "dse/sim/_heaps.c", "dse/sim/_queues.c", "dse/sim/_engine_mod.c", "dse/sim/_batch.c", "dse/sim/_kernels.c", "dse/sim/_flow.c", "dse/sim/_validate.c"],
-    depends=["dse/sim/_engine.h", "dse/sim/_ranked.h", "dse/sim/_batch.h"],
+    ["dse/sim/_engine.c", "dse/sim/_events.c", "dse/sim/_convert.c", "dse/sim/_graph.c", "dse/sim/_heaps.c", "dse/sim/_queues.c", "dse/sim/_engine_mod.c", "dse/sim/_batch.c", "dse/sim/_shape.c", "dse/sim/_derive.c", "dse/sim/_trackers.c", "dse/sim/_kernels.c", "dse/sim/_flow.c", "dse/sim/_flow_setup.c", "dse/sim/_validate.c"],
+    depends=["dse/sim/_engine.h", "dse/sim/_ranked.h", "dse/sim/_batch.h", "dse/sim/_trackers.h"],
     optional=True,
     extra_compile_args=["-O2"],
 )

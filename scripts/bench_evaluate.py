@@ -2,19 +2,20 @@
 """Benchmark: evaluations per second of `dse.evaluate` (Themis+SCF all-reduce of 1 GB, 4D-Ring_FC_Ring_SW),
 per cost model and chunk count, against the floor of an event loop compiled in the same run.
 
-Run: .venv/bin/python scripts/bench_evaluate.py [--seconds S] [--repeat R] [--chunks 64,256,1024,4096] [--python]
+Run: .venv/bin/python scripts/bench_evaluate.py [--seconds S] [--repeat R] [--chunks 64,256,1024,4096] [--no-python]
 
 Each row: the min and median evaluations/s of R (default 5) timed runs of at least S seconds each,
 on one core (this process), and the time per chunk. Engines:
-- `same`: the same point again and again (its shape table and phase costs cached, as in a loop over
-  schedulers or queues);
-- `new bw`: each evaluation on new bandwidths (the shape table cached, the costs not: a sweep or a
-  study over bandwidth splits);
-- `python`: the pure-Python reference engine (`--python`).
+- `same`: the same point again and again (a loop over schedulers or queues);
+- `new bw`: each evaluation on new bandwidths, of 997 splits cycled (a sweep or a study over
+  bandwidth splits);
+- `fresh`: each evaluation at a size never seen before and new bandwidths (a sweep over sizes);
+- `python`: `fresh` through the pure-Python path: the schedulers, the cost model's own phases and the
+  reference event heap (dse.sim.engine_ref), as `DSE_ENGINE=python` runs them.
 `floor`: scripts/minimal_loop.c, compiled here with `cc -O2`, on the same chunks' phases and the
 same events (a release and an arrival per phase where latency is overlapped), with FIFO queues and
 nothing else; `x floor` = one `evaluate` / one minimal loop, both timed in this run (median over
-median).
+median); `x python` = evaluations/s over the `python` row's (medians, this run).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import dataclasses
+import itertools
 import os
 import platform
 import random
@@ -102,7 +104,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--chunks", default="64,256,1024,4096")
-    ap.add_argument("--python", action="store_true", help="also time the pure-Python reference engine")
+    ap.add_argument("--no-python", action="store_true", help="leave out the pure-Python row (and x python)")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {int(os.environ.get("DSE_BENCH_CORE", sorted(os.sched_getaffinity(0))[0]))})
@@ -112,7 +114,10 @@ def main() -> None:
         f"dse {dse.__version__}, Python {platform.python_version()}, {platform.machine()}, one core; "
         f"C engine: {'yes' if engine_mod.c_engine_built() else 'no'}; {args.repeat} runs of >= {args.seconds:g} s"
     )
-    print(f"{'cost model':<12} {'chunks':>6} {'engine':>7} {'min/s':>9} {'median/s':>9} {'us/chunk':>8} {'x floor':>7}")
+    print(
+        f"{'cost model':<12} {'chunks':>6} {'engine':>7} {'min/s':>9} {'median/s':>9} {'us/chunk':>8} "
+        f"{'x floor':>7} {'x python':>8}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         fn = compile_floor(tmp)
         for model in dse.COST_MODELS:
@@ -126,36 +131,48 @@ def main() -> None:
                         floor_med = statistics.median(fr)
                         print(
                             f"{model:<12} {chunks:>6} {'floor':>7} {min(fr):>9.0f} {floor_med:>9.0f} "
-                            f"{1e6 / floor_med / chunks:>8.3f} {'1.0':>7}"
+                            f"{1e6 / floor_med / chunks:>8.3f} {'1.0':>7} {'-':>8}"
                         )
-                pool = variants(topo, 997)
-                it = iter(range(1 << 62))
-                engines = ["same", "new bw"] + (["python"] if args.python else [])
-                for engine in engines:
-                    if engine == "same":
-
-                        def one(topo=topo, chunks=chunks, model=model) -> None:
-                            dse.evaluate(topo, size="1GB", chunks=chunks, cost_model=model)
-                    elif engine == "new bw":
-
-                        def one(pool=pool, it=it, chunks=chunks, model=model) -> None:
-                            dse.evaluate(pool[next(it) % len(pool)], size="1GB", chunks=chunks, cost_model=model)
-                    else:
-
-                        def one(topo=topo, chunks=chunks, model=model) -> None:
-                            dse.evaluate(topo, size="1GB", chunks=chunks, cost_model=model)
-
-                    old = engine_mod.DEFAULT
-                    engine_mod.DEFAULT = "python" if engine == "python" else old
-                    try:
-                        rs = rates(one, args.seconds, args.repeat)
-                    finally:
-                        engine_mod.DEFAULT = old
+                engines = ["same", "new bw", "fresh"] + ([] if args.no_python else ["python"])
+                got = {e: timed_engine(e, topo, model, chunks, args) for e in engines}
+                py = statistics.median(got["python"]) if "python" in got else None
+                for engine, rs in got.items():
                     med = statistics.median(rs)
                     ratio = f"{floor_med / med:.1f}" if floor_med else "-"
+                    xpy = f"{med / py:.1f}" if py else "-"
                     print(
-                        f"{model:<12} {chunks:>6} {engine:>7} {min(rs):>9.0f} {med:>9.0f} {1e6 / med / chunks:>8.3f} {ratio:>7}"
+                        f"{model:<12} {chunks:>6} {engine:>7} {min(rs):>9.0f} {med:>9.0f} {1e6 / med / chunks:>8.3f} "
+                        f"{ratio:>7} {xpy:>8}"
                     )
+
+
+#: sizes never seen before: each `fresh` call takes the next
+_SIZES = itertools.count(10**9, 4096)
+
+
+def timed_engine(engine: str, topo: Topology, model: str, chunks: int, args: argparse.Namespace) -> list[float]:
+    """`rates` of one engine row (module docstring)."""
+    pool = variants(topo, 997)
+    it = iter(range(1 << 62))
+    if engine == "same":
+
+        def one() -> None:
+            dse.evaluate(topo, size="1GB", chunks=chunks, cost_model=model)
+    elif engine == "new bw":
+
+        def one() -> None:
+            dse.evaluate(pool[next(it) % len(pool)], size="1GB", chunks=chunks, cost_model=model)
+    else:
+
+        def one() -> None:
+            dse.evaluate(pool[next(it) % len(pool)], size=next(_SIZES), chunks=chunks, cost_model=model)
+
+    old = engine_mod.DEFAULT
+    engine_mod.DEFAULT = "python" if engine == "python" else old
+    try:
+        return rates(one, args.seconds, args.repeat)
+    finally:
+        engine_mod.DEFAULT = old
 
 
 if __name__ == "__main__":

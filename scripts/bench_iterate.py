@@ -17,8 +17,8 @@ pass; and 3 passes, baseline and Themis SCF, of the four Fig. 12 workloads) in t
 
 `--chakra [TRACE]` times a Chakra trace, by default the real PyTorch trace beside the repository
 (``../shared/workloads/chakra/chakra-tests/pytorch_trace.0.et``: 3,664 nodes, 5 all-reduces):
-reading it (`load_trace`) and running it (`iterate` on the loaded trace), per round; target under
-0.3 s to run on one core.
+reading it (`load_trace`) and running it (`iterate` on the loaded trace), per round, each timed on
+its own; target under 0.3 s to read and run on one core.
 
 `--ranks` times per-rank traces, each as a whole `dse iterate ... --cost-model astra-sim` process
 started afresh per round (interpreter start and imports included, as a user waits for it): wall
@@ -97,10 +97,12 @@ PYTORCH_TRACE = (
 
 
 def chakra(a: argparse.Namespace) -> int:
-    """Read and run one Chakra trace per round; min and median of each."""
+    """Read and run one Chakra trace per round; min and median of each. A round holds nothing of the
+    one before: its trace and result are freed before the clock starts."""
     reads, runs = [], []
     res = tr = None
     for _ in range(a.rounds):
+        res = tr = None
         t0 = time.perf_counter()
         tr = load_trace(a.chakra)
         t1 = time.perf_counter()

@@ -1,7 +1,8 @@
-"""The compiled evaluation (dse.sim.tables, dse/sim/_batch.c) and `evaluate_many` against the Python path.
+"""The compiled path (dse.sim.compiled, dse/sim/_batch.c) and `evaluate_many` against the Python path.
 
-`evaluate` runs a shape table in C when it can (Themis' trackers and the `paper`, `astra-sim` and
-`astra-sim-1` phase costs compiled, dse/sim/_kernels.c, the C engine); with the reference engine forced
+`evaluate` runs a point on the compiled path when it can (its shape's chunks, phases and Themis'
+trackers made in C for the point's size and chunks, the `paper`, `astra-sim` and `astra-sim-1` phase
+costs compiled, dse/sim/_kernels.c, the C engine); with the reference engine forced
 (`dse.sim.engine.DEFAULT = "python"`) it runs the schedulers, the cost models' own methods and
 `dse.sim.engine_ref` in Python. The two must agree to the bit on every field of the `Result`;
 `evaluate_many` must equal `evaluate`.
@@ -20,7 +21,8 @@ import dse
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology, parse_topology
 from dse.sim import engine as engine_mod
-from dse.sim.batch import evaluate_many, prepare, table_for
+from dse.sim.batch import evaluate_many, prepare
+from dse.sim.compiled import CACHE, FIELD_NAMES, KIND_CODES, compilable
 
 needs_c = pytest.mark.skipif(not engine_mod.c_engine_built(), reason="the C engine is not built")
 KINDS = ("ring", "fc", "switch")
@@ -78,11 +80,11 @@ def test_compiled_evaluate_equals_the_python_path(point: tuple[Topology, dict]) 
         return  # a configuration both paths refuse (checked below)
     finally:
         mp.undo()
-    twice = evaluate_many([topo, topo], **kw)  # two points of one shape: its table, in C
+    twice = evaluate_many([topo, topo], **kw)  # two points of one shape, in C
     assert twice._results == [None, None]  # neither went through `evaluate`
     assert twice.result(1) == want
     dse.evaluate(topo, **kw)
-    assert dse.evaluate(topo, **kw) == want  # a shape seen before: its table
+    assert dse.evaluate(topo, **kw) == want  # a call seen before
 
 
 @needs_c
@@ -181,12 +183,16 @@ def astra1_points(draw: st.DrawFn) -> tuple[list[Topology], dict]:
     return topos, kw
 
 
-def kernel_costs(table: object, topo: Topology) -> tuple:
-    """One point's (busy, delay, ties, greedy bandwidths) from the table's C kernel."""
-    rows = (array("d", [d.bandwidth for d in topo.dims]), array("d", [d.latency for d in topo.dims]))
+KINDS_BY_CODE = {v: k for k, v in KIND_CODES.items()}
+
+
+def kernel_costs(p: object) -> tuple:
+    """One point's combos and their (busy, delay, ties, greedy bandwidths) from its shape's C kernel."""
+    spec = p.spec  # type: ignore[attr-defined]
+    topo = spec.topology
+    bw, lat = array("d", [d.bandwidth for d in topo.dims]), array("d", [d.latency for d in topo.dims])
     eng = engine_mod._engine
-    busy, delay, ties, _, gbw = eng.batch_costs(table.packed(), rows)  # type: ignore[union-attr,attr-defined]
-    return busy, delay, ties, gbw
+    return eng.batch_costs(CACHE.shape(p).capsule, spec.size, spec.chunks, bw, lat)  # type: ignore[union-attr]
 
 
 @needs_c
@@ -202,13 +208,13 @@ def test_astra_sim1_kernel_equals_the_cost_model(point: tuple[list[Topology], di
         return
     model = prepared[0].spec.cost_model
     for p in prepared:
-        table = table_for(p)
-        assert table is not None and table.kernel == "astra-sim-1"
-        busy, delay, ties, gbw = kernel_costs(table, p.spec.topology)
-        want_busy, want_delay, want_ties, _ = table._point_costs(p.spec.topology)
-        assert busy == want_busy.tolist() and delay == want_delay.tolist() == [0.0] * len(busy)
-        assert want_ties is not None and ties == want_ties.tolist()
-        assert gbw == [model.greedy_bandwidth(d) for d in p.spec.topology.dims]
+        assert compilable(p)
+        combos, busy, delay, ties, gbw = kernel_costs(p)
+        dims = p.spec.topology.dims
+        for k, (d, kind, c) in enumerate(combos):
+            ph, _ = model._make_phase(dims[d], d, KINDS_BY_CODE[kind], c, p.spec.latency_mode)
+            assert (busy[k], delay[k], tuple(ties[3 * k : 3 * k + 3])) == (ph.busy, ph.delay, ph.tie)
+        assert gbw == [model.greedy_bandwidth(d) for d in dims]
 
 
 @needs_c
@@ -234,17 +240,15 @@ def test_astra_sim1_evaluate_many_equals_the_python_path(point: tuple[list[Topol
 
 @needs_c
 def test_astra_sim1_beyond_the_kernel_integers_runs_in_python(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Times the kernel cannot hold exactly (2^61 ns and more) are refused by it, and such points,
-    with the rest of their batch, get the model's own costs; byte counts that large (an all-gather
-    grows its chunk by every dim's size) leave the shape without a kernel. Both equal `evaluate`."""
+    """Times the kernel cannot hold exactly (2^61 ns and more) are refused by it, and so are byte
+    counts beyond exact doubles (an all-gather grows its chunk by every dim's size): such points run
+    in Python, the rest of their batch compiled. All equal the Python path."""
     fast = Topology((Dim("ring", 4, 100.0, 10.0, links=2), Dim("switch", 8, 50.0, 5.5, links=1, router_latency=3.0)))
     slow = Topology((dataclasses.replace(fast.dims[0], bandwidth=1e-8), fast.dims[1]))
     kw = dict(cost_model="astra-sim-1", size="1TB", chunks=2)
-    table = table_for(prepare(dict(kw, topology=fast)))
-    assert table is not None and table.kernel == "astra-sim-1"
-    kernel_costs(table, fast)
+    kernel_costs(prepare(dict(kw, topology=fast)))
     with pytest.raises(OverflowError):
-        kernel_costs(table, slow)
+        kernel_costs(prepare(dict(kw, topology=slow)))
     want = [python_evaluate(monkeypatch, t, **kw) for t in (fast, slow, fast)]
     assert max(want[1].dim_busy_ns) >= 2**61
     assert evaluate_many([fast, slow, fast], **kw).results() == want
@@ -252,24 +256,24 @@ def test_astra_sim1_beyond_the_kernel_integers_runs_in_python(monkeypatch: pytes
     assert evaluate_many(bandwidths=rows, topology=fast, **kw).results() == want
     huge = "Switch(1048576,100,1,links=1)_Switch(1048576,100,1,links=1)"
     for model in ("astra-sim", "astra-sim-1"):
-        kw = dict(cost_model=model, collective="all_gather", size=2**53, chunks=1)
-        table = table_for(prepare(dict(kw, topology=huge)))
-        assert table is not None and table.kernel is None
+        kw = dict(cost_model=model, collective="all_gather", size=2**40, chunks=1)
+        with pytest.raises(OverflowError):
+            kernel_costs(prepare(dict(kw, topology=huge)))
         want = [python_evaluate(monkeypatch, huge, **kw)] * 2
         assert evaluate_many([huge, huge], **kw).results() == want
+        assert dse.evaluate(huge, **kw) == want[0]
 
 
 def test_results_are_built_only_when_asked() -> None:
-    """Points sharing a shape run on its table, their `Result`s built when asked; a shape with one
-    point (a table costs more than one evaluation) goes through `evaluate`."""
+    """Points of the compiled path get their `Result`s when asked, each one shape or many."""
     two = [parse_topology("3D-FC_Ring_SW"), parse_topology("3D-FC_Ring_SW").with_latency(5)]
     res = evaluate_many(["2D-SW_SW", *two], size="64MB", chunks=8)
     built = [r is not None for r in res._results]
-    assert res.time_ns[1] > 0 and (not engine_mod.c_engine_built() or built == [True, False, False])
+    assert res.time_ns[1] > 0 and (not engine_mod.c_engine_built() or built == [False, False, False])
     assert res.result(2) == dse.evaluate(two[1], size="64MB", chunks=8)
 
 
-def test_points_the_tables_cannot_run_go_through_evaluate() -> None:
+def test_points_the_compiled_path_cannot_run_go_through_evaluate() -> None:
     """lp_guided chooses orders from the costs; more than five dims; a congestion-unaware model with
     several active chunks (its busy time needs the timeline): each equals `evaluate`."""
     six = "Ring(2,100,10)_Ring(2,90,10)_Ring(2,80,10)_Ring(2,70,10)_Ring(2,60,10)_Ring(2,50,10)"
@@ -352,3 +356,97 @@ def test_repeated_arguments_are_checked_and_labelled_each_time(monkeypatch: pyte
     assert "work" in str(e.value).lower() or e.value.field == "DSE_MAX_WORK" or "steps" in str(e.value)
     with pytest.raises(InputError):
         dse.evaluate(named, size="1GB", chunks=True)  # type: ignore[arg-type]
+
+
+# ----- fresh points: any size and chunk count on a shape built once ----------------------------------
+@st.composite
+def fresh_points(draw: st.DrawFn) -> tuple[Topology, dict, list[tuple[int, int]]]:
+    """One shape and points of it at new sizes and chunk counts (sizes that leave a smaller last chunk
+    in the integer models, chunk counts above the first point's)."""
+    topo, kw = draw(points())
+    kw.pop("size")
+    kw.pop("chunks")
+    pairs = draw(
+        st.lists(
+            st.tuples(st.integers(1, 3 * 10**9) | st.sampled_from((1000, 4097, 2**30 + 3)), st.integers(1, 130)),
+            min_size=2,
+            max_size=6,
+        )
+    )
+    return topo, kw, [(max(s, c), c) for s, c in pairs]
+
+
+@needs_c
+@pytest.mark.filterwarnings("ignore:BW utilisation above 100")
+@settings(max_examples=150, deadline=None)
+@given(fresh_points())
+def test_fresh_sizes_and_chunks_equal_the_python_path(case: tuple[Topology, dict, list[tuple[int, int]]]) -> None:
+    """Points of one shape at sizes and chunk counts never seen, in one `evaluate_many` call and one
+    `evaluate` each, equal the pure-Python path to the bit."""
+    topo, kw, pairs = case
+    pts = [dict(kw, topology=topo, size=s, chunks=c) for s, c in pairs]
+    mp = pytest.MonkeyPatch()
+    try:
+        want = [python_evaluate(mp, topo, **dict(kw, size=s, chunks=c)) for s, c in pairs]
+    except InputError:
+        return
+    finally:
+        mp.undo()
+    CACHE.clear()
+    res = evaluate_many(pts)
+    if compilable(prepare(pts[0])):
+        assert res._results == [None] * len(pts)  # every point compiled, in one call
+    assert res.results() == want
+    assert [dse.evaluate(topo, **dict(kw, size=s, chunks=c)) for s, c in pairs] == want
+
+
+@needs_c
+def test_a_scheduler_s_orders_grow_with_the_chunks() -> None:
+    """A shape made at 2 chunks holds the orders of 6; a point of 100 chunks gets more (random's
+    seeded stream, round-robin's cycle), the same as the Python path."""
+    for sched in ("random", "round_robin", "baseline"):
+        kw = dict(size="64MB", scheduler=sched, seed=3, queue="fifo")
+        CACHE.clear()
+        small = dse.evaluate("3D-SW_SW_SW_hetero", chunks=2, **kw)
+        big = evaluate_many([dict(kw, topology="3D-SW_SW_SW_hetero", chunks=100)]).result(0)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(engine_mod, "DEFAULT", "python")
+            assert small == dse.evaluate("3D-SW_SW_SW_hetero", chunks=2, **kw)
+            assert big == dse.evaluate("3D-SW_SW_SW_hetero", chunks=100, **kw)
+        assert len(big.orders) == 100
+
+
+@needs_c
+def test_the_shape_is_given_by_field_name() -> None:
+    """The Python side gives exactly the fields the C side declares; a missing or unknown one is one
+    ValueError naming it."""
+    p = prepare(dict(topology="4D-Ring_FC_Ring_SW", size="1GB"))
+    fields = CACHE.shape(p).fields()
+    assert sorted(fields) == sorted(FIELD_NAMES) and len(FIELD_NAMES) == len(set(FIELD_NAMES))
+    eng = engine_mod._engine
+    for name in ("permcode", "nd"):
+        with pytest.raises(ValueError, match=name):
+            eng.batch_table({k: v for k, v in fields.items() if k != name})  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="colour"):
+        eng.batch_table(dict(fields, colour=1))  # type: ignore[union-attr]
+
+
+@needs_c
+def test_one_cache_and_one_clear() -> None:
+    """`CACHE` holds the shapes and `evaluate`'s calls; `clear()` empties both, and the next call gives
+    the same result."""
+    first = dse.evaluate("2D-SW_SW", size="1GB", chunks=8)
+    assert CACHE.shapes and CACHE.calls
+    CACHE.clear()
+    assert not CACHE.shapes and not CACHE.calls
+    assert dse.evaluate("2D-SW_SW", size="1GB", chunks=8) == first
+
+
+def test_metrics_equal_the_results() -> None:
+    """`BatchResult.metrics` gives each point's figures of merit as its `Result` has them."""
+    res = evaluate_many([dict(topology="3D-SW_SW_SW_hetero", size=10**8 + k * 999, chunks=4 + k) for k in range(6)])
+    for i in range(len(res)):
+        m = res.metrics(i)
+        r = res.result(i)
+        assert m == (r.bw_utilization, r.bw_utilization_uncapped, r.algbw_GBps, r.busbw_GBps)
+        assert res.metrics(i) == m  # from the Result, once built

@@ -1,11 +1,14 @@
 """The event engine: the C engine (dse/sim/_engine.c) equal to the Python reference (dse/sim/engine_ref.py)
-to the bit on random single collectives, processor sharing and workload graphs (hypothesis), the
-same refusals of bad input, and closed forms and invariants of the reference."""
+to the bit on random single collectives, processor sharing and workload graphs (hypothesis), each
+run in the loop the engine's rules pick (`EngineOutput.loop`, `expected_loop`), the same refusals of
+bad input, and closed forms and invariants of the reference."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import fields, replace
 
 import pytest
@@ -121,9 +124,10 @@ def single_cases(draw, shared=False):
 
 @st.composite
 def plain_cases(draw):
-    """(net, plans) the C engine runs in its specialised loop (one phase per dim at a time,
+    """(net, plans) the C engine runs in a specialised loop (one phase per dim at a time,
     smallest-first queues served by key rank, no lead, log or priorities): compact events and
-    lanes, or events with tie keys; up to 60 chunks of up to 12 phases, few keys."""
+    lanes (the compact loop, or the flow loop), or events with tie keys (the tied loop); up to 60
+    chunks of up to 12 phases, few keys."""
     nd = draw(st.integers(1, 5))
     tied, grid = draw(st.booleans()), draw(st.booleans())
     net = NetRules(
@@ -215,7 +219,10 @@ class Hooks:
 
 
 def assert_same(a: EngineOutput, b: EngineOutput) -> None:
+    """Every number of two runs the same to the bit (whichever loops ran them)."""
     for f in fields(EngineOutput):
+        if f.name == "loop":
+            continue
         x, y = getattr(a, f.name), getattr(b, f.name)
         assert bits(x) == bits(y), f"{f.name}: {x} != {y}"
 
@@ -248,10 +255,46 @@ def small_graph(kinds, res, dur, succ, **kw):
 
 
 # ----- C == reference ----------------------------------------------------------------------------
-def single_agrees(net, plans, record) -> None:
-    """C and the reference agree on one collective, its plans shared or each chunk's its own."""
-    out, _ = both(net, plans=plans, record=record)
-    assert_same(engine.run(net, plans=unshared(plans), record=record, engine="c"), out)
+@contextmanager
+def flow(on: bool) -> Iterator[None]:
+    """Single collectives may (or may not) run in the C engine's flow loop meanwhile."""
+    was = engine.set_flow(on)
+    try:
+        yield
+    finally:
+        engine.set_flow(was)
+
+
+def expected_loop(net: NetRules, plans, record: bool, flow_on: bool = True) -> str:
+    """The C engine's loop for a single collective (dse/sim/_engine.c: pick_loop; _flow.c: flow_ok).
+    Its queues are ranked for smallest-first without priorities when every dim has at most 64
+    distinct keys; the specialised loops need them, one place per dim, no lead, log or priorities."""
+    keys: dict[int, set[float]] = {}
+    for x in (x for p in plans for x in p):
+        keys.setdefault(x.dim, set()).add(x.key)
+    scf = net.policy in (SCF_PRIORITY, SCF_ASTRA) and not net.issue_priorities
+    ranked = scf and bool(keys) and max(map(len, keys.values())) <= 64
+    plain = ranked and net.slots == 1 and not (net.shared or net.track_lead or record)
+    notie = net.tieless and not net.dim_tiebreak
+    rule = "dse" if net.policy == SCF_PRIORITY else "astra"
+    if plain and notie:
+        distinct = {id(p): p for p in plans}.values()  # plans by identity, as the C engine converts them
+        fits = len(plans) <= 2**15 and net.ndims <= 255 and sum(map(len, distinct)) <= 0xFFFF
+        if flow_on and fits:
+            return f"flow_{rule}" + ("_4d" if net.ndims == 4 else "")
+        return f"compact_{rule}"
+    return f"tied_{rule}" if plain else "generic"
+
+
+def single_agrees(net, plans, record, flow_on: bool = True) -> None:
+    """C and the reference agree on one collective, its plans shared or each chunk's its own, and the
+    C engine runs it in the loop its rules pick."""
+    with flow(flow_on):
+        out, _ = both(net, plans=plans, record=record)
+        apart = engine.run(net, plans=unshared(plans), record=record, engine="c")
+    assert_same(apart, out)
+    assert out.loop == expected_loop(net, plans, record, flow_on)
+    assert apart.loop == expected_loop(net, unshared(plans), record, flow_on)
 
 
 @needs_c
@@ -263,10 +306,13 @@ def test_servers_c_equals_reference(case):
 
 @needs_c
 @MANY
-@given(plain_cases())
-def test_plain_servers_c_equals_reference(case):
-    """The specialised loop and the ranked queues (dse/sim/_engine.c, dse/sim/_ranked.h) against the reference."""
-    single_agrees(*case, record=False)
+@given(plain_cases(), st.booleans())
+def test_plain_servers_c_equals_reference(case, flow_on):
+    """The specialised loops (compact and tied, dse/sim/_engine.c; flow, dse/sim/_flow.c) and the
+    ranked queues (dse/sim/_ranked.h) against the reference."""
+    net, plans = case
+    single_agrees(net, plans, record=False, flow_on=flow_on)
+    assert expected_loop(net, plans, False, flow_on) != "generic"
 
 
 @needs_c
@@ -393,7 +439,8 @@ from dse.costs.base import Phase
 from dse.sim.engine_io import NetRules
 plans = [(Phase(0, "rs", 2.0**53, 0.5, 1.0, 1.0, False, 0, None),)]
 try:
-    print(repr(engine.run(NetRules(1, track_lead=True), plans=plans, engine={eng!r})))
+    out = engine.run(NetRules(1, track_lead=True), plans=plans, engine={eng!r})
+    print(repr(out.__class__(*[getattr(out, f) for f in out.__dataclass_fields__ if f != "loop"])))
 except Exception as e:
     print("raised")
 """

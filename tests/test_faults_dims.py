@@ -177,7 +177,7 @@ def test_seeds_beyond_cp_sats_range_are_one_line(tmp_path: Path) -> None:
 
 def test_no_permutation_is_left_uncounted() -> None:
     """Every module that enumerates the dimension orders counts them first (or runs only below a
-    count: the shape tables at five dimensions, the lattice at six): a new one must be added here."""
+    count: the compiled path's shapes at five dimensions, the lattice at six): a new one must be added here."""
     root = fd.ROOT / "dse"
     users = sorted(
         str(p.relative_to(root)) for p in root.rglob("*.py") if "permutations(" in p.read_text(encoding="utf-8")
@@ -187,6 +187,6 @@ def test_no_permutation_is_left_uncounted() -> None:
         "bounds/floorfit.py",
         "bounds/lattice.py",
         "schedulers/order_mix.py",
-        "sim/tables.py",
+        "sim/compiled.py",
         "testing/cost_models.py",
     ]

@@ -1,9 +1,11 @@
 """The C engine's loop for a single collective without a global event order (dse/sim/_flow.c) equal to
-the Python reference (dse/sim/engine_ref.py) to the bit: one collective alone on servers of one
-place, compact events, smallest-first queues (dse's and ASTRA-sim's), phases with and without a
-delay in one run (RELEASE and ARRIVE, or COMPLETE), same-time events everywhere (grid values, equal
-phases, equal bandwidths), arrivals out of their source's order (unequal delays on one dim), a delay
-lost to rounding; and `evaluate_many` on such runs against the Python path."""
+the Python reference (dse/sim/engine_ref.py) to the bit, and reported as the loop that ran: one
+collective alone on servers of one place, compact events, smallest-first queues (dse's and
+ASTRA-sim's), phases with and without a delay in one run (RELEASE and ARRIVE, or COMPLETE),
+same-time events everywhere (grid values, equal phases, equal bandwidths), arrivals out of their
+source's order (unequal delays on one dim), a delay lost to rounding, latency-bound runs (many
+arrivals in flight); `evaluate_many` on such runs against the Python path; and the flow loop's own
+Python reference (dse/sim/engine_flow_ref.py) equal to the engine's."""
 
 from __future__ import annotations
 
@@ -16,11 +18,11 @@ from hypothesis import strategies as st
 import dse
 from dse.core.topology import Topology, parse_topology
 from dse.costs.base import Phase
-from dse.sim import engine
+from dse.sim import engine, engine_flow_ref, engine_ref
 from dse.sim.batch import evaluate_many
-from dse.sim.engine_io import SCF_ASTRA, SCF_PRIORITY, NetRules
+from dse.sim.engine_io import FIFO, SCF_ASTRA, SCF_PRIORITY, NetRules
 
-from .test_engine import BUSY, KEY, MANY, SENT, both, needs_c, single_agrees
+from .test_engine import BUSY, KEY, MANY, SENT, assert_same, both, expected_loop, needs_c, single_agrees
 
 #: a delay: none (a COMPLETE), a few equal ones (same-time arrivals), any
 FLOW_DELAY = st.one_of(st.just(0.0), st.sampled_from([0.5, 1.0, 2.0]), st.floats(1e-3, 50.0))
@@ -58,6 +60,7 @@ def flow_cases(draw):
 @given(flow_cases())
 def test_flow_loop_equals_reference(case):
     net, plans = case
+    assert expected_loop(net, plans, False).startswith("flow_")
     single_agrees(net, plans, record=False)
 
 
@@ -70,6 +73,7 @@ def test_flow_loop_with_one_delay_per_dim_equals_reference(case, busy):
     net, plans = case
     delay = {d: 0.5 + d for d in range(net.ndims)}
     plans = [tuple(x._replace(delay=delay[x.dim]) for x in p) for p in plans]
+    assert expected_loop(net, plans, False).startswith("flow_")
     single_agrees(net, plans, record=False)
 
 
@@ -85,6 +89,7 @@ def test_flow_loop_delay_lost_to_rounding_is_none(policy):
         (p(0, "rs", 1.0, 2.0, 4.0, 1.0, False, 0, None), p(0, "rs", 2.0, 0.5, 1.0, 1.0, False, 0, None)),
     ]
     out, _ = both(NetRules(2, policy, 1, tieless=True), plans=plans)
+    assert out.loop == ("flow_dse" if policy == SCF_PRIORITY else "flow_astra")
     assert out.chunk_end[0] == big + 2.0  # no arrival after either phase: it moved on at 2^53, ended 2 later
 
 
@@ -97,7 +102,24 @@ def test_flow_loop_many_chunks_agree():
         for k in range(4)
     ]
     plans = [tuple(pool[(c * 7 + j * 5) % len(pool)] for j in range(8)) for c in range(512)]
+    assert expected_loop(NetRules(3, SCF_PRIORITY, 1, tieless=True), plans, False) == "flow_dse"
     single_agrees(NetRules(3, SCF_PRIORITY, 1, tieless=True), plans, record=False)
+
+
+@needs_c
+@pytest.mark.parametrize("policy", [SCF_PRIORITY, SCF_ASTRA])
+def test_flow_loop_latency_bound_agrees(policy):
+    """Phases far shorter than their delays, unequal per dim (a small collective's latencies): every
+    chunk in flight at once, each dim's arrivals from several dims interleaved (its lanes)."""
+    pool = [
+        Phase(d, "rs", 0.01 * (1 + k), (60.0, 700.0, 2100.0, 5100.0)[d], float(1 + k % 3), 1.0, k == 3, 0, None)
+        for d in range(4)
+        for k in range(4)
+    ]
+    plans = [tuple(pool[(c * 5 + j * 7) % len(pool)] for j in range(8)) for c in range(600)]
+    net = NetRules(4, policy, 1, tieless=True)
+    assert expected_loop(net, plans, False).startswith("flow_")
+    single_agrees(net, plans, record=False)
 
 
 # ----- evaluate_many on the flow loop against the Python path -------------------------------------
@@ -129,7 +151,10 @@ def flow_points(draw):
 @given(flow_points())
 def test_evaluate_many_on_the_flow_loop_equals_the_python_path(point):
     rows, lat, kw = point
+    engine.loop_counts(reset=True)
     res = evaluate_many(bandwidths=rows, latencies=None if lat is None else [lat] * len(rows), **kw)
+    ran = {name: n for name, n in engine.loop_counts().items() if n}
+    assert ran and set(ran) <= {"flow_dse_4d", "flow_astra_4d"}, ran  # the batch's runs: the flow loop's
     shape = parse_topology(kw["topology"])
     common = {k: v for k, v in kw.items() if k != "topology"}
     mp = pytest.MonkeyPatch()
@@ -143,3 +168,25 @@ def test_evaluate_many_on_the_flow_loop_equals_the_python_path(point):
             assert res.result(i) == dse.evaluate(Topology(dims), **common)
     finally:
         mp.undo()
+
+
+# ----- the flow loop's Python reference ----------------------------------------------------------
+@settings(MANY, max_examples=150)
+@given(flow_cases(), st.booleans())
+def test_flow_reference_equals_the_engine_reference(case, one_delay):
+    """dse/sim/engine_flow_ref.py (the flow loop's algorithm) against dse/sim/engine_ref.py (the global
+    event order), to the bit; with one delay per dim or any."""
+    net, plans = case
+    if one_delay:
+        plans = [tuple(x._replace(delay=0.5 + x.dim) for x in p) for p in plans]
+    out = engine_flow_ref.run(net, plans)
+    assert out.loop == "python-flow"
+    assert_same(out, engine_ref.run(net, None, None, plans=plans))
+
+
+@pytest.mark.parametrize(
+    "net", [NetRules(2, FIFO, tieless=True), NetRules(2, SCF_PRIORITY, 2, tieless=True), NetRules(2, SCF_PRIORITY)]
+)
+def test_flow_reference_refuses_what_the_flow_loop_does_not_run(net):
+    with pytest.raises(ValueError, match="flow loop"):
+        engine_flow_ref.run(net, [(Phase(0, "rs", 1.0, 0.0, 1.0, 1.0, False, 0, None),)])

@@ -26,7 +26,7 @@ from dse.costs import get_cost_model
 from dse.costs.base import Phase
 from dse.schedulers import ScheduleProblem, get_scheduler, parse_queue
 from dse.sim import engine
-from dse.sim.batch import tableable
+from dse.sim.compiled import compilable
 from dse.sim.engine_io import FIFO, FIXED_SEQ, N_COMM, NET, EngineGraph, NetRules, ServiceStall
 from dse.sim.evaluate import build_plans
 from dse.sim.service_order import served_order
@@ -401,12 +401,12 @@ def test_fixed_is_refused_where_no_order_can_be_given():
         evaluate_many([TOPO], queue="fixed", **{k: v for k, v in POINT.items() if k in ("size", "chunks")})
 
 
-def test_the_shape_tables_leave_fixed_points_to_the_python_path():
+def test_the_compiled_path_leaves_fixed_points_to_the_python_path():
     p = RunSpec.parse(TOPO, queue="fixed", service_order=GOOD, **POINT)
-    assert p.service_order == ((0, 1, 1, 0), (1, 0, 0, 1)) and not tableable(p)
+    assert p.service_order == ((0, 1, 1, 0), (1, 0, 0, 1)) and not compilable(p)
     for same in ([[0, 1, 1, 0], [1, 0, 0, 1]], "0,1,1,0;1,0,0,1", " 0, 1, 1, 0 | 1, 0, 0, 1 "):
         assert RunSpec.parse(TOPO, queue="fixed", service_order=same, **POINT).service_order == p.service_order
-    for _ in range(3):  # the same call again: never from evaluate's remembered shape tables
+    for _ in range(3):  # the same call again: never from evaluate's remembered calls
         assert evaluate(TOPO, queue="fixed", service_order=GOOD, **POINT).queue == "fixed"
 
 

@@ -108,11 +108,11 @@ class CostModel(ABC):
     #: "dse" (collectives overlap each other) or "astra-sim-2" (one collective at a time)
     workload_rules: ClassVar[str] = "dse"
     #: the C kernel that computes exactly what `_make_phase`, `bandwidth_time` and `greedy_bandwidth`
-    #: do, for many points at once (`dse.sim.tables`, dse/sim/_kernels.c; "paper", "astra-sim",
+    #: do, for many points at once (`dse.sim.compiled`, dse/sim/_kernels.c; "paper", "astra-sim",
     #: "astra-sim-1"); None: they are called per point
     batch_kernel: ClassVar[str | None] = None
     #: Dim fields besides kind, npus and algorithm that the kernel takes from the shape table, not
-    #: the point: part of a point's shape (`dse.sim.batch.shape_key`), like the kind
+    #: the point: part of a point's shape (`dse.sim.compiled.shape_key`), like the kind
     shape_fields: ClassVar[tuple[str, ...]] = ()
 
     def __repr__(self) -> str:

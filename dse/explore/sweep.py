@@ -75,12 +75,12 @@ def evaluate_point(p: Point) -> list:
 
 def evaluate_points(points: Sequence[Point]) -> list[list]:
     """The result columns of many points, evaluated together (`dse.evaluate_many`: points of one
-    shape share their tables and run in one compiled call); each as `evaluate_point` gives it."""
+    shape run in one compiled call, whatever their sizes and chunks); each as `evaluate_point` gives it."""
     res = evaluate_many([{"topology": _topology(p.topology), **p.run_args()} for p in points])
     out = []
     for k in range(len(points)):
-        r = res.result(k)
-        out.append([r.time_ns, r.bw_utilization, r.algbw_GBps, r.busbw_GBps])
+        m = res.metrics(k)
+        out.append([res.time_ns[k], m.bw_utilization, m.algbw_GBps, m.busbw_GBps])
     return out
 
 

@@ -92,9 +92,10 @@ class Scheduler(ABC):
     description: ClassVar[str] = ""
     #: the ascending hierarchical baseline (cost models may compose its phases differently)
     is_baseline: ClassVar[bool] = False
-    #: the orders depend only on the shape (collective, chunk sizes, dimension sizes, the seed and
-    #: the scheduler's own settings, which its repr shows), not on bandwidths or latencies, so
-    #: `dse.sim.tables` computes them once for many points
+    #: the orders depend only on the shape (collective, chunk count, dimension sizes, the seed and
+    #: the scheduler's own settings, which its repr shows), not on sizes, bandwidths or latencies,
+    #: and those of n chunks are the first n of those of more, so `dse.sim.compiled` computes them
+    #: once for many points
     shape_only: ClassVar[bool] = False
     #: the scheduler also fixes each dimension's service sequence (`schedule`): its runs use the
     #: `fixed` queue with that sequence, whatever queue was asked for

@@ -1,179 +1,23 @@
-/* Many points of one shape in one call (dse.sim.batch, dse.sim.tables), the GIL released: per point, the
- * phase costs (from the cost model's kernel, dse/sim/_kernels.c, or given), the Themis orders (the
- * paper's load tracker or ASTRA-sim's OfflineGreedy, exactly as dse/schedulers/themis.py computes
- * them), then the engine (dse/sim/_engine.c) on the shape's plan slots.
+/* Many points of one shape in one call (dse.sim.compiled), the GIL released: per point, what its (size,
+ * chunks) makes of the shape (_derive.c, kept while they repeat), the phase costs from the cost model's
+ * kernel (_kernels.c, kept while the bandwidths and latencies repeat), the Themis orders (_trackers.c),
+ * then the engine (dse/sim/_engine.c) on the derived plans.
  *
- * batch_table(table) -> a capsule holding the parsed table; batch_run(capsule, points, outputs)
- *   table: (ints, combo_dim, combo_key, combo_sent, combo_fifo, combo_tied, plan_off, plan_combo,
- *           slot_of, chunk_sc, chunk_cc, fixed, perm, permcode, thr_idx, ch_off, ch_idx, ch_dim, ch_fac,
- *           dim_steps, dim_p, greedy_r, combo_kind, combo_c, dim_algo, dim_switch, chk_num, chk_dim,
- *           dim_kind, dim_links, dim_nic, dim_router)
- *          ints = (nd, nchunks, ncombo, norder, nsc, ncc, nchk, tracker, kernel, policy, slots, shared,
- *                  dimkey, base, seed_latency, highest_first, ag, serialized, endpoint_ns)
- *   points: (npoints, bw, lat, busy, delay, ties, bwt, gbw): per point rows (empty where unused)
- *   outputs: (time, dim_busy, dim_bytes, orders) writable buffers (orders may be empty)
- * All three are parsed and checked in dse/sim/_validate.c before anything runs (every index in range,
- * every count consistent, every cost finite): a bad table or row is a ValueError, never a crash.
+ * batch_table(fields) -> a capsule holding the parsed shape (a dict by name: _shape.c; batch_table()
+ *   returns the names); batch_run(capsule, points, outputs) -> None:
+ *   points: (npoints, size q, chunks q, bw d, lat d, order_off q): per point rows; orders of point p go
+ *           to outputs' orders[order_off[p] ..], which must hold 2 * chunks + 2 ids;
+ *   outputs: (time d, dim_busy d, dim_bytes d, nchunks i, orders i) writable buffers.
+ * Errors: ValueError (bad input, nothing run), OverflowError (args (point, why): a point beyond the
+ * kernel's exact range: run it in Python; the points before it are done), IndexError (more chunks than a scheduler's prefix of orders: args (point, chunks)),
+ * NotImplementedError (OfflineGreedy without 128-bit integers), RuntimeError (the engine stalled).
  */
 #include "_batch.h"
-#include <math.h>
+#include "_trackers.h"
+#include <limits.h>
 
-#define MIB 1048576.0
+PyObject *point_costs(const Shape *sh, const Derived *dv, const double *bw, const double *lat);  /* _kernels.c */
 
-/* ----- Themis: the paper's load tracker (ThemisScheduler.track) --------------------------------- */
-static int order_id(const Table *tb, const int *o) {
-    int code = 0, m = 1;
-    for (int i = 0; i < tb->nd; i++) { code += o[i] * m; m *= tb->nd; }
-    return tb->permcode[code];
-}
-
-/* Per (order, charge class) slot, what a chunk charges each dim, when each slot charges every dim
- * once (the tracker's charges then: one add per dim; `inc` made for a slot on its first use in a
- * point, `seen` stamped with the point). NULL inc: the charges one by one. */
-typedef struct { double *inc; unsigned *seen; unsigned point; } Charges;
-
-static void load_tracker(const Table *tb, const double *lat, const double *bwt, int *oids, Charges *ch) {
-    int nd = tb->nd, o[8];
-    double loads[8];
-    if (ch->inc && ++ch->point == 0) {  /* the stamps wrapped: none is this point's */
-        memset(ch->seen, 0, (size_t)tb->norder * (size_t)tb->ncc * sizeof(unsigned));
-        ch->point = 1;
-    }
-    unsigned point = ch->point;
-    for (int d = 0; d < nd; d++) loads[d] = tb->seed_latency ? (double)tb->dim_steps[d] * lat[d] : 0.0;
-    for (int k = 0; k < tb->nchunks; k++) {
-        int cc = tb->chunk_cc[k], idx = 0;
-        double lo = loads[0], hi = loads[0];
-        for (int d = 1; d < nd; d++) {
-            if (loads[d] < lo) { lo = loads[d]; idx = d; }
-            if (loads[d] > hi) hi = loads[d];
-        }
-        int oid;
-        if (hi - lo < bwt[tb->thr_idx[cc * nd + idx]]) oid = tb->base;
-        else {  /* a stable sort by load (highest first for a standalone all-gather) */
-            for (int i = 0; i < nd; i++) {
-                int x = i, j = i;
-                while (j > 0 && (tb->highest_first ? loads[o[j - 1]] < loads[x] : loads[o[j - 1]] > loads[x])) {
-                    o[j] = o[j - 1];
-                    j--;
-                }
-                o[j] = x;
-            }
-            oid = order_id(tb, o);
-        }
-        oids[k] = oid;
-        int slot = oid * tb->ncc + cc;
-        if (!ch->inc) {
-            for (int j = tb->ch_off[slot]; j < tb->ch_off[slot + 1]; j++) loads[tb->ch_dim[j]] += tb->ch_fac[j] * bwt[tb->ch_idx[j]];
-            continue;
-        }
-        double *inc = ch->inc + (Py_ssize_t)slot * nd;
-        if (ch->seen[slot] != point) {
-            ch->seen[slot] = point;
-            for (int j = tb->ch_off[slot]; j < tb->ch_off[slot + 1]; j++) inc[tb->ch_dim[j]] = tb->ch_fac[j] * bwt[tb->ch_idx[j]];
-        }
-        for (int d = 0; d < nd; d++) loads[d] += inc[d];
-    }
-}
-
-/* Does every slot charge every dim once (Charges)? */
-static int charges_dense(const Table *tb) {
-    for (int slot = 0; slot < tb->norder * tb->ncc; slot++) {
-        unsigned seen = 0;
-        if (tb->ch_off[slot + 1] - tb->ch_off[slot] != tb->nd) return 0;
-        for (int j = tb->ch_off[slot]; j < tb->ch_off[slot + 1]; j++) seen |= 1u << tb->ch_dim[j];
-        if (seen != (1u << tb->nd) - 1) return 0;
-    }
-    return 1;
-}
-
-/* ----- Themis: ASTRA-sim's OfflineGreedy (themis.OfflineGreedy.order), quirks included ---------- */
-#ifdef __SIZEOF_INT128__
-typedef __int128 big;
-#define HAVE_BIG 1
-#else
-typedef long long big;
-#define HAVE_BIG 0
-#endif
-
-/* Charges by position: position i gets dims[i]'s volume (0 where skipped), c evolving. */
-static void greedy_charge(const Table *tb, const double *bw, const int *dims, long long r, const int *skip, double *out) {
-    if (!tb->ag) {  /* the bytes only shrink: 64 bits hold them, and divide faster than 128 */
-        long long c = r;
-        for (int i = 0; i < tb->nd; i++) {
-            int d = dims[i];
-            if (skip[i]) { out[i] = 0.0; continue; }
-            long long p = tb->dim_p[d];
-            out[i] = ((double)c / MIB * ((double)(p - 1) / (double)p)) / (bw[d] / bw[0]);
-            c = c / p;
-        }
-        return;
-    }
-    big c = r;
-    for (int i = 0; i < tb->nd; i++) {
-        int d = dims[i];
-        if (skip[i]) { out[i] = 0.0; continue; }
-        long long p = tb->dim_p[d];
-        double rel = bw[d] / bw[0];
-        if (tb->ag) { out[i] = ((double)c / MIB * (double)(p - 1)) / rel; c = c * p; }
-        else { out[i] = ((double)c / MIB * ((double)(p - 1) / (double)p)) / rel; c = c / p; }
-    }
-}
-
-static void offline_greedy(const Table *tb, const double *bw, int *oids) {
-    int nd = tb->nd, dim[8], off[8], o[8], skip[8];
-    double load[8], ch[8];
-    for (int d = 0; d < nd; d++) { dim[d] = d; load[d] = 0.0; }
-    double b0 = bw[0];
-    for (int k = 0; k < tb->nchunks; k++) {
-        long long r = tb->greedy_r[k];
-        for (int i = 1; i < nd; i++) {  /* stable sort of (dim, load) by load */
-            int xd = dim[i]; double xl = load[i]; int j = i;
-            while (j > 0 && load[j - 1] > xl) { dim[j] = dim[j - 1]; load[j] = load[j - 1]; j--; }
-            dim[j] = xd; load[j] = xl;
-        }
-        if (tb->ag) for (int i = 0; i < nd / 2; i++) {
-            int td = dim[i]; dim[i] = dim[nd - 1 - i]; dim[nd - 1 - i] = td;
-            double tl = load[i]; load[i] = load[nd - 1 - i]; load[nd - 1 - i] = tl;
-        }
-        int ptr = nd;
-        for (int i = 0; i < nd; i++) { off[i] = tb->dim_p[dim[i]] == 1; if (!off[i] && ptr == nd) ptr = i; }
-        int identity = 0;
-        if (ptr < nd) {
-            big gap;
-            if (tb->ag) {
-                int last = nd - 1;
-                while (off[last]) last--;
-                int dl = dim[last];
-                gap = (big)((fabs(load[last] - load[ptr]) * (bw[dl] / b0)) / (double)(tb->dim_p[dl] - 1) * MIB);
-                for (int j = last - 1; j >= ptr; j--) if (!off[j]) gap /= tb->dim_p[dim[j]];
-            } else {
-                int df = dim[ptr];
-                long long p = tb->dim_p[df];
-                gap = (big)((fabs(load[nd - 1] - load[ptr]) * (bw[df] / b0)) / ((double)(p - 1) / (double)p) * MIB);
-            }
-            identity = gap < (big)(r / 16);
-        }
-        if (identity) {  /* back to dim order (reversed for an all-gather: position i is dim nd-1-i) */
-            double byd[8];
-            for (int i = 0; i < nd; i++) byd[dim[i]] = load[i];
-            for (int i = 0; i < nd; i++) { o[i] = i; skip[i] = tb->dim_p[i] == 1; }
-            for (int i = 0; i < nd; i++) {
-                int d = tb->ag ? nd - 1 - i : i;
-                dim[i] = d; load[i] = byd[d];
-            }
-            greedy_charge(tb, bw, o, r, skip, ch);
-            for (int i = 0; i < nd; i++) load[i] += ch[i];
-        } else {
-            for (int i = 0; i < nd; i++) o[i] = dim[i];
-            greedy_charge(tb, bw, o, r, off, ch);
-            for (int i = 0; i < nd; i++) load[i] += ch[i];
-        }
-        oids[k] = order_id(tb, o);
-    }
-}
-
-/* ----- the batch ------------------------------------------------------------------------------ */
 typedef struct { const int *ids; int n; } BatchCtx;
 
 static int issue_batch(Sim *s, int i, double t) {
@@ -182,117 +26,200 @@ static int issue_batch(Sim *s, int i, double t) {
     return sim_add_chunks(s, bx->ids, bx->n, i, 0);
 }
 
-/* The orders of point p into oids (gbw: the kernel's greedy bandwidths, unless the point gives them);
- * 0, or -1 when this build cannot (no 128-bit integers). */
-static int point_orders(const Table *tb, const Points *pt, Py_ssize_t p, const double *bwt, const double *gbw,
-                        int *oids, Charges *ch) {
-    if (tb->tracker == NO_TRACKER) {
-        memcpy(oids, tb->fixed, (size_t)tb->nchunks * sizeof(int));
-    } else if (tb->tracker == LOAD_TRACKER) {
-        load_tracker(tb, pt->lat ? pt->lat + p * tb->nd : NULL, bwt, oids, ch);
-    } else {
-        if (!HAVE_BIG) return -1;
-        offline_greedy(tb, pt->gbw ? pt->gbw + p * tb->nd : gbw, oids);
-    }
-    return 0;
-}
-
-/* What running points needs besides the table: the engine and its per-point rows (kept by the
- * table's capsule between calls, or made for one call when another thread holds them). */
+/* What running points needs besides the shape: the derived plans, the engine and per-point rows (kept
+ * by the capsule between calls, or made for one call when another thread holds them). */
 typedef struct {
-    Sim s; int ready;
-    double *busy, *delay, *t123, *bwt; unsigned char *tied; int *oids, *ids; Py_ssize_t *poff;
-    double last_bw[8], last_lat[8], gbw[8]; int have_last;  /* the costs above are those of these rows */
+    Derived dv; Sim s; int ready;
+    double *busy, *delay, *t123; int *oids, *ids, *rank; Py_ssize_t *poff; int cap;
+    double last_bw[MAX_ND], last_lat[MAX_ND], gbw[MAX_ND]; int have_last;  /* the costs are these rows' */
     Charges ch;
 } Work;
 
-static void work_free(Work *w) {
-    if (w->ready) {
-        w->s.ph.dim = NULL;  /* borrowed from the table */
-        w->s.poff = NULL;
-        sim_free(&w->s);
-    }
-    free(w->busy); free(w->delay); free(w->t123); free(w->tied); free(w->bwt); free(w->oids); free(w->ids);
-    free(w->poff); free(w->ch.inc); free(w->ch.seen);
-    memset(w, 0, sizeof *w);
+static void sim_drop(Work *w) {
+    if (!w->ready) return;
+    memset(&w->s.ph, 0, sizeof w->s.ph);  /* borrowed from the derived plans */
+    w->s.poff = NULL; w->s.pmap = NULL;
+    sim_free(&w->s);
+    w->ready = 0;
 }
 
-static int work_init(Work *w, const Table *tb) {
-    int nd = tb->nd, nc = tb->ncombo;
+static void work_free(Work *w) {
+    sim_drop(w);
+    derived_free(&w->dv);
+    free(w->busy); free(w->delay); free(w->t123); free(w->oids); free(w->ids); free(w->poff); free(w->rank);
+    free(w->ch.inc); free(w->ch.seen);
     memset(w, 0, sizeof *w);
-    if (sim_init(&w->s, nd, tb->policy, tb->slots, tb->shared, tb->dimkey, 0, 0, 0, 1)) { sim_free(&w->s); return -1; }
-    w->ready = 1;
-    w->s.notie = !tb->dimkey;
-    for (int k = 0; k < nc; k++) if (tb->combo_tied[k]) w->s.notie = 0;
-    w->busy = malloc((size_t)nc * sizeof(double)); w->delay = malloc((size_t)nc * sizeof(double));
-    w->t123 = calloc((size_t)nc * 3, sizeof(double)); w->tied = malloc((size_t)nc);
-    w->bwt = malloc((size_t)(tb->nchk + 1) * sizeof(double));
-    w->oids = malloc((size_t)tb->nchunks * sizeof(int)); w->ids = malloc((size_t)tb->nchunks * sizeof(int));
-    Py_ssize_t npo = (Py_ssize_t)tb->norder * tb->nsc;
-    w->poff = malloc((size_t)(npo + 1) * sizeof(Py_ssize_t));
-    if (!w->busy || !w->delay || !w->t123 || !w->tied || !w->bwt || !w->oids || !w->ids || !w->poff) { work_free(w); return -1; }
-    for (Py_ssize_t k = 0; k <= npo; k++) w->poff[k] = tb->plan_off[k];
-    if (tb->tracker == LOAD_TRACKER && charges_dense(tb)) {
-        Py_ssize_t nslot = (Py_ssize_t)tb->norder * tb->ncc;
-        w->ch.inc = malloc((size_t)(nslot * nd) * sizeof(double));
-        w->ch.seen = calloc((size_t)nslot, sizeof(unsigned));
-        if (!w->ch.inc || !w->ch.seen) { work_free(w); return -1; }
+    w->dv.size = -1;
+}
+
+static int work_init(Work *w, const Shape *sh) {
+    memset(w, 0, sizeof *w);
+    w->dv.size = -1;
+    if (sh->tracker != LOAD_TRACKER) return 0;
+    w->ch.inc = malloc((size_t)sh->norder * (size_t)sh->nd * sizeof(double));
+    w->ch.seen = calloc((size_t)sh->norder, sizeof(unsigned));
+    return w->ch.inc && w->ch.seen ? 0 : -1;
+}
+
+/* Room for the derived plans' costs and chunks. */
+static int work_room(Work *w) {
+    const Derived *d = &w->dv;
+    int need = d->ncombo > d->nchunks ? d->ncombo : d->nchunks;
+    if (need <= w->cap) return 0;
+    int c = 2 * need;
+    free(w->busy); free(w->delay); free(w->t123); free(w->oids); free(w->ids);
+    w->busy = malloc((size_t)c * sizeof(double)); w->delay = malloc((size_t)c * sizeof(double));
+    w->t123 = calloc((size_t)c * 3, sizeof(double));
+    w->oids = malloc((size_t)c * sizeof(int)); w->ids = malloc((size_t)c * sizeof(int));
+    w->cap = w->busy && w->delay && w->t123 && w->oids && w->ids ? c : 0;
+    return w->cap ? 0 : -1;
+}
+
+static int by_value(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/* Each combo's key rank among its dim's distinct keys (what the ranked queues serve by), into w->rank;
+ * -1 if a dim has more than MAX_RANKS or no memory. */
+static int rank_keys(Work *w, int nd) {
+    const Derived *d = &w->dv;
+    int nc = d->ncombo;
+    double *keys = malloc((size_t)(nc ? nc : 1) * sizeof(double));
+    free(w->rank);
+    w->rank = malloc((size_t)(nc ? nc : 1) * sizeof(int));
+    if (!keys || !w->rank) { free(keys); return -1; }
+    for (int dd = 0; dd < nd; dd++) {
+        int m = 0, u = 0;
+        for (int k = 0; k < nc; k++) if (d->combo_dim[k] == dd) keys[m++] = d->combo_key[k];
+        qsort(keys, (size_t)m, sizeof(double), by_value);
+        for (int i = 0; i < m; i++) if (u == 0 || keys[i] != keys[u - 1]) keys[u++] = keys[i];
+        if (u > MAX_RANKS) { free(keys); return -1; }
+        for (int k = 0; k < nc; k++) {
+            if (d->combo_dim[k] != dd) continue;
+            int lo = 0, hi = u;
+            while (lo < hi) { int mid = (lo + hi) / 2; if (keys[mid] < d->combo_key[k]) lo = mid + 1; else hi = mid; }
+            w->rank[k] = lo;
+        }
     }
-    for (int k = 0; k < nc; k++) w->tied[k] = (unsigned char)tb->combo_tied[k];
+    free(keys);
+    return 0;
+}
+
+/* Point the Sim's phases at the derived combos and the Work's costs. */
+static void sim_point(Work *w) {
+    const Derived *d = &w->dv;
     Sim *s = &w->s;
-    graph_single(&s->g);
-    s->ph.dim = (int *)tb->combo_dim; s->ph.key = (double *)tb->combo_key; s->ph.sent = (double *)tb->combo_sent;
-    s->ph.fifo = (unsigned char *)tb->combo_fifo; s->ph.hastie = w->tied; s->ph.busy = w->busy; s->ph.delay = w->delay;
+    int nc = d->ncombo;
+    s->ph.dim = d->combo_dim; s->ph.key = d->combo_key; s->ph.sent = d->combo_sent;
+    s->ph.fifo = d->combo_fifo; s->ph.hastie = d->combo_tied; s->ph.busy = w->busy; s->ph.delay = w->delay;
     s->ph.t1 = w->t123; s->ph.t2 = w->t123 + nc; s->ph.t3 = w->t123 + 2 * nc;
-    s->poff = w->poff; s->pmap = tb->plan_combo;
+    s->poff = w->poff; s->pmap = d->plan_combo;
     s->ph.len = nc;
+}
+
+/* The engine on the derived plans. A Sim serving FIFO, or ranked queues whose new ranks fit, is kept
+ * (its phases pointed at the new combos); else a fresh one, ranked by sim_rank_keys. */
+static int sim_on_derived(Work *w, const Shape *sh) {
+    const Derived *d = &w->dv;
+    int nplan = sh->norder * d->nsc;
+    free(w->poff);
+    w->poff = malloc((size_t)(nplan + 1) * sizeof(Py_ssize_t));
+    if (!w->poff || work_room(w)) return -1;
+    for (int k = 0; k <= nplan; k++) w->poff[k] = d->plan_off[k];
+    w->have_last = 0;
+    Sim *s = &w->s;
+    if (w->ready && (sh->policy == FIFO || (s->ph.rank && !rank_keys(w, sh->nd)))) {
+        if (s->ph.rank) s->ph.rank = w->rank;
+        sim_point(w);
+        return 0;
+    }
+    sim_drop(w);
+    if (sim_init(s, sh->nd, sh->policy, sh->slots, sh->shared, sh->dimkey, 0, 0, 0, 1)) { w->ready = 1; return -1; }
+    w->ready = 1;
+    s->notie = !sh->dimkey && !sh->tied;
+    graph_single(&s->g);
+    sim_point(w);
     return sim_rank_keys(s);
 }
 
+/* Point p's plans and costs: derived anew when its (size, chunks) differ from the last, costed anew when
+ * they or its rows differ. 0 or an error code (_derive.c's, or -4 from the kernel). */
+static int point_ready(Work *w, const Shape *sh, const Points *pt, Py_ssize_t p) {
+    int nd = sh->nd;
+    const double *bw = pt->bw + p * nd, *lat = pt->lat + p * nd;
+    if (w->dv.size != pt->size[p] || w->dv.chunks != pt->chunks[p] || !w->ready) {
+        int rc = derive(sh, &w->dv, pt->size[p], pt->chunks[p]);
+        if (rc) return rc;
+        if (sim_on_derived(w, sh)) return -1;
+    }
+    size_t row = (size_t)nd * sizeof(double);
+    if (w->have_last && !memcmp(bw, w->last_bw, row) && !memcmp(lat, w->last_lat, row)) return 0;
+    w->have_last = 0;
+    int rc = costs(sh, &w->dv, bw, lat, w->busy, w->delay, w->t123, w->gbw);
+    if (rc) return rc;
+    memcpy(w->last_bw, bw, row); memcpy(w->last_lat, lat, row);
+    w->have_last = 1;
+    return 0;
+}
 
-static int run_points(const Table *tb, const Points *pt, Outs *out, Work *w) {
-    int nd = tb->nd, nc = tb->ncombo;
-    Sim *s = &w->s;
-    BatchCtx bx; bx.ids = w->ids; bx.n = tb->nchunks;
-    double *gbw = w->gbw;
+static int point_orders(Work *w, const Shape *sh, const Points *pt, Py_ssize_t p) {
+    const Derived *d = &w->dv;
+    if (sh->tracker == NO_TRACKER) memcpy(w->oids, sh->prefix, (size_t)d->nchunks * sizeof(int));
+    else if (sh->tracker == LOAD_TRACKER) load_tracker(sh, d, pt->bw + p * sh->nd, pt->lat + p * sh->nd, w->oids, &w->ch);
+    else if (!HAVE_BIG) return -3;
+    else offline_greedy(sh, d, w->gbw, w->oids);
+    for (int k = 0; k < d->nchunks; k++) w->ids[k] = w->oids[k] * d->nsc + d->chunk_sc[k];
+    return 0;
+}
+
+/* Every point; 0 or an error code, *at the point it stopped at. */
+static int run_points(const Shape *sh, const Points *pt, Outs *out, Work *w, Py_ssize_t *at) {
+    int nd = sh->nd;
     for (Py_ssize_t p = 0; p < pt->np; p++) {
-        const double *bwtp = w->bwt;
-        if (tb->kernel != K_NONE) {
-            const double *bw = pt->bw + p * nd, *lat = pt->lat + p * nd;
-            size_t row = (size_t)nd * sizeof(double);
-            if (!w->have_last || memcmp(bw, w->last_bw, row) || memcmp(lat, w->last_lat, row)) {  /* else: kept */
-                w->have_last = 0;
-                if (costs(tb, bw, lat, w->busy, w->delay, w->t123, tb->tracker == LOAD_TRACKER ? w->bwt : NULL, gbw))
-                    return -4;
-                memcpy(w->last_bw, bw, row); memcpy(w->last_lat, lat, row);
-                w->have_last = 1;
-            }
-        } else {
-            w->have_last = 0;
-            memcpy(w->busy, pt->busy + p * nc, (size_t)nc * sizeof(double));
-            memcpy(w->delay, pt->delay + p * nc, (size_t)nc * sizeof(double));
-            if (pt->ties) for (int k = 0; k < nc; k++) {
-                w->t123[k] = pt->ties[(p * nc + k) * 3]; w->t123[nc + k] = pt->ties[(p * nc + k) * 3 + 1];
-                w->t123[2 * nc + k] = pt->ties[(p * nc + k) * 3 + 2];
-            }
-            if (pt->bwt) bwtp = pt->bwt + p * tb->nchk;
-        }
-        if (point_orders(tb, pt, p, bwtp, gbw, w->oids, &w->ch)) return -3;
-        for (int k = 0; k < tb->nchunks; k++) w->ids[k] = tb->slot_of[w->oids[k] * tb->nsc + tb->chunk_sc[k]];
+        *at = p;
+        int rc = point_ready(w, sh, pt, p);
+        if (!rc) rc = point_orders(w, sh, pt, p);
+        if (rc) return rc;
+        const Derived *d = &w->dv;
+        if (pt->order_off[p + 1] - pt->order_off[p] < d->nchunks || pt->order_off[p + 1] > out->norders) return -6;
+        BatchCtx bx = {w->ids, d->nchunks};
+        Sim *s = &w->s;
         sim_reset(s);
         s->ctx = &bx; s->issue_cb = issue_batch; s->resumed_cb = NULL;
-        int r = sim_go(s);
-        if (r) return r == -2 ? -2 : -1;
+        rc = sim_go(s);
+        if (rc) return rc == -2 ? -2 : -1;
         out->time[p] = s->finish;
         memcpy(out->busy + p * nd, s->busy, (size_t)nd * sizeof(double));
         memcpy(out->bytes + p * nd, s->sent, (size_t)nd * sizeof(double));
-        if (out->orders) memcpy(out->orders + p * tb->nchunks, w->oids, (size_t)tb->nchunks * sizeof(int));
+        out->nch[p] = d->nchunks;
+        memcpy(out->orders + pt->order_off[p], w->oids, (size_t)d->nchunks * sizeof(int));
     }
     return 0;
 }
 
-/* A parsed table kept across calls (batch_table): its buffers stay held until the capsule dies. */
-typedef struct { Table tb; Bufs bs; Work w; int in_use; } Held;
+static PyObject *float_tuple(const double *x, int n) {
+    PyObject *t = PyTuple_New(n);
+    for (int k = 0; t && k < n; k++) {
+        PyObject *f = PyFloat_FromDouble(x[k]);
+        if (!f) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, k, f);
+    }
+    return t;
+}
+
+static PyObject *int_tuple(const int *x, int n) {
+    PyObject *t = PyTuple_New(n);
+    for (int k = 0; t && k < n; k++) {
+        PyObject *i = PyLong_FromLong(x[k]);
+        if (!i) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, k, i);
+    }
+    return t;
+}
+
+/* A parsed shape kept across calls: its buffers stay held until the capsule dies. */
+typedef struct { Shape sh; Bufs bs; Work w; int in_use; } Held;
 
 static void held_free(PyObject *cap) {
     Held *h = PyCapsule_GetPointer(cap, "dse.batch_table");
@@ -301,46 +228,131 @@ static void held_free(PyObject *cap) {
 
 PyObject *batch_table(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *table;
-    if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &table)) return NULL;
+    PyObject *fields = NULL;
+    if (!PyArg_ParseTuple(args, "|O", &fields)) return NULL;
+    if (!fields) return shape_field_names();
     Held *h = calloc(1, sizeof(Held));
     if (!h) return PyErr_NoMemory();
-    if (parse_table(table, &h->tb, &h->bs)) { bufs_release(&h->bs); free(h); return NULL; }
+    if (parse_shape(fields, &h->sh, &h->bs)) { bufs_release(&h->bs); free(h); return NULL; }
+    if (work_init(&h->w, &h->sh)) { work_free(&h->w); bufs_release(&h->bs); free(h); return PyErr_NoMemory(); }
     PyObject *cap = PyCapsule_New(h, "dse.batch_table", held_free);
-    if (!cap) { bufs_release(&h->bs); free(h); }
+    if (!cap) { work_free(&h->w); bufs_release(&h->bs); free(h); }
     return cap;
+}
+
+static PyObject *run_error(int rc, const Work *w, Py_ssize_t at) {
+    if (rc == -4) PyErr_SetObject(PyExc_OverflowError, Py_BuildValue("(ns)", at, "a point beyond the cost kernel's exact integers or steps"));
+    else if (rc == -5) PyErr_SetObject(PyExc_IndexError, Py_BuildValue("(ni)", at, w->dv.nchunks));
+    else if (rc == -6) PyErr_SetString(PyExc_ValueError, "points' order offsets leave a point less than its chunks");
+    else if (rc == -3) PyErr_SetString(PyExc_NotImplementedError, "OfflineGreedy needs 128-bit integers");
+    else if (rc == -2) PyErr_SetString(PyExc_RuntimeError, "engine stalled");
+    else PyErr_NoMemory();
+    return NULL;
 }
 
 PyObject *batch_run(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *table, *points, *outputs;
-    if (!PyArg_ParseTuple(args, "OO!O!", &table, &PyTuple_Type, &points, &PyTuple_Type, &outputs))
-        return NULL;
+    if (!PyArg_ParseTuple(args, "OO!O!", &table, &PyTuple_Type, &points, &PyTuple_Type, &outputs)) return NULL;
     Held *h = PyCapsule_GetPointer(table, "dse.batch_table");
     if (!h) return NULL;
-    Table tb = h->tb;
     Points pt;
     Outs out;
     Bufs bs;
     bs.n = 0;
-    if (parse_points(points, &tb, &pt, &bs) || parse_outputs(outputs, &tb, &pt, &out, &bs)) {
+    if (parse_points(points, &h->sh, &pt, &bs) || parse_outputs(outputs, &h->sh, &pt, &out, &bs)) {
         bufs_release(&bs);
         return NULL;
     }
     Work own, *w = &h->w;
-    int mine = h->in_use;  /* another thread runs this table: a workspace of our own */
-    if (mine) w = &own;
-    if ((mine || !w->ready) && work_init(w, &tb)) { work_free(w); bufs_release(&bs); return PyErr_NoMemory(); }
-    if (!mine) h->in_use = 1;
+    int mine = h->in_use;  /* another thread runs this shape: a workspace of our own */
+    if (mine && work_init(&own, &h->sh)) { work_free(&own); bufs_release(&bs); return PyErr_NoMemory(); }
+    if (mine) w = &own; else h->in_use = 1;
     int rc;
+    Py_ssize_t at = 0;
     Py_BEGIN_ALLOW_THREADS
-    rc = run_points(&tb, &pt, &out, w);
+    rc = run_points(&h->sh, &pt, &out, w, &at);
     Py_END_ALLOW_THREADS
+    if (rc) run_error(rc, w, at);
+    if (rc && rc != -4 && rc != -5) w->dv.size = -1;  /* a failed point leaves nothing to keep */
     if (mine) work_free(&own); else h->in_use = 0;
     bufs_release(&bs);
-    if (rc == -4) { PyErr_SetString(PyExc_OverflowError, "a point beyond the cost kernel's integers or steps"); return NULL; }
-    if (rc == -3) { PyErr_SetString(PyExc_NotImplementedError, "OfflineGreedy needs 128-bit integers"); return NULL; }
-    if (rc == -2) { PyErr_SetString(PyExc_RuntimeError, "engine stalled"); return NULL; }
-    if (rc) return PyErr_NoMemory();
+    if (rc) return NULL;
     Py_RETURN_NONE;
+}
+
+/* batch_costs(capsule, size, chunks, bw, lat): one point's combos and costs (the tests'). */
+PyObject *batch_costs(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *table, *bwo, *lato;
+    long long size, chunks;
+    if (!PyArg_ParseTuple(args, "OLLOO", &table, &size, &chunks, &bwo, &lato)) return NULL;
+    Held *h = PyCapsule_GetPointer(table, "dse.batch_table");
+    if (!h) return NULL;
+    if (size < 1 || chunks < 1 || chunks > size) { PyErr_SetString(PyExc_ValueError, "a size and chunks >= 1, chunks <= size"); return NULL; }
+    Bufs bs;
+    bs.n = 0;
+    int nd = h->sh.nd;
+    const double *bw = buf_item(&bs, bwo, "bandwidths", "d", nd, 0, NULL), *lat = NULL;
+    if (bw) lat = buf_item(&bs, lato, "latencies", "d", nd, 0, NULL);
+    PyObject *res = NULL;
+    if (bw && lat && !v_rows(bw, lat, nd)) {
+        Derived dv;
+        memset(&dv, 0, sizeof dv);
+        dv.size = -1;
+        int rc = derive(&h->sh, &dv, size, chunks);
+        if (rc == -1) PyErr_NoMemory();
+        else if (rc) PyErr_SetString(PyExc_OverflowError, "a point beyond the cost kernel's exact integers or steps");
+        else res = point_costs(&h->sh, &dv, bw, lat);
+        derived_free(&dv);
+    } else if (!PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "batch_costs needs nd bandwidths and latencies");
+    }
+    bufs_release(&bs);
+    return res;
+}
+
+/* batch_one(capsule, size, chunks, bw, lat) -> (time, busy, bytes, order ids): one point, its rows and
+ * results as Python objects (evaluate's call); the errors of batch_run. */
+PyObject *batch_one(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *table, *bwo, *lato;
+    long long size, chunks, off[2] = {0, 0};
+    if (!PyArg_ParseTuple(args, "OLLOO", &table, &size, &chunks, &bwo, &lato)) return NULL;
+    Held *h = PyCapsule_GetPointer(table, "dse.batch_table");
+    if (!h) return NULL;
+    int nd = h->sh.nd;
+    if (size < 1 || size > KERNEL_INTS || chunks < 1 || chunks > size || chunks > INT_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "a size and chunks >= 1, chunks <= size");
+        return NULL;
+    }
+    Bufs bs;
+    bs.n = 0;
+    const double *bw = buf_item(&bs, bwo, "bandwidths", "d", nd, 0, NULL), *lat = NULL;
+    if (bw) lat = buf_item(&bs, lato, "latencies", "d", nd, 0, NULL);
+    if (!bw || !lat || v_rows(bw, lat, nd)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "batch_one needs nd bandwidths and latencies");
+        bufs_release(&bs);
+        return NULL;
+    }
+    off[1] = 2 * chunks + 2;
+    int *orders = malloc((size_t)off[1] * sizeof(int)), nch = 0;
+    double time = 0.0, busy[MAX_ND], bytes[MAX_ND];
+    Points pt = {1, &size, &chunks, off, bw, lat};
+    Outs out = {&time, busy, bytes, &nch, orders, off[1]};
+    PyObject *res = NULL;
+    if (!orders) { bufs_release(&bs); return PyErr_NoMemory(); }
+    Work own, *w = &h->w;
+    int mine = h->in_use, rc = 0;
+    if (mine && work_init(&own, &h->sh)) rc = -1;
+    if (mine) w = &own; else h->in_use = 1;
+    Py_ssize_t at = 0;
+    if (!rc) rc = run_points(&h->sh, &pt, &out, w, &at);
+    if (rc) run_error(rc, w, at);
+    else res = Py_BuildValue("(dNNN)", time, float_tuple(busy, nd), float_tuple(bytes, nd), int_tuple(orders, nch));
+    if (rc && rc != -4 && rc != -5) w->dv.size = -1;
+    if (mine) work_free(&own); else h->in_use = 0;
+    free(orders);
+    bufs_release(&bs);
+    return res;
 }

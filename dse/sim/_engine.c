@@ -1,12 +1,12 @@
-/* dse's one event engine in C, its events and network half (the graph half: _graph.c): dse/sim/engine_ref.py
- * step for step (its docstring is the algorithm).
+/* dse's one event engine in C, its network half and its loops (events: _events.c; the graph half:
+ * _graph.c): dse/sim/engine_ref.py step for step (its docstring is the algorithm).
  *
  * Why C: a 1,024-NPU all-reduce at 64 chunks is about 1,000 events; Python spends about 1 ms on
  * them, C about 10 us. One engine serves single collectives (servers with `slots` places, or
  * processor sharing) and workload graphs (computes, dependencies, several collectives in flight);
  * the tests hold it equal to the Python reference to the bit. dse/sim/_batch.c drives the same engine
  * for many points without Python objects (dse.evaluate_many); a single collective on servers runs in
- * dse/sim/_flow.c (the same run with fewer events).
+ * dse/sim/_flow.c (the same run with fewer events: docs/model.md §6.6).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -14,116 +14,23 @@
 #include "_engine.h"
 #include "_ranked.h"
 
-
-/* ----- the event heap ------------------------------------------------------------------------- */
-/* Push an event made of its fields (written in place: no temporary struct to copy). `tie`: NULL, or
- * (a1, a2, a3, st) with `dk`. */
-/* The compact events live in a 4-ary heap: half the levels of a binary one, its children adjacent. */
-static inline int ev2_less(const Ev2 *x, const Ev2 *y) {  /* branch-free: the order is data, not a pattern */
-    return (x->t < y->t) | ((x->t == y->t) & (x->key < y->key));
-}
-
-/* Put a made event into the heap (its seq already given). */
-static int ev2_insert(Sim *s, Ev2 e) {
-    if (s->nev == s->evcap && grow((void **)&s->ev2, &s->evcap, s->nev + 1, sizeof(Ev2))) return -1;
-    Ev2 *h = s->ev2;
-    Py_ssize_t i = s->nev++;
-    while (i > 0) {
-        Py_ssize_t p = (i - 1) / 4;
-        if (!ev2_less(&e, &h[p])) break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = e;
-    return 0;
-}
-
-static int ev2_push(Sim *s, double t, int cls, int kind, int a, int b) {
-    Ev2 e;
-    e.t = t; e.key = ((unsigned long long)cls << 58) | (unsigned long long)s->counter++;
-    e.kind = kind; e.a = a; e.b = b;
-    return ev2_insert(s, e);
-}
-
-static void ev2_pop(Sim *s, Ev *out) {
-    Ev2 *h = s->ev2;
-    Ev2 top = h[0], last = h[--s->nev];
-    Py_ssize_t i = 0, n = s->nev;
-    for (;;) {
-        Py_ssize_t c = 4 * i + 1;
-        if (c >= n) break;
-        Py_ssize_t m = c, end = c + 4 < n ? c + 4 : n;
-        for (Py_ssize_t k = c + 1; k < end; k++) m = ev2_less(&h[k], &h[m]) ? k : m;
-        if (!ev2_less(&h[m], &last)) break;
-        h[i] = h[m];
-        i = m;
-    }
-    if (n > 0) h[i] = last;
-    out->t = top.t; out->seq = (long long)(top.key & ((1ULL << 58) - 1)); out->cls = (short)(top.key >> 58);
-    out->kind = top.kind; out->a = top.a; out->b = top.b;
-}
-
-
-/* ----- event sources beside the heap (compact events only) -------------------------------------
- * heads[0..nd) hold each dim's one pending server event (COMPLETE or RELEASE) when a dim serves one
- * phase at a time (`srv`), heads[nd + k] lane k's first arrival; an empty head has t = inf. The next
- * event is the least of the heap's top and the heads, by the same (t, key) order. */
-static int heads_room(Sim *s, int n) {
-    if (n <= s->headcap) return 0;
-    int nc = s->headcap ? s->headcap : 8;
-    while (nc < n) nc *= 2;
-    Ev2 *nh = realloc(s->heads, (size_t)nc * sizeof(Ev2));
-    if (!nh) return -1;
-    for (int k = s->headcap; k < nc; k++) nh[k].t = INFINITY, nh[k].key = ~0ULL;
-    s->heads = nh; s->headcap = nc;
-    return 0;
-}
-
+/* ----- the next event ------------------------------------------------------------------------- */
 static inline void head_set(Sim *s, int k, double t, unsigned long long key, int kind, int a, int b) {
     Ev2 *e = &s->heads[k];
     e->t = t; e->key = key; e->kind = kind; e->a = a; e->b = b;
     s->nlive++;
 }
 
-/* The lane of arrivals `delay` after a phase on dim d (made if new); -1 out of memory, -2 none (the
- * heads are 64 at most). */
-static int lane_of(Sim *s, int d, double delay) {
-    int k = s->lastlane[d];
-    if (k < s->nlanes && s->lanes[k].dim == d && s->lanes[k].delay == delay) return k;
-    for (k = 0; k < s->nlanes && !(s->lanes[k].dim == d && s->lanes[k].delay == delay); k++) {}
-    if (k == s->nlanes) {
-        if (s->nd + k >= MAX_HEADS) return -2;
-        if (s->nlanes == s->lanecap) {
-            int nc = s->lanecap ? 2 * s->lanecap : 8;
-            Lane *nl = realloc(s->lanes, (size_t)nc * sizeof(Lane));
-            if (!nl) return -1;
-            memset(nl + s->lanecap, 0, (size_t)(nc - s->lanecap) * sizeof(Lane));
-            s->lanes = nl; s->lanecap = nc;
-        }
-        if (heads_room(s, s->nd + k + 1)) return -1;
-        s->lanes[k].dim = d; s->lanes[k].delay = delay; s->lanes[k].head = s->lanes[k].len = 0;
-        s->nlanes++;
-    }
-    s->lastlane[d] = k;
-    return k;
-}
-
 /* An arrival `delay` after now on dim d: into its lane if the order holds, else into the heap. */
 static int arrive_push(Sim *s, double t, double delay, int c, int d) {
     if (!s->notie) return ev_push(s, t, 0, ARRIVE, c, d, NULL, 0);
-    int k = lane_of(s, d, delay);
-    if (k == -1) return -1;
+    int k = s->lastlane[d];
+    if (!(k < s->nlanes && s->lanes[k].dim == d && s->lanes[k].delay == delay) && (k = lane_of(s, d, delay)) == -1)
+        return -1;
     Lane *L = &s->lanes[k];
     if (k == -2 || (L->len && L->buf[(L->head + L->len - 1) & (L->cap - 1)].t > t))
         return ev2_push(s, t, 0, ARRIVE, c, d);  /* out of the lane's order: the heap */
-    if (L->len == L->cap) {
-        int nc = L->cap ? 2 * L->cap : 16;
-        Ev2 *nb = malloc((size_t)nc * sizeof(Ev2));
-        if (!nb) return -1;
-        for (int j = 0; j < L->len; j++) nb[j] = L->buf[(L->head + j) & (L->cap - 1)];
-        free(L->buf);
-        L->buf = nb; L->cap = nc; L->head = 0;
-    }
+    if (L->len == L->cap && lane_room(L)) return -1;
     Ev2 *e = &L->buf[(L->head + L->len) & (L->cap - 1)];
     e->t = t; e->key = (unsigned long long)s->counter++; e->kind = ARRIVE; e->a = c; e->b = d;
     if (L->len++ == 0) { s->heads[s->nd + k] = *e; s->nlive++; }
@@ -173,36 +80,6 @@ HOT void ev2_take(Sim *s, Ev *out) {
     else { s->heads[best].t = INFINITY; s->heads[best].key = ~0ULL; }
 }
 
-int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk) {
-    if (s->notie) return ev2_push(s, t, cls, kind, a, b);
-    if (s->nev == s->evcap && grow((void **)&s->ev, &s->evcap, s->nev + 1, sizeof(Ev))) return -1;
-    Ev *h = s->ev;
-    long long seq = s->counter++;
-    double a1 = 0.0, a2 = 0.0, a3 = 0.0, st = 0.0;
-    if (tie) { a1 = tie[0]; a2 = tie[1]; a3 = tie[2]; st = tie[3]; }
-    Py_ssize_t i = s->nev++;
-    while (i > 0) {
-        Py_ssize_t p = (i - 1) / 2;
-        const Ev *y = &h[p];
-        int less;
-        if (t != y->t) less = t < y->t;
-        else if (cls != y->cls) less = cls < y->cls;
-        else if (a1 != y->a1) less = a1 < y->a1;
-        else if (a2 != y->a2) less = a2 < y->a2;
-        else if (a3 != y->a3) less = a3 < y->a3;
-        else if (st != y->st) less = st < y->st;
-        else if (dk != y->dk) less = dk < y->dk;
-        else less = seq < y->seq;
-        if (!less) break;
-        h[i] = h[p];
-        i = p;
-    }
-    Ev *e = &h[i];
-    e->t = t; e->a1 = a1; e->a2 = a2; e->a3 = a3; e->st = st; e->seq = seq;
-    e->cls = (short)cls; e->dk = (short)dk; e->kind = kind; e->a = a; e->b = b;
-    return 0;
-}
-
 /* ----- chunks --------------------------------------------------------------------------------- */
 static inline Py_ssize_t ph_index(const Sim *s, int c) {
     Py_ssize_t j = s->cbase[c] + s->pos[c];
@@ -222,23 +99,23 @@ static inline long long lead_after(const Sim *s, long long lead, Py_ssize_t i) {
  * The hot steps take `fast` and `qm`, constants where sim_go runs a specialised loop (one phase
  * per dim at a time, ranked smallest-first queues, no lead, log or priorities; COMPACT: compact
  * events, each dim's in its head; TIED: events with tie keys), so the compiler drops every test
- * those settle; 0 and s->qmode elsewhere. */
-enum { COMPACT = 1, TIED = 2 };
+ * those settle; GENERAL and s->qmode elsewhere. */
+enum { GENERAL = 0, COMPACT = 1, TIED = 2 };
 
-/* Put chunk c's next phase in its dim's queue; the dim, or -1. The ranked queues (qm 3, 4) exist
- * only for smallest-first without priorities (sim_use_ranks). */
-HOT int enqueue_(Sim *s, int c, int qm) {
+/* Put chunk c's next phase in its dim's queue; the dim, or -1. The ranked queues exist only for
+ * smallest-first without priorities (sim_use_ranks). */
+HOT int enqueue_(Sim *s, int c, QMode qm) {
     Py_ssize_t i = ph_index(s, c);
     int d = s->ph.dim[i];
-    if (qm == 3) {
+    if (qm == QM_RANKED_DSE) {
         s->counter++;  /* the seq dse's rule gives every waiting phase (kept: later seqs depend on it) */
         return rb_push(&s->rb[d], s->ph.rank[i], c) ? -1 : d;
     }
-    if (qm == 4) {
+    if (qm == QM_RANKED_ASTRA) {
         int back = s->ph.fifo[i] || plan_len(s, c) - s->pos[c] - 1 == 1;
         return ra_insert(&s->ra[d], s->ph.rank[i], c, back) ? -1 : d;
     }
-    if (qm == 5) {  /* a fixed service order: the chunk waits at d (_queues.c) */
+    if (qm == QM_FIXED) {  /* a fixed service order: the chunk waits at d (_queues.c) */
         s->fat[c] = d;
         return d;
     }
@@ -257,7 +134,7 @@ HOT int enqueue_(Sim *s, int c, int qm) {
         if (q_insert(&s->wait[d], s->wait[d].len, w)) return -1;
     } else if (s->policy == SCF_PRIORITY) {
         w.seq = s->counter++;
-        if (qm == 1) {
+        if (qm == QM_BUCKETS) {
             if (bq_push(&s->bq[d], key, c)) return -1;
         } else {  /* insort_right on (key, seq) into a list that priorities may disorder */
             Deque *q = &s->wait[d];
@@ -270,7 +147,7 @@ HOT int enqueue_(Sim *s, int c, int qm) {
         }
     } else {
         int back = s->ph.fifo[i] || plan_len(s, c) - s->pos[c] - 1 == 1;
-        if (qm == 2) {
+        if (qm == QM_ASTRA) {
             if (aq_insert(&s->aq[d], key, c, back)) return -1;
         } else {
             Deque *q = &s->wait[d];
@@ -284,26 +161,28 @@ HOT int enqueue_(Sim *s, int c, int qm) {
 
 int enqueue(Sim *s, int c) { return enqueue_(s, c, s->qmode); }
 
-HOT int q_waiting(const Sim *s, int d, int qm) {
+HOT int q_waiting(const Sim *s, int d, QMode qm) {
     switch (qm) {
-    case 1: return s->bq[d].count > 0;
-    case 2: return s->aq[d].count > 0;
-    case 3: return s->rb[d].mask != 0;
-    case 4: return s->ra[d].mask != 0;
-    case 5: return fq_ready(s, d);
-    default: return s->wait[d].len > 0;
+    case QM_BUCKETS: return s->bq[d].count > 0;
+    case QM_ASTRA: return s->aq[d].count > 0;
+    case QM_RANKED_DSE: return s->rb[d].mask != 0;
+    case QM_RANKED_ASTRA: return s->ra[d].mask != 0;
+    case QM_FIXED: return fq_ready(s, d);
+    case QM_DEQUE: break;
     }
+    return s->wait[d].len > 0;
 }
 
-HOT int q_next(Sim *s, int d, int qm) {
+HOT int q_next(Sim *s, int d, QMode qm) {
     switch (qm) {
-    case 1: return bq_pop(&s->bq[d]);
-    case 2: return aq_pop(&s->aq[d]);
-    case 3: return rb_pop(&s->rb[d]);
-    case 4: return ra_pop(&s->ra[d]);
-    case 5: return fq_take(s, d);
-    default: return q_pop_front(&s->wait[d]).item;
+    case QM_BUCKETS: return bq_pop(&s->bq[d]);
+    case QM_ASTRA: return aq_pop(&s->aq[d]);
+    case QM_RANKED_DSE: return rb_pop(&s->rb[d]);
+    case QM_RANKED_ASTRA: return ra_pop(&s->ra[d]);
+    case QM_FIXED: return fq_take(s, d);
+    case QM_DEQUE: break;
     }
+    return q_pop_front(&s->wait[d]).item;
 }
 
 static int share_schedule(Sim *s, int d) {
@@ -352,7 +231,7 @@ HOT int start_phase(Sim *s, int c, int d, double t, int fast) {
     return ev_push(s, t + busy, 0, COMPLETE, c, d, tp, dk);
 }
 
-HOT int refill_(Sim *s, int d, double t, int fast, int qm) {
+HOT int refill_(Sim *s, int d, double t, int fast, QMode qm) {
     if (fast) {  /* one place per dim */
         if (s->running[d] || !q_waiting(s, d, qm)) return 0;
         int c = q_next(s, d, qm);
@@ -365,7 +244,7 @@ HOT int refill_(Sim *s, int d, double t, int fast, int qm) {
     return 0;
 }
 
-int refill(Sim *s, int d, double t) { return refill_(s, d, t, 0, s->qmode); }
+int refill(Sim *s, int d, double t) { return refill_(s, d, t, GENERAL, s->qmode); }
 
 static int log_phase(Sim *s, int c, double t) {
     if (s->nlog == s->logcap && grow((void **)&s->logv, &s->logcap, s->nlog + 1, sizeof(LogRec))) return -1;
@@ -374,7 +253,7 @@ static int log_phase(Sim *s, int c, double t) {
     return 0;
 }
 
-HOT int phase_end_(Sim *s, int ev, int c, int d, double t, int freed, int fast, int qm) {
+HOT int phase_end_(Sim *s, int ev, int c, int d, double t, int freed, int fast, QMode qm) {
     if (!fast && s->record && log_phase(s, c, t)) return -1;
     s->pos[c] += 1;
     int done = -1, d2 = -1;
@@ -401,7 +280,7 @@ HOT int phase_end_(Sim *s, int ev, int c, int d, double t, int freed, int fast, 
 }
 
 static int phase_end(Sim *s, int ev, int c, int d, double t, int freed) {
-    return phase_end_(s, ev, c, d, t, freed, 0, s->qmode);
+    return phase_end_(s, ev, c, d, t, freed, GENERAL, s->qmode);
 }
 
 static int share_done(Sim *s, int d, double t) {
@@ -429,7 +308,7 @@ static int share_done(Sim *s, int d, double t) {
 }
 
 /* The loop over events; `fast` and `qm` as for the hot steps above. */
-HOT int loop_(Sim *s, int fast, int qm) {
+HOT int loop_(Sim *s, int fast, QMode qm) {
     Ev e;
     while (s->nev > 0 || s->nlive > 0) {
         if (fast == COMPACT || (!fast && s->notie)) ev2_take(s, &e);
@@ -485,14 +364,49 @@ HOT int loop_(Sim *s, int fast, int qm) {
     return 0;
 }
 
-static int loop_generic(Sim *s) { return loop_(s, 0, s->qmode); }
-static int loop_compact_dse(Sim *s) { return loop_(s, COMPACT, 3); }
-static int loop_compact_astra(Sim *s) { return loop_(s, COMPACT, 4); }
-static int loop_tied_dse(Sim *s) { return loop_(s, TIED, 3); }
-static int loop_tied_astra(Sim *s) { return loop_(s, TIED, 4); }
+static int loop_generic(Sim *s) { return loop_(s, GENERAL, s->qmode); }
+static int loop_compact_dse(Sim *s) { return loop_(s, COMPACT, QM_RANKED_DSE); }
+static int loop_compact_astra(Sim *s) { return loop_(s, COMPACT, QM_RANKED_ASTRA); }
+static int loop_tied_dse(Sim *s) { return loop_(s, TIED, QM_RANKED_DSE); }
+static int loop_tied_astra(Sim *s) { return loop_(s, TIED, QM_RANKED_ASTRA); }
+
+const char *const LOOP_NAMES[LOOP_COUNT] = {
+    "generic", "compact_dse", "compact_astra", "tied_dse", "tied_astra",
+    "flow_dse", "flow_astra", "flow_dse_4d", "flow_astra_4d",
+};
+long long loop_runs[LOOP_COUNT];
+
+/* The specialised loops' conditions: one place per dim, ranked queues, no lead, log or priorities. */
+static int sim_plain(const Sim *s) {
+    return s->slots == 1 && !s->shared && !s->track && !s->record && !s->use_prio &&
+           (s->qmode == QM_RANKED_DSE || s->qmode == QM_RANKED_ASTRA);
+}
+
+int sim_compact(const Sim *s) { return sim_plain(s) && s->srv && !s->dimkey; }
+
+/* The loop for this run, its roots issued (a flow run was set up by its issue: flow_ok). */
+static Loop pick_loop(const Sim *s) {
+    int dse = s->qmode == QM_RANKED_DSE;
+    if (s->fl.on && s->nd == 4) return dse ? LOOP_FLOW_DSE_4D : LOOP_FLOW_ASTRA_4D;
+    if (s->fl.on) return dse ? LOOP_FLOW_DSE : LOOP_FLOW_ASTRA;
+    if (sim_compact(s)) return dse ? LOOP_COMPACT_DSE : LOOP_COMPACT_ASTRA;
+    if (sim_plain(s) && !s->notie) return dse ? LOOP_TIED_DSE : LOOP_TIED_ASTRA;
+    return LOOP_GENERIC;
+}
+
+static int run_loop(Sim *s) {
+    switch (s->loop) {
+    case LOOP_COMPACT_DSE: return loop_compact_dse(s);
+    case LOOP_COMPACT_ASTRA: return loop_compact_astra(s);
+    case LOOP_TIED_DSE: return loop_tied_dse(s);
+    case LOOP_TIED_ASTRA: return loop_tied_astra(s);
+    case LOOP_FLOW_DSE: case LOOP_FLOW_ASTRA: case LOOP_FLOW_DSE_4D: case LOOP_FLOW_ASTRA_4D: return flow_run(s);
+    default: return loop_generic(s);
+    }
+}
 
 /* Run the loop; 0, -1 (error set, or out of memory: s->nomem), -2 (stalled), or -3 (a fixed service
- * order not followed to its end: s->stall). */
+ * order not followed to its end: s->stall). s->loop: the loop that ran (counted in loop_runs). */
 int sim_go(Sim *s) {
     Graph *g = &s->g;
     int n = g->n;
@@ -506,14 +420,11 @@ int sim_go(Sim *s) {
         if (arrive(s, i, i, 0.0)) return -1;
     }
     if (dispatch(s, 0.0)) return -1;
-    int plain = s->slots == 1 && !s->shared && !s->track && !s->record && !s->use_prio && (s->qmode == 3 || s->qmode == 4);
-    int rc;
-    if (s->fl.on) rc = flow_run(s);
-    else if (plain && s->srv && !s->dimkey) rc = s->qmode == 3 ? loop_compact_dse(s) : loop_compact_astra(s);
-    else if (plain && !s->notie) rc = s->qmode == 3 ? loop_tied_dse(s) : loop_tied_astra(s);
-    else rc = loop_generic(s);
+    s->loop = pick_loop(s);
+    ATOMIC_ADD(&loop_runs[s->loop], 1);
+    int rc = run_loop(s);
     if (rc) return rc;
-    if (s->qmode == 5 && fq_stalled(s)) return -3;
+    if (s->qmode == QM_FIXED && fq_stalled(s)) return -3;
     for (int i = 0; i < n; i++) if (s->need[i]) return -2;
     for (int r = 0; r < 3; r++) if (s->ready[r].n || s->taken[r]) return -2;
     return 0;

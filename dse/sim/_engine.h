@@ -13,7 +13,40 @@
 #define HOT static inline
 #endif
 
+/* Relaxed atomics for counters that runs without the GIL update (the batch's threads). */
+#if defined(__GNUC__) || defined(__clang__)
+#define ATOMIC_ADD(p, v) ((void)__atomic_fetch_add((p), (v), __ATOMIC_RELAXED))
+#define ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#else
+#define ATOMIC_ADD(p, v) ((void)(*(p) += (v)))
+#define ATOMIC_LOAD(p) (*(p))
+#define ATOMIC_STORE(p, v) ((void)(*(p) = (v)))
+#endif
+
 enum { FIFO = 0, SCF_PRIORITY = 1, SCF_ASTRA = 2, FIXED_SEQ = 3 };
+/* How a Sim's dims keep their waiting phases (Sim.qmode; sim_init picks it from the policy). */
+typedef enum {
+    QM_DEQUE = 0,         /* a deque per dim: FIFO, and either smallest-first rule with issue priorities */
+    QM_BUCKETS = 1,       /* dse's smallest-first rule: buckets by key (_queues.c) */
+    QM_ASTRA = 2,         /* ASTRA-sim's smallest-first rule: its list with runs of records (_queues.c) */
+    QM_RANKED_DSE = 3,    /* QM_BUCKETS by key rank, every rank known up front (sim_rank_keys, _ranked.h) */
+    QM_RANKED_ASTRA = 4,  /* QM_ASTRA by key rank, the same way */
+    QM_FIXED = 5          /* a fixed service order (FIXED_SEQ, _queues.c) */
+} QMode;
+/* The event loops (sim_go picks one, Sim.loop says which ran; LOOP_NAMES are their names in Python):
+ * the general one; the specialised COMPACT and TIED ones (_engine.c: one phase per dim at a time,
+ * ranked queues, no lead, log or priorities; compact events, or events with tie keys); _flow.c's
+ * loop for a single collective (any dims, or 4 as a constant). */
+typedef enum {
+    LOOP_GENERIC, LOOP_COMPACT_DSE, LOOP_COMPACT_ASTRA, LOOP_TIED_DSE, LOOP_TIED_ASTRA,
+    LOOP_FLOW_DSE, LOOP_FLOW_ASTRA, LOOP_FLOW_DSE_4D, LOOP_FLOW_ASTRA_4D, LOOP_COUNT
+} Loop;
+extern const char *const LOOP_NAMES[LOOP_COUNT];
+/* sim_go's runs of each loop since the module loaded (atomic: the batch runs without the GIL) */
+extern long long loop_runs[LOOP_COUNT];
+/* 0: sim_go never picks _flow.c's loop (the tests' and benchmarks' switch, _engine.set_flow) */
+extern int flow_enabled;
 enum { COMPLETE = 0, RELEASE = 1, ARRIVE = 2, COMM_DONE = 3, COMPUTE_DONE = 4, LAG = 5, SHARE_DONE = 6 };
 enum { N_COMPUTE = 0, N_COMM = 1, N_MARK = 2, N_REPLAY = 3 };
 enum { GPU = 0, CPU = 1, NET = 2 };
@@ -83,24 +116,30 @@ typedef struct { int dim; double delay; Ev2 *buf; int head, len, cap; } Lane;
 
 typedef struct { int c, step; double start, end; } LogRec;
 
-/* A single collective without a global event order (_flow.c). Per dim (FDim): its head (its server
- * event, or when idle its inbox's first arrival), its busy and sent sums, the mask of its non-empty
- * smallest-first rings (dse's rule) and the first item of the lowest (cand, of rank crank: -1 and
- * MAX_RANKS if none), the item it serves (-1: idle) and its inbox: the arrivals in
- * ib[ih, it) sorted by (t, seq), between two sentinels. Per plan position: the run's record of its
- * phase (what the Sim's phases fix about it made once: ci, its phase, -1 until then). dse's queues: a ring per (dim, rank), qb[h, t) (rg). Each inbox and ring has its own part
- * of ib or qb, as large as the run can fill it. An item is a chunk and its plan position (FLOW_CB
- * bits for the chunk). */
+/* A single collective without a global event order (_flow.c, set up by _flow_setup.c). Per dim (FDim):
+ * its head (its server event, or when idle its inbox's first arrival), its busy and sent sums, the
+ * mask of its non-empty smallest-first rings (dse's rule) and the first item of the lowest (cand, of
+ * rank crank: -1 and MAX_RANKS if none), the item it serves (-1: idle), and its inbox (_flow.c): the
+ * arrivals waiting for it, in a sorted run ib[ih, it) and in its lanes ln[d nl, d nl + nl), one per
+ * source dim (lmask: the non-empty ones; ml: the lane of the lanes' first, -1 if none). A lane:
+ * ib[h, e) in (t, seq) order, (t, k) its first's (inf: none). Per plan position: the run's record of
+ * its phase. dse's queues: a ring per (dim, rank), qb[h, t) (rg). Each run, lane and ring has its own
+ * part of ib or qb, as large as the run can fill it. An item is a chunk and its plan position
+ * (FLOW_CB bits for the chunk). */
 #define FLOW_CB 15
+#define FLOW_LANES 64  /* lanes (dims) into one dim at most (a bit each in FDim.lmask); more dims: none */
+#define FLOW_WALK 8    /* an arrival passes at most this many in a dim's sorted run, if it has a lane */
 typedef struct { double t; unsigned long long k; int item; } FItem;
 typedef struct {
-    double t; unsigned long long k; double busy, sent; unsigned long long mask; int item, ih, it, cand, crank, pad;
+    double t; unsigned long long k; double busy, sent; unsigned long long mask, lmask;
+    int item, cand, crank, ih, it, ml;
 } FDim;
 typedef struct { int h, t; } FRing;
+typedef struct { double t; unsigned long long k; int h, e; } FLane;
 typedef struct { double busy, delay, sent; unsigned short q; unsigned char dim, rank, back, last; } FRec;
 typedef struct {
-    FDim *dm; FItem *ib; int *qb; FRing *rg; FRec *rec; int *ci, *stamp, *mult, *plan;
-    Py_ssize_t nib, nqb, nrec; int ndm, nrg, nplan, nd, nrank, on, left, run;
+    FDim *dm; FItem *ib; int *qb; FRing *rg; FRec *rec; FLane *ln; int *stamp, *mult, *plan;
+    Py_ssize_t nib, nqb, nrec, nlncap; int ndm, nrg, nplan, nl, nd, nrank, on, left, run;
     unsigned long long ctr; double bytes, finish;
 } Flow;
 
@@ -124,8 +163,8 @@ typedef struct {
 typedef struct Sim Sim;
 struct Sim {
     int nd, policy, slots, shared, dimkey, use_prio, track, record;
-    int qmode;  /* 0 deque, 1 buckets, 2 ASTRA-sim's list, 3 and 4 the same two ranked (sim_use_ranks),
-                 * 5 a fixed service order (FIXED_SEQ: _queues.c) */
+    QMode qmode;
+    Loop loop;  /* the loop sim_go ran */
     Phases ph;
     Py_ssize_t *poff; Py_ssize_t nplans, poffcap;
     const int *pmap;  /* plan position -> phase index (the batch's combos); NULL: the identity */
@@ -159,12 +198,18 @@ struct Sim {
     void *ctx;
 };
 
-/* shared by the engine's parts (_engine.c: events and network; _graph.c: nodes, set-up; _heaps.c: containers) */
+/* shared by the engine's parts (_engine.c: network and loops; _events.c: events; _graph.c: nodes, set-up;
+ * _heaps.c: containers) */
 int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size);
 int ev_push(Sim *s, double t, int cls, int kind, int a, int b, const double *tie, int dk);
 int kh_push(KHeap *hp, KItem it);
 KItem kh_pop(KHeap *hp);
 void ev_pop(Sim *s, Ev *out);
+void ev2_pop(Sim *s, Ev *out);
+int ev2_push(Sim *s, double t, int cls, int kind, int a, int b);
+int heads_room(Sim *s, int n);
+int lane_of(Sim *s, int d, double delay);  /* the lane of arrivals `delay` after dim d: -1 no memory, -2 none */
+int lane_room(Lane *L);
 int q_insert(Deque *q, Py_ssize_t j, KItem w);
 static inline int kh_less(const KItem *x, const KItem *y) {
     if (x->key != y->key) return x->key < y->key;
@@ -185,8 +230,12 @@ int release_node(Sim *s, int x, double t);
 int network_end(Sim *s, int i, double t);
 int dispatch(Sim *s, double t);
 
+/* Would the engine's COMPACT loop run this (one place per dim, compact events, ranked queues, no lead,
+ * log, priorities or tie by dim)? Once the run's roots are issued (sim_go), or at an issue. */
+int sim_compact(const Sim *s);
 /* a single collective without a global event order (_flow.c) */
 int flow_ok(const Sim *s, Py_ssize_t first);
+int flow_setup(Sim *s);  /* _flow_setup.c: a run's records and parts; 0 or -1 */
 int flow_issue(Sim *s, double t);
 int flow_run(Sim *s);
 void flow_free(Flow *f);
@@ -195,6 +244,20 @@ void flow_free(Flow *f);
 int fq_ready(const Sim *s, int d);
 int fq_take(Sim *s, int d);
 int fq_stalled(Sim *s);
+
+/* Python's objects into the engine's arrays (_convert.c): 0 or -1 with an exception set. Plans by identity
+ * (IdTable: chunks sharing a tuple share its phases; it holds a reference to each); a graph's and a
+ * service order's arrays (GraphBuf, OrderBuf: the caller frees them). */
+typedef struct { PyObject **key; int *val; Py_ssize_t cap, n; } IdTable;
+typedef struct { int *kinds, *res, *sdst; double *dur, *delays, *slag, *ideal; Py_ssize_t *soff; } GraphBuf;
+typedef struct { int *seq; Py_ssize_t *off; } OrderBuf;
+PyObject *seq_tuple(PyObject *o, const char *what);  /* o's items as a tuple held while read; NULL: error */
+int plan_id(Sim *s, IdTable *tb, PyObject *plan);     /* the plan's id, its phases added if new; -1 */
+void id_free(IdTable *tb);
+void phases_free(Phases *f);
+int graph_from(PyObject *t, Graph *g, GraphBuf *b);
+void gb_free(GraphBuf *b);
+int order_from(PyObject *order, int nd, OrderBuf *b);
 
 /* checks of what Python gives (_validate.c): 0, or -1 with a ValueError or TypeError naming `what` */
 int v_long(PyObject *o, long long lo, long long hi, const char *what, long long *out);

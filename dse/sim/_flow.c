@@ -1,22 +1,14 @@
 /* A single collective on servers without a global event order (dse/sim/_engine.c keeps one for all
- * else): the same run as the engine's COMPACT loop, to the bit, with fewer events.
+ * else): the same run as the engine's COMPACT loop, to the bit, with fewer events. When it runs and
+ * why its numbers are the engine's: docs/model.md §6.6; its Python reference:
+ * dse/sim/engine_flow_ref.py.
  *
- * When: one collective alone (a one-node graph, no lag, no delay, no ideal time), one phase per dim at
- * a time, compact events (no tie keys), ranked smallest-first queues (dse's or ASTRA-sim's), no
- * priorities, lead or log (flow_ok). Then the engine's events are each dim's server event (its
- * phase's COMPLETE or RELEASE: (t, cls, seq)) and the ARRIVEs of phases with a delay (t, 0, seq),
- * seqs in the order the events are made; an event touches only its own dim and its chunk's next.
- *
- * Why the global order is not needed for the arrivals: an ARRIVE at a busy dim only puts its chunk
- * in that dim's queue (its refill does nothing), so it may wait in the dim's inbox (sorted by
- * (t, seq)) until the dim next reads its queue: at its own server event, or at a COMPLETE whose
- * chunk moves on to it; there the inbox's events earlier than that event enter the queue first, in
- * their order. What is left is one event per dim: its server event if busy, else its inbox's first
- * arrival (which starts it). The loop takes the least of those nd heads, as the engine would: the
- * same steps on each dim and its queue in the same order, the same events made in the same order
- * (a queue's entry makes none), so the same seqs compared and the same sums. */
+ * Per dim: one head (its server event while it serves, else its inbox's first arrival), its queue,
+ * and its inbox (the arrivals waiting for it: below). The loop takes the least head; an event
+ * touches only its own dim and its chunk's next. Set-up: _flow_setup.c. */
 #include "_engine.h"
 #include "_ranked.h"
+#include <limits.h>
 #include <math.h>
 
 #define NONE_T INFINITY
@@ -24,15 +16,16 @@
 #define CMASK ((1 << FLOW_CB) - 1)
 #define NEXT (1 << FLOW_CB)  /* an item's next plan position */
 
-/* Can this run go here (the file's comment)? Called at the issue of the run's one collective. */
+int flow_enabled = 1;
+
+/* Does this run go here? Called at the issue of the run's collective (chunks [first, nchunks)): the
+ * engine's COMPACT loop would run it (sim_compact), it is the graph's one collective alone (no lag,
+ * delay or ideal time, nothing else in flight), and its chunks, plan positions and dims fit. */
 int flow_ok(const Sim *s, Py_ssize_t first) {
     const Graph *g = &s->g;
-    if (!(first == 0 && g->n == 1 && g->soff[1] == 0 && !g->ideal && g->delays[0] == 0.0 &&
-          !g->end_before_release && s->slots == 1 && !s->shared && s->notie && !s->dimkey && !s->track &&
-          !s->record && !s->use_prio && (s->qmode == 3 || s->qmode == 4) && s->nev == 0 && s->nlive == 0 &&
-          s->nchunks <= CMASK + 1))
-        return 0;
-    if (s->nd > 255) return 0;
+    int alone = first == 0 && g->n == 1 && g->soff[1] == 0 && !g->ideal && g->delays[0] == 0.0 &&
+                !g->end_before_release && s->nev == 0 && s->nlive == 0;
+    if (!ATOMIC_LOAD(&flow_enabled) || !alone || !sim_compact(s) || s->nchunks > CMASK + 1 || s->nd > 255) return 0;
     for (Py_ssize_t c = 0; c < s->nchunks; c++)  /* plan positions fit an item */
         if (s->clen[c] < 1 || s->cbase[c] + s->clen[c] > 0xffff) return 0;
     return 1;
@@ -57,18 +50,15 @@ static inline int earlier(double t1, unsigned long long k1, double t2, unsigned 
 
 /* The state the loop works on, copied out of the Flow (kept in registers). */
 typedef struct {
-    FDim *dm; FItem *ib; FRec *rec; int *qb; FRing *rg;
-    int nrank, left;
+    FDim *dm; FItem *ib; FRec *rec; int *qb; FRing *rg; FLane *ln;
+    int nrank, nl, left;
     unsigned long long ctr; double bytes, finish;
 } X;
 
-static const FItem FRONT = {0.0, 0, 0};  /* before every arrival: (t, seq) > (+0, 0) */
-static const FItem BACK = {NONE_T, NONE_K, 0};  /* after every one */
-
-/* An item's phase into dim d's queue (the engine's enqueue_); qm 3: dse's rule, a ring per rank,
- * the dim's next item kept up to date (the first of a new lowest ring). */
-HOT int fl_enqueue(Sim *s, X *x, const FRec *r, int item, int d, int qm) {
-    if (qm == 4) return ra_insert(&s->ra[d], r->rank, item, r->back);
+/* An item's phase into dim d's queue (the engine's enqueue_); dse's rule: a ring per rank, the dim's
+ * next item kept up to date (the first of a new lowest ring). */
+HOT int fl_enqueue(Sim *s, X *x, const FRec *r, int item, int d, QMode qm) {
+    if (qm == QM_RANKED_ASTRA) return ra_insert(&s->ra[d], r->rank, item, r->back);
     FDim *D = &x->dm[d];
     x->qb[x->rg[r->q].t++] = item;
     D->mask |= 1ULL << r->rank;
@@ -76,10 +66,10 @@ HOT int fl_enqueue(Sim *s, X *x, const FRec *r, int item, int d, int qm) {
     return 0;
 }
 
-/* Dim d's next item off its queue (the engine's q_next). qm 3: the one kept (known long before:
+/* Dim d's next item off its queue (the engine's q_next). dse's rule: the one kept (known long before:
  * the dim's next start does not wait for the queue), then the next one found. */
-HOT int fl_pop(Sim *s, X *x, int d, int qm) {
-    if (qm == 4) return ra_pop(&s->ra[d]);
+HOT int fl_pop(Sim *s, X *x, int d, QMode qm) {
+    if (qm == QM_RANKED_ASTRA) return ra_pop(&s->ra[d]);
     FDim *D = &x->dm[d];
     int item = D->cand, k = D->crank;
     FRing *g = &x->rg[d * x->nrank + k];
@@ -94,34 +84,98 @@ HOT int fl_pop(Sim *s, X *x, int d, int qm) {
     return item;
 }
 
-/* An arrival (t, k) at dim d, into d's inbox in (t, k) order (the front sentinel stops the search);
- * the head of an idle d. */
-HOT void fl_put(X *x, int d, double t, unsigned long long k, int item) {
-    FItem *b = x->ib;
-    FDim *D = &x->dm[d];
-    int j = D->it;
-    while (earlier(t, k, b[j - 1].t, b[j - 1].k)) {
-        b[j] = b[j - 1];
-        j--;
-    }
-    b[j].t = t; b[j].k = k; b[j].item = item;
-    b[++D->it] = BACK;
-    if (D->item < 0 && j == D->ih) { D->t = t; D->k = k; }
+/* ----- the inboxes --------------------------------------------------------------------------------
+ * A dim's inbox: a run ib[ih, it) sorted by (t, seq) between two sentinels, and a lane per source dim.
+ * An arrival goes to its lane if it comes after the lane's last one; else, if the lane is empty, into
+ * the run from the back if it passes at most FLOW_WALK later arrivals there (mostly none: arrivals
+ * come nearly in time order), else to its lane; else into the run. The inbox's first is the earlier
+ * of the run's first and the lanes' (that of lane ml). Without lanes (more than FLOW_LANES dims),
+ * every arrival goes into the run. */
+static const FItem FRONT = {0.0, 0, 0};  /* before every arrival: (t, seq) > (+0, 0) */
+static const FItem BACK = {NONE_T, NONE_K, 0};  /* after every one */
+
+/* An arrival into lane L (after every arrival in it) of dim D, from dim src. */
+HOT void fl_lane_put(X *x, FDim *D, FLane *L, int src, double t, unsigned long long k, int item) {
+    FItem *e = &x->ib[L->e++];
+    e->t = t; e->k = k; e->item = item;
+    if (L->e - L->h > 1) return;  /* behind its lane's first */
+    L->t = t; L->k = k;
+    D->lmask |= 1ULL << src;
+    if (D->ml < 0 || earlier(t, k, x->ln[D->ml].t, x->ln[D->ml].k)) D->ml = (int)(L - x->ln);
 }
 
-/* The arrivals at dim d before event (t, k) enter its queue, in their order (the back sentinel
- * stops the loop). */
-HOT int fl_flush(Sim *s, X *x, int d, double t, unsigned long long k, int qm) {
-    FItem *b = x->ib;
+/* An arrival (t, k) from dim src into dim d's inbox; d's head if d is idle and it is the first. */
+HOT void fl_put(X *x, int d, int src, double t, unsigned long long k, int item) {
     FDim *D = &x->dm[d];
-    int h = D->ih;
-    while (earlier(b[h].t, b[h].k, t, k)) {
-        int item = b[h].item;
-        b[h] = FRONT;
-        D->ih = ++h;
+    FItem *b = x->ib;
+    FLane *L = x->ln + (x->nl ? d * x->nl + src : 0);  /* its lane, when there are lanes */
+    int queued = (int)(D->lmask >> src & 1), j = D->it, stop = x->nl && !queued ? j - FLOW_WALK : -1;
+    if (queued && !earlier(t, k, b[L->e - 1].t, b[L->e - 1].k)) {
+        fl_lane_put(x, D, L, src, t, k, item);
+    } else {
+        while (earlier(t, k, b[j - 1].t, b[j - 1].k) && j != stop) {  /* FRONT stops it */
+            b[j] = b[j - 1];
+            j--;
+        }
+        if (j == stop && earlier(t, k, b[j - 1].t, b[j - 1].k)) {  /* too far: undone, into its lane */
+            memmove(b + j, b + j + 1, FLOW_WALK * sizeof(FItem));
+            b[D->it] = BACK;
+            fl_lane_put(x, D, L, src, t, k, item);
+        } else {
+            b[j].t = t; b[j].k = k; b[j].item = item;
+            b[++D->it] = BACK;
+        }
+    }
+    if (D->item < 0 && earlier(t, k, D->t, D->k)) { D->t = t; D->k = k; }
+}
+
+/* The lanes' first arrival off (lane ml's): its item; the lane with the lanes' next first (among the
+ * non-empty ones: mostly none or one). */
+HOT int fl_lane_take(X *x, FDim *D) {
+    FLane *L = &x->ln[D->ml], *g = x->ln + (D->ml - D->ml % x->nl);
+    int item = x->ib[L->h++].item, best = -1;
+    if (L->h < L->e) { L->t = x->ib[L->h].t; L->k = x->ib[L->h].k; }
+    else D->lmask &= ~(1ULL << (L - g));
+    unsigned long long m = D->lmask;
+    if (m && !(m & (m - 1))) best = low_bit(m);
+    else if (m) {
+        double bt = NONE_T;
+        unsigned long long bk = NONE_K;
+        for (; m; m &= m - 1) {
+            int j = low_bit(m);
+            if (earlier(g[j].t, g[j].k, bt, bk)) { best = j; bt = g[j].t; bk = g[j].k; }
+        }
+    }
+    D->ml = best < 0 ? -1 : (int)(g - x->ln) + best;
+    return item;
+}
+
+/* The inbox's first arrival: the run's first, or lane ml's if that is earlier. */
+static inline FItem *fl_first(const X *x, const FDim *D, int *lane) {
+    FItem *a = &x->ib[D->ih];
+    *lane = D->ml >= 0 && earlier(x->ln[D->ml].t, x->ln[D->ml].k, a->t, a->k);
+    return *lane ? &x->ib[x->ln[D->ml].h] : a;
+}
+
+/* The inbox's first arrival off (a, from fl_first): its item. */
+HOT int fl_take(X *x, FDim *D, FItem *a, int lane) {
+    if (lane) return fl_lane_take(x, D);
+    int item = a->item;
+    *a = FRONT;  /* the run's front sentinel now */
+    D->ih++;
+    return item;
+}
+
+/* The arrivals at dim d before event (t, k) enter its queue, in their order. */
+HOT int fl_flush(Sim *s, X *x, int d, double t, unsigned long long k, QMode qm) {
+    FDim *D = &x->dm[d];
+    for (;;) {
+        int lane;
+        FItem *a = fl_first(x, D, &lane);
+        if (!earlier(a->t, a->k, t, k)) return 0;
+        int item = fl_take(x, D, a, lane);
         if (fl_enqueue(s, x, &x->rec[item >> FLOW_CB], item, d, qm)) return -1;
     }
-    return 0;
 }
 
 static inline void chunk_done(Sim *s, X *x, int item, double t) {
@@ -147,7 +201,7 @@ HOT void fl_start(Sim *s, X *x, int d, int item, double t) {
         double ta = end + r->delay;
         unsigned long long ka = x->ctr + 1;
         x->ctr += 2;
-        if (!r->last) fl_put(x, r[1].dim, ta, ka, item + NEXT);
+        if (!r->last) fl_put(x, r[1].dim, r->dim, ta, ka, item + NEXT);
         else chunk_done(s, x, item, ta);
         return;
     }
@@ -155,16 +209,17 @@ HOT void fl_start(Sim *s, X *x, int d, int item, double t) {
 }
 
 /* Dim d, free at t, takes its next waiting phase, or idles until its inbox's first arrival. */
-HOT int fl_refill(Sim *s, X *x, int d, double t, int qm) {
-    if (qm == 4 ? s->ra[d].mask != 0 : x->dm[d].mask != 0) {
+HOT int fl_refill(Sim *s, X *x, int d, double t, QMode qm) {
+    if (qm == QM_RANKED_ASTRA ? s->ra[d].mask != 0 : x->dm[d].mask != 0) {
         int item = fl_pop(s, x, d, qm);
         if (item < 0) return -1;
         fl_start(s, x, d, item, t);
         return 0;
     }
     FDim *D = &x->dm[d];
-    const FItem *e = &x->ib[D->ih];  /* the back sentinel if none */
-    D->item = -1; D->t = e->t; D->k = e->k;
+    int lane;
+    const FItem *a = fl_first(x, D, &lane);
+    D->item = -1; D->t = a->t; D->k = a->k;
     return 0;
 }
 
@@ -192,7 +247,7 @@ HOT int fl_next(const X *x, int nd) {
 }
 
 static void x_load(X *x, const Flow *f) {
-    x->dm = f->dm; x->ib = f->ib; x->rec = f->rec; x->qb = f->qb; x->rg = f->rg;
+    x->dm = f->dm; x->ib = f->ib; x->rec = f->rec; x->qb = f->qb; x->rg = f->rg; x->ln = f->ln; x->nl = f->nl;
     x->nrank = f->nrank; x->left = f->left; x->ctr = f->ctr; x->bytes = f->bytes; x->finish = f->finish;
 }
 
@@ -201,7 +256,7 @@ static void x_store(const X *x, Flow *f) {
 }
 
 /* The loop; `ndc`: the dims, a constant in the specialised loops (0: s->nd). */
-HOT int fl_loop(Sim *s, int qm, int ndc) {
+HOT int fl_loop(Sim *s, QMode qm, int ndc) {
     X xs, *x = &xs;
     x_load(x, &s->fl);
     int nd = ndc ? ndc : s->nd, b, rc = 0;
@@ -211,10 +266,9 @@ HOT int fl_loop(Sim *s, int qm, int ndc) {
         unsigned long long k = D->k;
         int item = D->item;
         if (item < 0) {  /* idle: its first arrival starts it (its queue is empty) */
-            FItem *e = &x->ib[D->ih++];
-            item = e->item;
-            *e = FRONT;
-            fl_start(s, x, b, item, t);
+            int lane;
+            FItem *a = fl_first(x, D, &lane);
+            fl_start(s, x, b, fl_take(x, D, a, lane), t);
             continue;
         }
         if ((rc = fl_flush(s, x, b, t, k, qm))) break;
@@ -235,160 +289,40 @@ HOT int fl_loop(Sim *s, int qm, int ndc) {
     return rc;
 }
 
-static int fl_loop_dse(Sim *s) { return fl_loop(s, 3, 0); }
-static int fl_loop_astra(Sim *s) { return fl_loop(s, 4, 0); }
-static int fl_loop_dse4(Sim *s) { return fl_loop(s, 3, 4); }
-static int fl_loop_astra4(Sim *s) { return fl_loop(s, 4, 4); }
+static int fl_loop_dse(Sim *s) { return fl_loop(s, QM_RANKED_DSE, 0); }
+static int fl_loop_astra(Sim *s) { return fl_loop(s, QM_RANKED_ASTRA, 0); }
+static int fl_loop_dse4(Sim *s) { return fl_loop(s, QM_RANKED_DSE, 4); }
+static int fl_loop_astra4(Sim *s) { return fl_loop(s, QM_RANKED_ASTRA, 4); }
 
-/* ----- set-up ----------------------------------------------------------------------------------- */
-/* *p holds at least n items of `size` bytes (zeroed when new); 0 or -1. */
-static int room(void **p, Py_ssize_t *cap, Py_ssize_t n, size_t size) {
-    if (n <= *cap) return 0;
-    Py_ssize_t c = *cap ? *cap : 16;
-    while (c < n) c *= 2;
-    void *q = calloc((size_t)c, size);
-    if (!q) return -1;
-    free(*p);
-    *p = q; *cap = c;
-    return 0;
-}
-
-/* The records of plan positions [j0, j0 + len): one chunk's plan. What does not change between runs
- * on one Sim (its phases' dims, ranks, bytes; the batch's points change busy and delay) is made
- * once (ci[j0] < 0: not yet). */
-static void fl_records(const Sim *s, Flow *f, Py_ssize_t j0, int len) {
-    if (f->ci[j0] < 0) {
-        for (int p = 0; p < len; p++) {
-            Py_ssize_t j = j0 + p, i = s->pmap ? s->pmap[j] : j;
-            FRec *r = &f->rec[j];
-            f->ci[j] = (int)i;
-            r->sent = s->ph.sent[i];
-            r->dim = (unsigned char)s->ph.dim[i]; r->rank = (unsigned char)s->ph.rank[i];
-            r->q = (unsigned short)(r->dim * f->nrank + r->rank);
-            r->back = s->ph.fifo[i] || len - p - 1 == 1;
-            r->last = p == len - 1;
-        }
-    }
-    for (int p = 0; p < len; p++) {
-        FRec *r = &f->rec[j0 + p];
-        Py_ssize_t i = f->ci[j0 + p];
-        r->busy = s->ph.busy[i]; r->delay = s->ph.delay[i];
-    }
-}
-
-/* This run's plans: their records (each plan once), how many chunks run each (mult, by its first
- * position) and the list of them (plan). 0 or -1. */
-static int fl_plans(Sim *s, Flow *f, int nrank) {
-    int n = (int)s->nchunks;
-    Py_ssize_t npos = 0, np = f->nplan;
-    for (int c = 0; c < n; c++) if (s->cbase[c] + s->clen[c] > npos) npos = s->cbase[c] + s->clen[c];
-    if (npos > f->nrec) {  /* records, their phases, stamps and counts by plan position, grown together */
-        Py_ssize_t cap = f->nrec ? f->nrec : 16;
-        while (cap < npos) cap *= 2;
-        FRec *rec = calloc((size_t)cap, sizeof(FRec));  /* all defined */
-        int *ci = malloc((size_t)cap * sizeof(int));
-        int *stamp = calloc((size_t)cap, sizeof(int)), *mult = calloc((size_t)cap, sizeof(int));
-        if (!rec || !ci || !stamp || !mult) { free(rec); free(ci); free(stamp); free(mult); return -1; }
-        free(f->rec); free(f->ci); free(f->stamp); free(f->mult);
-        f->rec = rec; f->ci = ci; f->stamp = stamp; f->mult = mult; f->nrec = cap; f->run = 0;
-        f->nrank = -1;  /* none made yet */
-    }
-    if (room((void **)&f->plan, &np, n, sizeof(int))) return -1;
-    f->nplan = (int)np;
-    if (f->nrank != nrank) {  /* the rings' numbering: the records' made again */
-        memset(f->ci, 0xff, (size_t)f->nrec * sizeof(int));
-        f->nrank = nrank;
-    }
-    if (f->run >= 0x3fffffff) {  /* the stamps would wrap: none is this run's */
-        memset(f->stamp, 0, (size_t)f->nrec * sizeof(int));
-        f->run = 0;
-    }
-    int run = ++f->run, nplans = 0;
-    for (int c = 0; c < n; c++) {
-        Py_ssize_t j0 = s->cbase[c];
-        if (f->stamp[j0] != run) {
-            f->stamp[j0] = run;
-            f->mult[j0] = 0;
-            f->plan[nplans++] = c;
-            fl_records(s, f, j0, s->clen[c]);
-        }
-        f->mult[j0]++;
-    }
-    return nplans;
-}
-
-/* Each inbox's and ring's part of ib and qb, as large as this run's plans can fill it (every
- * arrival at a dim, every phase on a ring); inboxes with their sentinels. 0 or -1. */
-static int fl_parts(Sim *s, Flow *f, int nplans, int qm) {
-    int nd = s->nd, nq = qm == 3 ? nd * f->nrank : 0;
-    Py_ssize_t cd = f->ndm, cq = f->nrg;
-    if (room((void **)&f->dm, &cd, nd, sizeof(FDim)) || room((void **)&f->rg, &cq, nq + 1, sizeof(FRing))) return -1;
-    f->ndm = (int)cd; f->nrg = (int)cq;
-    for (int d = 0; d < nd; d++) f->dm[d].ih = 0;
-    for (int q = 0; q < nq; q++) f->rg[q].h = 0;
-    for (int i = 0; i < nplans; i++) {  /* counts */
-        int c = f->plan[i], len = s->clen[c];
-        const FRec *r = &f->rec[s->cbase[c]];
-        int m = f->mult[s->cbase[c]];
-        for (int p = 0; p < len; p++) {
-            if (p) f->dm[r[p].dim].ih += m;
-            if (nq) f->rg[r[p].q].h += m;
-        }
-    }
-    Py_ssize_t ni = 0, nb = 0;
-    for (int d = 0; d < nd; d++) ni += f->dm[d].ih + 2;
-    for (int q = 0; q < nq; q++) nb += f->rg[q].h;
-    if (room((void **)&f->ib, &f->nib, ni, sizeof(FItem)) || room((void **)&f->qb, &f->nqb, nb + 1, sizeof(int)))
-        return -1;
-    Py_ssize_t off = 0;
-    for (int d = 0; d < nd; d++) {
-        FDim *D = &f->dm[d];
-        Py_ssize_t cnt = D->ih;
-        f->ib[off] = FRONT; f->ib[off + 1] = BACK;
-        D->ih = D->it = (int)off + 1;
-        off += cnt + 2;
-    }
-    off = 0;
-    for (int q = 0; q < nq; q++) {
-        Py_ssize_t cnt = f->rg[q].h;
-        f->rg[q].h = f->rg[q].t = (int)off;
-        off += cnt;
-    }
-    return 0;
-}
-
+/* ----- issue and run ---------------------------------------------------------------------------- */
 /* The collective's chunks [0, nchunks) enter their first queues at t, in chunk order (issue). */
 int flow_issue(Sim *s, double t) {
     Flow *f = &s->fl;
-    int nd = s->nd, n = (int)s->nchunks, qm = s->qmode, top = 0;
-    for (Py_ssize_t i = 0; i < s->ph.len; i++) if (s->ph.rank[i] > top) top = s->ph.rank[i];
-    int nplans = fl_plans(s, f, top + 1);
-    if (nplans < 0 || fl_parts(s, f, nplans, qm)) return -1;
-    for (int d = 0; d < nd; d++) {
-        FDim *D = &f->dm[d];
-        D->item = -1; D->t = NONE_T; D->k = NONE_K;
-        D->busy = s->busy[d]; D->sent = s->sent[d]; D->mask = 0; D->cand = -1; D->crank = MAX_RANKS;
-    }
-    f->nd = nd; f->ctr = 0; f->left = n; f->on = 1; f->bytes = s->bytes_sent; f->finish = s->finish;
+    if (flow_setup(s)) return -1;
     X xs;
     x_load(&xs, f);
-    for (int c = 0; c < n; c++) {
+    for (int c = 0; c < (int)s->nchunks; c++) {
         Py_ssize_t j0 = s->cbase[c];
         const FRec *r = &f->rec[j0];
         int item = (int)(j0 << FLOW_CB) | c, d = r->dim;
         if (f->dm[d].item < 0) fl_start(s, &xs, d, item, t);
-        else if (fl_enqueue(s, &xs, r, item, d, qm)) return -1;
+        else if (fl_enqueue(s, &xs, r, item, d, s->qmode)) return -1;
     }
     x_store(&xs, f);
     return 0;
 }
 
-/* The run after flow_issue; then the collective ends with its last chunk. 0, -1 (out of memory). */
+/* The run after flow_issue, in the loop s->loop (LOOP_FLOW_*); then the collective ends with its last
+ * chunk. 0, -1 (out of memory), -2 (chunks left: cannot happen). */
 int flow_run(Sim *s) {
     Flow *f = &s->fl;
-    int four = s->nd == 4, rc;
-    if (s->qmode == 3) rc = four ? fl_loop_dse4(s) : fl_loop_dse(s);
-    else rc = four ? fl_loop_astra4(s) : fl_loop_astra(s);
+    int rc;
+    switch (s->loop) {
+    case LOOP_FLOW_DSE_4D: rc = fl_loop_dse4(s); break;
+    case LOOP_FLOW_ASTRA_4D: rc = fl_loop_astra4(s); break;
+    case LOOP_FLOW_DSE: rc = fl_loop_dse(s); break;
+    default: rc = fl_loop_astra(s);
+    }
     if (rc) return -1;
     if (f->left) return -2;
     for (int d = 0; d < s->nd; d++) { s->busy[d] = f->dm[d].busy; s->sent[d] = f->dm[d].sent; }
@@ -396,10 +330,4 @@ int flow_run(Sim *s) {
     int o = s->owner[0];
     s->remaining[o] = 0;
     return network_end(s, o, s->finish) || dispatch(s, s->finish) ? -1 : 0;
-}
-
-void flow_free(Flow *f) {
-    free(f->dm); free(f->ib); free(f->qb); free(f->rg); free(f->rec); free(f->ci); free(f->stamp); free(f->mult);
-    free(f->plan);
-    memset(f, 0, sizeof *f);
 }

@@ -114,7 +114,7 @@ int sim_add_chunks(Sim *s, const int *ids, int n, int owner, long long prio) {
         c2 = cap; if (grow((void **)&s->started, &c2, need, sizeof(double))) return -1;
         c2 = cap; if (grow((void **)&s->chunk_end, &c2, need, sizeof(double))) return -1;
         c2 = cap; if (grow((void **)&s->phase_lead, &c2, need, sizeof(long long))) return -1;
-        if (s->qmode == 5) { c2 = cap; if (grow((void **)&s->fat, &c2, need, sizeof(int))) return -1; }
+        if (s->qmode == QM_FIXED) { c2 = cap; if (grow((void **)&s->fat, &c2, need, sizeof(int))) return -1; }
         s->chcap = c2;
     }
     for (int k = 0; k < n; k++) {
@@ -133,7 +133,8 @@ int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int 
     memset(s, 0, sizeof *s);
     s->nd = nd; s->policy = policy; s->slots = slots; s->shared = shared; s->dimkey = dimkey;
     s->use_prio = use_prio; s->track = track; s->record = record;
-    s->qmode = policy == FIXED_SEQ ? 5 : use_prio || policy == FIFO ? 0 : policy == SCF_PRIORITY ? 1 : 2;
+    s->qmode = policy == FIXED_SEQ ? QM_FIXED : use_prio || policy == FIFO ? QM_DEQUE
+              : policy == SCF_PRIORITY ? QM_BUCKETS : QM_ASTRA;
     if (policy == FIXED_SEQ && !(s->fnext = calloc(nd, sizeof(Py_ssize_t)))) return -1;  /* the caller sets fseq, foff */
     s->wait = calloc(nd, sizeof(Deque));
     s->bq = calloc(nd, sizeof(Buckets));
@@ -216,7 +217,7 @@ void sim_free(Sim *s) {
 /* Serve the smallest-first queues by rank: `rank[i]` is phase i's key rank among its dim's
  * distinct keys, each below MAX_RANKS (the caller checks). Before the run; 0 or -1 (no memory). */
 static int sim_use_ranks(Sim *s, const int *rank) {
-    if (s->qmode != 1 && s->qmode != 2) return 0;
+    if (s->qmode != QM_BUCKETS && s->qmode != QM_ASTRA) return 0;
     if (!s->rb) {
         s->rb = calloc((size_t)s->nd, sizeof(RBuckets));
         s->ra = calloc((size_t)s->nd, sizeof(RAstra));
@@ -229,7 +230,7 @@ static int sim_use_ranks(Sim *s, const int *rank) {
         }
     }
     s->ph.rank = rank;
-    s->qmode += 2;
+    s->qmode = s->qmode == QM_BUCKETS ? QM_RANKED_DSE : QM_RANKED_ASTRA;
     return 0;
 }
 
@@ -243,7 +244,7 @@ static int by_value(const void *x, const void *y) {
  * enqueue. 0, or -1 (no memory). */
 int sim_rank_keys(Sim *s) {
     Py_ssize_t n = s->ph.len;
-    if ((s->qmode != 1 && s->qmode != 2) || n == 0) return 0;
+    if ((s->qmode != QM_BUCKETS && s->qmode != QM_ASTRA) || n == 0) return 0;
     double *keys = malloc((size_t)n * sizeof(double));
     int *rank = malloc((size_t)n * sizeof(int));
     if (!keys || !rank) { free(keys); free(rank); return -1; }

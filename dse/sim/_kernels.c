@@ -1,17 +1,17 @@
-/* The cost kernels of the batch (dse/sim/_batch.c): per point, what a cost model's own methods give the
- * shape table's combos (`CostModel._make_phase`: busy, delay, tie offsets), charge combos
- * (`bandwidth_time`) and dims (`greedy_bandwidth`), to the bit, from the point's bandwidths and
- * latencies and the table's constants. `paper` and `astra-sim` in doubles, as their Python computes;
- * `astra-sim-1` in integers, as dse/costs/astra_sim1.py's phase_timing does with Python's.
+/* The cost kernels of the compiled path (dse/sim/_batch.c): per point, what a cost model's own methods
+ * give the derived combos (`CostModel._make_phase`: busy, delay, tie offsets) and dims
+ * (`greedy_bandwidth`), to the bit, from the point's bandwidths and latencies and the shape's constants.
+ * `paper` and `astra-sim` in doubles, as their Python computes; `astra-sim-1` in integers, as
+ * dse/costs/astra_sim1.py's phase_timing does with Python's.
  *
- * batch_costs(table, (bw, lat)) -> (busy, delay, ties, bwt, gbw): one point's, as lists (ties three a
- *   combo; bwt empty without the load tracker), for the tests to hold against the cost models.
+ * batch_costs(table, size, chunks, bw, lat) -> (combos, busy, delay, ties, gbw): one point's, as lists
+ *   (combos as (dim, kind code, bytes in); ties three a combo), for the tests to hold against the models.
  */
 #include "_batch.h"
 #include <math.h>
 
 /* ----- paper and astra-sim (dse/costs/paper.py, astra_sim.py) ---------------------------------- */
-static double astra_phase(const Table *tb, int d, int kind, long long c, double bw, double lat) {
+static double astra_phase(const Shape *tb, int d, int kind, long long c, double bw, double lat) {
     long long p = tb->dim_p[d], e = tb->endpoint;
     double beta = bw * GIB / 1e9;
     double hop = (tb->dim_switch[d] ? 2.0 : 1.0) * lat;
@@ -145,7 +145,7 @@ static long long a1_serial(A1 *a, int kind, long long c, long long *tie) {
 }
 
 /* Dim d at this point: its constants and rate (message_rate, left to right), its greedy_bandwidth. */
-static void a1_dim(const Table *tb, int d, double bw, double lat, A1 *a, double *gbw) {
+static void a1_dim(const Shape *tb, int d, double bw, double lat, A1 *a, double *gbw) {
     long long links = tb->dim_links[d], p = tb->dim_p[d];
     int kind = tb->dim_kind[d];
     long long scalar = kind == D_RING ? links - links % 2 : kind == D_FC ? links / (p - 1) : links;  /* rate_scalar */
@@ -156,18 +156,18 @@ static void a1_dim(const Table *tb, int d, double bw, double lat, A1 *a, double 
 }
 
 /* Every combo's _make_phase: busy = the phase's end, no delay, ties (registration, last receive, last send). */
-static int astra1_costs(const Table *tb, const double *bw, const double *lat, double *busy, double *delay,
-                        double *t123, double *gbw) {
-    A1 a[8];
-    int nc = tb->ncombo;
+static int astra1_costs(const Shape *tb, const Derived *dv, const double *bw, const double *lat, double *busy,
+                        double *delay, double *t123, double *gbw) {
+    A1 a[MAX_ND];
+    int nc = dv->ncombo;
     for (int d = 0; d < tb->nd; d++) a1_dim(tb, d, bw[d], lat[d], &a[d], &gbw[d]);
     for (int k = 0; k < nc; k++) {
-        A1 *x = &a[tb->combo_dim[k]];
-        long long tie[3], c = tb->combo_c[k], end;
-        int kind = tb->combo_kind[k];
-        if (c < 0 || c >= LIM) return -1;
+        A1 *x = &a[dv->combo_dim[k]];
+        long long tie[3], c = dv->combo_c[k], end;
+        int kind = dv->combo_kind[k];
+        if (c < 0 || c >= LIM) return -4;
         end = x->algo == A_DIRECT || kind == A2A ? a1_direct(x, kind, c, tie) : a1_serial(x, kind, c, tie);
-        if (x->err) return -1;
+        if (x->err) return -4;
         busy[k] = (double)end; delay[k] = 0.0;
         t123[k] = (double)tie[0]; t123[nc + k] = (double)tie[1]; t123[2 * nc + k] = (double)tie[2];
     }
@@ -175,25 +175,24 @@ static int astra1_costs(const Table *tb, const double *bw, const double *lat, do
 }
 
 /* ----- the entry points ------------------------------------------------------------------------- */
-int costs(const Table *tb, const double *bw, const double *lat, double *busy, double *delay, double *t123,
-          double *bwt, double *gbw) {
-    if (tb->kernel == K_ASTRA1) return tb->ksteps > KERNEL_STEPS ? -1 : astra1_costs(tb, bw, lat, busy, delay, t123, gbw);
+int costs(const Shape *tb, const Derived *dv, const double *bw, const double *lat, double *busy, double *delay,
+          double *t123, double *gbw) {
+    if (tb->kernel == K_ASTRA1) return astra1_costs(tb, dv, bw, lat, busy, delay, t123, gbw);
     for (int d = 0; d < tb->nd; d++) gbw[d] = bw[d];  /* their greedy_bandwidth: the bandwidth */
     if (tb->kernel == K_PAPER) {
-        for (int k = 0; k < tb->ncombo; k++) {
-            int d = tb->combo_dim[k];
+        for (int k = 0; k < dv->ncombo; k++) {
+            int d = dv->combo_dim[k];
             double l = (double)tb->dim_steps[d] * lat[d];
-            if (tb->combo_kind[k] == AR) l = 2.0 * l;
-            double transfer = tb->combo_sent[k] / bw[d];
+            if (dv->combo_kind[k] == AR) l = 2.0 * l;
+            double transfer = dv->combo_sent[k] / bw[d];
             if (tb->serialized) { busy[k] = transfer + l; delay[k] = 0.0; }
             else { busy[k] = transfer; delay[k] = l; }
         }
-        if (bwt) for (int k = 0; k < tb->nchk; k++) bwt[k] = tb->chk_num[k] / bw[tb->chk_dim[k]];
         return 0;
     }
-    for (int k = 0; k < tb->ncombo; k++) {
-        int d = tb->combo_dim[k];
-        busy[k] = astra_phase(tb, d, tb->combo_kind[k], tb->combo_c[k], bw[d], lat[d]);
+    for (int k = 0; k < dv->ncombo; k++) {
+        int d = dv->combo_dim[k];
+        busy[k] = astra_phase(tb, d, dv->combo_kind[k], dv->combo_c[k], bw[d], lat[d]);
         delay[k] = 0.0;
     }
     return 0;
@@ -209,43 +208,33 @@ static PyObject *floats(const double *x, Py_ssize_t n) {
     return l;
 }
 
-/* batch_costs on a parsed table: v holds busy, delay, t123 (3 nc), ties (3 nc), bwt (nchk), gbw (nd). */
-static PyObject *point_costs(const Table *tb, const double *bw, const double *lat, double *v) {
-    int nc = tb->ncombo;
-    double *t123 = v + 2 * nc, *ties = v + 5 * nc, *bwt = v + 8 * nc, *gbw = bwt + tb->nchk;
-    if (costs(tb, bw, lat, v, v + nc, t123, tb->tracker == LOAD_TRACKER ? bwt : NULL, gbw)) {
-        PyErr_SetString(PyExc_OverflowError, "a point beyond the cost kernel's integers or steps");
-        return NULL;
+/* The combos as (dim, kind code, bytes in): an int for the integer kernels, a float for the paper's. */
+static PyObject *combo_list(const Shape *sh, const Derived *dv) {
+    PyObject *l = PyList_New(dv->ncombo);
+    for (int k = 0; l && k < dv->ncombo; k++) {
+        PyObject *c = sh->kernel == K_PAPER ? Py_BuildValue("(iid)", dv->combo_dim[k], dv->combo_kind[k], dv->combo_cf[k])
+                                            : Py_BuildValue("(iiL)", dv->combo_dim[k], dv->combo_kind[k], dv->combo_c[k]);
+        if (!c) { Py_DECREF(l); return NULL; }
+        PyList_SET_ITEM(l, k, c);
     }
-    for (int k = 0; k < nc; k++)
-        for (int j = 0; j < 3; j++) ties[3 * k + j] = t123[j * nc + k];
-    return Py_BuildValue("(NNNNN)", floats(v, nc), floats(v + nc, nc), floats(ties, 3 * nc),
-                         floats(bwt, tb->tracker == LOAD_TRACKER ? tb->nchk : 0), floats(gbw, tb->nd));
+    return l;
 }
 
-PyObject *batch_costs(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *table, *rows, *out = NULL;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &table, &PyTuple_Type, &rows)) return NULL;
-    Table tb;
-    Bufs bs;
-    bs.n = 0;
-    if (!parse_table(table, &tb, &bs)) {
-        const double *bw = NULL, *lat = NULL;
-        if (tb.kernel == K_NONE || PyTuple_GET_SIZE(rows) != 2)
-            PyErr_SetString(PyExc_ValueError, "batch_costs needs a kernel's table and (bw, lat)");
-        else if ((bw = buf(&bs, rows, 0, "d", tb.nd, 0, NULL)) && (lat = buf(&bs, rows, 1, "d", tb.nd, 0, NULL))) {
-            if (v_doubles(bw, tb.nd, 0.0, 1, "bandwidths") || v_doubles(lat, tb.nd, 0.0, 0, "latencies")) {
-                bufs_release(&bs);
-                return NULL;
-            }
-            double *v = calloc((size_t)(8 * tb.ncombo + tb.nchk + tb.nd), sizeof(double));
-            out = v ? point_costs(&tb, bw, lat, v) : PyErr_NoMemory();
-            free(v);
-        } else if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "batch_costs needs nd bandwidths and latencies");
-        }
+/* batch_costs on a derived shape: v holds busy, delay, t123 (3 nc), ties (3 nc), gbw (nd). */
+PyObject *point_costs(const Shape *sh, const Derived *dv, const double *bw, const double *lat) {
+    int nc = dv->ncombo;
+    double *v = calloc((size_t)(8 * nc + sh->nd), sizeof(double));
+    if (!v) return PyErr_NoMemory();
+    double *t123 = v + 2 * nc, *ties = v + 5 * nc, *gbw = v + 8 * nc;
+    PyObject *out = NULL;
+    if (costs(sh, dv, bw, lat, v, v + nc, t123, gbw)) {
+        PyErr_SetString(PyExc_OverflowError, "a point beyond the cost kernel's integers or steps");
+    } else {
+        for (int k = 0; k < nc; k++)
+            for (int j = 0; j < 3; j++) ties[3 * k + j] = t123[j * nc + k];
+        out = Py_BuildValue("(NNNNN)", combo_list(sh, dv), floats(v, nc), floats(v + nc, nc), floats(ties, 3 * nc),
+                            floats(gbw, sh->nd));
     }
-    bufs_release(&bs);
+    free(v);
     return out;
 }

@@ -92,7 +92,7 @@ def run(
         hooks,
         net.service_order,
     )
-    finish, busy, sent, ends, starts, node_ends, compute, cpu, comm, nbytes, log = out
+    finish, busy, sent, ends, starts, node_ends, compute, cpu, comm, nbytes, log, loop = out
     return EngineOutput(
         finish,
         busy,
@@ -105,4 +105,18 @@ def run(
         comm,
         nbytes,
         tuple(LogEntry(*e) for e in log) if log is not None else None,
+        loop,
     )
+
+
+def loop_counts(reset: bool = False) -> dict[str, int]:
+    """How many runs of the C engine each of its loops made since it was loaded (`EngineOutput.loop`
+    names them; the batch's runs count too); `reset` zeroes the counts after reading them. Empty
+    without the C engine."""
+    return _engine.loop_counts(reset=reset) if _engine is not None else {}
+
+
+def set_flow(on: bool) -> bool:
+    """Whether a single collective may run in the C engine's flow loop (dse/sim/_flow.c; otherwise the
+    compact loop runs it, to the same numbers); returns the previous setting. For tests and benchmarks."""
+    return bool(_engine.set_flow(on)) if _engine is not None else False

@@ -15,7 +15,7 @@ same-tick rules of ASTRA-sim 1.0 (`dim_tiebreak`, `issue_priorities`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from dse.costs.base import Phase
@@ -140,7 +140,9 @@ class EngineOutput:
     """A run's numbers. `finish_ns`: the last chunk's end; per dimension the busy ns and bytes of
     the phases started on it; per chunk its end; per node its start and end (NaN: never ran);
     GPU and CPU compute, the time at least one collective was in flight, the bytes one NPU sent;
-    `log`: every phase as it ran, when asked for."""
+    `log`: every phase as it ran, when asked for; `loop`: the event loop that ran (the C engine's:
+    ``generic``, ``compact_dse``, ``tied_astra``, ``flow_dse_4d``, ... (`dse.sim._engine.LOOPS`), or
+    ``python``, the reference). Every loop gives the same numbers; `==` compares the numbers."""
 
     finish_ns: float
     dim_busy: tuple[float, ...]
@@ -153,3 +155,4 @@ class EngineOutput:
     comm_ns: float
     bytes_sent: float
     log: tuple[LogEntry, ...] | None
+    loop: str = field(default="python", compare=False)  # not a number: == compares the numbers only

@@ -489,4 +489,5 @@ class _Run:
             comm_ns=self.comm_ns,
             bytes_sent=self.bytes_sent,
             log=tuple(self.log) if self.log is not None else None,
+            loop="python",
         )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import warnings
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Unpack
+from typing import NamedTuple, Unpack
 
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, nominal_bytes_sent
 from dse.core.errors import InputError
@@ -14,11 +15,11 @@ from dse.core.limits import check_work
 from dse.core.topology import Topology, parse_topology
 from dse.costs import CostModel, Phase
 from dse.schedulers import ScheduleProblem
-from dse.sim.batch import point_rows, run_point, table_for, tableable
+from dse.sim import engine as engine_front
+from dse.sim.compiled import CACHE, Shape, compilable
 from dse.sim.result import Result
 from dse.sim.simulate import SimOutput, TimelineEntry, schedule_time, simulate
 from dse.sim.spec import CollectiveSpec, RunArgs, RunSpec, SpecArgs, simulation_steps
-from dse.sim.tables import ShapeTable
 
 
 def evaluate(topology: Topology | str | CollectiveSpec, *, timeline: bool = False, **run: Unpack[RunArgs]) -> Result:
@@ -34,45 +35,40 @@ def evaluate(topology: Topology | str | CollectiveSpec, *, timeline: bool = Fals
     `paper` model and the input shard in `astra-sim`. `timeline=True` records every phase in
     `Result.timeline`. The result remembers the size's unit family (`Result.size_unit`: binary for
     KiB/MiB/GiB/TiB, decimal otherwise, ints included) so that reports print it back the same way.
-    """
-    key = None if timeline else _fast_key(topology, run)
-    if key is not None:
-        hit = _FAST.get(key)
-        if hit is not None:  # the same arguments again: validated before, checked against the work limit now
-            check_work(*hit.steps)
-            return _run_fast(hit.run, hit.table, hit.consts, hit.rows)
-    p = RunSpec.parse(topology, **run)
-    p.check_work()
-    if not timeline and tableable(p) and (table := table_for(p, now=False)) is not None:
-        spec = p.spec
-        hit = _Fast(
-            p,
-            table,
-            simulation_steps(spec.topology, spec.collective, spec.chunks, spec.cost_model, p.queue),
-            result_constants(spec.topology, spec.collective, spec.size, spec.cost_model),
-            point_rows(table, spec.topology),
-        )
-        if key is not None:  # a shape seen before: its table, the work estimate, the result's constants, its rows
-            if len(_FAST) >= 1024:
-                _FAST.clear()
-            _FAST[key] = hit
-        return _run_fast(hit.run, hit.table, hit.consts, hit.rows)
-    return evaluate_prepared(p, timeline=timeline)
+
+    Points the compiled path runs (`dse.sim.compiled`) go there; a call whose arguments but its size
+    were seen before is validated again only for its size."""
+    key = None if timeline else _call_key(topology, run)
+    call = CACHE.calls.get(key) if key is not None else None
+    if call is None:
+        p = RunSpec.parse(topology, **run)
+        if key is not None:
+            call = _Call.of(p)
+            CACHE.remember(key, call)
+    else:
+        p = call.run if run["size"] == call.size else call.run.resized(run["size"])
+    if call is None or call.shape is None or engine_front.DEFAULT == "python":
+        p.check_work()
+        return evaluate_prepared(p, timeline=timeline)
+    check_work(*call.steps)
+    return call.evaluate(p)
 
 
 #: keyword values a remembered call may have: hashable, and equal only when they mean the same
 _PLAIN = (str, int, type(None))
-#: keywords a remembered call never has (their points never run on a shape table)
+#: keywords a remembered call never has (their points never run compiled)
 _UNKEPT = ("orders", "service_order")
 
 
-def _fast_key(topology: object, run: Mapping[str, object]) -> tuple | None:
-    """The key under which `evaluate` remembers a call's validation, or None (not remembered:
-    an unhashable or non-plain argument, such as a `Scheduler` or a float size)."""
+def _call_key(topology: object, run: Mapping[str, object]) -> tuple | None:
+    """The key under which `evaluate` remembers a call's validation (all but its size), or None (not
+    remembered: an unhashable or non-plain argument, such as a `Scheduler` or a float size)."""
     if not all(type(v) in _PLAIN for v in run.values()) or any(run.get(k) is not None for k in _UNKEPT):
         return None
+    if "size" not in run:
+        return None
     name = topology.name if isinstance(topology, Topology) else None  # labels differ, dims may not
-    key = (topology, name, *sorted(run.items()))
+    key = (topology, name, *sorted(kv for kv in run.items() if kv[0] != "size"))
     try:
         hash(key)
     except TypeError:
@@ -81,15 +77,41 @@ def _fast_key(topology: object, run: Mapping[str, object]) -> tuple | None:
 
 
 @dataclass(frozen=True)
-class _Fast:
-    """What `evaluate` remembers of a call: the validated run, its table, the work estimate, the
-    result's constants and the point's rows."""
+class _Call:
+    """What `evaluate` remembers of a call: the validated run at its first size, the shape the compiled
+    path runs it on (None: it runs in Python), the work estimate, the point's rows and the `Result`'s
+    constants that do not depend on the size (`result_constants`)."""
 
     run: RunSpec
-    table: ShapeTable
+    size: object
+    shape: Shape | None
     steps: tuple[float, str]
-    consts: tuple
-    rows: tuple
+    bw: array
+    lat: array
+    total_bw: float
+    label: str
+
+    @classmethod
+    def of(cls, p: RunSpec) -> _Call:
+        spec = p.spec
+        topo, model = spec.topology, spec.cost_model
+        shape = CACHE.shape(p) if compilable(p) else None
+        steps = simulation_steps(topo, spec.collective, spec.chunks, model, p.queue)
+        total_bw = sum(model.bytes_per_ns(d, spec.collective) for d in topo.dims)
+        bw, lat = array("d", [d.bandwidth for d in topo.dims]), array("d", [d.latency for d in topo.dims])
+        return cls(p, spec.size, shape, steps, bw, lat, total_bw, topo.label())
+
+    def evaluate(self, p: RunSpec) -> Result:
+        """Run `p` (this call at some size) on the compiled path."""
+        spec = p.spec
+        assert self.shape is not None
+        one = CACHE.run_one(self.shape, spec.size, spec.chunks, self.bw, self.lat)
+        if one is None:
+            return evaluate_prepared(p)
+        need, data, factor = size_constants(spec.topology, spec.collective, spec.size, spec.cost_model)
+        out = SimOutput(one.time_ns, one.dim_busy_ns, one.dim_bytes, (), None)
+        consts = (need, self.total_bw, data, factor, self.label)
+        return make_result(p, one.orders, out, keep_timeline=False, consts=consts)
 
 
 def evaluate_prepared(p: RunSpec, *, timeline: bool = False) -> Result:
@@ -133,18 +155,6 @@ def evaluate_prepared(p: RunSpec, *, timeline: bool = False) -> Result:
         service_order=service,
     )
     return make_result(p, chunk_orders, out, keep_timeline=timeline)
-
-
-#: evaluate's arguments -> what it remembers of them (bounded; see `evaluate`)
-_FAST: dict[tuple, _Fast] = {}
-
-
-def _run_fast(p: RunSpec, table: ShapeTable, consts: tuple, rows: tuple) -> Result:
-    """One point through its shape table (`dse.sim.batch`), as a `Result`."""
-    time, busy, sent, ids = run_point(table, p.spec.topology, rows)
-    out = SimOutput(time[0], tuple(busy), tuple(sent), (), None)
-    chunk_orders = list(map(table.perms.__getitem__, ids))
-    return make_result(p, chunk_orders, out, keep_timeline=False, consts=consts)
 
 
 def build_plans(
@@ -218,18 +228,53 @@ def _warn_capped(model: CostModel, active: int, raw: float) -> None:
     )
 
 
-def result_constants(
-    topo: Topology, coll: str, nbytes: int, model: CostModel
-) -> tuple[float, float, float, float, str]:
-    """What a `Result` takes from the point alone: the bytes one NPU must send, the sum of the
-    dims' bandwidths (model's unit), the data algbw counts, busbw's factor, the topology's label."""
+def size_constants(topo: Topology, coll: str, nbytes: int, model: CostModel) -> tuple[float, float, float]:
+    """What a `Result` takes from the point's size: the bytes one NPU must send, the data algbw
+    counts, and busbw's factor."""
     need = nominal_bytes_sent(coll, nbytes, topo.shape, ag_input_shard=model.ag_input_shard)
-    total_bw = sum(model.bytes_per_ns(d, coll) for d in topo.dims)
     n = topo.npus
     # nccl-tests: algbw over the per-NPU data (AG: its output); busbw scales by the bytes on the wire
     data = nbytes * n if coll == ALL_GATHER and model.ag_input_shard else nbytes
     factor = 2 * (n - 1) / n if coll == ALL_REDUCE else (n - 1) / n
+    return need, data, factor
+
+
+def result_constants(
+    topo: Topology, coll: str, nbytes: int, model: CostModel
+) -> tuple[float, float, float, float, str]:
+    """What a `Result` takes from the point alone: `size_constants`' bytes to send, the sum of the
+    dims' bandwidths (model's unit), `size_constants`' data and factor, the topology's label."""
+    need, data, factor = size_constants(topo, coll, nbytes, model)
+    total_bw = sum(model.bytes_per_ns(d, coll) for d in topo.dims)
     return need, total_bw, data, factor, topo.label()
+
+
+class Metrics(NamedTuple):
+    """A `Result`'s figures of merit (see `Result`)."""
+
+    bw_utilization: float
+    bw_utilization_uncapped: float
+    algbw_GBps: float
+    busbw_GBps: float
+
+
+def result_metrics(p: RunSpec, t: float, need: float, total_bw: float, data: float, factor: float) -> Metrics:
+    """The figures of merit of a run of `p` that took `t` ns (`size_constants` and the total bandwidth
+    give the rest); a time that is not positive and finite is one `InputError`, a utilisation above
+    100 % a warning."""
+    if t <= 0:
+        raise InputError("size", "the collective takes no time", "a size of at least one byte per chunk")
+    if not math.isfinite(t):  # the input ranges (dse.core.limits) keep every time finite: a last guard
+        raise InputError(
+            "topology",
+            f"the collective's time is not finite ({t})",
+            "sizes, bandwidths and latencies within dse.core.limits",
+        )
+    algbw = data / t
+    raw = need / (t * total_bw)
+    if raw > 1 + 1e-9:
+        _warn_capped(p.spec.cost_model, p.spec.active_chunks, raw)
+    return Metrics(min(raw, 1.0), raw, algbw, algbw * factor)
 
 
 def make_result(
@@ -249,21 +294,10 @@ def make_result(
     topo, model, active = spec.topology, spec.cost_model, spec.active_chunks
     t = out.time_ns
     need, total_bw, data, factor, label = consts or result_constants(topo, spec.collective, spec.size, model)
-    algbw = data / t if t > 0 else 0.0
-    if t <= 0:
-        raise InputError("size", "the collective takes no time", "a size of at least one byte per chunk")
-    if not math.isfinite(t):  # the input ranges (dse.core.limits) keep every time finite: a last guard
-        raise InputError(
-            "topology",
-            f"the collective's time is not finite ({t})",
-            "sizes, bandwidths and latencies within dse.core.limits",
-        )
+    m = result_metrics(p, t, need, total_bw, data, factor)
     busy = out.dim_busy_ns
     if active > 1 and not model.shares_bandwidth and out.timeline is not None:
         busy = busy_union(out.timeline, topo.ndims)
-    raw = need / (t * total_bw)
-    if raw > 1 + 1e-9:
-        _warn_capped(model, active, raw)
     return Result(
         topology=label,
         collective=spec.collective,
@@ -278,10 +312,10 @@ def make_result(
         seed=p.seed,
         time_ns=t,
         bytes_sent=need,
-        bw_utilization=min(raw, 1.0),
-        bw_utilization_uncapped=raw,
-        algbw_GBps=algbw,
-        busbw_GBps=algbw * factor,
+        bw_utilization=m.bw_utilization,
+        bw_utilization_uncapped=m.bw_utilization_uncapped,
+        algbw_GBps=m.algbw_GBps,
+        busbw_GBps=m.busbw_GBps,
         dim_busy_ns=busy,
         dim_bytes=out.dim_bytes,
         dim_utilization=tuple(b / t for b in busy),

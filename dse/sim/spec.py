@@ -117,6 +117,19 @@ class CollectiveSpec:
         mode = model.check(topo, coll, a["latency_mode"], active)
         return cls(topo, coll, nbytes, nchunks, model, mode, active)
 
+    def resized(self, size: int | float | str, chunks: object = None) -> CollectiveSpec:
+        """This collective at another size (and chunk count, if given), validated as `parse` validates
+        them (the rest was)."""
+        nbytes = parse_size(size)
+        nchunks = self.chunks if chunks is None else parse_int(chunks, "chunks", minimum=1)
+        if nchunks > nbytes:
+            raise InputError(
+                "chunks", f"{nchunks} chunks of a {nbytes}-byte collective", f"at most one chunk per byte, <= {nbytes}"
+            )
+        return CollectiveSpec(
+            self.topology, self.collective, nbytes, nchunks, self.cost_model, self.latency_mode, self.active_chunks
+        )
+
     def check_work(self, *, queue: str | None = None, extra_simulations: int = 0) -> None:
         """Refuse the run if its `simulation_steps` exceed the work limit.
 
@@ -166,6 +179,11 @@ class RunSpec:
             )
         service = parse_service_order(a["service_order"], spec.topology.ndims, queue)
         return cls(spec, sched, queue, seed, unit, service)
+
+    def resized(self, size: int | float | str, chunks: object = None) -> RunSpec:
+        """This run at another size and chunk count (`CollectiveSpec.resized`), its unit family that size's."""
+        spec = self.spec.resized(size, chunks)
+        return RunSpec(spec, self.sched, self.queue, self.seed, size_family(size), self.service_order)
 
     def check_work(self) -> None:
         """Refuse the run if it would exceed the work limit (its scheduler's trial runs included)."""

@@ -1,18 +1,21 @@
 """Fault campaign: mutated calls of the C engine's entry points (`dse.sim._engine`: `run`, `batch_table`,
-`batch_run`, `batch_costs`). The promise: whatever a Python caller passes, each call returns or
-raises a Python exception; it never kills the interpreter (a signal), never hangs, and never
-leaves an error return without an exception (`SystemError`).
+`batch_run`, `batch_one`, `batch_costs`). The promise: whatever a Python caller passes, each call
+returns or raises a Python exception; it never kills the interpreter (a signal), never hangs, and
+never leaves an error return without an exception (`SystemError`). And a `batch_run` or `batch_one`
+on a shape, refused or not, leaves that shape giving the recorded numbers on the recorded points.
 
-How: `capture` records valid calls by running the real callers (`dse.evaluate` once and again, so
-that the second goes through a shape table, `dse.evaluate_many`, `dse.iterate`) with the C module
-replaced by a recorder; a graph's hooks are recorded as their answers (`Replay` gives them back).
-`mutate` changes one to three places of a recorded call, chosen by walking down its nested tuples,
-lists and arrays: numbers made negative, huge, NaN or infinite or of another type, sequences
-shortened, lengthened, emptied, shuffled or replaced by something else, arrays retyped or
-truncated, an element of an array out of range. `call_apart` runs the mutated call in a forked
-child (memory capped at 1 GiB over its size, 20 s at most) and reports how it ended; a
-`batch_run` child also runs the recorded points again on the same table afterwards and checks
-that the numbers are the recorded ones (an error must not spoil the table's kept workspace).
+How: `capture` records valid calls by running the real callers (`dse.evaluate` at two sizes,
+`dse.evaluate_many` with points of mixed sizes and chunk counts, `dse.iterate`; each cost model's
+kernel with each Themis tracker and with a scheduler's fixed orders) with the C module replaced by a
+recorder; a graph's hooks are recorded as their answers (`Replay` gives them back), a shape as the
+dict of fields `batch_table` parsed. `mutate` changes one to three places of a recorded call, chosen
+by walking down its nested tuples, lists, dicts and arrays: numbers made negative, huge, NaN or
+infinite or of another type, sequences shortened, lengthened, emptied, shuffled or replaced by
+something else, arrays retyped or truncated, an element of an array out of range, a field of a
+shape dropped, renamed or added. `call_apart` runs the mutated call in a forked child (memory capped
+at 1 GiB over its size, 20 s at most) and reports how it ended; a `batch_run` or `batch_one` child
+whose shape was left alone also runs the recorded points on that shape afterwards and checks that
+the numbers are the recorded ones (a call must not spoil the shape's kept workspace).
 
 Choices: a `SystemError` counts as a broken promise (the C code returned NULL without setting an
 exception, or set one and returned a value); any other exception is a refusal, as promised.
@@ -79,19 +82,24 @@ class _Recorder:
 
 
 def _scenarios() -> list[Callable[[], object]]:
-    """The runs whose engine calls `capture` records: each cost model with Themis (both trackers) and
-    fixed orders, FIFO and smallest-first, a timeline, a batch, a training iteration (a graph; lead
-    maps under astra-sim), processor sharing, a fixed service order."""
+    """The runs whose engine calls `capture` records: each cost model with Themis (its tracker: the
+    load tracker under `paper`, OfflineGreedy under the others) and with fixed orders (a prefix of
+    orders), FIFO and smallest-first, at two sizes; a batch of one shape with mixed sizes and chunk
+    counts and one of bandwidth rows; a timeline, a training iteration (a graph; lead maps under
+    astra-sim), processor sharing, a fixed service order."""
     import dse
 
     t4 = "4D-Ring_FC_Ring_SW"
     links = "Ring(4,100,20,links=2)_FC(4,50,700,links=3)_SW(2,25,900,links=1)"
     pts = [links.replace("100", str(b), 1) for b in (50, 100, 150)]
+    mixed = (("6MB", 20), ("1MB", 2), ("3MB", 8), ("5MB", 5), ("1MB", 2), ("2MB", 12))  # 20 first: fixed orders grow
     runs: list[Callable[[], object]] = []
     for model, topo in (("paper", t4), ("astra-sim", t4), ("astra-sim-1", links)):
         for sched, queue in (("themis", "scf"), ("baseline", "fifo"), ("themis", "fifo")):
-            one = partial(dse.evaluate, topo, size="4MB", chunks=6, cost_model=model, scheduler=sched, queue=queue)
-            runs += [one, one]  # the second through a shape table
+            one = partial(dse.evaluate, topo, chunks=6, cost_model=model, scheduler=sched, queue=queue)
+            runs += [partial(one, size="4MB"), partial(one, size="3MB")]  # the second on the same shape
+            many = [{"size": s, "chunks": c} for s, c in mixed]
+            runs.append(partial(dse.evaluate_many, many, topology=topo, cost_model=model, scheduler=sched, queue=queue))
         runs.append(partial(dse.evaluate, topo, size="1MB", chunks=4, cost_model=model, timeline=True))
         runs.append(partial(dse.evaluate_many, pts, size="2MB", chunks=4, cost_model=model))
         runs.append(partial(dse.iterate, "microAllReduce", topo, cost_model=model, chunks=4))
@@ -101,62 +109,94 @@ def _scenarios() -> list[Callable[[], object]]:
     return runs
 
 
+def _copy(a: Any) -> Any:
+    """A buffer (an array or a memoryview of one) as a new array; anything else as it is."""
+    if isinstance(a, memoryview):
+        return array(a.format, a.tobytes())
+    return array(a.typecode, a) if isinstance(a, array) else a
+
+
+class _Spy:
+    """The C module, recording the calls of `capture` into `calls`: of a shape parsed while recording,
+    every `batch_run` and `batch_one` that succeeds, and for its first one the shape again
+    (`batch_table`, with that call to make on it) and one point's costs (`batch_costs`)."""
+
+    def __init__(self, real: Any, calls: list[tuple[str, tuple, Any]]) -> None:
+        self.real, self.calls = real, calls
+        self.shapes: dict[int, tuple[Any, dict, list[bool]]] = {}  # id(capsule): (capsule, fields, [recorded])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def run(self, *a: Any) -> Any:
+        if a[11] is None:
+            self.calls.append(("run", a, None))
+            return self.real.run(*a)
+        rec = _Recorder(a[11])
+        out = self.real.run(*a[:11], rec, *a[12:])
+        self.calls.append(("run", (*a[:11], Replay(tuple(rec.answers.items())), *a[12:]), None))
+        return out
+
+    def batch_table(self, *a: Any) -> Any:
+        cap = self.real.batch_table(*a)
+        if a:
+            self.shapes[id(cap)] = (cap, a[0], [False])
+        return cap
+
+    def _record(self, cap: Any, entry: str, rest: tuple, before: tuple, got: Any, one: tuple) -> None:
+        """Record `entry`(cap, *rest) that gave `got` (from `before`); the shape and `one` point's costs
+        too if it is the shape's first."""
+        _, fields, seen = self.shapes[id(cap)]
+        self.calls.append((entry, (fields, *rest), got))
+        if not seen[0]:
+            seen[0] = True
+            self.calls.append(("batch_table", (fields,), (entry, before)))
+            self.calls.append(("batch_costs", (fields, *one), None))
+
+    def batch_run(self, cap: Any, points: tuple, outs: tuple) -> Any:
+        if id(cap) not in self.shapes or not points[0]:  # a shape parsed before the capture: not recorded
+            return self.real.batch_run(cap, points, outs)
+        points, before = tuple(map(_copy, points)), tuple(map(_copy, outs))
+        self.real.batch_run(cap, points, outs)  # what it raises goes to the caller, unrecorded
+        nd = self.shapes[id(cap)][1]["nd"]
+        one = (points[1][0], points[2][0], points[3][:nd], points[4][:nd])
+        self._record(cap, "batch_run", (points, before), (points, before), tuple(bytes(a) for a in outs), one)
+        return None
+
+    def batch_one(self, cap: Any, *point: Any) -> Any:
+        got = self.real.batch_one(cap, *point)
+        if id(cap) in self.shapes:
+            point = tuple(map(_copy, point))
+            self._record(cap, "batch_one", point, point, got, point)
+        return got
+
+
 def capture() -> list[tuple[str, tuple, Any]]:
-    """Valid calls of each entry point as (entry, args, expected): `batch_run`'s args are (the
-    table as `batch_table` takes it, points, outputs) and its expected the outputs it filled;
-    `run`'s hooks a `Replay`. Recorded once per process; empty without the C engine."""
+    """Valid calls of each entry point as (entry, args, expected), shapes as their dicts of fields:
+    `batch_table` (fields) with expected a call to make on it (`batch_run` and its (points, outputs),
+    or `batch_one` and its point); `batch_run` (fields, points, outputs before) with expected the
+    outputs' bytes after; `batch_one` (fields, size, chunks, bandwidths, latencies) with expected what
+    it returned; `batch_costs` the same args; `run` with its hooks a `Replay`. Recorded once per
+    process; empty without the C engine."""
     global _CAPTURED
     if _CAPTURED is not None:
         return _CAPTURED
-    from dse.sim import batch, evaluate
+    from dse.sim import compiled
     from dse.sim import engine as front
 
     real = front._engine
     calls: list[tuple[str, tuple, Any]] = []
-    tables: dict[int, tuple[Any, tuple]] = {}
     if real is None:
         _CAPTURED = []
         return _CAPTURED
-
-    class Spy:
-        def __getattr__(self, name: str) -> Any:
-            return getattr(real, name)
-
-        def run(self, *a: Any) -> Any:
-            if a[11] is None:
-                calls.append(("run", a, None))
-                return real.run(*a)
-            rec = _Recorder(a[11])
-            out = real.run(*a[:11], rec, *a[12:])
-            calls.append(("run", (*a[:11], Replay(tuple(rec.answers.items())), *a[12:]), None))
-            return out
-
-        def batch_table(self, table: tuple) -> Any:
-            cap = real.batch_table(table)
-            tables[id(cap)] = (cap, table)
-            return cap
-
-        def batch_run(self, cap: Any, points: tuple, outs: tuple) -> Any:
-            if id(cap) not in tables:  # a table parsed before the capture: not recorded
-                return real.batch_run(cap, points, outs)
-            table = tables[id(cap)][1]
-            before = tuple(array(a.typecode, a) for a in outs)
-            real.batch_run(cap, points, outs)
-            calls.append(("batch_run", (table, points, before), tuple(bytes(a) for a in outs)))
-            calls.append(("batch_table", (table,), (points, before)))
-            if table[0][8] and points[0]:  # a kernel's table: one point's costs too
-                nd = table[0][0]
-                calls.append(("batch_costs", (table, (points[1][:nd], points[2][:nd])), None))
-
-    batch._TABLES.clear()  # every shape new: its table parsed, and run, through the recorder
-    batch._SEEN.clear()
-    evaluate._FAST.clear()
-    front._engine = Spy()
+    compiled.CACHE.clear()  # every shape new: parsed, and run, through the recorder
+    front._engine = _Spy(real, calls)
     try:
         for run in _scenarios():
             run()
     finally:
         front._engine = real
+        compiled.CACHE.clear()  # no shape parsed through the recorder stays
     _CAPTURED = calls
     return calls
 
@@ -246,8 +286,31 @@ def _rebuild(v: Any, kids: list[Any]) -> Any:
     return kids if isinstance(v, list) else tuple(kids)
 
 
+#: what a shape's field may be renamed to, or added as: names the engine does not know
+ODD_KEYS: tuple[Any, ...] = ("dims", "Nd", "nd ", "", "perm\x00", b"nd", 0, None, ("nd",))
+
+
+def _fields(rng: random.Random, v: dict, depth: int) -> dict:
+    """A shape's fields with one changed: a value (`mutate_once`), or one dropped, renamed or added."""
+    d, r = dict(v), rng.random()
+    key = rng.choice(list(d)) if d else None
+    if key is None or r < 0.05:
+        d[rng.choice(ODD_KEYS)] = rng.choice((0, 1, -1, 1.5, None, array("i", [0]), array("d")))
+    elif r < 0.85:
+        d[key] = mutate_once(rng, d[key], depth + 1)
+    elif r < 0.92:
+        del d[key]
+    else:
+        value = d.pop(key)
+        new = rng.choice((*ODD_KEYS, str(key).upper(), f"{key}_", str(key)[:-1]))
+        d[new if new not in v else f"{key}_"] = value
+    return d
+
+
 def mutate_once(rng: random.Random, v: Any, depth: int = 0) -> Any:
     """`v` with one place changed: here (more likely the deeper), or in one of its items."""
+    if isinstance(v, dict) and (depth == 0 or rng.random() < 0.95):
+        return _fields(rng, v, depth)
     kids = _children(v)
     if kids is not None and (depth == 0 or rng.random() < 0.75):
         i = rng.randrange(len(kids))
@@ -276,32 +339,47 @@ def _raised(e: BaseException) -> str:
     return f"raised {type(e).__name__}: {e}"[:300]
 
 
+#: the entry points that run points on a shape's kept workspace
+STATEFUL = ("batch_run", "batch_one")
+
+
+def replay(eng: Any, entry: str, cap: Any, rest: tuple) -> str:
+    """What `entry`(cap, *rest) gives, as a repr: `batch_run`'s outputs' bytes (its outputs copied
+    first), `batch_one`'s result."""
+    if entry == "batch_one":
+        return repr(eng.batch_one(cap, *rest))
+    outs = tuple(map(_copy, rest[1]))
+    eng.batch_run(cap, rest[0], outs)
+    return repr(tuple(bytes(a) for a in outs))
+
+
 def _invoke(entry: str, args: Any, expected: Any, again: tuple | None) -> str:
-    """Run one call here: "ok", or "wrong: ..." (a `batch_run` whose table then gives other numbers);
-    raises what the call raises (`batch_run`'s is reported as "raised ...")."""
+    """Run one call here, a shape given as its fields parsed first: "ok", or "wrong: ..." (a call after
+    which its shape gives other numbers on the recorded point or points, `again`); raises what the
+    call raises (a `STATEFUL` call's is reported as "raised ...")."""
     from dse.sim import _engine
 
     args = args if isinstance(args, tuple) else (args,)
-    if entry == "batch_table":  # then the recorded points on it
-        cap = _engine.batch_table(*args)
-        points, outs = expected
-        _engine.batch_run(cap, points, tuple(array(a.typecode, a) for a in outs))
+    if entry == "batch_table":  # then the recorded call on it
+        replay(_engine, expected[0], _engine.batch_table(*args), expected[1])
         return "ok"
-    if entry != "batch_run":
+    fields = args[0] if args and isinstance(args[0], dict) else None
+    if entry != "run" and fields is not None:
+        args = (_engine.batch_table(fields), *args[1:])
+    if entry not in STATEFUL:
         getattr(_engine, entry)(*args)
         return "ok"
-    cap = _engine.batch_table(args[0]) if isinstance(args[0], tuple) else args[0]
+    if again is not None and entry == "batch_run":
+        again = (again[0], tuple(map(_copy, again[1])))  # before the call may write into them
     try:
-        _engine.batch_run(cap, *args[1:])
+        getattr(_engine, entry)(*args)
         outcome = "ok"
     except Exception as e:  # noqa: BLE001 - any refusal keeps the promise; its kind is reported
         outcome = _raised(e)
-    if again is not None:  # the recorded points again on the same table: the recorded numbers?
-        points, outs = again
-        outs = tuple(array(a.typecode, a) for a in outs)
-        _engine.batch_run(cap, points, outs)
-        if tuple(bytes(a) for a in outs) != expected:
-            return "wrong: the recorded points on the same table gave other numbers after the call"
+    if again is not None and replay(_engine, entry, args[0], again) != repr(expected):
+        if replay(_engine, entry, _engine.batch_table(fields), again) != repr(expected):
+            return "wrong: the recorded points give other numbers on a fresh shape (the recorded ones hang on history)"
+        return "wrong: the recorded points on the same shape gave other numbers after the call"
     return outcome
 
 
@@ -374,16 +452,16 @@ def broken(outcome: str) -> bool:
 
 
 def mutated_call(seed: int) -> tuple[str, tuple, Any, tuple | None]:
-    """The call of `seed`: (entry, mutated args, the recorded outputs, and for a `batch_run` whose
-    table was left alone, the recorded (points, outputs) to run again on it)."""
+    """The call of `seed`: (entry, mutated args, the recorded result, and for a `STATEFUL` call whose
+    shape was left alone, its recorded args after the shape, to run again on it)."""
     rng = random.Random(seed)
     entry, args, expected = rng.choice(capture())
-    if entry == "batch_run" and rng.random() < 0.85:  # the points or outputs; `batch_table` the table
+    if entry in STATEFUL and rng.random() < 0.85:  # the points or outputs; `batch_table` the shape
         bad = (args[0], *mutate(rng, args[1:]))
     else:
         bad = mutate(rng, args)
-    keep = entry == "batch_run" and isinstance(bad, tuple) and len(bad) > 0 and bad[0] is args[0]
-    return entry, bad, expected, (args[1], args[2]) if keep else None
+    keep = entry in STATEFUL and bad[0] is args[0]
+    return entry, bad, expected, args[1:] if keep else None
 
 
 def case(rng: random.Random, folder: Path) -> list[str]:

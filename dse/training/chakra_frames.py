@@ -23,9 +23,11 @@ and 9.4 GB). Every limit here is checked before the memory it guards is taken:
 
 from __future__ import annotations
 
+import gc
 import zlib
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from dse.core.errors import InputError
@@ -89,11 +91,12 @@ def message_cap() -> int:
     return min(limit, max(MIN_MESSAGE_CAP, limit // MESSAGE_SHARE))
 
 
-def _varint(data: Buffer, pos: int, where: str) -> tuple[int, int]:
+def _varint(data: Buffer, pos: int, where: Callable[[int], str], k: int) -> tuple[int, int]:
+    """The varint at `pos` and the position after it; an error names message `k` by `where(k)`."""
     result = shift = 0
     while True:
         if pos >= len(data):
-            raise InputError(where, "truncated: the file ends inside a length prefix", "a whole Chakra trace")
+            raise InputError(where(k), "truncated: the file ends inside a length prefix", "a whole Chakra trace")
         b = data[pos]
         pos += 1
         result |= (b & 0x7F) << shift
@@ -101,7 +104,7 @@ def _varint(data: Buffer, pos: int, where: str) -> tuple[int, int]:
             return result, pos
         shift += 7
         if shift > 63:
-            raise InputError(where, "damaged: a length prefix longer than 10 bytes", "a Chakra trace")
+            raise InputError(where(k), "damaged: a length prefix longer than 10 bytes", "a Chakra trace")
 
 
 def frames(data: Buffer, path: str, node_id: Callable[[int, int], str] | None = None) -> tuple[array, array]:
@@ -128,8 +131,11 @@ def frames(data: Buffer, path: str, node_id: Callable[[int, int], str] | None = 
         n = data[pos]
         if n < 0x80:
             pos += 1
+        elif pos + 1 < size and data[pos + 1] < 0x80:  # two bytes: a message of 128 bytes to 16 KiB
+            n = (n & 0x7F) | data[pos + 1] << 7
+            pos += 2
         else:
-            n, pos = _varint(data, pos, where(k))
+            n, pos = _varint(data, pos, where, k)  # `where` only on an error: it may parse a message
         if n > cap:
             _too_long(where(k), n, cap)
         if pos + n > size:
@@ -177,3 +183,23 @@ class Budget:
             f"more than {most:,} {what} ({share} per node of the node limit)",
             f"a smaller trace; or raise the limit: DSE_MAX_TRACE_NODES={_round_up(used / share)} dse ...",
         )
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Build a trace's graph without Python's cyclic garbage collector: the graph is a tuple per
+    edge and a node per trace node, none of them garbage, which collections would walk again and
+    again (with every other object the process holds). On leaving, what was allocated meanwhile
+    joins the oldest generation at once (`gc.freeze` then `gc.unfreeze` move whole lists, not
+    objects) instead of being walked as young objects at the next allocation; not when objects are
+    frozen already (unfreezing would thaw them too). The collector is on again if it was before."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
+        if was:
+            gc.enable()

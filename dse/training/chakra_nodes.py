@@ -67,6 +67,11 @@ KNOWN = frozenset(
         "dse_slot",
     )
 )
+#: the attributes a COMP_NODE reads besides ``is_cpu_op``: without them it converts by the short path
+_COMP_READS = frozenset(("num_ops", "tensor_size", "dse_duration_ns", "dse_iteration", "dse_layer", "dse_slot"))
+#: at most this many distinct plain compute nodes are shared (kept while a file is read: about 100
+#: bytes each, which a trace of distinct nodes would spend for nothing)
+PLAIN_SHARED = 2**16
 MAX_RANK = 2**32 - 1
 MAX_OPS = 2**64 - 1
 _MEM = {cs.MEM_LOAD: "load", cs.MEM_STORE: "store"}
@@ -74,10 +79,11 @@ _P2P = {cs.COMM_SEND: ("comm_dst", "comm_src", "sends to"), cs.COMM_RECV: ("comm
 
 
 class NodeConverter:
-    """Chakra node messages to graph nodes (module docstring), sharing equal names, durations and
-    scopes. With `rank`, a send or receive is checked against it as it is converted (`check_peer`,
-    without the topology's NPU count); `own` is the last send's ``comm_src`` (a receive's
-    ``comm_dst``), -1 when absent or not a send or receive."""
+    """Chakra node messages to graph nodes (module docstring), sharing equal names, durations,
+    scopes and plain compute nodes (equal nodes are one object: a `Node` is immutable). With
+    `rank`, a send or receive is checked against it as it is converted (`check_peer`, without the
+    topology's NPU count); `own` is the last send's ``comm_src`` (a receive's ``comm_dst``), -1
+    when absent or not a send or receive."""
 
     def __init__(self, path: str, rank: int | None = None) -> None:
         self.path = path
@@ -86,19 +92,35 @@ class NodeConverter:
         self.names: dict[str, str] = {}
         self.scopes: dict[tuple[int, ...], tuple[int, ...]] = {}
         self.times: dict[float, float] = {}
+        self.plain: dict[tuple[str, int, bool], Node] = {}  # compute nodes by name, duration_micros, is_cpu_op
         self.flags = max(64, input_limit("dimensions"))  # involved_dim entries past these are past every topology
 
-    def __call__(self, msg: Any, nid: int) -> Node:
-        node = self.convert(msg, nid)
-        if self.rank is not None and node.kind in (SEND, RECV):
-            check_peer(node, self.own, self.rank, None, f"{self.path}: node {nid}")
-        return node
-
     def convert(self, msg: Any, nid: int) -> Node:
-        """`msg` as a graph node; `own` set (class docstring)."""
-        where = f"{self.path}: node {nid}"
+        """`msg` as a graph node; `own` set, a send or receive checked against `rank` (class docstring)."""
         self.own = -1
-        a = self._attrs(msg) if len(msg.attr) else {}
+        a = {}
+        for x in msg.attr[:]:  # the attributes dse reads (lists cut to `flags` entries); the others unread
+            name = x.name
+            if name in KNOWN and (kind := x.WhichOneof("value")) is not None:
+                v = getattr(x, kind)
+                a[name] = list(v.values[: self.flags]) if kind.endswith("_list") else v
+        if msg.type == cs.COMP and _COMP_READS.isdisjoint(a):  # a plain compute node: the common case
+            us = msg.duration_micros
+            if us * 1000 <= MAX_NS:
+                key = (msg.name, us, bool(a.get("is_cpu_op", False)))
+                node = self.plain.get(key)
+                if node is None:
+                    dur = float(us * 1000)
+                    name = self.names.setdefault(key[0], key[0])
+                    node = Node(COMPUTE, name, self.times.setdefault(dur, dur), cpu=key[2])
+                    if len(self.plain) < PLAIN_SHARED:
+                        self.plain[key] = node
+                return node
+        return self._convert(msg, nid, a)
+
+    def _convert(self, msg: Any, nid: int, a: dict[str, Any]) -> Node:
+        """`convert` for any node, its attributes `a` read."""
+        where = f"{self.path}: node {nid}"
         cpu = bool(a.get("is_cpu_op", False))
         us = msg.duration_micros
         if us * 1000 > MAX_NS:
@@ -130,22 +152,11 @@ class NodeConverter:
                 "CPU-side c10d call, replayed) may be on the CPU",
             )
         if t in _P2P:
-            return self._p2p(a, where, t, label)
+            node = self._p2p(a, where, t, label)
+            if self.rank is not None:
+                check_peer(node, self.own, self.rank, None, where)
+            return node
         return self._collective(a, where, dur, cpu, label)
-
-    def _attrs(self, msg: Any) -> dict[str, Any]:
-        """The attributes dse reads (lists cut to `flags` entries); the others are skipped unread."""
-        out = {}
-        for a in msg.attr:
-            name = a.name
-            if name not in KNOWN:
-                continue
-            kind = a.WhichOneof("value")
-            if kind is None:
-                continue
-            v = getattr(a, kind)
-            out[name] = list(v.values[: self.flags]) if kind.endswith("_list") else v
-        return out
 
     def _compute(self, a: dict, where: str, dur: float, cpu: bool, untimed: bool, label: dict) -> Node:
         ops = _integer(a, "num_ops", where, maximum=MAX_OPS)

@@ -55,8 +55,9 @@ from dse.core.files import read_bytes
 from dse.core.limits import check_work
 from dse.training import chakra_schema as cs
 from dse.training.chakra_frames import GZIP_MAGIC, Budget, frames, gunzip
+from dse.training.chakra_link import Linker
 from dse.training.chakra_nodes import NodeConverter, check_peer, process_groups, rank_values, skeleton, verify_skeleton
-from dse.training.chakra_read import RANK_FILE, Parsed, _build, _message, node_namer, positions, rank_numbers
+from dse.training.chakra_read import RANK_FILE, _message, dropped_note, node_namer, rank_numbers
 from dse.training.workload_graph import COMM, RECV, SEND, Graph, Node
 
 #: work steps (`check_work`) per node of a rank file that is parsed, and per rank file
@@ -256,7 +257,7 @@ class _Reader:
         key = (pytorch, tuple(e.norm for e in seq))
         shape = self.shapes.get(key)
         if shape is None:
-            shape = self.shapes[key] = self._shape(seq, over, pytorch, meta, where)
+            shape = self.shapes[key] = self._shape(seq, over, pytorch, where)
         p2p = []
         for k in shape.p2p:
             e = seq[k]
@@ -327,24 +328,21 @@ class _Reader:
             self.templates[sk[0]] = e
         return e, None
 
-    def _shape(self, seq: list[_Entry], over: dict, pytorch: bool, meta: Any, where: str) -> _Shape:
+    def _shape(self, seq: list[_Entry], over: dict, pytorch: bool, where: str) -> _Shape:
         """Build the graph of a new node sequence (checking ids and dependencies) and find its class."""
-        p = Parsed(meta, pytorch)
-        ids, deps, cut, nodes = p.ids, p.deps, p.cut, p.nodes
+        link = Linker(where, len(seq))
+        dropped = 0
         for k, e in enumerate(seq):
-            ids.append(e.nid)
-            deps.extend(e.data)
-            cut.append(len(deps))
-            if pytorch:
-                p.dropped += len(e.ctrl)
-            else:
-                deps.extend(e.ctrl)
-            cut.append(len(deps))
             v = over.get(k)
-            nodes.append(e.node if v is None else replace(e.node, peer=v[0], group=v[2]))
-        graph, gids, notes = _build(p, where)
-        self.notes.update(dict.fromkeys(notes))
-        order, _ = positions(p.ids, where)
+            node = e.node if v is None else replace(e.node, peer=v[0], group=v[2])
+            if pytorch:
+                dropped += len(e.ctrl)
+                link.add(node, e.nid, e.data)
+            else:
+                link.add(node, e.nid, e.data, e.ctrl)
+        graph, gids = link.finish()
+        self.notes.update(dict.fromkeys(dropped_note(dropped)))
+        order = link.order
         canon = (tuple(seq[k].form for k in order), tuple(graph.edges))
         cls = self.canon.get(canon)
         if cls is None:

@@ -39,7 +39,8 @@ cost is built; the messages are parsed one at a time and only what the graph nee
 attributes dse reads, names and scopes shared between nodes). Problems are found in this order:
 the framing (truncation, lengths, node count), then each node in file order (damage, type,
 attributes), then ids and dependencies in id order (a duplicate, a missing or self dependency),
-then cycles.
+then cycles. The dependencies become edges as each node is read (`dse.training.chakra_link`), and
+the cyclic garbage collector waits while the graph is built (`chakra_frames.gc_paused`).
 
 Rank 0 is the representative NPU: every NPU runs its own file in ASTRA-sim, and this path models
 one. When the other rank files differ from it in anything but node ids, `notes` says so
@@ -55,7 +56,7 @@ from __future__ import annotations
 import os
 import re
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,9 +65,10 @@ from google.protobuf.message import DecodeError
 
 from dse.core.errors import InputError
 from dse.training import chakra_schema as cs
-from dse.training.chakra_frames import Budget, Buffer, frames, read_trace
+from dse.training.chakra_frames import Budget, Buffer, frames, gc_paused, read_trace
+from dse.training.chakra_link import Linker
 from dse.training.chakra_nodes import CHAKRA_TYPE, SIMULATED, NodeConverter
-from dse.training.workload_graph import COMM, COMPUTE, MARK, MEM, RECV, SEND, Graph, Node
+from dse.training.workload_graph import COMM, COMPUTE, MEM, RECV, SEND, Graph
 
 __all__ = ["CHAKRA_TYPE", "SIMULATED", "ChakraTrace", "is_trace_path", "load_trace", "needs_ranks", "parse"]
 #: a rank file's name: PREFIX.<rank>.et (or .et.gz)
@@ -136,10 +138,8 @@ def load_trace(spec: str | Path) -> ChakraTrace:
     data = read_trace(path, "workload")
     assert data is not None  # no cap: a trace over the limit is refused
     m = RANK_FILE.match(path.name)
-    parsed = parse(data, str(path), rank=int(m.group("rank")) if m else None)
-    graph, ids, notes = _build(parsed, str(path))
-    version = str(parsed.meta.version)
-    del parsed  # its arrays, before another rank is read
+    with gc_paused():
+        graph, ids, notes, version = read_graph(data, str(path), rank=int(m.group("rank")) if m else None)
     ranks, rank_notes = check_ranks(path, data)
     name = re.sub(r"\.\d+\.et(\.gz)?$", "", path.name)
     return ChakraTrace(name, str(path), graph, ids, ranks, version, notes + rank_notes)
@@ -155,19 +155,34 @@ def needs_ranks(trace: ChakraTrace) -> bool:
     )
 
 
-@dataclass
-class Parsed:
-    """A rank's messages, parsed one at a time: its metadata, per node (in file order) the graph
-    node (or, for a comparison, a digest of its content), its id and its dependencies: node k's
-    data dependencies are ``deps[cut[2k]:cut[2k+1]]``, its control ones ``deps[cut[2k+1]:cut[2k+2]]``."""
+def read_graph(data: Buffer, path: str, rank: int | None = None) -> tuple[Graph, tuple[int, ...], tuple[str, ...], str]:
+    """A trace's bytes as a workload graph (module docstring): the graph, the nodes' ids in id
+    order, the notes (dropped control dependencies) and the schema version. `rank`: the rank whose
+    file it is, against which sends and receives are checked (if given)."""
+    meta, pytorch, n, messages = node_messages(data, path, pytorch=True)
+    convert, link = NodeConverter(path, rank).convert, Linker(path, n)
+    add = link.add
+    dropped = 0
+    for msg, deps, ctrl in messages:
+        nid = msg.id
+        if pytorch:
+            dropped += len(ctrl)
+            add(convert(msg, nid), nid, deps)
+        else:
+            add(convert(msg, nid), nid, deps, ctrl)
+    del convert  # the converter's tables are freed before the edges are built
+    graph, ids = link.finish()
+    return graph, ids, dropped_note(dropped), str(meta.version)
 
-    meta: Any
-    pytorch: bool
-    ids: array = field(default_factory=lambda: array("Q"))
-    deps: array = field(default_factory=lambda: array("Q"))
-    cut: array = field(default_factory=lambda: array("Q", [0]))
-    nodes: list = field(default_factory=list)
-    dropped: int = 0
+
+def dropped_note(dropped: int) -> tuple[str, ...]:
+    """The note on a PyTorch trace's `dropped` control dependencies (none if 0)."""
+    if not dropped:
+        return ()
+    return (
+        f"a trace converted from PyTorch: its {dropped:,} control dependencies (each operator's parent "
+        "in PyTorch's call tree, not an order) are left out; its data dependencies order it",
+    )
 
 
 def node_namer(view: memoryview) -> Callable[[int, int], str]:
@@ -182,40 +197,63 @@ def node_namer(view: memoryview) -> Callable[[int, int], str]:
     return node_id
 
 
-def parse(data: Buffer, path: str, content: Any = None, rank: int | None = None) -> Parsed:
-    """Parse a trace's bytes (module docstring). `content(msg, id)`, if given, replaces the conversion
-    to a graph node (the rank comparison keeps a digest), and control dependencies are all kept.
-    `rank`: the rank whose file it is, against which sends and receives are checked (if given)."""
+def node_messages(data: Buffer, path: str, pytorch: bool) -> tuple[Any, bool, int, Iterator[tuple[Any, Any, Any]]]:
+    """A trace's metadata, whether it is a PyTorch trace (its metadata names PyTorch's ``schema``;
+    only asked when `pytorch`), its node count, and its node messages parsed one at a time (each
+    with its data and control dependencies), each counted against the totals (`Budget`: its
+    control dependencies only when not a PyTorch trace) before it is yielded. The framing and the
+    metadata are checked first."""
     view = memoryview(data)
     starts, ends = frames(data, path, node_namer(view))
     budget = Budget(path)
     meta = _message(cs.GlobalMetadata, view[starts[0] : ends[0]], f"{path}: the global metadata")
     budget.take(0, len(meta.attr))
-    pytorch = content is None and any(a.name == "schema" for a in meta.attr)  # PyTorch's trace schema version
-    out = Parsed(meta, pytorch)
-    make = content or NodeConverter(path, rank)
-    new, ids, deps, cut = cs.ChakraNode.FromString, out.ids, out.deps, out.cut
-    prev = "the metadata"
+    pytorch = pytorch and any(a.name == "schema" for a in meta.attr)  # PyTorch's trace schema version
+    return meta, pytorch, len(starts) - 1, _messages(view, starts, ends, budget, pytorch, path)
+
+
+def _messages(
+    view: memoryview, starts: array, ends: array, budget: Budget, pytorch: bool, path: str
+) -> Iterator[tuple[Any, Any, Any]]:
+    new, take, msg = cs.ChakraNode.FromString, budget.take, None
     for k in range(1, len(starts)):
         try:
             msg = new(view[starts[k] : ends[k]])
         except DecodeError as e:
+            prev = "the metadata" if msg is None else f"node {msg.id}"
             raise InputError(f"{path}: the node after {prev}", f"a damaged message ({e})", "a Chakra trace") from None
-        data_deps, ctrl_deps = msg.data_deps, msg.ctrl_deps
-        nd, nc = len(data_deps), len(ctrl_deps)
-        budget.take(nd + (0 if pytorch else nc), len(msg.attr))
-        if nd:
-            deps.extend(data_deps)
+        data, ctrl = msg.data_deps, msg.ctrl_deps
+        take(len(data) + (0 if pytorch else len(ctrl)), len(msg.attr))
+        yield msg, data, ctrl
+
+
+@dataclass
+class Parsed:
+    """A rank's messages, parsed one at a time for a comparison (`parse`): its metadata, per node
+    (in file order) a digest of its content, its id and its dependencies: node k's data
+    dependencies are ``deps[cut[2k]:cut[2k+1]]``, its control ones ``deps[cut[2k+1]:cut[2k+2]]``."""
+
+    meta: Any
+    ids: array = field(default_factory=lambda: array("Q"))
+    deps: array = field(default_factory=lambda: array("Q"))
+    cut: array = field(default_factory=lambda: array("Q", [0]))
+    nodes: list = field(default_factory=list)
+
+
+def parse(data: Buffer, path: str, content: Callable[[Any, int], Any]) -> Parsed:
+    """Parse a trace's bytes for a comparison: `content(msg, id)` per node (a digest), its id and
+    every dependency (control ones too, as in any trace), checked as `read_graph` checks them."""
+    meta, _, _, messages = node_messages(data, path, pytorch=False)
+    out = Parsed(meta)
+    ids, deps, cut, nodes = out.ids, out.deps, out.cut, out.nodes
+    for msg, data, ctrl in messages:
+        deps.extend(data)
         cut.append(len(deps))
-        if pytorch:
-            out.dropped += nc
-        elif nc:
-            deps.extend(ctrl_deps)
+        deps.extend(ctrl)
         cut.append(len(deps))
         nid = msg.id
         ids.append(nid)
-        out.nodes.append(make(msg, nid))
-        prev = f"node {nid}"
+        nodes.append(content(msg, nid))
     return out
 
 
@@ -224,55 +262,6 @@ def _message(cls: Any, body: memoryview | bytes, where: str) -> Any:
         return cls.FromString(body)
     except DecodeError as e:
         raise InputError(where, f"a damaged message ({e})", "a Chakra trace") from None
-
-
-def _build(p: Parsed, path: str) -> tuple[Graph, tuple[int, ...], tuple[str, ...]]:
-    """Check ids and dependencies, order by id, and link the graph (with its end mark)."""
-    n = len(p.ids)
-    order, pos = positions(p.ids, path)
-    ids = p.ids
-    src, tgt = array("q"), array("Q", [0])  # the dependencies of node j (by position) are src[tgt[j]:tgt[j+1]]
-    forward = False
-    cut, deps = p.cut, p.deps
-    for j in range(n):
-        k = order[j]
-        deps_j: dict[int, None] = {}
-        for kind, lo, hi in (("data", cut[2 * k], cut[2 * k + 1]), ("control", cut[2 * k + 1], cut[2 * k + 2])):
-            for d in deps[lo:hi]:
-                q = pos(d)
-                if q is None:
-                    raise InputError(
-                        f"{path}: node {ids[k]}",
-                        f"a {kind} dependency on node {d}, which the trace does not have",
-                        "dependencies on nodes of the same trace",
-                    )
-                if q == j:
-                    raise InputError(
-                        f"{path}: node {ids[k]}", "depends on itself (a cycle)", "a directed acyclic graph"
-                    )
-                deps_j[q] = None
-        if deps_j:
-            src.extend(deps_j)
-            forward = forward or max(deps_j) > j
-        tgt.append(len(src))
-    if forward:  # a dependency on a later id: the id order is not a topological order, look for a cycle
-        _check_acyclic(n, src, tgt, lambda j: ids[order[j]], path)
-    g = Graph()
-    g.nodes = p.nodes if isinstance(order, range) else [p.nodes[k] for k in order]
-    ints, zero = list(range(n + 1)), 0.0  # one int object per position, shared by the edges
-    g.edges = [(ints[q], ints[j], zero) for j in range(n) for q in src[tgt[j] : tgt[j + 1]]]
-    has_succ = bytearray(n)
-    for q in src:
-        has_succ[q] = 1
-    g.end = g.add(Node(MARK, "end"))
-    g.edges.extend((ints[j], ints[n], zero) for j in range(n) if not has_succ[j])
-    notes: tuple[str, ...] = ()
-    if p.dropped:
-        notes = (
-            f"a trace converted from PyTorch: its {p.dropped:,} control dependencies (each operator's parent "
-            "in PyTorch's call tree, not an order) are left out; its data dependencies order it",
-        )
-    return g, tuple(ids[k] for k in order), notes
 
 
 def positions(ids: array, path: str) -> tuple[Any, Any]:
@@ -292,32 +281,3 @@ def positions(ids: array, path: str) -> tuple[Any, Any]:
     order = sorted(index)
     where = {i: j for j, i in enumerate(order)}
     return [index[i] for i in order], where.get
-
-
-def _check_acyclic(n: int, src: array, tgt: array, node_id: Any, path: str) -> None:
-    """Refuse a cycle (Kahn's algorithm on arrays); the error names the lowest position left."""
-    need = array("q", (tgt[j + 1] - tgt[j] for j in range(n)))
-    count = array("q", bytes(8 * (n + 1)))
-    for q in src:
-        count[q + 1] += 1
-    for j in range(n):
-        count[j + 1] += count[j]
-    succ, fill = array("q", bytes(8 * len(src))), array("q", count)
-    for j in range(n):
-        for q in src[tgt[j] : tgt[j + 1]]:
-            succ[fill[q]] = j
-            fill[q] += 1
-    stack = [j for j in range(n) if need[j] == 0]
-    seen = 0
-    while stack:
-        x = stack.pop()
-        seen += 1
-        for y in succ[count[x] : count[x + 1]]:
-            need[y] -= 1
-            if need[y] == 0:
-                stack.append(y)
-    if seen < n:
-        first = next(j for j in range(n) if need[j])
-        raise InputError(
-            f"{path}: node {node_id(first)}", "is on a dependency cycle (or waits for one)", "a directed acyclic graph"
-        )

@@ -34,6 +34,8 @@ NS_PER_S = 1e9
 def parse_size(value: int | float | str, field: str = "size") -> int:
     """Bytes from an int, a float or a string such as ``"1GiB"`` (`_parse_size`; strings are parsed
     once and remembered)."""
+    if type(value) is int and 1 <= value <= MAX_BYTES:  # a whole number of bytes in range, as it is
+        return value
     if type(value) is str and field == "size":
         hit = _SIZES.get(value)
         if hit is None:

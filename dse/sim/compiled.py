@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
-from itertools import permutations
+from itertools import accumulate, permutations
 from typing import Any, NamedTuple
 
 from dse.core.collectives import A2A, AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, REDUCE_SCATTER, RS
@@ -289,11 +289,8 @@ class CompiledCache:
         """Run points of one shape (size and chunk count each, bandwidths GB/s and latencies ns, nd a
         point, flat) in the engine; a point it declines is listed in `Runs.python`."""
         n, nd = len(sizes), shape.nd
-        off = array("q", [0])
-        total = 0
-        for c in chunks:
-            total += 2 * c + 2
-            off.append(total)
+        off = array("q", accumulate((2 * c + 2 for c in chunks), initial=0))
+        total = off[-1]
         out = Runs(
             shape,
             array("d", bytes(8 * n)),

@@ -39,11 +39,14 @@ def evaluate(topology: Topology | str | CollectiveSpec, *, timeline: bool = Fals
     Points the compiled path runs (`dse.sim.compiled`) go there; a call whose arguments but its size
     were seen before is validated again only for its size."""
     key = None if timeline else _call_key(topology, run)
-    call = CACHE.calls.get(key) if key is not None else None
+    try:
+        call = CACHE.calls.get(key) if key is not None else None
+    except TypeError:  # an unhashable topology: not remembered
+        key = call = None
     if call is None:
         p = RunSpec.parse(topology, **run)
         if key is not None:
-            call = _Call.of(p)
+            call = _Call.of(p, run["size"])  # type: ignore[typeddict-item]
             CACHE.remember(key, call)
     else:
         p = call.run if run["size"] == call.size else call.run.resized(run["size"])
@@ -62,18 +65,14 @@ _UNKEPT = ("orders", "service_order")
 
 def _call_key(topology: object, run: Mapping[str, object]) -> tuple | None:
     """The key under which `evaluate` remembers a call's validation (all but its size), or None (not
-    remembered: an unhashable or non-plain argument, such as a `Scheduler` or a float size)."""
+    remembered: a non-plain argument, such as a `Scheduler` or a float size; an unhashable topology
+    fails the lookup)."""
     if not all(type(v) in _PLAIN for v in run.values()) or any(run.get(k) is not None for k in _UNKEPT):
         return None
     if "size" not in run:
         return None
     name = topology.name if isinstance(topology, Topology) else None  # labels differ, dims may not
-    key = (topology, name, *sorted(kv for kv in run.items() if kv[0] != "size"))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    return (topology, name, *sorted(kv for kv in run.items() if kv[0] != "size"))
 
 
 @dataclass(frozen=True)
@@ -90,16 +89,19 @@ class _Call:
     lat: array
     total_bw: float
     label: str
+    sized: tuple[float, float, float]  # `size_constants` at the first size
 
     @classmethod
-    def of(cls, p: RunSpec) -> _Call:
+    def of(cls, p: RunSpec, size: object) -> _Call:
+        """What to remember of `p`, validated from a call whose size argument was `size`."""
         spec = p.spec
         topo, model = spec.topology, spec.cost_model
         shape = CACHE.shape(p) if compilable(p) else None
         steps = simulation_steps(topo, spec.collective, spec.chunks, model, p.queue)
         total_bw = sum(model.bytes_per_ns(d, spec.collective) for d in topo.dims)
         bw, lat = array("d", [d.bandwidth for d in topo.dims]), array("d", [d.latency for d in topo.dims])
-        return cls(p, spec.size, shape, steps, bw, lat, total_bw, topo.label())
+        sized = size_constants(topo, spec.collective, spec.size, model)
+        return cls(p, size, shape, steps, bw, lat, total_bw, topo.label(), sized)
 
     def evaluate(self, p: RunSpec) -> Result:
         """Run `p` (this call at some size) on the compiled path."""
@@ -108,7 +110,10 @@ class _Call:
         one = CACHE.run_one(self.shape, spec.size, spec.chunks, self.bw, self.lat)
         if one is None:
             return evaluate_prepared(p)
-        need, data, factor = size_constants(spec.topology, spec.collective, spec.size, spec.cost_model)
+        sized = (
+            self.sized if p is self.run else size_constants(spec.topology, spec.collective, spec.size, spec.cost_model)
+        )
+        need, data, factor = sized
         out = SimOutput(one.time_ns, one.dim_busy_ns, one.dim_bytes, (), None)
         consts = (need, self.total_bw, data, factor, self.label)
         return make_result(p, one.orders, out, keep_timeline=False, consts=consts)

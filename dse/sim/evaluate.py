@@ -46,7 +46,7 @@ def evaluate(topology: Topology | str | CollectiveSpec, *, timeline: bool = Fals
     if call is None:
         p = RunSpec.parse(topology, **run)
         if key is not None:
-            call = _Call.of(p, run["size"])  # type: ignore[typeddict-item]
+            call = _Call.of(p, run["size"])
             CACHE.remember(key, call)
     else:
         p = call.run if run["size"] == call.size else call.run.resized(run["size"])

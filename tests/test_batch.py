@@ -14,7 +14,7 @@ import dataclasses
 from array import array
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import dse
@@ -389,9 +389,11 @@ def test_fresh_sizes_and_chunks_equal_the_python_path(case: tuple[Topology, dict
     try:
         want = [python_evaluate(mp, topo, **dict(kw, size=s, chunks=c)) for s, c in pairs]
     except InputError:
+        event("refused by both paths")
         return
     finally:
         mp.undo()
+    event("compared")
     CACHE.clear()
     res = evaluate_many(pts)
     if compilable(prepare(pts[0])):

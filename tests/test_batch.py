@@ -214,7 +214,7 @@ def test_astra_sim1_kernel_equals_the_cost_model(point: tuple[list[Topology], di
         for k, (d, kind, c) in enumerate(combos):
             ph, _ = model._make_phase(dims[d], d, KINDS_BY_CODE[kind], c, p.spec.latency_mode)
             assert (busy[k], delay[k], tuple(ties[3 * k : 3 * k + 3])) == (ph.busy, ph.delay, ph.tie)
-        assert gbw == [model.greedy_bandwidth(d) for d in dims]
+        assert list(gbw) == [model.greedy_bandwidth(d) for d in dims]
 
 
 @needs_c

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from dse.core.errors import InputError
 from dse.training import chakra_schema as cs
-from dse.training.chakra_frames import gc_paused
+from dse.training.chakra_frames import frames, gc_paused
 from dse.training.chakra_link import Linker
 from dse.training.chakra_nodes import NodeConverter
 from dse.training.chakra_read import load_trace
@@ -192,21 +192,9 @@ def test_pytorch_trace_forward_dependencies_linked() -> None:
     if not PYTORCH.exists():
         pytest.skip(f"shared Chakra traces not found at {PYTORCH}")
     t = load_trace(PYTORCH)
-    msgs = []
     data = PYTORCH.read_bytes()
-    pos, first = 0, True
-    while pos < len(data):
-        n = shift = 0
-        while True:
-            b = data[pos]
-            pos += 1
-            n |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
-        if not first:
-            msgs.append(cs.ChakraNode.FromString(data[pos : pos + n]))
-        first, pos = False, pos + n
+    starts, ends = frames(data, str(PYTORCH))
+    msgs = [cs.ChakraNode.FromString(data[a:b]) for a, b in list(zip(starts, ends))[1:]]  # after the metadata
     edges, ids, _ = reference([(m.id, list(m.data_deps), []) for m in msgs])  # control dependencies dropped
     assert t.graph.edges == edges and t.ids == ids
     assert sum(1 for a, b, _ in edges if a > b) == 53

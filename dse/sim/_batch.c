@@ -198,9 +198,9 @@ static int run_points(const Shape *sh, const Points *pt, Outs *out, Work *w, Py_
     return 0;
 }
 
-static PyObject *float_tuple(const double *x, int n) {
+PyObject *float_tuple(const double *x, Py_ssize_t n) {
     PyObject *t = PyTuple_New(n);
-    for (int k = 0; t && k < n; k++) {
+    for (Py_ssize_t k = 0; t && k < n; k++) {
         PyObject *f = PyFloat_FromDouble(x[k]);
         if (!f) { Py_DECREF(t); return NULL; }
         PyTuple_SET_ITEM(t, k, f);

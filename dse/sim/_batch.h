@@ -45,7 +45,8 @@ typedef struct {
  * class) slot and per step, the dim, factor and numerator (bandwidth time x bandwidth); thr_num per dim. */
 typedef struct {
     long long size, chunks;  /* what it was made for (size -1: nothing yet) */
-    int nchunks, nsc, ncombo, cap_combo, cap_chunk, cap_plan;
+    int nchunks, nsc, ncombo;
+    Py_ssize_t cap_combo, cap_chunk, cap_plan, cap_ch;
     int *chunk_sc, *combo_dim, *combo_kind, *plan_off, *plan_combo, *slot_of, *hash;
     unsigned char *combo_fifo, *combo_tied;
     double *combo_key, *combo_sent, *combo_cf, *ch_num, *ch_fac, thr_num[MAX_ND];
@@ -81,5 +82,7 @@ void derived_free(Derived *d);
  * t3), per dim the bandwidth OfflineGreedy normalises by (gbw). -4: a time out of the kernel's range. */
 int costs(const Shape *sh, const Derived *d, const double *bw, const double *lat, double *busy, double *delay,
           double *t123, double *gbw);
+/* _batch.c: n doubles as a Python tuple of floats (NULL: no memory). */
+PyObject *float_tuple(const double *x, Py_ssize_t n);
 
 #endif

@@ -15,17 +15,6 @@
 #define EXACT (1LL << 53)
 enum { DECLINE = -4, SHORT_PREFIX = -5 };
 
-static int grow_to(void **p, int *cap, int need, size_t size) {
-    if (need <= *cap) return 0;
-    int c = *cap ? *cap : 16;
-    while (c < need) c *= 2;
-    void *q = realloc(*p, (size_t)c * size);
-    if (!q) return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 void derived_free(Derived *d) {
     free(d->chunk_sc); free(d->combo_dim); free(d->combo_kind); free(d->plan_off); free(d->plan_combo);
     free(d->hash); free(d->combo_fifo); free(d->combo_tied); free(d->combo_key); free(d->combo_sent);
@@ -55,7 +44,7 @@ static int chunking(const Shape *sh, Derived *d, long long size, long long chunk
     if (n > INT_MAX / 2) return DECLINE;
     d->nchunks = (int)n;
     d->nsc = rest > 0 ? 2 : 1;
-    if (grow_to((void **)&d->chunk_sc, &d->cap_chunk, d->nchunks, sizeof(int))) return -1;
+    if (grow((void **)&d->chunk_sc, &d->cap_chunk, d->nchunks, sizeof(int))) return -1;
     for (int k = 0; k < d->nchunks; k++) d->chunk_sc[k] = 0;
     if (rest > 0) d->chunk_sc[d->nchunks - 1] = 1;
     return 0;
@@ -124,7 +113,8 @@ static int combo_of(const Shape *sh, Derived *d, int dd, int kind, double *cf, l
 }
 
 static int combo_room(const Shape *sh, Derived *d) {
-    int most = (int)(sh->nstep * d->nsc), cap = d->cap_combo, hc = 16;
+    Py_ssize_t most = sh->nstep * d->nsc, cap = d->cap_combo, c2;
+    int hc = 16;
     while (hc < 2 * most) hc *= 2;
     if (hc > d->hash_cap) {
         free(d->hash);
@@ -134,25 +124,26 @@ static int combo_room(const Shape *sh, Derived *d) {
     }
     memset(d->hash, 0, (size_t)d->hash_cap * sizeof(int));
     if (most <= cap) return 0;
-    int c2 = cap;
-    if (grow_to((void **)&d->combo_dim, &c2, most, sizeof(int))) return -1;
-    c2 = cap; if (grow_to((void **)&d->combo_kind, &c2, most, sizeof(int))) return -1;
-    c2 = cap; if (grow_to((void **)&d->combo_fifo, &c2, most, 1)) return -1;
-    c2 = cap; if (grow_to((void **)&d->combo_tied, &c2, most, 1)) return -1;
-    c2 = cap; if (grow_to((void **)&d->combo_key, &c2, most, sizeof(double))) return -1;
-    c2 = cap; if (grow_to((void **)&d->combo_sent, &c2, most, sizeof(double))) return -1;
-    c2 = cap; if (grow_to((void **)&d->combo_cf, &c2, most, sizeof(double))) return -1;
-    c2 = cap; if (grow_to((void **)&d->combo_c, &c2, most, sizeof(long long))) return -1;
-    c2 = cap; if (grow_to((void **)&d->plan_combo, &c2, most, sizeof(int))) return -1;
+    c2 = cap;
+    if (grow((void **)&d->combo_dim, &c2, most, sizeof(int))) return -1;
+    c2 = cap; if (grow((void **)&d->combo_kind, &c2, most, sizeof(int))) return -1;
+    c2 = cap; if (grow((void **)&d->combo_fifo, &c2, most, 1)) return -1;
+    c2 = cap; if (grow((void **)&d->combo_tied, &c2, most, 1)) return -1;
+    c2 = cap; if (grow((void **)&d->combo_key, &c2, most, sizeof(double))) return -1;
+    c2 = cap; if (grow((void **)&d->combo_sent, &c2, most, sizeof(double))) return -1;
+    c2 = cap; if (grow((void **)&d->combo_cf, &c2, most, sizeof(double))) return -1;
+    c2 = cap; if (grow((void **)&d->combo_c, &c2, most, sizeof(long long))) return -1;
+    c2 = cap; if (grow((void **)&d->plan_combo, &c2, most, sizeof(int))) return -1;
     d->cap_combo = c2;
     return 0;
 }
 
 /* Every plan (order, size class): its phases as combos; plan o * nsc + s. */
 static int plans(const Shape *sh, Derived *d, const double *sc) {
-    int nplan = sh->norder * d->nsc, cap = d->cap_plan, j = 0;
+    int nplan = sh->norder * d->nsc, j = 0;
+    Py_ssize_t cap = d->cap_plan;
     if (combo_room(sh, d)) return -1;
-    if (grow_to((void **)&d->plan_off, &cap, nplan + 1, sizeof(int))) return -1;
+    if (grow((void **)&d->plan_off, &cap, nplan + 1, sizeof(int))) return -1;
     d->cap_plan = cap;
     d->ncombo = 0; d->ksteps = 0;
     d->plan_off[0] = 0;
@@ -174,10 +165,12 @@ static int plans(const Shape *sh, Derived *d, const double *sc) {
 /* The load tracker's charges: per order, per step of it the dim, factor and numerator (at the one
  * charge size, the chunk size); and per dim the threshold's numerator. */
 static int charges(const Shape *sh, Derived *d, double charge) {
-    int nd = sh->nd, n = sh->norder * nd, cap = 0;
-    if (grow_to((void **)&d->ch_num, &cap, n, sizeof(double))) return -1;
-    cap = 0; if (grow_to((void **)&d->ch_fac, &cap, n, sizeof(double))) return -1;
-    cap = 0; if (grow_to((void **)&d->ch_dim, &cap, n, sizeof(int))) return -1;
+    int nd = sh->nd, n = sh->norder * nd;
+    Py_ssize_t cap = d->cap_ch, c2 = cap;
+    if (grow((void **)&d->ch_num, &c2, n, sizeof(double))) return -1;
+    c2 = cap; if (grow((void **)&d->ch_fac, &c2, n, sizeof(double))) return -1;
+    c2 = cap; if (grow((void **)&d->ch_dim, &c2, n, sizeof(int))) return -1;
+    d->cap_ch = c2;
     for (int o = 0; o < sh->norder; o++) {
         double c = sh->ag_div && sh->coll == AG ? charge / (double)sh->npus : charge;
         for (int i = 0; i < nd; i++) {

@@ -5,7 +5,7 @@
  * dse/costs/astra_sim1.py's phase_timing does with Python's.
  *
  * batch_costs(table, size, chunks, bw, lat) -> (combos, busy, delay, ties, gbw): one point's, as lists
- *   (combos as (dim, kind code, bytes in); ties three a combo), for the tests to hold against the models.
+ *   (combos a list of (dim, kind code, bytes in), the rest tuples; ties three a combo), for the tests.
  */
 #include "_batch.h"
 #include <math.h>
@@ -198,16 +198,6 @@ int costs(const Shape *tb, const Derived *dv, const double *bw, const double *la
     return 0;
 }
 
-static PyObject *floats(const double *x, Py_ssize_t n) {
-    PyObject *l = PyList_New(n);
-    for (Py_ssize_t k = 0; l && k < n; k++) {
-        PyObject *f = PyFloat_FromDouble(x[k]);
-        if (!f) { Py_DECREF(l); return NULL; }
-        PyList_SET_ITEM(l, k, f);
-    }
-    return l;
-}
-
 /* The combos as (dim, kind code, bytes in): an int for the integer kernels, a float for the paper's. */
 static PyObject *combo_list(const Shape *sh, const Derived *dv) {
     PyObject *l = PyList_New(dv->ncombo);
@@ -232,8 +222,8 @@ PyObject *point_costs(const Shape *sh, const Derived *dv, const double *bw, cons
     } else {
         for (int k = 0; k < nc; k++)
             for (int j = 0; j < 3; j++) ties[3 * k + j] = t123[j * nc + k];
-        out = Py_BuildValue("(NNNNN)", combo_list(sh, dv), floats(v, nc), floats(v + nc, nc), floats(ties, 3 * nc),
-                            floats(gbw, sh->nd));
+        out = Py_BuildValue("(NNNNN)", combo_list(sh, dv), float_tuple(v, nc), float_tuple(v + nc, nc), float_tuple(ties, 3 * nc),
+                            float_tuple(gbw, sh->nd));
     }
     free(v);
     return out;

@@ -101,3 +101,16 @@ def test_presets_listed():
     # the paper's six, then the real systems; the six paper ones are PAPER_PRESETS, in Table 2's order
     assert tuple(PRESETS)[:6] == PAPER_PRESETS == tuple(TABLE2)
     assert tuple(PRESETS)[6:] == SYSTEM_PRESETS and len(SYSTEM_PRESETS) >= 2
+
+
+def test_hash_is_the_dims_and_is_not_pickled():
+    """A topology's hash is its dims' (the name is not compared), worked out once and kept, but never
+    carried to another process: strings hash differently there."""
+    import pickle
+
+    t = parse_topology("4D-Ring_FC_Ring_SW")
+    plain = Topology(t.dims)
+    assert hash(t) == hash(plain) == hash((t.dims,)) and t == plain
+    back = pickle.loads(pickle.dumps(t))
+    assert "_hash" not in back.__dict__ and back == t and hash(back) == hash(t) and back.name == t.name
+    assert {t: 1}[back] == 1

@@ -180,6 +180,21 @@ class Topology:
             warnings.warn("dropping dimension(s) with 1 NPU", stacklevel=3)
         object.__setattr__(self, "dims", kept)
 
+    def __hash__(self) -> int:
+        """The dims' hash (the name is not compared), worked out once: topologies key the caches of
+        every evaluation."""
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.dims,))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict:
+        """The fields, without the remembered hash (another process hashes strings otherwise)."""
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
+
     @property
     def ndims(self) -> int:
         return len(self.dims)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import csv
 import math
+import signal
 import struct
+import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,29 @@ default_sigint()
 
 DATA = Path(__file__).parent / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+#: ASTRA-sim 2.x's per-rank reference workloads (../shared; the tests that read them skip without it)
+P2P = SHARED / "workloads" / "astra-sim-2-p2p"
+
+
+@pytest.fixture(scope="session")
+def p2p_traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The per-rank reference traces (`P2P`'s stage_ets.tar.gz), extracted once into a folder of the suite's own."""
+    folder = tmp_path_factory.mktemp("p2p_ets")
+    with tarfile.open(P2P / "stage_ets.tar.gz") as tar:
+        tar.extractall(folder, filter="data")
+    return folder
+
+
+def stop_server(p: subprocess.Popen, timeout: float = 60.0) -> tuple[str, str]:
+    """Ctrl-C a server a test started and return its (stdout, stderr); if it does not stop in time it is
+    killed and the timeout raised: the server must not outlive the test."""
+    p.send_signal(signal.SIGINT)
+    try:
+        return p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise
 
 
 def bits(x):

@@ -6,7 +6,6 @@ import functools
 import json
 import random
 import select
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,8 @@ pytest.importorskip("optuna_dashboard")
 
 from dse.testing import faults_dashboard  # noqa: E402
 from dse.testing.faults_dashboard import ROOT, make_journal, send  # noqa: E402
+
+from .conftest import stop_server
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -77,13 +78,7 @@ def test_the_issues_attack_on_the_command_changes_nothing(kind, tmp_path, run_cl
         port = int(p.stdout.readline().split(" at http://127.0.0.1:")[1].split("/")[0])
         answers = _attack(port, ids[names[0]][0], ids[names[1]][0], ids[names[0]][1][-1])
     finally:
-        p.send_signal(signal.SIGINT)
-        try:
-            out, err = p.communicate(timeout=60)
-        except subprocess.TimeoutExpired:  # the server this test started must not outlive it
-            p.kill()
-            p.communicate()
-            raise
+        out, err = stop_server(p)
     assert answers == [403] * 6 and p.returncode == 0 and err == ""
     assert path.read_bytes() == before
     code, out, err = run_cli("study", "list", "--storage", url, "--json")

@@ -26,6 +26,8 @@ from dse.training.ranks_costs import RankCosts
 from dse.training.workload_graph import COMM, Node
 from dse.training.workloads import ALL
 
+from .conftest import P2P, SHARED
+
 TOPOLOGIES = {
     "R4_SW4": "Ring(4,100,500)_Switch(4,50,1000)",
     "FC4_R4": "FC(4,150,300)_Ring(4,50,700)",
@@ -167,8 +169,6 @@ def test_starts_must_match_members() -> None:
 
 
 # ----- through the per-rank simulator, with ASTRA-sim's own files (needs ../shared) -------------------------
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-P2P = SHARED / "workloads" / "astra-sim-2-p2p"
 REF = SHARED / "reference" / "astra-sim-2-p2p.csv"
 needs_shared = pytest.mark.skipif(not REF.exists(), reason="needs ../shared (reference runs and traces)")
 
@@ -186,16 +186,6 @@ def _wired(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(RankCosts, "collective_ends", ends)
 
 
-@pytest.fixture(scope="module")
-def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import tarfile
-
-    folder = tmp_path_factory.mktemp("p2p_ets")
-    with tarfile.open(P2P / "stage_ets.tar.gz") as tar:
-        tar.extractall(folder, filter="data")
-    return folder
-
-
 def _row(name: str) -> dict[str, str]:
     with open(REF, newline="") as f:
         return next(r for r in csv.DictReader(f) if r["workload"] == name)
@@ -203,12 +193,12 @@ def _row(name: str) -> dict[str, str]:
 
 @needs_shared
 @pytest.mark.parametrize("name", [*sorted(GOLDEN), "p2p_sendvscoll_16MiB_R4_FC4_SW2"])
-def test_reference_rows_through_the_simulator(name: str, traces: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reference_rows_through_the_simulator(name: str, p2p_traces: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dse.training.ranks_run import iterate_ranks
 
     _wired(monkeypatch)
     row = _row(name)
-    run = (traces / name / name, P2P / row["net_cfg"])
+    run = (p2p_traces / name / name, P2P / row["net_cfg"])
     if not row["finish_ns_by_rank"]:  # ASTRA-sim never finished it: every rank holds unreleased nodes
         with pytest.raises(InputError, match="the all_reduce 'AR_ALL' on 32 NPUs, issued apart .* never finishes"):
             iterate_ranks(*run, system=P2P / row["sys_cfg"], cost_model="astra-sim")

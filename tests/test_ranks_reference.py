@@ -11,7 +11,6 @@ dse refuses the run as never finishing.
 from __future__ import annotations
 
 import csv
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,9 @@ import pytest
 from dse.core.errors import InputError
 from dse.training.ranks_run import iterate_ranks
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+from .conftest import P2P, SHARED
+
 REF = SHARED / "reference"
-P2P = SHARED / "workloads" / "astra-sim-2-p2p"
 STAGE = SHARED / "workloads" / "stage"
 STAGE_CFG = SHARED / "workloads" / "stage-configs"
 pytestmark = pytest.mark.skipif(not (REF / "astra-sim-2-p2p.csv").exists(), reason="needs ../shared (reference runs)")
@@ -43,34 +42,26 @@ P2P_ROWS = [r for r in _rows("astra-sim-2-p2p.csv") if r["task"] != "verify"]
 STAGE_ROWS = _rows("astra-sim-2-stage.csv")
 
 
-@pytest.fixture(scope="module")
-def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("p2p_ets")
-    with tarfile.open(P2P / "stage_ets.tar.gz") as tar:
-        tar.extractall(folder, filter="data")
-    return folder
-
-
 def _finish(row: dict[str, str]) -> list[float | None]:
     return [float(x) if x else None for x in row["finish_ns_by_rank"].split(";")]
 
 
 @pytest.mark.parametrize("row", P2P_ROWS, ids=[r["run_id"] for r in P2P_ROWS])
-def test_p2p_rows(row: dict[str, str], traces: Path) -> None:
+def test_p2p_rows(row: dict[str, str], p2p_traces: Path) -> None:
     wl = row["workload"]
-    groups = traces / "comm_groups_16_4.json" if "_pg_" in wl else None
+    groups = p2p_traces / "comm_groups_16_4.json" if "_pg_" in wl else None
     kw = dict(system=P2P / row["sys_cfg"], comm_groups=groups, cost_model="astra-sim")
     if wl.startswith(UNMATCHED):
         with pytest.raises(InputError, match=r"rank 0: node 0 .* that no receive takes"):
-            iterate_ranks(traces / wl / wl, P2P / row["net_cfg"], **kw)
+            iterate_ranks(p2p_traces / wl / wl, P2P / row["net_cfg"], **kw)
         return
     if wl.startswith(HANGS):
         assert all(w is None for w in _finish(row))
         with pytest.raises(InputError, match=r"rank \d+: node \d+ .*never finishes"):
-            iterate_ranks(traces / wl / wl, P2P / row["net_cfg"], **kw)
+            iterate_ranks(p2p_traces / wl / wl, P2P / row["net_cfg"], **kw)
         return
-    res = iterate_ranks(traces / wl / wl, P2P / row["net_cfg"], **kw)
-    every = iterate_ranks(traces / wl / wl, P2P / row["net_cfg"], by_class=False, **kw)
+    res = iterate_ranks(p2p_traces / wl / wl, P2P / row["net_cfg"], **kw)
+    every = iterate_ranks(p2p_traces / wl / wl, P2P / row["net_cfg"], by_class=False, **kw)
     # one rank per class where exact: the same numbers
     assert (every.finish_ns_by_rank, every.compute_ns_by_rank) == (res.finish_ns_by_rank, res.compute_ns_by_rank)
     assert (every.collectives, every.messages) == (res.collectives, res.messages)

@@ -20,6 +20,8 @@ from dse.explore.storage import open_storage  # noqa: E402
 from dse.explore.studies import load_studies  # noqa: E402
 from dse.explore.study_workers import run_study  # noqa: E402
 
+from .conftest import stop_server  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 BW = ROOT / "studies" / "bw_split_4d.toml"
 NAME = "bw_split_4d.themis"
@@ -452,13 +454,7 @@ def _serve_and_stop(args: list[str]) -> tuple[str, str, int]:
         assert select.select([p.stdout], [], [], 120)[0], "no URL printed"
         line = p.stdout.readline()
     finally:
-        p.send_signal(signal.SIGINT)
-        try:
-            out, err = p.communicate(timeout=60)
-        except subprocess.TimeoutExpired:  # the server this test started must not outlive it
-            p.kill()
-            p.communicate()
-            raise
+        out, err = stop_server(p)
     return line + out, err, p.returncode
 
 

@@ -30,7 +30,7 @@ static int issue_batch(Sim *s, int i, double t) {
  * by the capsule between calls, or made for one call when another thread holds them). */
 typedef struct {
     Derived dv; Sim s; int ready;
-    double *busy, *delay, *t123; int *oids, *ids, *rank; Py_ssize_t *poff; int cap;
+    double *busy, *delay, *t123; int *oids, *ids; Py_ssize_t *poff; int cap;
     double last_bw[MAX_ND], last_lat[MAX_ND], gbw[MAX_ND]; int have_last;  /* the costs are these rows' */
     Charges ch;
 } Work;
@@ -46,7 +46,7 @@ static void sim_drop(Work *w) {
 static void work_free(Work *w) {
     sim_drop(w);
     derived_free(&w->dv);
-    free(w->busy); free(w->delay); free(w->t123); free(w->oids); free(w->ids); free(w->poff); free(w->rank);
+    free(w->busy); free(w->delay); free(w->t123); free(w->oids); free(w->ids); free(w->poff);
     free(w->ch.inc); free(w->ch.seen);
     memset(w, 0, sizeof *w);
     w->dv.size = -1;
@@ -75,37 +75,6 @@ static int work_room(Work *w) {
     return w->cap ? 0 : -1;
 }
 
-static int by_value(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b ? 1 : 0;
-}
-
-/* Each combo's key rank among its dim's distinct keys (what the ranked queues serve by), into w->rank;
- * -1 if a dim has more than MAX_RANKS or no memory. */
-static int rank_keys(Work *w, int nd) {
-    const Derived *d = &w->dv;
-    int nc = d->ncombo;
-    double *keys = malloc((size_t)(nc ? nc : 1) * sizeof(double));
-    free(w->rank);
-    w->rank = malloc((size_t)(nc ? nc : 1) * sizeof(int));
-    if (!keys || !w->rank) { free(keys); return -1; }
-    for (int dd = 0; dd < nd; dd++) {
-        int m = 0, u = 0;
-        for (int k = 0; k < nc; k++) if (d->combo_dim[k] == dd) keys[m++] = d->combo_key[k];
-        qsort(keys, (size_t)m, sizeof(double), by_value);
-        for (int i = 0; i < m; i++) if (u == 0 || keys[i] != keys[u - 1]) keys[u++] = keys[i];
-        if (u > MAX_RANKS) { free(keys); return -1; }
-        for (int k = 0; k < nc; k++) {
-            if (d->combo_dim[k] != dd) continue;
-            int lo = 0, hi = u;
-            while (lo < hi) { int mid = (lo + hi) / 2; if (keys[mid] < d->combo_key[k]) lo = mid + 1; else hi = mid; }
-            w->rank[k] = lo;
-        }
-    }
-    free(keys);
-    return 0;
-}
-
 /* Point the Sim's phases at the derived combos and the Work's costs. */
 static void sim_point(Work *w) {
     const Derived *d = &w->dv;
@@ -129,10 +98,10 @@ static int sim_on_derived(Work *w, const Shape *sh) {
     for (int k = 0; k <= nplan; k++) w->poff[k] = d->plan_off[k];
     w->have_last = 0;
     Sim *s = &w->s;
-    if (w->ready && (sh->policy == FIFO || (s->ph.rank && !rank_keys(w, sh->nd)))) {
-        if (s->ph.rank) s->ph.rank = w->rank;
+    if (w->ready && (sh->policy == FIFO || s->ph.rank)) {
         sim_point(w);
-        return 0;
+        int rc = s->ph.rank ? sim_rerank(s) : 0;
+        if (rc <= 0) return rc;
     }
     sim_drop(w);
     if (sim_init(s, sh->nd, sh->policy, sh->slots, sh->shared, sh->dimkey, 0, 0, 0, 1)) { w->ready = 1; return -1; }

@@ -273,6 +273,12 @@ void sim_reset(Sim *s);
 void sim_free(Sim *s);
 int sim_go(Sim *s);
 int sim_rank_keys(Sim *s);
+/* Each phase's key rank among its dim's distinct keys into rank: 1 if no dim has more than MAX_RANKS
+ * (else 0, the ranks unset), -1 (no memory). */
+int rank_phases(const int *dim, const double *key, Py_ssize_t n, int nd, int *rank);
+/* A Sim serving ranked queues whose phases were re-pointed since (the batch's next size): their ranks
+ * anew. 0, 1 (a dim has more than MAX_RANKS: make a new Sim) or -1 (no memory). */
+int sim_rerank(Sim *s);
 int sim_add_chunks(Sim *s, const int *ids, int n, int owner, long long prio);
 void graph_single(Graph *g);
 

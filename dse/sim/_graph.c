@@ -242,31 +242,49 @@ static int by_value(const void *x, const void *y) {
 /* Rank each phase's key among its dim's distinct keys and serve the smallest-first queues by rank
  * (sim_use_ranks) if no dim has more than MAX_RANKS; once every phase is known, before the first
  * enqueue. 0, or -1 (no memory). */
-int sim_rank_keys(Sim *s) {
-    Py_ssize_t n = s->ph.len;
-    if ((s->qmode != QM_BUCKETS && s->qmode != QM_ASTRA) || n == 0) return 0;
-    double *keys = malloc((size_t)n * sizeof(double));
-    int *rank = malloc((size_t)n * sizeof(int));
-    if (!keys || !rank) { free(keys); free(rank); return -1; }
+int rank_phases(const int *dim, const double *key, Py_ssize_t n, int nd, int *rank) {
+    double *keys = malloc((size_t)(n ? n : 1) * sizeof(double));
+    if (!keys) return -1;
     int ok = 1;
-    for (int d = 0; d < s->nd && ok; d++) {
+    for (int d = 0; d < nd && ok; d++) {
         Py_ssize_t m = 0, u = 0;
-        for (Py_ssize_t i = 0; i < n; i++) if (s->ph.dim[i] == d) keys[m++] = s->ph.key[i];
+        for (Py_ssize_t i = 0; i < n; i++) if (dim[i] == d) keys[m++] = key[i];
         qsort(keys, (size_t)m, sizeof(double), by_value);
         for (Py_ssize_t i = 0; i < m; i++) if (u == 0 || keys[i] != keys[u - 1]) keys[u++] = keys[i];
         ok = u <= MAX_RANKS;
         for (Py_ssize_t i = 0; i < n && ok; i++) {
-            if (s->ph.dim[i] != d) continue;
+            if (dim[i] != d) continue;
             int lo = 0, hi = (int)u;  /* the key's place among the distinct ones */
-            while (lo < hi) { int mid = (lo + hi) / 2; if (keys[mid] < s->ph.key[i]) lo = mid + 1; else hi = mid; }
+            while (lo < hi) { int mid = (lo + hi) / 2; if (keys[mid] < key[i]) lo = mid + 1; else hi = mid; }
             rank[i] = lo;
         }
     }
     free(keys);
-    if (!ok) { free(rank); return 0; }
+    return ok;
+}
+
+int sim_rank_keys(Sim *s) {
+    Py_ssize_t n = s->ph.len;
+    if ((s->qmode != QM_BUCKETS && s->qmode != QM_ASTRA) || n == 0) return 0;
+    int *rank = malloc((size_t)n * sizeof(int));
+    if (!rank) return -1;
+    int ok = rank_phases(s->ph.dim, s->ph.key, n, s->nd, rank);
+    if (ok <= 0) { free(rank); return ok; }
     free(s->ownrank);
     s->ownrank = rank;
     return sim_use_ranks(s, rank);
+}
+
+int sim_rerank(Sim *s) {
+    Py_ssize_t n = s->ph.len;
+    int *rank = malloc((size_t)(n ? n : 1) * sizeof(int));
+    if (!rank) return -1;
+    int ok = rank_phases(s->ph.dim, s->ph.key, n, s->nd, rank);
+    if (ok <= 0) { free(rank); return ok < 0 ? -1 : 1; }
+    free(s->ownrank);
+    s->ownrank = rank;
+    s->ph.rank = rank;
+    return 0;
 }
 
 /* The one-node graph of a single collective. */

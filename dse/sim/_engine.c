@@ -80,6 +80,41 @@ HOT void ev2_take(Sim *s, Ev *out) {
     else { s->heads[best].t = INFINITY; s->heads[best].key = ~0ULL; }
 }
 
+/* The TIED loop's server event of dim d, made as ev_push makes it (its seq the next count). */
+static inline void thead_set(Sim *s, int d, double t, int cls, int kind, int c, const double *tie, int dk) {
+    Ev *e = &s->theads[d];
+    e->t = t; e->seq = s->counter++; e->cls = (short)cls; e->dk = (short)dk; e->kind = kind; e->a = c; e->b = d;
+    if (tie) { e->a1 = tie[0]; e->a2 = tie[1]; e->a3 = tie[2]; e->st = tie[3]; }
+    else e->a1 = e->a2 = e->a3 = e->st = 0.0;
+    s->nlive++;
+}
+
+/* The TIED loop's next event: the least, by ev_less, of the heap's top and the dims' server events
+ * (one at most per dim: one place each; an empty one has t = inf). The least time is found without
+ * branches (which source wins is data); ev_less settles equal times. */
+HOT void ev_take_tied(Sim *s, Ev *out) {
+    const Ev *h = s->theads;
+    int nd = s->nd, best = -1, ties = 0;
+    double bt = s->nev ? s->ev[0].t : INFINITY;
+    for (int d = 0; d < nd; d++) {
+        int lt = h[d].t < bt;
+        best = lt ? d : best;
+        bt = lt ? h[d].t : bt;
+    }
+    for (int d = 0; d < nd; d++) ties += h[d].t == bt;
+    if (ties > 1 || (ties == 1 && s->nev && s->ev[0].t == bt)) {  /* equal times: the whole order */
+        const Ev *b = s->nev ? &s->ev[0] : NULL;
+        best = -1;
+        for (int d = 0; d < nd; d++)
+            if (h[d].kind >= 0 && (!b || ev_less(&h[d], b))) { b = &h[d]; best = d; }
+    }
+    if (best < 0) { ev_pop(s, out); return; }
+    *out = s->theads[best];
+    s->theads[best].kind = -1;
+    s->theads[best].t = INFINITY;
+    s->nlive--;
+}
+
 /* ----- chunks --------------------------------------------------------------------------------- */
 static inline Py_ssize_t ph_index(const Sim *s, int c) {
     Py_ssize_t j = s->cbase[c] + s->pos[c];
@@ -224,10 +259,12 @@ HOT int start_phase(Sim *s, int c, int d, double t, int fast) {
     int srv = fast == COMPACT || (!fast && s->srv);
     if (delay != 0.0 && t + busy + delay != t + busy) {  /* a delay lost to rounding is none */
         if (srv) head_set(s, d, t + busy, (1ULL << 58) | (unsigned long long)s->counter++, RELEASE, c, d);
+        else if (fast == TIED) thead_set(s, d, t + busy, 1, RELEASE, c, tp, dk);
         else if (ev_push(s, t + busy, 1, RELEASE, c, d, tp, dk)) return -1;
         return tp ? ev_push(s, t + busy + delay, 0, ARRIVE, c, d, tp, dk) : arrive_push(s, t + busy + delay, delay, c, d);
     }
     if (srv) { head_set(s, d, t + busy, (unsigned long long)s->counter++, COMPLETE, c, d); return 0; }
+    if (fast == TIED) { thead_set(s, d, t + busy, 0, COMPLETE, c, tp, dk); return 0; }
     return ev_push(s, t + busy, 0, COMPLETE, c, d, tp, dk);
 }
 
@@ -312,6 +349,7 @@ HOT int loop_(Sim *s, int fast, QMode qm) {
     Ev e;
     while (s->nev > 0 || s->nlive > 0) {
         if (fast == COMPACT || (!fast && s->notie)) ev2_take(s, &e);
+        else if (fast == TIED) ev_take_tied(s, &e);
         else ev_pop(s, &e);
         double t = e.t;
         int a = e.a;

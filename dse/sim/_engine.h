@@ -107,6 +107,18 @@ typedef struct {
     double t, a1, a2, a3, st; long long seq; short cls, dk; int kind; int a, b;
 } Ev;
 
+/* Ev's order: (t, cls, a1, a2, a3, st, dk, seq). */
+static inline int ev_less(const Ev *x, const Ev *y) {
+    if (x->t != y->t) return x->t < y->t;
+    if (x->cls != y->cls) return x->cls < y->cls;
+    if (x->a1 != y->a1) return x->a1 < y->a1;
+    if (x->a2 != y->a2) return x->a2 < y->a2;
+    if (x->a3 != y->a3) return x->a3 < y->a3;
+    if (x->st != y->st) return x->st < y->st;
+    if (x->dk != y->dk) return x->dk < y->dk;
+    return x->seq < y->seq;
+}
+
 /* The same, when no phase has tie keys and same-tick ends are not ordered by dim (`notie`): ordered
  * by (t, key = cls << 58 | seq) alone, 32 bytes. */
 typedef struct { double t; unsigned long long key; int kind, a, b; } Ev2;
@@ -186,6 +198,7 @@ struct Sim {
     Ev *ev; Ev2 *ev2; Py_ssize_t nev, evcap; long long counter; int notie;
     Lane *lanes; int nlanes, lanecap, *lastlane;
     Ev2 *heads; int headcap, nlive, srv;  /* event sources beside the heap (_engine.c) */
+    Ev *theads;  /* the TIED loop's: each dim's server event (kind -1: none), counted in nlive */
     long long *lagseq, *laglead; Py_ssize_t nlag, lagcap;  /* a LAG event's lead, by its seq */
     Flow fl;  /* this run is _flow.c's (fl.on) */
     long long lead; int in_flight;

@@ -148,6 +148,7 @@ int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int 
     s->vlast = calloc(nd, sizeof(double));
     s->gen = calloc(nd, sizeof(int));
     s->lastlane = calloc(nd, sizeof(int));
+    s->theads = malloc(nd * sizeof(Ev));
     int n = nnodes > 0 ? nnodes : 1;
     s->need = calloc(n, sizeof(int));
     s->start = malloc(n * sizeof(double));
@@ -159,13 +160,14 @@ int sim_init(Sim *s, int nd, int policy, int slots, int shared, int dimkey, int 
     s->node_lead = calloc(n, sizeof(long long));
     s->scratch_roots = malloc(n * sizeof(int));
     if (!s->wait || !s->bq || !s->aq || !s->active || !s->running || !s->busy || !s->sent || !s->vtime || !s->vlast ||
-        !s->gen || !s->lastlane || !s->need || !s->start || !s->end || !s->comm_rel || !s->other_rel || !s->by_comm ||
+        !s->gen || !s->lastlane || !s->theads || !s->need || !s->start || !s->end || !s->comm_rel || !s->other_rel || !s->by_comm ||
         !s->remaining || !s->node_lead || !s->scratch_roots)
         return -1;
     for (int i = 0; i < n; i++) {
         s->start[i] = s->end[i] = NAN;
         s->comm_rel[i] = s->other_rel[i] = -1.0;
     }
+    for (int d = 0; d < nd; d++) s->theads[d].kind = -1, s->theads[d].t = INFINITY;
     return 0;
 }
 
@@ -190,6 +192,7 @@ void sim_reset(Sim *s) {
     s->nlag = 0; s->lead = 0; s->in_flight = 0;
     s->nlanes = 0; s->nlive = 0; s->fl.on = 0;
     for (int k = 0; k < s->headcap; k++) s->heads[k].t = INFINITY, s->heads[k].key = ~0ULL;
+    for (int d = 0; d < s->nd; d++) s->theads[d].kind = -1, s->theads[d].t = INFINITY;
     s->comm_since = s->comm_ns = s->compute_ns = s->cpu_ns = 0.0;
     s->bytes_sent = 0.0; s->finish = 0.0;
 }
@@ -207,7 +210,7 @@ void sim_free(Sim *s) {
     free(s->comm_rel); free(s->other_rel); free(s->by_comm); free(s->remaining); free(s->node_lead);
     free(s->scratch_roots); free(s->ev); free(s->ev2);
     if (s->lanes) for (int k = 0; k < s->lanecap; k++) free(s->lanes[k].buf);
-    free(s->lanes); free(s->lastlane); free(s->heads); free(s->cbase); free(s->clen); free(s->pos); free(s->owner); free(s->prio);
+    free(s->lanes); free(s->lastlane); free(s->heads); free(s->theads); free(s->cbase); free(s->clen); free(s->pos); free(s->owner); free(s->prio);
     free(s->started); free(s->chunk_end); free(s->phase_lead); free(s->logv); free(s->scratch);
     free(s->lagseq); free(s->laglead); free(s->fnext); free(s->fat);
     flow_free(&s->fl);

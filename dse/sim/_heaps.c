@@ -14,18 +14,7 @@ int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
     return 0;
 }
 
-/* ----- the event heap with tie keys: ordered by (t, cls, a1, a2, a3, st, dk, seq) ---------------- */
-static inline int ev_less(const Ev *x, const Ev *y) {
-    if (x->t != y->t) return x->t < y->t;
-    if (x->cls != y->cls) return x->cls < y->cls;
-    if (x->a1 != y->a1) return x->a1 < y->a1;
-    if (x->a2 != y->a2) return x->a2 < y->a2;
-    if (x->a3 != y->a3) return x->a3 < y->a3;
-    if (x->st != y->st) return x->st < y->st;
-    if (x->dk != y->dk) return x->dk < y->dk;
-    return x->seq < y->seq;
-}
-
+/* ----- the event heap with tie keys: ordered by ev_less ----------------------------------------- */
 void ev_pop(Sim *s, Ev *out) {
     Ev *h = s->ev;
     *out = h[0];

@@ -97,7 +97,7 @@ class BatchResult:
             return Metrics(r.bw_utilization, r.bw_utilization_uncapped, r.algbw_GBps, r.busbw_GBps)
         spec = self._prepared[i].spec
         topo, coll, model = spec.topology, spec.collective, spec.cost_model
-        need, data, factor = size_constants(topo, coll, spec.size, model)
+        need, data, factor = size_constants(topo.shape, coll, spec.size, model)
         total = sum(model.bytes_per_ns(d, coll) for d in topo.dims)
         return result_metrics(self._prepared[i], self.time_ns[i], need, total, data, factor)
 

@@ -64,15 +64,19 @@ _UNKEPT = ("orders", "service_order")
 
 
 def _call_key(topology: object, run: Mapping[str, object]) -> tuple | None:
-    """The key under which `evaluate` remembers a call's validation (all but its size), or None (not
-    remembered: a non-plain argument, such as a `Scheduler` or a float size; an unhashable topology
-    fails the lookup)."""
-    if not all(type(v) in _PLAIN for v in run.values()) or any(run.get(k) is not None for k in _UNKEPT):
-        return None
-    if "size" not in run:
-        return None
+    """The key under which `evaluate` remembers a call's validation (all but its size, in the order
+    given), or None (not remembered: a non-plain argument, such as a `Scheduler` or a float size;
+    an unhashable topology fails the lookup)."""
     name = topology.name if isinstance(topology, Topology) else None  # labels differ, dims may not
-    return (topology, name, *sorted(kv for kv in run.items() if kv[0] != "size"))
+    key: list = [topology, name]
+    for kv in run.items():
+        if type(kv[1]) not in _PLAIN:
+            return None
+        if kv[0] != "size":
+            key.append(kv)
+    if "size" not in run or any(run.get(k) is not None for k in _UNKEPT):
+        return None
+    return tuple(key)
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,7 @@ class _Call:
     lat: array
     total_bw: float
     label: str
+    dims_shape: tuple[int, ...]
     sized: tuple[float, float, float]  # `size_constants` at the first size
 
     @classmethod
@@ -100,8 +105,8 @@ class _Call:
         steps = simulation_steps(topo, spec.collective, spec.chunks, model, p.queue)
         total_bw = sum(model.bytes_per_ns(d, spec.collective) for d in topo.dims)
         bw, lat = array("d", [d.bandwidth for d in topo.dims]), array("d", [d.latency for d in topo.dims])
-        sized = size_constants(topo, spec.collective, spec.size, model)
-        return cls(p, size, shape, steps, bw, lat, total_bw, topo.label(), sized)
+        sized = size_constants(topo.shape, spec.collective, spec.size, model)
+        return cls(p, size, shape, steps, bw, lat, total_bw, topo.label(), topo.shape, sized)
 
     def evaluate(self, p: RunSpec) -> Result:
         """Run `p` (this call at some size) on the compiled path."""
@@ -111,7 +116,9 @@ class _Call:
         if one is None:
             return evaluate_prepared(p)
         sized = (
-            self.sized if p is self.run else size_constants(spec.topology, spec.collective, spec.size, spec.cost_model)
+            self.sized
+            if p is self.run
+            else size_constants(self.dims_shape, spec.collective, spec.size, spec.cost_model)
         )
         need, data, factor = sized
         out = SimOutput(one.time_ns, one.dim_busy_ns, one.dim_bytes, (), None)
@@ -233,11 +240,11 @@ def _warn_capped(model: CostModel, active: int, raw: float) -> None:
     )
 
 
-def size_constants(topo: Topology, coll: str, nbytes: int, model: CostModel) -> tuple[float, float, float]:
-    """What a `Result` takes from the point's size: the bytes one NPU must send, the data algbw
-    counts, and busbw's factor."""
-    need = nominal_bytes_sent(coll, nbytes, topo.shape, ag_input_shard=model.ag_input_shard)
-    n = topo.npus
+def size_constants(shape: tuple[int, ...], coll: str, nbytes: int, model: CostModel) -> tuple[float, float, float]:
+    """What a `Result` takes from the point's size on a topology of this `shape` (`Topology.shape`):
+    the bytes one NPU must send, the data algbw counts, and busbw's factor."""
+    need = nominal_bytes_sent(coll, nbytes, shape, ag_input_shard=model.ag_input_shard)
+    n = math.prod(shape)
     # nccl-tests: algbw over the per-NPU data (AG: its output); busbw scales by the bytes on the wire
     data = nbytes * n if coll == ALL_GATHER and model.ag_input_shard else nbytes
     factor = 2 * (n - 1) / n if coll == ALL_REDUCE else (n - 1) / n
@@ -249,7 +256,7 @@ def result_constants(
 ) -> tuple[float, float, float, float, str]:
     """What a `Result` takes from the point alone: `size_constants`' bytes to send, the sum of the
     dims' bandwidths (model's unit), `size_constants`' data and factor, the topology's label."""
-    need, data, factor = size_constants(topo, coll, nbytes, model)
+    need, data, factor = size_constants(topo.shape, coll, nbytes, model)
     total_bw = sum(model.bytes_per_ns(d, coll) for d in topo.dims)
     return need, total_bw, data, factor, topo.label()
 
@@ -303,30 +310,32 @@ def make_result(
     busy = out.dim_busy_ns
     if active > 1 and not model.shares_bandwidth and out.timeline is not None:
         busy = busy_union(out.timeline, topo.ndims)
-    return Result(
-        topology=label,
-        collective=spec.collective,
-        size_bytes=spec.size,
-        size_unit=p.size_unit,
-        chunks=spec.chunks,
-        scheduler=p.sched.name,
-        queue=p.queue,
-        cost_model=model.name,
-        latency_mode=spec.latency_mode,
-        active_chunks=active,
-        seed=p.seed,
-        time_ns=t,
-        bytes_sent=need,
-        bw_utilization=m.bw_utilization,
-        bw_utilization_uncapped=m.bw_utilization_uncapped,
-        algbw_GBps=m.algbw_GBps,
-        busbw_GBps=m.busbw_GBps,
-        dim_busy_ns=busy,
-        dim_bytes=out.dim_bytes,
-        dim_utilization=tuple(b / t for b in busy),
-        orders=tuple(chunk_orders),
-        simulated_chunks=len(chunk_orders),
-        timeline=out.timeline if keep_timeline else None,
+    return Result.from_fields(
+        {
+            "topology": label,
+            "collective": spec.collective,
+            "size_bytes": spec.size,
+            "chunks": spec.chunks,
+            "scheduler": p.sched.name,
+            "queue": p.queue,
+            "cost_model": model.name,
+            "latency_mode": spec.latency_mode,
+            "active_chunks": active,
+            "seed": p.seed,
+            "size_unit": p.size_unit,
+            "time_ns": t,
+            "bytes_sent": need,
+            "bw_utilization": m.bw_utilization,
+            "bw_utilization_uncapped": m.bw_utilization_uncapped,
+            "algbw_GBps": m.algbw_GBps,
+            "busbw_GBps": m.busbw_GBps,
+            "dim_busy_ns": busy,
+            "dim_bytes": out.dim_bytes,
+            "dim_utilization": tuple([b / t for b in busy]),
+            "orders": tuple(chunk_orders),
+            "simulated_chunks": len(chunk_orders),
+            "timeline": out.timeline if keep_timeline else None,
+        }
     )
 
 

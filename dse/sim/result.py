@@ -98,6 +98,16 @@ class Result(Point):
     simulated_chunks: int
     timeline: tuple[TimelineEntry, ...] | None = field(default=None, repr=False)
 
+    @classmethod
+    def from_fields(cls, values: dict[str, Any]) -> Result:
+        """`Result(**values)` for `values` holding every field by name, made without the dataclass's
+        field-by-field `__init__` (about ten times faster: `evaluate`'s every call makes one)."""
+        if len(values) != len(RESULT_FIELDS):
+            raise TypeError(f"Result needs its {len(RESULT_FIELDS)} fields, got {sorted(values)}")
+        r = object.__new__(cls)
+        r.__dict__.update(values)
+        return r
+
     def to_dict(self, *, timeline: bool = False) -> dict[str, Any]:
         """A JSON-ready dict of every field (the timeline only if asked and present)."""
         d = asdict(self)
@@ -110,3 +120,7 @@ class Result(Point):
         else:
             d.pop("timeline")
         return d
+
+
+#: every field of a `Result`, in order
+RESULT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Result))

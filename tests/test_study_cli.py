@@ -36,7 +36,7 @@ def test_list_and_report_use_the_storage_run_wrote(project, run_cli):
     assert code == 0 and JOURNAL in out and (project / JOURNAL).is_file()
     code, out, _ = run_cli("study", "list")
     lines = out.splitlines()
-    assert code == 0 and lines[0].split() == ["study", "complete", "failed", "best", "pareto", "storage"]
+    assert code == 0 and lines[0].split() == ["study", "complete", "failed", "objective", "best", "pareto", "storage"]
     assert {line.split()[0] for line in lines[2:]} == {"bw_split_4d.themis", "bw_split_4d.baseline"}
     assert all(line.endswith(JOURNAL) for line in lines[2:])
     code, out, err = run_cli("study", "report", "bw_split_4d.baseline", "--out", "rep")
@@ -102,3 +102,14 @@ def test_asking_for_fewer_trials_than_there_are_runs_nothing(tmp_path, run_cli, 
         assert code == 0 and err == "" and len(out.splitlines()) == 1
         assert out.startswith(f"{name}: already 6 complete trials (asked for {asked}); nothing to run")
     assert len(optuna.load_study(study_name=name, storage=open_storage(url)).trials) == before
+
+
+def test_show_names_the_objective_and_refuses_bad_input_in_one_line(project, run_cli):
+    run_cli("study", "run", "studies/bw_split_4d.toml", "--trials", "2")
+    code, out, err = run_cli("study", "show", "bw_split_4d.baseline", "--top", "1")
+    lines = out.splitlines()
+    assert code == 0 and err == "" and lines[0] == f"bw_split_4d.baseline: 2 complete trials on {JOURNAL}"
+    assert lines[1] == "objectives: time (ms) with baseline+fifo (minimize)"
+    assert lines[3].split("  ")[:2] == ["trial", "time (ms) with baseline+fifo"] and len(lines) == 6
+    _one_line(*run_cli("study", "show", "bw_split_4d.baseline", "--top", "0"), "--top")
+    _one_line(*run_cli("study", "show", "bw_split_4d.nope"), JOURNAL, "bw_split_4d.themis")

@@ -16,7 +16,8 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
-from dse.explore.storage import open_storage  # noqa: E402
+from dse.core.topology import parse_topology  # noqa: E402
+from dse.explore.storage import open_storage, trial_record  # noqa: E402
 from dse.explore.studies import load_studies  # noqa: E402
 from dse.explore.study_workers import run_study  # noqa: E402
 
@@ -62,15 +63,37 @@ def _process_state(pid: int) -> str:
 
 
 def _check_trials(base: str, url: str) -> None:
-    """The dashboard's API returns the trials the storage holds, with the metric names."""
+    """The dashboard's API returns the trials the storage holds as dse study show prints them: the
+    objective named with its unit and valued in it (the journal keeps ns), the bandwidths in GB/s
+    as the parameters (not the weights the budget split samples), the record named with units."""
     studies = json.loads(_get(f"{base}/api/studies"))["study_summaries"]
     ids = {s["study_name"]: s["study_id"] for s in studies}
     assert set(ids) == {NAME}  # the journal's other study is not shown
     detail = json.loads(_get(f"{base}/api/studies/{ids[NAME]}"))
-    stored = optuna.load_study(study_name=NAME, storage=open_storage(url)).trials
+    stored = {t.number: t for t in optuna.load_study(study_name=NAME, storage=open_storage(url)).trials}
     assert len(detail["trials"]) == len(stored) == 7
-    assert {t["number"]: t["values"] for t in detail["trials"]} == {t.number: t.values for t in stored}
-    assert detail["objective_names"] == ["time_ns_themis_scf"]
+    assert detail["objective_names"] == ["time (ms) with themis+scf"]
+    for t in detail["trials"]:
+        s = stored[t["number"]]
+        rec = trial_record(s)
+        assert t["values"] == pytest.approx([s.values[0] * 1e-6], rel=1e-12)
+        params = {p["name"]: float(p["param_external_value"]) for p in t["params"]}
+        bws = [params.pop(f"bw{i} (GB/s)") for i in range(4)]
+        assert params == {} and sum(bws) == pytest.approx(800, rel=1e-5)  # the budget split's 800 GB/s
+        assert bws == pytest.approx([d.bandwidth for d in parse_topology(rec["topology"]).dims])
+        attrs = {a["key"]: a["value"] for a in t["user_attrs"]}
+        assert attrs["topology"] == rec["topology"] and attrs["kind_4d_3"] == "switch"  # a choice the space fixed
+        assert float(attrs["time baseline (ms)"]) == pytest.approx(rec["time_baseline_ns"] * 1e-6)
+        assert float(attrs["BW utilisation (%)"]) == pytest.approx(100 * rec["bw_utilization"])
+        assert not any(k == "dse" or "weight" in k for k in attrs)
+    best = min(stored.values(), key=lambda t: t.values[0])
+    assert [t["number"] for t in detail["best_trials"]] == [best.number]
+    assert {p["name"] for p in detail["intersection_search_space"]} == {f"bw{i} (GB/s)" for i in range(4)}
+    # the dashboard's importances and CSV export compare the same GB/s and name the same units
+    importances = json.loads(_get(f"{base}/api/studies/{ids[NAME]}/param_importances"))["param_importances"]
+    assert sorted(p["name"] for p in importances[0]) == [f"bw{i} (GB/s)" for i in range(4)]
+    head = _get(f"{base}/csv/{ids[NAME]}").decode().splitlines()[0].split(",")
+    assert "time (ms) with themis+scf" in head and "Param bw0 (GB/s)" in head and "Param bw_4d_0" not in head
 
 
 def test_the_dashboard_serves_the_trials_of_a_journal(journal):
@@ -469,3 +492,46 @@ def test_allow_writes_and_a_host_that_is_not_loopback_print_a_warning_each(journ
     ]
     out, err, code = _serve_and_stop([NAME, "--storage", journal, "--host", "localhost"])
     assert code == 0 and "(read-only)" in out and err == ""
+
+
+def test_the_view_shows_units_and_leaves_the_stored_trials_as_they_are(journal):
+    """What the dashboard is given is converted copies: the journal's trials keep their weights and
+    ns, so a sampler reading the storage draws what it always drew."""
+    from dse.explore.dashboard_guard import StudyView
+
+    storage = open_storage(journal)
+    sid = storage.get_study_id_from_name(NAME)
+    view = StudyView(storage, sid)
+    before = [(t.params, t.values, t.user_attrs) for t in storage.get_all_trials(sid)]
+    shown = view.get_all_trials(sid, deepcopy=False)
+    assert [t.values[0] for t in shown] == pytest.approx([v[0] * 1e-6 for _, v, _ in before], rel=1e-12)
+    assert all(sorted(t.params) == [f"bw{i} (GB/s)" for i in range(4)] for t in shown)
+    best = min(range(len(before)), key=lambda k: before[k][1][0])
+    assert view.get_best_trial(sid).number == best and view.get_best_trial(sid).values == shown[best].values
+    assert view.get_trial(shown[best]._trial_id).values == shown[best].values
+    assert view.get_study_system_attrs(sid)["study:metric_names"] == ["time (ms) with themis+scf"]
+    assert view.get_all_studies()[0].system_attrs["study:metric_names"] == ["time (ms) with themis+scf"]
+    after = [(t.params, t.values, t.user_attrs) for t in storage.get_all_trials(sid)]
+    assert after == before and all(sorted(p)[:4] == [f"bw_4d_{i}" for i in range(4)] for p, _, _ in after)
+    assert storage.get_study_system_attrs(sid)["study:metric_names"] == ["time_ns_themis_scf"]
+
+
+def test_a_study_run_before_metric_names_is_shown_with_units_and_told_in_them():
+    """A study that kept only its objective labels: the dashboard names its objectives with units;
+    with --allow-writes a value told in the unit shown (ms) is stored in the stored unit (ns); a
+    constraint (value minus limit) is shown in its metric's unit, in the list optuna-dashboard reads."""
+    from dse.explore.dashboard_guard import StudyView
+
+    storage = optuna.storages.InMemoryStorage()
+    study = optuna.create_study(storage=storage, study_name="old", directions=["minimize", "minimize"])
+    study.set_user_attr("objectives", ["time[themis+scf]", "cost"])
+    done = optuna.trial.create_trial(values=[3.0e6, 2.0e6], system_attrs={"constraints:cost": -1.0e6})
+    study.add_trial(done)
+    running = study.ask()
+    sid = study._study_id
+    view = StudyView(storage, sid, writable=True)
+    assert view.get_study_system_attrs(sid)["study:metric_names"] == ["time (ms) with themis+scf", "cost ($)"]
+    (first, _) = view.get_all_trials(sid)
+    assert first.values == pytest.approx([3.0, 2.0e6]) and first.system_attrs["constraints"] == [-1.0e6]
+    view.set_trial_state_values(running._trial_id, optuna.trial.TrialState.COMPLETE, [2.5, 1.5e6])
+    assert storage.get_trial(running._trial_id).values == pytest.approx([2.5e6, 1.5e6])

@@ -29,6 +29,8 @@ OLD = ROOT / "tests" / "data" / "studies" / "bw_split_4d_old_layout.journal"
 NAME = "bw_split_4d.themis"
 STUDY_OPS = {0, 1, 2, 3}  # create or delete a study, a study attribute: not a trial's
 RECORD = ("topology", "time_themis_ns", "time_baseline_ns", "bw_utilization", "bound_ns", "gap", "cost_usd")
+#: the record's columns in a report: each number's unit its suffix (the fractions in %)
+COLUMNS = ("topology", "time_themis_ns", "time_baseline_ns", "bw_utilization_pct", "bound_ns", "gap_pct", "cost_usd")
 
 
 def _records(url):
@@ -119,7 +121,7 @@ def test_the_record_round_trips_into_the_report(bw_journal):
     for row in rep.rows:
         t = by_number[row["trial"]]
         record = t.user_attrs[RECORD_ATTR]
-        assert {k: row[k] for k in RECORD} == {k: record[k] for k in RECORD}
+        assert [row[k] for k in COLUMNS] == [record[k] * (100 if k in ("bw_utilization", "gap") else 1) for k in RECORD]
         fixed = record[FIXED_KEY]
         assert fixed == {
             "dims": 4,
@@ -145,7 +147,7 @@ def test_a_journal_of_the_old_layout_is_read_and_resumed_in_its_layout(tmp_path)
     study = load_study(NAME, str(old))
     assert LAYOUT_ATTR not in study.user_attrs and RECORD_ATTR not in study.trials[0].user_attrs
     _, before = report_data(NAME, str(old))
-    assert len(before.rows) == 4 and all(set(RECORD) <= set(r) and r["param_chunks"] == 64 for r in before.rows)
+    assert len(before.rows) == 4 and all(set(COLUMNS) <= set(r) and r["param_chunks"] == 64 for r in before.rows)
     assert run_study(load_studies(BW)[0], trials=8, storage=str(old))["complete"] == 8
     resumed = load_study(NAME, str(old))
     assert LAYOUT_ATTR not in resumed.user_attrs

@@ -46,6 +46,12 @@ def test_shipped_studies_expand():
     sizes = load_sweep(ROOT / "studies/sweeps/sizes.toml").points
     assert len({p.size_bytes for p in sizes}) == 19 and len({p.topology for p in sizes}) == 6
     assert min(p.size_bytes for p in sizes) == 10**8 and max(p.size_bytes for p in sizes) == 10**9
+    designs = load_sweep(ROOT / "studies/sweeps/designs_gpt3.toml")
+    assert len(designs.points) == 6 and designs.iterations
+    assert {sum(row[8:12]) for row in designs.params} == {800.0}  # bw0..bw3: one total, three splits
+    assert len({row[0] for row in designs.params}) == 3
+    splits = load_sweep(ROOT / "studies/sweeps/bw_splits_4d.toml")
+    assert len(splits.points) == 969 and {row[0] for row in splits.params} == {"4D-Ring_FC_Ring_SW"}
 
 
 def _check_values(path, sweep):
@@ -62,7 +68,7 @@ def _check_values(path, sweep):
             cost_model=p.cost_model,
             seed=p.seed,
         )
-        assert float(r["time_ns"]) == res.time_ns and float(r["bw_utilization"]) == res.bw_utilization
+        assert float(r["time_ns"]) == res.time_ns and float(r["bw_utilization_pct"]) == 100 * res.bw_utilization
         assert float(r["busbw_GBps"]) == res.busbw_GBps
 
 
@@ -190,7 +196,7 @@ def test_bounds_columns(tmp_path):
     rows = read_rows(out)
     for r in rows:
         assert float(r["time_ns"]) >= float(r["bound_ns"]) * (1 - 1e-9)
-        assert float(r["gap"]) == pytest.approx(float(r["time_ns"]) / float(r["bound_ns"]) - 1)
+        assert float(r["gap_pct"]) == pytest.approx(100 * (float(r["time_ns"]) / float(r["bound_ns"]) - 1))
 
 
 def test_plot_writes_png(tmp_path, run_cli):
@@ -206,7 +212,7 @@ def test_plot_writes_png(tmp_path, run_cli):
     run_sweep(s, out, jobs=1)
     from dse.output.plots import sweep_plot_data
 
-    data = sweep_plot_data(read_rows(out), "chunks", "bw_utilization", "scheduler", "topology")
+    data = sweep_plot_data(read_rows(out), "chunks", "bw_utilization_pct", "scheduler", "design")
     assert list(data.panels) == ["2D-SW_SW", "3D-FC_Ring_SW"] and data.panels["2D-SW_SW"][0].x == [2, 4, 8]
     png = tmp_path / "fig.png"
     code, _, err = run_cli(
@@ -216,14 +222,14 @@ def test_plot_writes_png(tmp_path, run_cli):
         "--x",
         "chunks",
         "--y",
-        "bw_utilization",
+        "bw_utilization_pct",
         "--hue",
         "scheduler",
         "--facet",
-        "topology",
+        "design",
         "--out",
         str(png),
     )
     assert code == 0 and png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
-    code, _, err = run_cli("plot", "sweep", str(out), "--x", "nope", "--y", "bw_utilization", "--out", str(png))
+    code, _, err = run_cli("plot", "sweep", str(out), "--x", "nope", "--y", "bw_utilization_pct", "--out", str(png))
     assert code == 2 and "nope" in err

@@ -1,6 +1,8 @@
 import warnings
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dse.core.errors import InputError
 from dse.core.presets import PAPER_PRESETS, PRESETS, SYSTEM_PRESETS
@@ -114,3 +116,14 @@ def test_hash_is_the_dims_and_is_not_pickled():
     back = pickle.loads(pickle.dumps(t))
     assert "_hash" not in back.__dict__ and back == t and hash(back) == hash(t) and back.name == t.name
     assert {t: 1}[back] == 1
+
+
+@given(
+    bw=st.floats(min_value=1e-3, max_value=1e6, allow_nan=False, allow_infinity=False),
+    lat=st.floats(min_value=0, max_value=1e9, allow_nan=False, allow_infinity=False),
+)
+def test_the_notation_reads_back_exactly(bw, lat):
+    """A topology's exact notation parses back to the same dimensions, bit for bit, short where exact."""
+    topo = parse_topology(f"Ring(4,{bw!r},{lat!r})_SW(8,100,1700)")
+    assert parse_topology(topo.notation(exact=True)).dims == topo.dims
+    assert topo.notation(exact=True).endswith("_SW(8,100,1700)")

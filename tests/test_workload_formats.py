@@ -98,9 +98,11 @@ def test_cli_convert(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untype
 def test_cli_list(run_cli) -> None:  # type: ignore[no-untyped-def]
     import json
 
+    from dse.training.workloads import libra_workloads
+
     code, out, _ = run_cli("workload", "list", "--json")
     rows = {r["name"]: r for r in json.loads(out)}
-    assert code == 0 and set(BUNDLED) | {"resnet152", "transformer"} == set(rows)
+    assert code == 0 and set(BUNDLED) | set(libra_workloads()) | {"resnet152", "transformer"} == set(rows)
     assert rows["transformer_1t_fused_only_t"]["layers"] == 18
 
 

@@ -4,6 +4,7 @@ metrics of one kind of study refused in the other."""
 
 from __future__ import annotations
 
+import csv
 from dataclasses import replace
 from pathlib import Path
 
@@ -131,7 +132,8 @@ def test_bad_workload_studies_are_one_line(tmp_path: Path, objectives: str, work
 
 
 def test_the_report_of_a_workload_study(tmp_path: Path) -> None:
-    from dse.output.study_report import axis, write_report
+    from dse.explore.study_units import shown
+    from dse.output.study_report import write_report
 
     spec = load_studies(_files(tmp_path, '[[objectives]]\nmetric = "iteration_time"\n'))[0]
     url = str(tmp_path / "ws.journal")
@@ -139,9 +141,15 @@ def test_the_report_of_a_workload_study(tmp_path: Path) -> None:
     write_report("ws", url, tmp_path / "report")
     best = (tmp_path / "report" / "best.csv").read_text().splitlines()
     head = best[0].split(",")
-    assert "iteration_time_ns_themis_scf" in head and "bw0_GBps" in head and "iteration_baseline_ns" in head
-    assert axis("iteration_time_ns_themis_scf").label == "iteration time, themis+scf (ms)"
-    assert axis("iteration_time_x_cost_themis_scf").scale == 1e-9
+    assert "iteration_time_themis_scf_ns" in head and "bw0_GBps" in head and "iteration_baseline_ns" in head
+    assert "bandwidths_GBps" not in head  # the exact bandwidths are the bw<i>_GBps columns
+    with open(tmp_path / "report" / "best.csv", newline="") as f:
+        first = next(csv.DictReader(f))
+    exact = trial_record(min(load_study("ws", url).trials, key=lambda t: t.values[0]))["bandwidths_GBps"]
+    assert [float(first[f"bw{i}_GBps"]) for i in range(3)] == exact  # not the notation's rounded ones
+    assert shown("iteration_time_ns_themis_scf").name == "iteration time (ms) with themis+scf"
+    assert shown("iteration_time_x_cost_themis_scf").name == "time x cost (ms·$) with themis+scf"
+    assert shown("iteration_time_x_cost_themis_scf").unit.scale == 1e-6  # ns x $ stored, ms x $ shown
 
 
 REFUSED: list = []

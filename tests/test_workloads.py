@@ -206,3 +206,71 @@ def test_generator_specs() -> None:
         load_workload("resnet152:depth=50")
     with pytest.raises(InputError, match="no such file"):
         load_workload("no_such_workload.txt")
+
+
+# ----- `dse workload list`: every name dse iterate takes, with its parallelism and shape (issue 36) --
+def _files() -> dict[str, tuple[str, dict]]:
+    """Every bundled workload file, read as TOML: name dse iterate takes -> (kind, table)."""
+    import tomllib
+
+    data = REPO / "dse" / "data"
+    found = {p.stem: ("bundled", p) for p in (data / "workloads").glob("*.toml")}
+    found |= {f"libra_{p.stem}": ("libra", p) for p in (data / "libra").glob("*.toml") if p.stem != "networks"}
+    return {name: (kind, tomllib.loads(p.read_text())) for name, (kind, p) in found.items()}
+
+
+def _fits_by_hand(table: dict) -> list[int] | str:
+    """Per dimension, the model-parallel group (fwd, which equals ig in these files) times the
+    data-parallel one (wg), groups of 0 counting as one; "any" without a placement."""
+    if "placement" not in table:
+        return "any"
+    p = table["placement"]
+    assert p["fwd"] == p["ig"]
+    return [max(f, 1) * max(w, 1) for f, w in zip(p["fwd"], p["wg"])]
+
+
+def test_the_list_names_every_bundled_and_libra_workload_and_the_generators(run_cli) -> None:
+    import json
+
+    from dse.training.generators import GENERATORS
+
+    code, out, _ = run_cli("workload", "list", "--json")
+    rows = {r["name"]: r for r in json.loads(out)}
+    files = _files()
+    assert code == 0 and set(rows) == set(files) | set(GENERATORS)
+    assert any(name.startswith("libra_") for name in files) and len(rows) == len(json.loads(out))
+    for name, (kind, table) in files.items():
+        row = rows[name]
+        assert row["kind"] == kind and row["parallelism"] == table["parallelism"], name
+        assert row["model_parallel_group"] == table.get("model_parallel_group"), name
+        assert row["fits"] == _fits_by_hand(table), name
+        assert row["placement"] == (
+            {k: table["placement"][k] for k in ("fwd", "ig", "wg")} if "placement" in table else None
+        )
+        assert row["layers"] == len(table["layers"]), name
+        assert load_workload(name).name == table["name"]  # every listed name is one dse iterate takes
+    assert rows["transformer"]["parallelism"] == "HYBRID" and rows["transformer"]["model_parallel_group"] == 128
+    assert rows["resnet152"]["parallelism"] == "DATA" and rows["resnet152"]["fits"] == "any"
+
+
+def test_the_table_shows_parallelism_and_fit_and_says_what_they_mean(run_cli) -> None:
+    import json
+    import math
+
+    code, out, _ = run_cli("workload", "list")
+    lines = out.splitlines()
+    rows = {line.split()[0]: line for line in lines[2:] if line and not line.startswith(" ")}
+    _, js, _ = run_cli("workload", "list", "--json")
+    for r in json.loads(js):
+        line = rows[r["name"]]
+        fits = "x".join(map(str, r["fits"])) if isinstance(r["fits"], list) else "any"
+        assert f"  {fits}" in line and f"  {r['parallelism']}" in line, line
+        if r["placement"] is not None and r["placement"]["fwd"] != [0] * len(r["fits"]):
+            mp = math.prod(max(k, 1) for k in r["placement"]["fwd"])
+            dp = math.prod(max(k, 1) for k in r["placement"]["wg"])
+            assert f", mp {mp} x dp {dp}" in line and mp * dp == math.prod(r["fits"])
+        elif r["model_parallel_group"]:
+            assert f", mp {r['model_parallel_group']}" in line and f"any of >= {r['model_parallel_group']} NPUs" in line
+    assert "libra_gpt_3_4d" in rows and "4x8x4x32" in rows["libra_gpt_3_4d"]
+    note = " ".join(line.strip() for line in lines if line.startswith(("fits:", "  ")))
+    assert "--placement FILE" in note and "Generators: with their default options" in note

@@ -56,8 +56,6 @@ def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_iterate(args: argparse.Namespace) -> int:
     """Run `dse.iterate` and print a table or one JSON object; `InputError` propagates (exit 2)."""
-    import json
-
     from dse.training.iteration import iterate
 
     if not args.topology:
@@ -100,19 +98,31 @@ def cmd_iterate(args: argparse.Namespace) -> int:
         from dse.output.timeline_plot import draw_timelines
 
         draw_timelines([iteration_plot_data(res.as_dict())], args.plot)
+    _print_result(res, args)
+    return 0
+
+
+def _print_result(res: IterationResult, args: argparse.Namespace) -> None:
+    """One JSON object, or the notes, the summary table, what its BW utilisation is measured
+    against (`dse.output.report.utilization_note`) and, on request, the collectives."""
+    import json
+
+    from dse.output.report import footnote, utilization_line, utilization_note
+
     if args.json:
         d = res.as_dict(details=args.collectives)
         if not args.timeline:
             d.pop("nodes", None)
+        d["bw_utilization_note"] = utilization_note(res.cost_model, iteration=True)
         print(json.dumps(d))
-        return 0
+        return
     for note in res.notes:
         print(f"note: {note}")
     print(_summary_table(res))
+    print(footnote(utilization_line(res.cost_model, iteration=True)))
     if args.collectives and res.collectives:
         print()
         print(_collectives_table(res))
-    return 0
 
 
 def _summary_table(res: IterationResult) -> str:

@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from dse.cli.compare_designs import add_compare_designs_parser
 from dse.cli.iterate import add_iterate_parser
 from dse.cli.libra import add_libra_parser
 from dse.cli.optimal import add_optimal_parser
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_study_parser(sub)
     add_reproduce_parser(sub)
     add_iterate_parser(sub)
+    add_compare_designs_parser(sub)
     add_workload_parser(sub)
     add_optimal_parser(sub)
     add_libra_parser(sub)
@@ -186,8 +188,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
+        from dse.output.report import utilization_note
+
         d = res.to_dict(timeline=args.timeline)
         d = {"topology": d.pop("topology"), "notation": topo.notation(), **d}
+        d["bw_utilization_note"] = utilization_note(res.cost_model)
         print(json.dumps(d))
     else:
         print(result_text(res, topo))
@@ -200,7 +205,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from dse.bounds.api import lower_bounds
     from dse.core.topology import parse_topology
     from dse.core.units import parse_int, parse_positive
-    from dse.output.report import comparison_rows
+    from dse.output.report import comparison_rows, utilization_at_bound, utilization_note
     from dse.schedulers.lp_guided import too_many_orders
     from dse.sim.evaluate import COMPARE_SCHEDULERS, compare
 
@@ -233,6 +238,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "bound": bounds.to_dict(),
             "rows": [r.to_dict() for r in rows],
             "not_run": skipped,
+            "bw_utilization_note": utilization_note(first.cost_model),
+            "bw_utilization_at_bound": utilization_at_bound(first, bounds.bound_ns),
         }
         print(json.dumps(out))
     else:
@@ -254,7 +261,7 @@ def _print_comparison(
     """`dse compare`'s table: a title from the first result, the rows, the bound, then notes."""
     from dse.core.units import format_size, format_time
     from dse.costs import COST_MODELS
-    from dse.output.report import ALL_TO_ALL_NOTE, below_bound_note, comparison_text
+    from dse.output.report import ALL_TO_ALL_NOTE, below_bound_note, compare_utilization_note, comparison_text, footnote
 
     title = (
         f"{first.topology} ({topo.npus} NPUs), {first.collective} of "
@@ -267,6 +274,7 @@ def _print_comparison(
         f"ILP {format_time(bounds.ilp_ns)}, pipeline {format_time(bounds.pipeline_ns)}"
         + (f", exact {format_time(bounds.exact_ns)} ({bounds.exact_status})" if bounds.exact_status else "")
     )
+    print(footnote(compare_utilization_note(first, bounds.bound_ns)))
     from dse.bounds.api import EXACT_NOT_SOLVED
 
     for note in bounds.notes:

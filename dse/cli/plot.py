@@ -12,17 +12,37 @@ def add_plot_parser(sub: argparse._SubParsersAction) -> None:
         "plot", help="figures: a sweep CSV (dse plot sweep) or one evaluation's phases (dse plot timeline)"
     )
     psub = p.add_subparsers(dest="plot_kind", metavar="KIND", parser_class=type(p), required=True)
-    q = psub.add_parser("sweep", help="a sweep CSV: y against x, one line per hue, one panel per facet")
+    q = psub.add_parser(
+        "sweep",
+        help="a sweep CSV: lines over a numeric x, bars over categories, a scatter of every row or "
+        "the distribution of y (--kind); axes in ms, %%, GB/s, $",
+        description="Every axis is labelled with its quantity and unit: times in the largest of s, ms, "
+        "µs, ns that the axis reaches, utilisation and gaps in % (the 0-1 bw_utilization and gap of "
+        "older CSVs too), bandwidths in GB/s, cost in $, sizes in B, KB, MB, GB (KiB, MiB, GiB when "
+        "every size is a multiple of 1024). A line or bar plot refuses rows that land on one point but "
+        "differ in a parameter it does not show, naming them (columns that follow from others, such as "
+        "topology from design and the bandwidths, are not named); a bar plot refuses more than 50 categories.",
+    )
     q.add_argument("csv", metavar="RESULTS.csv")
-    q.add_argument("--x", required=True, help="a column, e.g. chunks or size_bytes")
-    q.add_argument("--y", required=True, help="a numeric column, e.g. bw_utilization or time_ns")
-    q.add_argument("--hue", default=None, help="column(s) naming the lines, e.g. scheduler or scheduler,queue")
-    q.add_argument("--facet", default=None, help="column(s) naming the panels, e.g. topology")
-    q.add_argument("--logx", action="store_true", help="logarithmic x axis")
+    q.add_argument(
+        "--x", default=None, help="a column, e.g. chunks, size_bytes, design, bw0_GBps, total_bw_GBps (not with cdf)"
+    )
+    q.add_argument("--y", required=True, help="a numeric column, e.g. bw_utilization_pct, time_ns, iteration_time_ns")
+    q.add_argument(
+        "--kind",
+        default=None,
+        choices=("line", "bar", "scatter", "cdf"),
+        help="line (y over a numeric x), bar (y per category of x, grouped by hue), scatter (every row, "
+        "y against a numeric x; a numeric hue with many values is a colour scale), cdf (the distribution "
+        "of y, one curve per hue; no --x). Default: line for a numeric x, else bar",
+    )
+    q.add_argument("--hue", default=None, help="column(s) naming the series, e.g. scheduler or scheduler,queue")
+    q.add_argument("--facet", default=None, help="column(s) naming the panels, e.g. design")
+    q.add_argument("--logx", action="store_true", help="logarithmic x axis (base 2)")
     q.add_argument(
         "--mean",
         action="store_true",
-        help="average rows that differ only in columns the plot does "
+        help="line and bar: average rows that differ only in columns the plot does "
         "not show (without it such rows are refused, naming the columns)",
     )
     q.add_argument("--out", required=True, help="the figure: .png or .svg")
@@ -41,12 +61,23 @@ def add_plot_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_plot_sweep(args: argparse.Namespace) -> int:
-    """Draw a sweep CSV; say how many rows each point averages, if any."""
+    """Draw a sweep CSV; say how many rows were left out (no x or y value) and how many each point averages."""
     from dse.output.plots import plot_sweep_file
 
     data = plot_sweep_file(
-        args.csv, args.out, x=args.x, y=args.y, hue=args.hue, facet=args.facet, logx=args.logx, mean=args.mean
+        args.csv,
+        args.out,
+        x=args.x,
+        y=args.y,
+        hue=args.hue,
+        facet=args.facet,
+        logx=args.logx,
+        mean=args.mean,
+        kind=args.kind,
     )
+    if data.left_out:
+        cells = f"{data.x} or {data.y}" if data.x and data.numeric_x else data.y
+        print(f"note: {data.left_out} row(s) with an empty {cells} cell are left out")
     if data.averaged:
         most = max(n for lines in data.panels.values() for line in lines for n in line.n)
         print(f"note: each point averages the rows that differ in {', '.join(data.averaged)} (up to {most} rows)")

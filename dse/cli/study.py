@@ -1,6 +1,10 @@
-"""`dse study ...`: run, report, list and browse Optuna design-space studies (see dse.explore.studies).
+"""`dse study ...`: run, show, report, list and browse Optuna design-space studies (see dse.explore.studies).
 
-`report`, `list` and `dashboard` find a study where `run` put it when no --storage is given:
+What they print names every objective with its unit and gives its values in it (`time (ms) with
+themis+scf`, `cost ($)`, `time x cost (ms·$) with themis+scf`: `dse.explore.study_units`); the
+journal keeps its values as stored (ns, fractions, $), so a study run before prints the same way.
+
+`show`, `report`, `list` and `dashboard` find a study where `run` put it when no --storage is given:
 ``studies/out/<name up to its first dot>.journal`` under the current folder (`dse.explore.storage.storage_for`).
 The environment variable ``DSE_STORAGE`` stands for ``--storage`` when the option is not given, so a
 database password need not appear on a command line (where `ps` shows it); `run` hands its worker
@@ -35,7 +39,7 @@ def storage_arg(args: argparse.Namespace) -> str | None:
 
 
 def add_study_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("study", help="design-space search with Optuna: run, report, list, dashboard")
+    p = sub.add_parser("study", help="design-space search with Optuna: run, show, report, list, dashboard")
     ssub = p.add_subparsers(dest="study_command", metavar="STUDY_COMMAND", parser_class=type(p))
 
     r = ssub.add_parser("run", help="run a study file until it has N complete trials (resumes)")
@@ -65,6 +69,20 @@ def add_study_parser(sub: argparse._SubParsersAction) -> None:
     rep.add_argument("--storage", default=None, help=STORAGE_HELP)
     rep.add_argument("--out", required=True, help="folder for trials.csv, best.csv or pareto.csv, and figures")
     rep.set_defaults(func=cmd_study_report)
+
+    sh = ssub.add_parser(
+        "show", help="a study's objectives and constraints with their units, and its best designs or Pareto front"
+    )
+    sh.add_argument("name", help="the study's name, e.g. bw_split_4d.themis (dse study list shows them)")
+    sh.add_argument("--storage", default=None, help=STORAGE_HELP)
+    sh.add_argument("--top", default="10", help="best trials shown, one objective (default 10, at most 20)")
+    sh.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON object: objectives (name with unit, id, CSV column, direction) and the rows "
+        "as dse study report's CSV files hold them",
+    )
+    sh.set_defaults(func=cmd_study_show)
 
     ls = ssub.add_parser("list", help="the studies on a storage (default: the journals in studies/out/)")
     ls.add_argument(
@@ -109,22 +127,15 @@ def _add_dashboard_parser(ssub: argparse._SubParsersAction) -> None:
     d.set_defaults(func=cmd_study_dashboard)
 
 
-def _value_text(v: float, metric: str | None) -> str:
-    """A best value: a time (ns) as a time, any other metric (cost, time x cost, utilisation) as a number."""
-    from dse.core.units import format_time
-
-    is_time = (
-        metric.startswith(("time_ns", "iteration_time_ns", "libra_iteration_time_ns")) if metric else v > 1e3
-    )  # no name: old studies
-    return format_time(v) if is_time else f"{v:.6g}"
-
-
 def _best_text(res: dict[str, Any]) -> str:
+    """A study's best trial, its objective named with its unit, or its Pareto front's size."""
+    from dse.explore.study_units import shown
+
     if "best_value" in res:
-        v = _value_text(res["best_value"], res.get("best_metric"))
-        return f"best {v} (trial {res['best_trial']}): {res['best_topology']}"
+        s = shown(res.get("best_metric") or "")
+        return f"best {s.name} = {s.text(res['best_value'])} (trial {res['best_trial']}): {res['best_topology']}"
     if "pareto_size" in res:
-        return f"Pareto front of {res['pareto_size']} designs"
+        return f"Pareto front of {res['pareto_size']} designs over {' and '.join(res.get('objectives', []))}"
     return ""
 
 
@@ -184,10 +195,34 @@ def cmd_study_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_study_show(args: argparse.Namespace) -> int:
+    import json
+
+    from dse.core.units import parse_int
+    from dse.explore.storage import redact, storage_for
+    from dse.explore.study_units import shown
+    from dse.output.study_report import report_data, show_text
+
+    top = parse_int(args.top, "--top", minimum=1)
+    url = storage_for(args.name, storage_arg(args))
+    study, rep = report_data(args.name, url)
+    if not args.json:
+        print(show_text(study, rep, url, top))
+        return 0
+    objectives = [
+        {"name": shown(i).name, "id": i, "column": shown(i).column, "direction": d.name.lower()}
+        for i, d in zip(rep.names, study.directions)
+    ]
+    rows = rep.best if rep.multi else rep.best[:top]
+    print(json.dumps({"study": args.name, "storage": redact(url), "objectives": objectives, "rows": rows}))
+    return 0
+
+
 def cmd_study_list(args: argparse.Namespace) -> int:
     import json
 
     from dse.explore.storage import STUDIES_OUT, default_journals
+    from dse.explore.study_units import shown
     from dse.explore.study_workers import list_studies
     from dse.output.report import format_table
 
@@ -210,12 +245,14 @@ def cmd_study_list(args: argparse.Namespace) -> int:
                 r["study"],
                 r["complete"],
                 r["failed"],
-                "" if best is None else _value_text(best, r.get("best_metric")),
+                "; ".join(r["objectives"]),
+                "" if best is None else shown(r["best_metric"]).text(best),
                 r.get("pareto_size", ""),
                 r["storage"],
             )
         )
-    print(format_table(("study", "complete", "failed", "best", "pareto", "storage"), body, align="lrrrrl"))
+    head = ("study", "complete", "failed", "objective", "best", "pareto", "storage")
+    print(format_table(head, body, align="lrrlrrl"))
     return 0
 
 

@@ -1,5 +1,6 @@
-"""`dse sweep FILE.toml --out RESULTS.csv`: every point of a sweep file, in parallel, into a resumable CSV
-(dse.explore.sweep)."""
+"""`dse sweep FILE.toml --out RESULTS.csv`: every point of a sweep file (collectives, or training
+iterations when it names a workload), in parallel, into a resumable CSV (dse.explore.sweep; the file
+format: dse.explore.sweepfile)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import argparse
 def add_sweep_parser(sub: argparse._SubParsersAction) -> None:
     """Register the `sweep` subcommand on a subparsers object (dse.cli.main hooks it)."""
     p = sub.add_parser("sweep", help="evaluate every point of a TOML sweep file in parallel, into a resumable CSV")
-    p.add_argument("file", metavar="FILE.toml", help="a sweep file: a [sweep] table of evaluate() parameters")
+    p.add_argument(
+        "file",
+        metavar="FILE.toml",
+        help="a sweep file: a [sweep] table of evaluate() parameters, per-dimension bandwidth/latency axes "
+        "(bandwidth, latency, bw0, lat0, ...), or a workload (training iterations)",
+    )
     p.add_argument("--out", required=True, help="the CSV to write; re-running resumes it")
     p.add_argument(
         "--jobs",

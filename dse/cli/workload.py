@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Required, TypedDict
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read the name)
+if TYPE_CHECKING:
+    from dse.training.workloads import Workload
 
 
 class _Row(TypedDict, total=False):
-    """One line of `dse workload list` (a generator has a name, its kind and its origin only)."""
+    """One line of `dse workload list`. `fits`: the NPUs per dimension of the topology a placed
+    workload needs (`Placement.shape`; None, printed ``*``: a dimension no group spans, of any
+    size), or ``"any"``; a generator's parallelism and fit are its default options', with no layer
+    figures."""
 
     name: Required[str]
     kind: Required[str]
-    parallelism: str
+    parallelism: Required[str]
+    model_parallel_group: Required[int | None]
+    placement: Required[dict[str, list[int]] | None]
+    fits: Required[list[int | None] | str]
     layers: int
     collectives: int
     compute_ns: float
@@ -96,35 +107,78 @@ def _add_pipeline_parser(wsub: argparse._SubParsersAction) -> None:
 
 
 def _listing() -> list[_Row]:
-    from dse.training.generators import GENERATORS
-    from dse.training.workloads import bundled_workloads, load_workload
+    """Every workload `dse iterate` takes by name: the bundled ones, LIBRA's (`libra_*`, placed) and
+    the generators (with their default options)."""
+    from dse.training.generators import GENERATORS, generate
+    from dse.training.workloads import bundled_workloads, libra_workloads, load_workload
 
     rows: list[_Row] = []
-    for name, path in bundled_workloads().items():
-        wl = load_workload(path)
-        colls = sum(1 for layer in wl.layers for s in ("fwd", "ig", "wg") if layer.comm(s))
-        rows.append(
-            {
-                "name": name,
-                "kind": "bundled",
-                "parallelism": wl.parallelism,
-                "layers": len(wl.layers),
-                "collectives": colls,
-                "compute_ns": wl.compute_ns,
-                "origin": wl.origin,
-            }
-        )
+    for kind, found in (("bundled", bundled_workloads()), ("libra", libra_workloads())):
+        for name, path in found.items():
+            wl = load_workload(path)
+            row = _parallelism(name, kind, wl)
+            row["layers"] = len(wl.layers)
+            row["collectives"] = sum(1 for layer in wl.layers for s in ("fwd", "ig", "wg") if layer.comm(s))
+            row["compute_ns"] = wl.compute_ns
+            row["origin"] = wl.origin
+            rows.append(row)
     for name, fn in GENERATORS.items():
-        summary = (fn.__doc__ or "").strip().splitlines()[0]
-        rows.append({"name": name, "kind": "generator", "origin": summary})
+        row = _parallelism(name, "generator", generate(name))
+        row["origin"] = (fn.__doc__ or "").strip().splitlines()[0]
+        rows.append(row)
     return rows
+
+
+def _parallelism(name: str, kind: str, wl: Workload) -> _Row:
+    """A row's name, kind, parallelism, model-parallel group, placement and the shape it fits."""
+    placement = wl.placement
+    return {
+        "name": name,
+        "kind": kind,
+        "parallelism": wl.parallelism,
+        "model_parallel_group": wl.model_parallel_group,
+        "placement": None if placement is None else placement.to_table(),
+        "fits": "any"
+        if placement is None
+        else [n if used else None for n, used in zip(placement.shape(), placement.involved(), strict=True)],
+        "origin": "",
+    }
+
+
+def _groups_text(row: _Row) -> str:
+    """The parallelism column: the strategy, then the model- and data-parallel groups' NPUs."""
+    table = row["placement"]
+    if table is not None:
+        mp = math.prod(math.lcm(max(f, 1), max(i, 1)) for f, i in zip(table["fwd"], table["ig"], strict=True))
+        dp = math.prod(max(w, 1) for w in table["wg"])
+        groups = " x ".join(f"{what} {n}" for what, n in (("mp", mp), ("dp", dp)) if n > 1)
+        return f"{row['parallelism']}, {groups}" if groups else row["parallelism"]
+    group = row["model_parallel_group"]
+    return f"{row['parallelism']}, mp {group}" if group else row["parallelism"]
+
+
+def _fits_text(row: _Row) -> str:
+    fits = row["fits"]
+    if isinstance(fits, list):
+        return "x".join("*" if n is None else str(n) for n in fits)
+    group = row["model_parallel_group"]
+    return f"any of >= {group} NPUs" if group else "any"
+
+
+#: what `dse workload list`'s columns mean, printed under its table
+LIST_NOTE = (
+    "fits: NPUs per dimension of the topology a placed workload was made for (*: any size; another "
+    "topology: --placement FILE); any: every topology, a model-parallel group (mp) taking its leading "
+    "dimensions, split if need be. mp x dp: the NPUs of a model- and a data-parallel group. "
+    "Generators: with their default options."
+)
 
 
 def cmd_workload_list(args: argparse.Namespace) -> int:
     import json
 
     from dse.core.units import format_time
-    from dse.output.report import format_table
+    from dse.output.report import footnote, format_table
 
     rows = _listing()
     if args.json:
@@ -134,14 +188,17 @@ def cmd_workload_list(args: argparse.Namespace) -> int:
         (
             r["name"],
             r["kind"],
-            r.get("parallelism", "-"),
+            _groups_text(r),
+            _fits_text(r),
             r.get("layers", "-"),
             r.get("collectives", "-"),
             format_time(float(r["compute_ns"])) if "compute_ns" in r else "-",
         )
         for r in rows
     ]
-    print(format_table(("name", "kind", "parallelism", "layers", "collectives", "compute"), body, align="lllrrr"))
+    heads = ("name", "kind", "parallelism", "fits", "layers", "collectives", "compute")
+    print(format_table(heads, body, align="llllrrr"))
+    print(footnote(LIST_NOTE))
     return 0
 
 

@@ -136,18 +136,27 @@ class Dim:
             return 1
         return max(1, math.ceil(math.log2(self.npus)))
 
-    def notation(self) -> str:
-        """This dimension in the ``Kind(npus,bandwidth,latency[,key=value...])`` notation."""
-        args = [str(self.npus), f"{self.bandwidth:g}", f"{self.latency:g}"]
+    def notation(self, *, exact: bool = False) -> str:
+        """This dimension in the ``Kind(npus,bandwidth,latency[,key=value...])`` notation: numbers
+        to 6 significant digits (for people), or with `exact` every number that needs it in full
+        (``123.456789012``), so that it reads back bit for bit."""
+        num = _exact if exact else (lambda x: f"{x:g}")
+        args = [str(self.npus), num(self.bandwidth), num(self.latency)]
         if self.algorithm != DEFAULT_ALGORITHM[self.kind]:
             args.append(f"algorithm={self.algorithm}")
         if self.links is not None:
             args.append(f"links={self.links}")
         if self.nic_latency:
-            args.append(f"nic={self.nic_latency:g}")
+            args.append(f"nic={num(self.nic_latency)}")
         if self.router_latency:
-            args.append(f"router={self.router_latency:g}")
+            args.append(f"router={num(self.router_latency)}")
         return f"{_NOTATION_KIND[self.kind]}({','.join(args)})"
+
+
+def _exact(x: float) -> str:
+    """`x` as ``:g`` writes it when that reads back as `x`, else its shortest exact form (`repr`)."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(float(x))
 
 
 @dataclass(frozen=True)
@@ -217,9 +226,10 @@ class Topology:
         """Σ_d B_d, GB/s per NPU."""
         return sum(d.bandwidth for d in self.dims)
 
-    def notation(self) -> str:
-        """The topology in the ``Ring(4,375,20)_FC(8,175,700)`` notation (round-trips)."""
-        return "_".join(d.notation() for d in self.dims)
+    def notation(self, *, exact: bool = False) -> str:
+        """The topology in the ``Ring(4,375,20)_FC(8,175,700)`` notation (`Dim.notation`: with
+        `exact`, it reads back bit for bit)."""
+        return "_".join(d.notation(exact=exact) for d in self.dims)
 
     def label(self) -> str:
         """The preset name if there is one, else the notation."""

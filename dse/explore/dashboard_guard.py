@@ -11,6 +11,12 @@ one layer misses is still caught by the other:
   to the named study and its trials go through, but never to a finished trial (Optuna's journal
   storage appends such a change before it finds the trial finished: the issue's "tell answered 500
   yet appended a record"). It never creates a study (a rename is a create and a delete).
+- What it shows (`dse.explore.study_units`): objectives named with their units (``time (ms) with
+  themis+scf``, ``cost ($)``) and valued in them, as ``dse study show`` prints them; each
+  dimension's bandwidth in GB/s (``bw0 (GB/s)`` ...) as the parameters, in place of the weights a
+  budget split samples; the trial's record as user attributes named with units. The journal is read
+  as it is and never rewritten for this; with ``--allow-writes`` a value told through the dashboard
+  (in the unit shown) is stored in the metric's stored unit.
 - `guard`, WSGI middleware that answers before optuna-dashboard is reached: read-only, any method
   but GET and HEAD is 403 (none of optuna-dashboard 0.21's GET routes writes: checked in its
   ``_app.py``, ``_rdb_migration.py``, ``artifact/_backend.py`` and ``llm/_api_views.py``; the
@@ -34,6 +40,7 @@ one layer misses is still caught by the other:
 
 from __future__ import annotations
 
+import copy
 import io
 import ipaddress
 import json
@@ -51,6 +58,14 @@ from optuna.storages import BaseStorage
 from optuna.study import StudyDirection
 from optuna.study._frozen import FrozenStudy
 from optuna.trial import FrozenTrial, TrialState
+
+from dse.explore.study_units import (
+    METRIC_NAMES_ATTR,
+    dashboard_study_attrs,
+    dashboard_trials,
+    objective_ids,
+    shown,
+)
 
 READ_METHODS = ("GET", "HEAD")
 ALLOW = "dse study dashboard --allow-writes serves optuna-dashboard's editing of this study"
@@ -138,9 +153,21 @@ class StudyView(BaseStorage):
             return False
         return True
 
-    # ---- reads: the named study only
+    def _ids(self) -> list[str]:
+        """The study's objective ids (`dse.explore.study_units.objective_ids`)."""
+        attrs = self._base.get_study_system_attrs(self._id)
+        labels = self._base.get_study_user_attrs(self._id).get("objectives")
+        return objective_ids(attrs.get(METRIC_NAMES_ATTR), labels, len(self._base.get_study_directions(self._id)))
+
+    # ---- reads: the named study only, in the units people read (module docstring)
     def get_all_studies(self) -> list[FrozenStudy]:
-        return [s for s in self._base.get_all_studies() if s._study_id == self._id]
+        out = []
+        for s in self._base.get_all_studies():
+            if s._study_id == self._id:
+                s = copy.copy(s)
+                s.system_attrs = dashboard_study_attrs(s.system_attrs, s.user_attrs, len(s.directions))
+                out.append(s)
+        return out
 
     def get_study_id_from_name(self, study_name: str) -> int:
         return self._study(self._base.get_study_id_from_name(study_name))
@@ -155,24 +182,28 @@ class StudyView(BaseStorage):
         return self._base.get_study_user_attrs(self._study(study_id))
 
     def get_study_system_attrs(self, study_id: int) -> dict[str, Any]:
-        return self._base.get_study_system_attrs(self._study(study_id))
+        attrs = self._base.get_study_system_attrs(self._study(study_id))
+        n = len(self._base.get_study_directions(study_id))
+        return dashboard_study_attrs(attrs, self._base.get_study_user_attrs(study_id), n)
 
     def get_all_trials(
         self, study_id: int, deepcopy: bool = True, states: Container[TrialState] | None = None
     ) -> list[FrozenTrial]:
-        return self._base.get_all_trials(self._study(study_id), deepcopy=deepcopy, states=states)
+        trials = self._base.get_all_trials(self._study(study_id), deepcopy=deepcopy, states=states)
+        return dashboard_trials(trials, self._ids())
 
     def get_n_trials(self, study_id: int, state: tuple[TrialState, ...] | TrialState | None = None) -> int:
         return self._base.get_n_trials(self._study(study_id), state)
 
     def get_best_trial(self, study_id: int) -> FrozenTrial:
-        return self._base.get_best_trial(self._study(study_id))
+        return super().get_best_trial(self._study(study_id))  # over `get_all_trials`: values as shown
 
     def get_trial_id_from_study_id_trial_number(self, study_id: int, trial_number: int) -> int:
         return self._base.get_trial_id_from_study_id_trial_number(self._study(study_id), trial_number)
 
     def get_trial(self, trial_id: int) -> FrozenTrial:
-        return self._base.get_trial(self._trial(trial_id))
+        trial = self._base.get_trial(self._trial(trial_id))
+        return dashboard_trials([trial], self._ids())[0]
 
     def get_trial_number_from_id(self, trial_id: int) -> int:
         return self._base.get_trial_number_from_id(self._trial(trial_id))
@@ -218,6 +249,10 @@ class StudyView(BaseStorage):
         self._base.set_trial_param(self._updatable(trial_id), param_name, param_value_internal, distribution)
 
     def set_trial_state_values(self, trial_id: int, state: TrialState, values: Sequence[float] | None = None) -> bool:
+        """Values told in the unit the dashboard shows are stored in the metric's stored unit."""
+        if values is not None:
+            ids = self._ids()
+            values = [v / shown(i).unit.scale for v, i in zip(values, ids)] + list(values[len(ids) :])
         return self._base.set_trial_state_values(self._updatable(trial_id), state, values)
 
     def set_trial_intermediate_value(self, trial_id: int, step: int, intermediate_value: float) -> None:

@@ -1,13 +1,14 @@
 """What a study optimises and bounds: its metrics, objectives and constraints, and their names.
 
 Metrics of a collective study: ``time``, ``bw_utilization``, ``cost`` and ``gap``; of a workload
-study (``[workload] file = ...``): ``iteration_time``, ``cost``, ``iteration_time_x_cost`` (ns x $,
-LIBRA's performance-per-cost objective up to its scale) and ``libra_iteration_time`` (LIBRA's
-analytic model of the iteration: no latency, no overlap, `dse.explore.libra_model`). Each but
-``cost`` and ``libra_iteration_time`` is measured with a scheduler and a queue (Themis+SCF by
-default). An objective has a direction; a constraint a
-``max`` (given to Optuna as ``trial.set_constraint``). `metric_name` is an objective's name in
-reports and the study's Optuna metric name, so optuna-dashboard shows the same names.
+study (``[workload] file = ...``): ``iteration_time``, ``cost``, ``iteration_time_x_cost`` (stored
+in ns x $, LIBRA's performance-per-cost objective up to its scale) and ``libra_iteration_time``
+(LIBRA's analytic model of the iteration: no latency, no overlap, `dse.explore.libra_model`). Each
+but ``cost`` and ``libra_iteration_time`` is measured with a scheduler and a queue (Themis+SCF by
+default). An objective has a direction; a constraint a ``max`` in the metric's stored unit (ns,
+a fraction, $; given to Optuna as ``trial.set_constraint``). `metric_name` is an objective's id,
+the study's Optuna metric name in its journal (``time_ns_themis_scf``); people read it named with
+its unit (``time (ms) with themis+scf``, `dse.explore.study_units`).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ WORKLOAD_METRICS = ("iteration_time", "iteration_time_x_cost", "cost", "libra_it
 
 
 def metric_name(metric: str, scheduler: str, queue: str) -> str:
-    """An objective's name in reports and in Optuna: ``time_ns_themis_scf``, ``cost``..."""
+    """An objective's id, its Optuna metric name: ``time_ns_themis_scf``, ``cost``..."""
     if metric in ("cost", "libra_iteration_time"):  # no scheduler: a price, or LIBRA's analytic model
         return METRIC_PREFIX[metric]
     return f"{METRIC_PREFIX[metric]}_{scheduler}_{queue}"
@@ -67,7 +68,8 @@ class Objective:
 
     @property
     def name(self) -> str:
-        """The objective's name in reports and Optuna's metric name: ``time_ns_themis_scf``, ``cost``."""
+        """The objective's id, Optuna's metric name: ``time_ns_themis_scf``, ``cost`` (shown as
+        `dse.explore.study_units.shown` names it)."""
         return metric_name(self.metric, self.scheduler, self.queue)
 
 

@@ -62,9 +62,8 @@ from dse.explore.studies import StudySpec
 from dse.explore.study_progress import CompleteCount, TrialBar, wait_all
 from dse.explore.study_samplers import ResumableSampler
 from dse.explore.study_trials import objective, probe
-
-DEFINITION_ATTR = "dse_definition"  # a study's definition (`StudySpec.definition`), a system attribute
-_METRIC_NAMES = "study:metric_names"  # Optuna's system attribute of `Study.metric_names`
+from dse.explore.study_units import DEFINITION_ATTR, shown, study_ids
+from dse.explore.study_units import METRIC_NAMES_ATTR as _METRIC_NAMES
 
 
 def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
@@ -303,22 +302,28 @@ def _run_workers(spec: StudySpec, url: str, n: int, workers: int, poll: Callable
 
 
 def summary(name: str, url: str) -> dict[str, Any]:
-    """A study's trials by state, and its best trial (one objective) or its Pareto front's size."""
+    """A study's trials by state, its objectives as people read them (`objectives`: names with
+    units, `dse.explore.study_units`), and its best trial (one objective: `best` in the unit
+    its name gives, `best_value` as stored, `best_metric` the objective's id) or its Pareto
+    front's size."""
     from optuna.trial import TrialState
 
     study = load_study(name, url)
     trials = study.get_trials(deepcopy=False)
+    ids = study_ids(study)
     out: dict[str, Any] = {
         "study": name,
         "complete": sum(t.state == TrialState.COMPLETE for t in trials),
         "failed": sum(t.state == TrialState.FAIL for t in trials),
         "running": sum(t.state == TrialState.RUNNING for t in trials),
+        "objectives": [shown(i).name for i in ids],
     }
     if out["complete"]:
         if len(study.directions) == 1:
             best = study.best_trial
+            out["best"] = shown(ids[0]).value(best.value)
             out["best_value"] = best.value
-            out["best_metric"] = (study.metric_names or [""])[0]  # how to show the value
+            out["best_metric"] = ids[0]  # how to show the value
             out["best_topology"] = trial_record(best).get("topology")
             out["best_trial"] = best.number
         else:

@@ -9,7 +9,9 @@ completion order; sort by `point` for the sweep's order (with one job they come 
 
 The work is spread in batches of points by a runner (`dse.explore.runners`: forked worker processes by
 default, or a `dask.distributed` cluster), so the per-task overhead stays small next to ~0.1-1 ms
-per point.
+per collective; a training iteration (`dse.explore.sweep_iterations`) is a task of its own. Workers
+return each point's results and the parent writes them after the point's parameter cells
+(`Sweep.params`).
 
 Workers (`check_jobs`): ``jobs`` above `dse.core.limits.input_limit("processes")` (256,
 ``DSE_MAX_PROCESSES``) is refused in one line before the CSV is touched; -1 (every core) is capped
@@ -27,6 +29,7 @@ import warnings
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from dse.bounds.api import lower_bounds
 from dse.core.errors import InputError, raise_if_interrupted
@@ -35,21 +38,25 @@ from dse.core.limits import check_input, input_limit
 from dse.core.progress import progress_bar, wanted
 from dse.core.topology import Topology, parse_topology
 from dse.explore.runners import Runner, get_runner
+from dse.explore.sweep_iterations import RESULT_COLUMNS as ITERATION_RESULTS
+from dse.explore.sweep_iterations import IterationPoint, iterate_point
 from dse.explore.sweepcsv import SweepFile
 from dse.explore.sweepfile import Point, Sweep, load_sweep, parse_sweep  # noqa: F401  (re-exported)
 from dse.sim.batch import evaluate_many
 from dse.sim.evaluate import evaluate
-from dse.sim.result import POINT_FIELDS
 from dse.sim.spec import SPEC_KEYS
 
-RESULT_COLUMNS: tuple[str, ...] = ("time_ns", "bw_utilization", "algbw_GBps", "busbw_GBps")
-BOUND_COLUMNS: tuple[str, ...] = ("bound_ns", "gap")
+RESULT_COLUMNS: tuple[str, ...] = ("time_ns", "bw_utilization_pct", "algbw_GBps", "busbw_GBps")
+BOUND_COLUMNS: tuple[str, ...] = ("bound_ns", "gap_pct")
 
 
-def columns(bounds: bool) -> tuple[str, ...]:
-    """The CSV's columns: `point`, the parameters, the results (and the bound columns if asked); the
-    file adds a last column, `crc` (`dse.explore.sweepcsv`)."""
-    return ("point",) + POINT_FIELDS + RESULT_COLUMNS + (BOUND_COLUMNS if bounds else ())
+def columns(sweep: Sweep) -> tuple[str, ...]:
+    """The CSV's columns: `point`, the parameters (`Sweep.columns`), the results (a collective's, and
+    the bound columns if asked, or a training iteration's); the file adds a last column, `crc`
+    (`dse.explore.sweepcsv`)."""
+    if sweep.iterations:
+        return ("point", *sweep.columns, *ITERATION_RESULTS)
+    return ("point", *sweep.columns, *RESULT_COLUMNS, *(BOUND_COLUMNS if sweep.bounds else ()))
 
 
 # ---------------------------------------------------------------- the work of one batch (in a worker)
@@ -68,37 +75,44 @@ def _bound_ns(key: tuple, time_limit_s: float, node_limit: int | None = None) ->
 
 
 def evaluate_point(p: Point) -> list:
-    """The result columns of one point (as `evaluate` returns them, unrounded)."""
+    """The result columns of one point (as `evaluate` returns them, unrounded; utilisation in %)."""
     r = evaluate(_topology(p.topology), **p.run_args())
-    return [r.time_ns, r.bw_utilization, r.algbw_GBps, r.busbw_GBps]
+    return [r.time_ns, 100.0 * r.bw_utilization, r.algbw_GBps, r.busbw_GBps]
 
 
 def evaluate_points(points: Sequence[Point]) -> list[list]:
     """The result columns of many points, evaluated together (`dse.evaluate_many`: points of one
-    shape run in one compiled call, whatever their sizes and chunks); each as `evaluate_point` gives it."""
+    shape run in one compiled call, whatever their sizes, chunks, bandwidths and latencies); each as
+    `evaluate_point` gives it."""
     res = evaluate_many([{"topology": _topology(p.topology), **p.run_args()} for p in points])
     out = []
     for k in range(len(points)):
         m = res.metrics(k)
-        out.append([res.time_ns[k], m.bw_utilization, m.algbw_GBps, m.busbw_GBps])
+        out.append([res.time_ns[k], 100.0 * m.bw_utilization, m.algbw_GBps, m.busbw_GBps])
     return out
 
 
 def run_batch(
     batch: Sequence[tuple[int, Point]], bounds: bool = False, time_limit_s: float = 60.0, node_limit: int | None = 100
 ) -> list[list]:
-    """Full CSV rows for a batch of (index, point); bounds are cached per bound key in the worker."""
+    """``[index, *results]`` for a batch of (index, point); bounds are cached per bound key in the
+    worker. The parent puts each point's parameter cells between the two (`run_sweep`)."""
     rows = []
     for (i, p), res in zip(batch, evaluate_points([p for _, p in batch])):
-        row = [i, *p.values(), *res]
+        row = [i, *res]
         if bounds:
             try:
                 b = _bound_ns(p.bound_key(), time_limit_s, node_limit)
-                row += [b, res[0] / b - 1.0]
+                row += [b, 100.0 * (res[0] / b - 1.0)]
             except InputError:  # no bound for this configuration: leave the cells empty
                 row += ["", ""]
         rows.append(row)
     return rows
+
+
+def run_iteration_batch(batch: Sequence[tuple[int, IterationPoint]]) -> list[list]:
+    """``[index, *results]`` for a batch of training-iteration points (`dse.explore.sweep_iterations`)."""
+    return [[i, *iterate_point(p, _topology(p.topology))] for i, p in batch]
 
 
 # ---------------------------------------------------------------- running
@@ -109,14 +123,14 @@ def auto_batch(n: int, jobs: int) -> int:
     return max(1, min(200, math.ceil(n / (max(jobs, 1) * 4))))
 
 
-def make_batches(todo: Sequence[tuple[int, Point]], size: int, group_bounds: bool) -> list[list[tuple[int, Point]]]:
+def make_batches(todo: Sequence[tuple[int, Any]], size: int, group_bounds: bool) -> list[list[tuple[int, Any]]]:
     """Consecutive batches of `size`; with bounds, points sharing a bound stay in one batch."""
     if not group_bounds:
         return [list(todo[k : k + size]) for k in range(0, len(todo), size)]
-    groups: dict[tuple, list[tuple[int, Point]]] = {}
+    groups: dict[tuple, list[tuple[int, Any]]] = {}
     for ip in todo:
         groups.setdefault(ip[1].bound_key(), []).append(ip)
-    batches: list[list[tuple[int, Point]]] = [[]]
+    batches: list[list[tuple[int, Any]]] = [[]]
     for g in groups.values():
         if batches[-1] and len(batches[-1]) + len(g) > size:
             batches.append([])
@@ -139,7 +153,8 @@ def run_sweep(
     """Evaluate every point of `sweep` not yet in `out_path`, appending rows as batches finish.
 
     `sweep`: a `Sweep` or a sweep file. `jobs`: worker processes (-1: every core). `backend`:
-    ``processes`` or ``dask`` (`dse.explore.runners`). `batch`: points per task (default `auto_batch`).
+    ``processes`` or ``dask`` (`dse.explore.runners`). `batch`: points per task (default `auto_batch`;
+    one training iteration per task).
     `runner`: replaces the backend's (it gets the batch function and the batches, yields row lists).
     `progress`: a tqdm bar on stderr, labelled `label`; None shows it only when stderr is a terminal. Returns counts:
     points, done before, evaluated now. The output is checked (and repaired, or refused untouched)
@@ -153,26 +168,22 @@ def run_sweep(
     if runner is None:
         get_runner(backend, njobs, scheduler_address)  # an unknown backend is refused before the CSV is touched
     points = sweep.points
-    with SweepFile(out_path, columns(sweep.bounds), [p.values() for p in points]) as out:
+    with SweepFile(out_path, columns(sweep), sweep.params) as out:
         done = out.open()
         todo = [(i, p) for i, p in enumerate(points) if i not in done]
         counts = {"points": len(points), "done_before": len(done), "evaluated": 0}
         if not todo:
             return counts
-        if njobs > len(todo):
-            left = len(todo)
-            if jobs != -1:
-                many = "s" * (left > 1)
-                warnings.warn(f"--jobs {jobs}: {left} point{many} left to run, so {left} worker{many}", stacklevel=2)
-            njobs = left
+        njobs = _workers(jobs, njobs, len(todo))
         run = runner or get_runner(backend, njobs, scheduler_address)
-        batches = make_batches(todo, batch or auto_batch(len(todo), njobs), sweep.bounds)
-        func = _BatchFunc(sweep.bounds, sweep.bounds_time_limit, sweep.bounds_node_limit)
+        size = batch or (1 if sweep.iterations else auto_batch(len(todo), njobs))
+        batches = make_batches(todo, size, sweep.bounds)
+        func = _BatchFunc(sweep.bounds, sweep.bounds_time_limit, sweep.bounds_node_limit, sweep.iterations)
         bar = progress_bar(len(points), initial=len(done), desc=label, unit="pt") if wanted(progress) else None
         results = iter(run(func, batches))
         try:
             for rows in results:
-                out.append(rows)
+                out.append([[r[0], *sweep.params[r[0]], *r[1:]] for r in rows])
                 raise_if_interrupted()
                 counts["evaluated"] += len(rows)
                 if bar is not None:
@@ -184,6 +195,16 @@ def run_sweep(
             if bar is not None:
                 bar.close()
     return counts
+
+
+def _workers(jobs: int, njobs: int, left: int) -> int:
+    """No more workers than points `left`; a note when an explicit `jobs` is lowered."""
+    if njobs <= left:
+        return njobs
+    if jobs != -1:
+        many = "s" * (left > 1)
+        warnings.warn(f"--jobs {jobs}: {left} point{many} left to run, so {left} worker{many}", stacklevel=3)
+    return left
 
 
 def check_jobs(jobs: int, field: str = "jobs") -> int:
@@ -199,12 +220,17 @@ def check_jobs(jobs: int, field: str = "jobs") -> int:
 
 
 class _BatchFunc:
-    """`run_batch` with the sweep's bound options bound, picklable for any backend."""
+    """`run_batch` with the sweep's bound options bound (or `run_iteration_batch`), picklable for any backend."""
 
-    def __init__(self, bounds: bool, time_limit_s: float, node_limit: int | None = None) -> None:
+    def __init__(
+        self, bounds: bool, time_limit_s: float, node_limit: int | None = None, iterations: bool = False
+    ) -> None:
         self.bounds, self.time_limit_s, self.node_limit = bounds, time_limit_s, node_limit
+        self.iterations = iterations
 
-    def __call__(self, batch: Sequence[tuple[int, Point]]) -> list[list]:
+    def __call__(self, batch: Sequence[tuple[int, Any]]) -> list[list]:
+        if self.iterations:
+            return run_iteration_batch(batch)
         return run_batch(batch, self.bounds, self.time_limit_s, self.node_limit)
 
 

@@ -5,17 +5,40 @@ file costs one line naming the key (and exit code 2 on the command line) rather 
 
 ```toml
 [sweep]
-topology = ["3D-SW_SW_SW_hetero", "Ring(4,375,20)_SW(8,100,1700)"]   # presets or notations
+topology = ["3D-SW_SW_SW_hetero", "Ring(4,375,20)_SW(8,100,1700)"]   # presets, notations, network files
 size = ["100MB", "1GB"]                                              # ints (bytes) or strings
 chunks = [16, 64]
 schedules = ["baseline+fifo", "themis+scf"]                          # scheduler+queue pairs
-bounds = true                                                        # optional: bound_ns and gap
+bounds = true                                                        # optional: bound_ns and gap_pct
 ```
 
 Each parameter is a list or a scalar; the points are the Cartesian product of the lists in the
 order of `PARAMS` (the last varies fastest), each list in the file's order, so point numbers are
 stable. `scheduler` and `queue` multiply like the others; `schedules` instead lists scheduler/queue
 pairs (``"themis+scf"`` or ``{scheduler = "themis", queue = "scf"}``) and excludes both.
+
+Per-dimension axes (`dse.explore.sweep_axes`, which documents them in full) vary each topology's
+bandwidths and latencies; they come right after ``topology`` in the order (for each topology,
+each bandwidth vector, each latency vector, then the other parameters)::
+
+    bandwidth = [375, 175, 150, 100]              # GB/s per NPU per dimension; or a list of vectors
+    bandwidth = { total = 800, step = 40, min = 40, max = 400, constraints = ["bw0 >= bw1"] }
+    latency = [20, 700, 700, 1700]                # ns per step; or a list of vectors
+    bw0 = [100, 200]    lat3 = 1700               # one dimension: a value or a list (not with the above)
+
+A ``workload`` key (one value or a list: anything ``dse iterate`` takes) makes the sweep's points
+training iterations (`dse.explore.sweep_iterations`): ``placement`` may go with it; ``size``,
+``collective``, ``latency_mode``, ``active_chunks``, ``seed`` and the bounds are then refused,
+and ``scheduler`` may also be ``ideal``. A relative file (network, workload, placement) is read
+from the sweep file's folder.
+
+The CSV (`dse.explore.sweep.columns`): ``point``, ``design`` (the topology as the file names it),
+``topology`` (the exact notation that ran, substitutions included), the other parameters,
+``bw0_GBps`` .. ``bw{n-1}_GBps``, ``lat0_ns`` .. ``lat{n-1}_ns`` and ``total_bw_GBps`` (n: the
+most dimensions of any topology in the sweep; the cells of dimensions a topology does not have
+are empty), then the results: for a collective ``time_ns``, ``bw_utilization_pct``,
+``algbw_GBps``, ``busbw_GBps`` (and ``bound_ns``, ``gap_pct`` with bounds), for an iteration
+`dse.explore.sweep_iterations.RESULT_COLUMNS`; ``crc`` last.
 """
 
 from __future__ import annotations
@@ -36,9 +59,18 @@ from dse.core.network_yaml import is_network_file
 from dse.core.topology import Topology, parse_topology
 from dse.core.units import parse_int, parse_positive, parse_size
 from dse.costs import get_cost_model
+from dse.explore.sweep_axes import Axes, axis_cells, axis_columns, exact_notation, is_axis_key, parse_axes
+from dse.explore.sweep_iterations import (
+    ITERATION_PARAMS,
+    IterationPoint,
+    beside,
+    check_fits,
+    check_keys,
+    iteration_points,
+)
 from dse.schedulers import get_scheduler, parse_queue
 from dse.schedulers.lp_guided import too_many_orders
-from dse.sim.result import Point
+from dse.sim.result import POINT_FIELDS, Point
 from dse.sim.spec import CollectiveSpec
 
 #: The `evaluate()` parameters a sweep may vary, in expansion order.
@@ -68,15 +100,28 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+#: keys besides the collective's parameters and options (iteration sweeps, per-dimension axes)
+MORE_KEYS: tuple[str, ...] = ("workload", "placement", "bandwidth", "latency", "bwK", "latK")
+
+
 @dataclass(frozen=True)
 class Sweep:
-    """An expanded sweep: its points in order, and whether to add bounds."""
+    """An expanded sweep: its points in order (`Point`s, or `IterationPoint`s when the sweep names
+    a workload), whether to add bounds, and the CSV's parameter columns (after ``point``) with
+    each point's cells under them."""
 
-    points: tuple[Point, ...]
+    points: tuple[Point | IterationPoint, ...]
     bounds: bool = False
     bounds_time_limit: float = 60.0
     source: str = "<sweep>"
     bounds_node_limit: int = 100
+    columns: tuple[str, ...] = ()
+    params: tuple[tuple, ...] = ()
+
+    @property
+    def iterations(self) -> bool:
+        """Whether the points are training iterations."""
+        return bool(self.points) and isinstance(self.points[0], IterationPoint)
 
 
 def _values(key: str, raw: object) -> list:
@@ -110,14 +155,25 @@ def _scheduler_name(v: object) -> str:
     return name
 
 
-def _schedule_pair(v: object) -> tuple[str, str]:
+def _iteration_scheduler(v: object) -> str:
+    """A scheduler of a training iteration: any sweep's, or ``ideal`` (every collective at 100 %)."""
+    if isinstance(v, str) and v.strip().lower() == "ideal":
+        return "ideal"
+    return _scheduler_name(v)
+
+
+def _schedule_pair(v: object, scheduler: Callable[[object], str] = _scheduler_name) -> tuple[str, str]:
     if isinstance(v, str) and v.count("+") == 1:
         s, q = v.split("+")
     elif isinstance(v, dict) and set(v) == {"scheduler", "queue"}:
         s, q = v["scheduler"], v["queue"]
     else:
         raise InputError("schedules", "not a pair", '"scheduler+queue" or {scheduler = ..., queue = ...}')
-    return _scheduler_name(s), parse_queue(q)
+    return scheduler(s), parse_queue(q)
+
+
+def _iteration_pair(v: object) -> tuple[str, str]:
+    return _schedule_pair(v, _iteration_scheduler)
 
 
 def _str(parse: Callable[[str], Any]) -> Callable[[Any], Any]:
@@ -140,77 +196,137 @@ _PARSERS: dict[str, Callable[[Any], Any]] = {
     "latency_mode": _str(lambda v: v.strip().lower()),  # checked per model below
     "active_chunks": lambda v: parse_int(v, "active_chunks", minimum=1),
     "seed": lambda v: parse_int(v, "seed", minimum=0),
+    "workload": _str(lambda v: v.strip()),  # read and fitted by `check_fits`
+    "placement": _str(lambda v: v.strip()),
 }
 
 
 def parse_sweep(table: dict[str, Any], source: str = "<sweep>", base: Path | None = None) -> Sweep:
     """Validate a `[sweep]` table and expand it into its points (see the module docstring). A
-    relative ASTRA-sim network file among the topologies is read from `base` (the sweep file's
-    folder), as a study space's ``network`` is."""
-    unknown = [k for k in table if k not in PARAMS and k not in OPTIONS]
+    relative ASTRA-sim network file among the topologies (and a workload or placement file) is read
+    from `base` (the sweep file's folder), as a study space's ``network`` is."""
+    iterations = "workload" in table
+    params = ITERATION_PARAMS if iterations else PARAMS
+    unknown = [k for k in table if k not in params and k not in OPTIONS and not is_axis_key(k)]
+    check_keys(table)  # a collective's key in an iteration sweep, or placement alone
     if unknown:
-        raise InputError(f"sweep.{unknown[0]}", "unknown key", ", ".join(PARAMS + OPTIONS))
-    for key in ("topology", "size"):
+        raise InputError(f"sweep.{unknown[0]}", "unknown key", ", ".join(PARAMS + OPTIONS + MORE_KEYS))
+    for key in ("topology",) if iterations else ("topology", "size"):
         if key not in table:
             raise InputError(f"sweep.{key}", "missing", "a value or a list of values")
     if "schedules" in table and ("scheduler" in table or "queue" in table):
         raise InputError("sweep.schedules", "given with scheduler or queue", "either schedules or scheduler/queue")
-    lists: dict[str, list] = {}
-    for key in PARAMS:
-        raw = table.get(key, DEFAULTS.get(key))
-        lists[key] = [None] if raw is None else _canonical(key, _values(key, raw), _PARSERS[key])
+    lists = _lists(table, params, base, iterations)
     if "schedules" in table:
-        pairs = _canonical("schedules", _values("schedules", table["schedules"]), _schedule_pair)
+        pair = _iteration_pair if iterations else _schedule_pair
+        pairs = _canonical("schedules", _values("schedules", table["schedules"]), pair)
     else:
         pairs = list(itertools.product(lists["scheduler"], lists["queue"]))
-    lists["topology"] = list(dict.fromkeys(_beside(t, base) for t in lists["topology"]))
-    topos: dict[str, Topology] = {}
-    for t in lists["topology"]:
-        if t not in topos:
-            try:
-                topos[t] = parse_topology(t)
-            except InputError as e:
-                raise InputError("sweep.topology", f"{t!r}: {e}") from None
+    designs = _designs(lists["topology"], base)
+    others = len(pairs) * math.prod(len(lists[k]) for k in params if k not in ("topology", "scheduler", "queue"))
+    axes = parse_axes(table, designs, others * len(designs))
+    n = len(designs) * len(axes.bandwidth) * len(axes.latency) * others
+    if n > MAX_SWEEP_POINTS:
+        raise InputError(
+            "sweep", f"{n:,} points", f"at most {MAX_SWEEP_POINTS:,} per sweep file (split it into several)"
+        )
+    variants, topos = _variants(designs, axes)
+    ndims = max(t.ndims for t in designs.values())
+    if iterations:
+        check_fits(lists["workload"], lists["placement"], designs)
+        runs = list(iteration_points(variants, lists, pairs))
+        columns = ("design", *ITERATION_PARAMS, *axis_columns(ndims))
+        return Sweep(tuple(p for p, _ in runs), source=source, columns=columns, params=tuple(c for _, c in runs))
     bounds = table.get("bounds", False)
     if not isinstance(bounds, bool):
         raise InputError("sweep.bounds", f"{bounds!r} is not a boolean", "true or false")
     limit = parse_positive(table.get("bounds_time_limit", 60.0), "sweep.bounds_time_limit")
     nodes = parse_int(table.get("bounds_node_limit", 100), "sweep.bounds_node_limit", minimum=1)
-    n = len(pairs) * math.prod(len(lists[k]) for k in PARAMS if k not in ("scheduler", "queue"))
-    if n > MAX_SWEEP_POINTS:
-        raise InputError(
-            "sweep", f"{n:,} points", f"at most {MAX_SWEEP_POINTS:,} per sweep file (split it into several)"
-        )
-    return Sweep(tuple(_expand(lists, pairs, topos)), bounds, limit, source, nodes)
+    points = list(_expand(variants, topos, lists, pairs))
+    columns = ("design", *POINT_FIELDS, *axis_columns(ndims))
+    return Sweep(tuple(p for p, _ in points), bounds, limit, source, nodes, columns, tuple(c for _, c in points))
 
 
-def _expand(lists: dict[str, list], pairs: list[tuple[str, str]], topos: dict[str, Topology]) -> Iterator[Point]:
-    """The Cartesian product in `PARAMS` order; the model resolves and checks the latency mode, and
-    every distinct collective is checked against the work limit for its schedule (`dse.core.limits`)."""
+def _lists(table: dict[str, Any], params: tuple[str, ...], base: Path | None, iterations: bool) -> dict[str, list]:
+    """Each parameter's values, parsed (a workload or placement file resolved beside `base`)."""
+    lists: dict[str, list] = {}
+    for key in params:
+        raw = table.get(key, DEFAULTS.get(key))
+        if raw is None:
+            lists[key] = [None if key != "placement" else ""]
+            continue
+        parse = _iteration_scheduler if key == "scheduler" and iterations else _PARSERS[key]
+        lists[key] = _canonical(key, _values(key, raw), parse)
+        if key in ("workload", "placement"):
+            lists[key] = list(dict.fromkeys(beside(v, base, key == "placement") for v in lists[key]))
+    return lists
+
+
+def _designs(specs: list[str], base: Path | None) -> dict[str, Topology]:
+    """The sweep's topologies as the file names them (network files resolved beside `base`), parsed."""
+    designs: dict[str, Topology] = {}
+    for t in dict.fromkeys(_beside(t, base) for t in specs):
+        try:
+            designs[t] = parse_topology(t)
+        except InputError as e:
+            raise InputError("sweep.topology", f"{t!r}: {e}") from None
+    return designs
+
+
+def _variants(designs: dict[str, Topology], axes: Axes) -> tuple[list[tuple[str, str, tuple]], dict[str, Topology]]:
+    """(design, what the worker runs, (exact notation, *axis cells)) for every design and
+    substitution, and every topology run by what runs it. Without axes a point runs its design as
+    the file names it; with them, the exact notation of the substituted copy."""
+    ndims = max(t.ndims for t in designs.values())
+    variants, topos = [], {}
+    for name, design in designs.items():
+        for topo in axes.variants(design):
+            notation = exact_notation(topo)
+            spec = notation if axes.swept else name
+            topos[spec] = topo
+            variants.append((name, spec, (notation, *axis_cells(topo, ndims))))
+    return variants, topos
+
+
+def _expand(
+    variants: list[tuple[str, str, tuple]],
+    topos: dict[str, Topology],
+    lists: dict[str, list],
+    pairs: list[tuple[str, str]],
+) -> Iterator[tuple[Point, tuple]]:
+    """The Cartesian product in `PARAMS` order, each point with its CSV parameter cells; the model
+    resolves and checks the latency mode, and every distinct collective is checked against the
+    work limit for its schedule (`dse.core.limits`)."""
     modes: dict[tuple, str] = {}
     checked: set[tuple] = set()
-    for t, coll, size, chunks, (s, q), model, mode, active, seed in itertools.product(
-        lists["topology"],
-        lists["collective"],
-        lists["size"],
-        lists["chunks"],
-        pairs,
-        lists["cost_model"],
-        lists["latency_mode"],
-        lists["active_chunks"],
-        lists["seed"],
-    ):
-        key = (t, coll, model, mode, active)
-        if key not in modes:
-            try:
-                modes[key] = get_cost_model(model).check(topos[t], coll, mode, active)
-            except InputError as e:
-                raise InputError("sweep", f"topology {t!r}, collective {coll}, cost_model {model}: {e}") from None
-        run = (t, coll, size, chunks, s, q, model, modes[key], active)
-        if run not in checked:
-            checked.add(run)
-            _check_run(topos[t], coll, size, chunks, s, q, model, modes[key], active)
-        yield Point(t, coll, size, chunks, s, q, model, modes[key], active, seed)
+    rest = list(
+        itertools.product(
+            lists["collective"],
+            lists["size"],
+            lists["chunks"],
+            pairs,
+            lists["cost_model"],
+            lists["latency_mode"],
+            lists["active_chunks"],
+            lists["seed"],
+        )
+    )
+    for design, t, (notation, *cells) in variants:
+        for coll, size, chunks, (s, q), model, mode, active, seed in rest:
+            key = (t, coll, model, mode, active)
+            if key not in modes:
+                try:
+                    modes[key] = get_cost_model(model).check(topos[t], coll, mode, active)
+                except InputError as e:
+                    raise InputError("sweep", f"topology {t!r}, collective {coll}, cost_model {model}: {e}") from None
+            run = (t, coll, size, chunks, s, q, model, modes[key], active)
+            if run not in checked:
+                checked.add(run)
+                _check_run(topos[t], coll, size, chunks, s, q, model, modes[key], active)
+            yield (
+                Point(t, coll, size, chunks, s, q, model, modes[key], active, seed),
+                (design, notation, coll, size, chunks, s, q, model, modes[key], active, seed, *cells),
+            )
 
 
 def _check_run(

@@ -44,6 +44,92 @@ def utilisation_text(result: Result) -> str:
     return format_percent(result.bw_utilization) + (" (capped)" if capped else "")
 
 
+#: per cost model: B, the bandwidth BW utilisation divides by, and what keeps a schedule's figure
+#: from 100 % (`utilization_note`; docs/model.md §6.5)
+_UTILIZATION_BY_MODEL: dict[str, tuple[str, str]] = {
+    "paper": (
+        "the sum of the dimensions' bandwidths, GB = 10^9 B",
+        "it cannot pass 100 % (phases on a dimension share its bandwidth); latency sends nothing, so "
+        "with serialized latency even the best schedule stays below 100 %",
+    ),
+    "astra-sim": (
+        "the sum of the dimensions' bandwidths as ASTRA-sim 2.x counts them: GB = 2^30 B, a "
+        "fully-connected dimension's per-link bandwidth x P-1",
+        "each step's latency holds its dimension and sends nothing, so even the best schedule can read far below 100 %",
+    ),
+    "astra-sim-1": (
+        "the sum of the dimensions' bandwidths as ASTRA-sim 1.0 counts them: GB = 2^30 B, links x "
+        "per-link bandwidth, a ring's links rounded down to even, a fully-connected one's to a multiple of P-1",
+        "each message's latency holds its dimension and sends nothing, so even the best schedule can read below 100 %",
+    ),
+}
+
+
+#: the models whose concurrent phases each run at full bandwidth (active chunks > 1, docs/model.md §6.4)
+FULL_BANDWIDTH_PHASES = ("astra-sim",)
+
+
+def utilization_note(cost_model: str, *, iteration: bool = False) -> str:
+    """What BW utilisation is measured against under `cost_model` (a model's name), in a few
+    sentences: the one text every table and JSON that prints the figure shows, so the `paper` and
+    ASTRA-sim figures are not read as one quantity. `iteration`: `dse iterate`'s figure (the bytes
+    of all the collectives over the time at least one is in flight), else one collective's."""
+    bandwidth, why = _UTILIZATION_BY_MODEL.get(
+        cost_model, (f"the sum of the dimensions' bandwidths in the {cost_model} model's unit", "")
+    )
+    if iteration:
+        head = f"BW utilisation ({cost_model} model) = bytes one NPU sends / (time any collective is in flight x B)"
+        tail = "a collective on some dimensions leaves the others idle"
+    else:
+        head = f"BW utilisation ({cost_model} model) = bytes one NPU must send / (time x B)"
+        tail = "judge a schedule by its gap to the bound (dse compare)"
+    if not iteration and cost_model in FULL_BANDWIDTH_PHASES:
+        why += "; with active chunks > 1 each phase runs at full bandwidth, and it can pass 100 % (shown capped)"
+    parts = (f"{head}, B {bandwidth}", why, tail)
+    return ". ".join(part[0].upper() + part[1:] for part in parts if part) + "."
+
+
+#: per cost model: what `_UTILIZATION_BY_MODEL`'s B is, and its caveat, in a few words (`utilization_line`)
+_UTILIZATION_SHORT: dict[str, tuple[str, str]] = {
+    "paper": ("the dims' summed GB/s, GB = 10^9 B", "at most 100 %"),
+    "astra-sim": ("the dims' bandwidth as ASTRA-sim 2.x sums it, GB = 2^30 B", "latency sends nothing"),
+    "astra-sim-1": ("the dims' bandwidth as ASTRA-sim 1.0 sums it, GB = 2^30 B", "latency sends nothing"),
+}
+
+
+def utilization_line(cost_model: str, *, iteration: bool = False, at_bound: str | None = None) -> str:
+    """`utilization_note` in one sentence for a terminal (the whole text is in ``--json``'s
+    ``bw_utilization_note``): what the figure divides by and its caveat; `at_bound`, the figure a
+    schedule at the bound would show, is added when given."""
+    b, caveat = _UTILIZATION_SHORT.get(cost_model, (f"the dims' summed bandwidth ({cost_model} model)", ""))
+    time = "time in flight" if iteration else "time"
+    text = f"BW utilisation ({cost_model} model) = bytes to send / ({time} x B), B {b}"
+    text += f"; {caveat}" if caveat else ""
+    text += f"; at the bound it would be {at_bound}" if at_bound is not None else ""
+    return text + " (definition: --json bw_utilization_note)."
+
+
+def footnote(text: str, width: int = 100) -> str:
+    """`text` as lines of at most `width` characters, each after the first indented by two: a
+    definition printed under a table."""
+    import textwrap
+
+    return textwrap.fill(text, width=width, subsequent_indent="  ", break_on_hyphens=False)
+
+
+def utilization_at_bound(result: Result, bound_ns: float) -> float:
+    """The BW utilisation (uncapped) a schedule finishing at `bound_ns` would show: `result`'s
+    bytes and bandwidth are the same for every schedule of its collective."""
+    return result.bw_utilization_uncapped * result.time_ns / bound_ns
+
+
+def compare_utilization_note(result: Result, bound_ns: float) -> str:
+    """`dse compare`'s footnote: `utilization_note`, then the figure a schedule at the bound would show."""
+    at_bound = utilization_at_bound(result, bound_ns)
+    shown = format_percent(min(at_bound, 1.0)) + (" (capped)" if at_bound > 1 + 1e-9 else "")
+    return utilization_line(result.cost_model, at_bound=f"{shown} ({format_time(bound_ns)})")
+
+
 def order_summary(orders: Sequence[tuple[int, ...]], limit: int = 6) -> str:
     """The orders used, most common first: ``0123 x40, 3210 x12, ...``."""
     counts = Counter("".join(map(str, o)) if len(o) <= 10 else ",".join(map(str, o)) for o in orders)
@@ -54,7 +140,8 @@ def order_summary(orders: Sequence[tuple[int, ...]], limit: int = 6) -> str:
 
 
 def result_text(result: Result, topology: Topology) -> str:
-    """A readable report of one evaluation: the headline figures, then one row per dimension."""
+    """A readable report of one evaluation: the headline figures, one row per dimension, then what
+    BW utilisation is measured against (`utilization_note`)."""
     head = [
         ("topology", f"{result.topology} ({topology.npus} NPUs): {topology.notation()}"),
         (
@@ -84,6 +171,7 @@ def result_text(result: Result, topology: Topology) -> str:
         )
     lines.append("")
     lines.append(format_table(("dim", "dimension", "busy (us)", "sent (MB)", "busy %"), rows, align="rlrrr"))
+    lines += ["", footnote(utilization_line(result.cost_model))]
     return "\n".join(lines)
 
 

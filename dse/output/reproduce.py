@@ -260,7 +260,8 @@ def progress_bar(desc: str, total: int, initial: int, unit: str, progress: bool 
 
 
 def finish_rows(rows: list[dict[str, str]], names: dict[str, str], model: str) -> list[dict[str, Any]]:
-    """Sweep rows with the preset name, the schedule, the ideal, and numbers as numbers."""
+    """Sweep rows with the preset name, the schedule, the ideal, and numbers as numbers; the sweep's
+    ``bw_utilization_pct`` and ``gap_pct`` (percent) become ``bw_utilization`` and ``gap`` (fractions)."""
     out = []
     ideal_cache: dict[tuple[str, int], float] = {}
     for r in rows:
@@ -281,10 +282,10 @@ def finish_rows(rows: list[dict[str, str]], names: dict[str, str], model: str) -
                 "schedule": f"{r['scheduler']}+{r['queue']}",
                 "cost_model": r["cost_model"],
                 "time_ns": time_ns,
-                "bw_utilization": float(r["bw_utilization"]),
+                "bw_utilization": float(r["bw_utilization_pct"]) / 100.0,
                 "ideal_ns": ideal_cache[key],
                 "bound_ns": float(r["bound_ns"]),
-                "gap": float(r["gap"]),
+                "gap": float(r["gap_pct"]) / 100.0,
             }
         )
     return out

@@ -1,15 +1,19 @@
 """Reports of dse studies: CSV files of the trials and of the best (or the Pareto front), and figures.
 
-The report speaks the study's terms rather than Optuna's:
+The report speaks the study's terms rather than Optuna's, every number with its unit
+(`dse.explore.study_units`):
 
-- each objective is a column named by its metric (`dse.explore.objectives.metric_name`): ``time_ns_themis_scf``,
-  ``bw_utilization_themis_scf``, ``gap_themis_scf``, ``cost``; the same names are the study's
-  Optuna metric names, so optuna-dashboard shows them too;
+- each objective is a column named by its metric and unit suffix: ``time_themis_scf_ns``,
+  ``bw_utilization_themis_scf_pct`` (0-100), ``gap_themis_scf_pct``, ``cost_usd``,
+  ``iteration_time_x_cost_themis_scf_ms_usd``; the journal keeps its values and ids as they were
+  (``time_ns_themis_scf``), so a study run before reports the same;
+- the record's columns end in their unit too (``time_themis_ns``, ``bound_ns``, ``cost_usd``,
+  ``bw_utilization_pct``, ``gap_pct``);
 - the bandwidth of dimension i (from the innermost) is ``bw<i>_GBps``, read from the trial's
-  topology: a budget-split space samples weights, which say nothing on their own, so the sampled
+  record: a budget-split space samples weights, which say nothing on their own, so the sampled
   ``bw_*`` parameters are left out;
-- the figures (`dse.output.study_plots`) have one history panel per objective and Pareto axes in ms, % or $,
-  and importances only over the parameters that vary.
+- the figures (`dse.output.study_plots`) name each objective with its unit (``time (ms) with
+  themis+scf``), draw a cost limit where the study has one, and weigh only the parameters that vary.
 """
 
 from __future__ import annotations
@@ -23,69 +27,13 @@ from typing import Any
 
 from dse.core.errors import InputError
 from dse.core.files import atomic_output, check_output_dir, check_outputs_in, output_folder
-from dse.core.topology import parse_topology
-from dse.explore.objectives import METRIC_PREFIX, metric_name
-from dse.explore.storage import load_study, trial_params, trial_record
-
-_AXES = {  # metric name prefix -> (axis title, factor from the stored value, unit)
-    "time_ns": ("time", 1e-6, "ms"),
-    "bw_utilization": ("BW utilization", 100.0, "%"),
-    "gap": ("gap to the bound", 100.0, "%"),
-    "cost": ("hardware cost", 1.0, "$"),
-    "iteration_time_ns": ("iteration time", 1e-6, "ms"),
-    "libra_iteration_time_ns": ("LIBRA's iteration time", 1e-6, "ms"),
-    "iteration_time_x_cost": ("iteration time x cost", 1e-9, "s x $"),
-}
-_OLD_LABEL = re.compile(r"^(\w+)\[(\w+)\+(\w+)\]$")  # Objective.label: time[themis+scf]
-BW_PARAM = re.compile(r"^bw_\d+d_\d+$")  # the space's sampled bandwidth parameters (weights or GB/s)
+from dse.explore.storage import load_study, redact, trial_params, trial_record
+from dse.explore.study_units import BW_PARAM, bandwidths, constraint_limits, number, record_columns, shown, study_ids
 
 
 def objective_names(study: Any) -> list[str]:
-    """The study's objective names: its Optuna metric names, else derived from the labels that
-    studies run before metric names were set keep in their user attributes, else objective_<i>."""
-    n = len(study.directions)
-    names = study.metric_names
-    if names and len(names) == n:
-        return list(names)
-    labels = study.user_attrs.get("objectives") or []
-    out = []
-    for i in range(n):
-        label = str(labels[i]) if i < len(labels) else ""
-        m = _OLD_LABEL.match(label)
-        if label == "cost" or (m and m.group(1) in METRIC_PREFIX):
-            out.append(metric_name(*m.groups()) if m else "cost")
-        else:
-            out.append(f"objective_{i}")
-    return out
-
-
-@dataclass(frozen=True)
-class Axis:
-    """How a metric is shown: an axis label with its unit, and the factor from the stored value."""
-
-    label: str
-    scale: float
-
-
-def axis(name: str) -> Axis:
-    """The axis of metric `name`: ``time_ns_themis_scf`` -> "time, themis+scf (ms)" and 1e-6."""
-    for prefix, (title, scale, unit) in _AXES.items():
-        if name == prefix or name.startswith(prefix + "_"):
-            rest = name[len(prefix) + 1 :]
-            how = "+".join(rest.rsplit("_", 1)) if rest else ""
-            return Axis(f"{title}{', ' + how if how else ''} ({unit})", scale)
-    return Axis(name, 1.0)
-
-
-def bandwidths(trial: Any) -> list[float]:
-    """Per-dimension bandwidth (GB/s per NPU, innermost first) of a trial's topology."""
-    notation = trial_record(trial).get("topology")
-    if not notation:
-        return []
-    try:
-        return [d.bandwidth for d in parse_topology(str(notation)).dims]
-    except InputError:  # not a topology dse wrote: no bandwidth columns rather than no report
-        return []
+    """The study's objective ids (`dse.explore.study_units.objective_ids`)."""
+    return study_ids(study)
 
 
 def feasible(trial: Any) -> bool:
@@ -94,16 +42,19 @@ def feasible(trial: Any) -> bool:
 
 
 def trial_row(trial: Any, names: list[str]) -> dict[str, Any]:
-    """One CSV row: the trial number, its objectives by name, its record and bandwidths in GB/s, the
-    design's choices (sampled or fixed by the space; bandwidth parameters left out) and whether it
-    is feasible. Trials of either layout (`dse.explore.storage`) give the same row."""
+    """One CSV row: the trial number, its objectives (`names`: their ids) in their columns' units,
+    its record and bandwidths in GB/s, the design's choices (sampled or fixed by the space;
+    bandwidth parameters left out) and whether it is feasible. Trials of either layout
+    (`dse.explore.storage`) give the same row."""
     r: dict[str, Any] = {"trial": trial.number}
-    r.update(zip(names, trial.values))
-    attrs = trial_record(trial)
+    for name, v in zip(names, trial.values):
+        s = shown(name)
+        r[s.column] = v * s.unit.column_scale
+    attrs = record_columns(trial_record(trial))
     if "topology" in attrs:
         r["topology"] = attrs.pop("topology")
     r.update({f"bw{i}_GBps": bw for i, bw in enumerate(bandwidths(trial))})
-    r.update(attrs)
+    r.update({k: v for k, v in attrs.items() if k not in r})
     r.update({f"param_{k}": v for k, v in trial_params(trial).items() if not BW_PARAM.match(k)})
     r["feasible"] = feasible(trial)
     return r
@@ -112,7 +63,7 @@ def trial_row(trial: Any, names: list[str]) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Report:
     """A study's report: its rows (every complete trial), the best or the Pareto front, whether it
-    has several objectives, the files written, notes for the user and the objective names."""
+    has several objectives, the files written, notes for the user and the objective ids."""
 
     rows: list[dict[str, Any]]
     best: list[dict[str, Any]]
@@ -120,6 +71,11 @@ class Report:
     files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
+
+    @property
+    def columns(self) -> list[str]:
+        """The objectives' CSV columns."""
+        return [shown(n).column for n in self.names]
 
 
 def complete_trials(study: Any) -> list[Any]:
@@ -150,7 +106,7 @@ def report_data(name: str, url: str) -> tuple[Any, Report]:
     )
 
 
-def _column_rank(key: str, names: Sequence[str]) -> tuple[int, int]:
+def _column_rank(key: str, columns: Sequence[str]) -> tuple[int, int]:
     """Columns in groups whatever trial comes first: trial and objectives, topology, bandwidths
     (by dimension), the record, the parameters, feasible."""
     if key == "topology":
@@ -161,16 +117,16 @@ def _column_rank(key: str, names: Sequence[str]) -> tuple[int, int]:
         return (4, 0)
     if key == "feasible":
         return (5, 0)
-    return (0 if key == "trial" or key in names else 3, 0)
+    return (0 if key == "trial" or key in columns else 3, 0)
 
 
-def write_csv(path: Path, rows: list[dict[str, Any]], names: Sequence[str] = ()) -> None:
+def write_csv(path: Path, rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> None:
     """Rows as a CSV file, written atomically: the union of their keys, grouped (`_column_rank`;
-    `names`: the objectives), each group in order of first appearance."""
+    `columns`: the objectives'), each group in order of first appearance."""
     keys: list[str] = []
     for r in rows:
         keys += [k for k in r if k not in keys]
-    keys.sort(key=lambda k: _column_rank(k, names))  # stable: within a group, the order of first appearance
+    keys.sort(key=lambda k: _column_rank(k, columns))  # stable: within a group, the order of first appearance
     with atomic_output(path) as tmp, open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
@@ -196,7 +152,51 @@ def write_report(name: str, url: str, out_dir: str | Path) -> Report:
     files = []
     with output_folder(out, "out"):
         for fname, rows in (("trials.csv", rep.rows), ("pareto.csv" if rep.multi else "best.csv", rep.best)):
-            write_csv(out / fname, rows, rep.names)
+            write_csv(out / fname, rows, rep.columns)
             files.append(str(out / fname))
         figures, notes = write_figures(study, complete_trials(study), rep.names, out)
     return Report(rep.rows, rep.best, rep.multi, files + figures, notes, rep.names)
+
+
+def show_rows(rep: Report, top: int, constrained: bool) -> tuple[list[str], list[list[str]]]:
+    """`dse study show`'s table: the Pareto front, or the best `top` trials (feasible first); the
+    objectives named with their units and shown in them, each dimension's GB/s, whether the design
+    meets the constraints (`constrained` studies), the topology."""
+    rows = rep.best if rep.multi else rep.best[:top]
+    objectives = [shown(n) for n in rep.names]
+    dims = max((int(m.group(1)) + 1 for r in rows for k in r if (m := re.fullmatch(r"bw(\d+)_GBps", k))), default=0)
+    head = ["trial", *(s.name for s in objectives), *(f"bw{i} (GB/s)" for i in range(dims))]
+    head += ["feasible"] * constrained + ["topology"]
+    body = []
+    for r in rows:
+        values = [s.text(r[s.column] / s.unit.column_scale) if s.column in r else "" for s in objectives]
+        bws = [number(r[f"bw{i}_GBps"]) if f"bw{i}_GBps" in r else "" for i in range(dims)]
+        ok = ["yes" if r["feasible"] else "no"] * constrained
+        body.append([str(r["trial"]), *values, *bws, *ok, str(r.get("topology", ""))])
+    return head, body
+
+
+def show_text(study: Any, rep: Report, url: str, top: int) -> str:
+    """What `dse study show` prints: the study, its objectives and constraints with their units,
+    then `show_rows` as a table."""
+    from dse.output.report import format_table
+
+    ids = rep.names
+    directions = [d.name.lower() for d in study.directions]
+    system = study._storage.get_study_system_attrs(study._study_id)
+    limits = constraint_limits(system, complete_trials(study), ids)
+    lines = [
+        f"{study.study_name}: {len(rep.rows)} complete trials on {redact(url)}",
+        "objectives: " + "; ".join(f"{shown(i).name} ({d})" for i, d in zip(ids, directions)),
+    ]
+    if limits:
+        lines.append("constraints: " + "; ".join(f"{shown(i).name} <= {shown(i).text(v)}" for i, v in limits.items()))
+    constrained = bool(limits) or any(t.constraints for t in complete_trials(study))
+    head, body = show_rows(rep, top, constrained)
+    what = (
+        f"Pareto front, {len(body)} designs"
+        if rep.multi
+        else f"best {len(body)} of {len(rep.rows)} trials (feasible first)"
+    )
+    lines += [f"{what}:", format_table(head, body, align="r" * (len(head) - 1) + "l")]
+    return "\n".join(lines)

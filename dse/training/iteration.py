@@ -231,6 +231,15 @@ def _check_least_work(wl: Workload, planner: Planner, q: str, ideal: bool, itera
     check_work((tasks + ncoll + steps) * iterations, f"{iterations} iteration(s) of {what}")
 
 
+def check_fit(workload: Workload | ChakraTrace, topology: Topology) -> Workload | ChakraTrace:
+    """The workload, if `iterate` can run it on `topology`: on one representative NPU (not a per-rank
+    trace) with its model-parallel group or placement fitting the topology; else one `InputError`,
+    before any work (what sweeps and design comparisons check for every point first)."""
+    wl = _check_single_rank(workload)
+    _logical(wl, topology)
+    return wl
+
+
 def _logical(wl: Workload | ChakraTrace, topo: Topology) -> tuple[Topology, int]:
     """The logical topology a workload's collectives run on and its model-parallel dims.
 

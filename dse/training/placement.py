@@ -93,6 +93,11 @@ class PartScope:
         return Topology(tuple(replace(topology.dims[d], npus=k) for d, k in self.parts))
 
 
+def shape_text(shape: tuple[int, ...], involved: tuple[bool, ...]) -> str:
+    """NPUs per dimension as ``4x8x4x32``, ``*`` for a dimension no group spans (any size fits)."""
+    return "x".join(str(n) if used else "*" for n, used in zip(shape, involved, strict=True))
+
+
 #: a placement's slots, as `dse.training.workloads.SLOTS`
 PLACEMENT_SLOTS = ("fwd", "ig", "wg")
 #: the words for "this dimension is not involved" (LIBRA's -1, and 0 or 1: a group of one)
@@ -153,24 +158,55 @@ class Placement:
         """The slot's (dimension, NPUs) pairs, innermost first (empty: the slot communicates nowhere)."""
         return PartScope(tuple((d, k) for d, k in enumerate(getattr(self, slot)) if k))
 
+    def shape(self) -> tuple[int, ...]:
+        """The shape the placement was made for: per dimension, the NPUs of its model-parallel group
+        (fwd and ig) times those of its data-parallel group (wg). On it the model-parallel groups
+        tile the NPUs and so do the data-parallel ones (LIBRA's GPT-3 4D placement: 4x8x4x32)."""
+        return tuple(
+            math.lcm(max(f, 1), max(i, 1)) * max(w, 1) for f, i, w in zip(self.fwd, self.ig, self.wg, strict=True)
+        )
+
+    def involved(self) -> tuple[bool, ...]:
+        """Per dimension, whether any slot's group spans part of it (one that none does may have any size)."""
+        return tuple(any(ks) for ks in zip(self.fwd, self.ig, self.wg, strict=True))
+
+    def multiples(self) -> tuple[int, ...]:
+        """Per dimension, what its NPU count must be a multiple of for `check` to accept it: every
+        group size on it divides it."""
+        return tuple(math.lcm(*(max(k, 1) for k in ks)) for ks in zip(self.fwd, self.ig, self.wg, strict=True))
+
+    def fits_text(self, topology: Topology | None = None) -> str:
+        """What a placement error allows: the shape the placement needs, and the option that gives
+        another placement (for `topology`, when given)."""
+        shape, least = shape_text(self.shape(), self.involved()), shape_text(self.multiples(), self.involved())
+        other = f" (or dimensions that are multiples of {least})" if least != shape else ""
+        other += "; *: a dimension of any size" if not all(self.involved()) else ""
+        where = f" for {topology.label()}" if topology is not None else ""
+        return (
+            f"a topology of shape {shape}, which the placement was made for{other}; or a placement{where}: "
+            "dse iterate --placement FILE, or placement = FILE in a sweep or study"
+        )
+
     def check(self, topology: Topology, field: str = "placement") -> None:
-        """Each slot names every dimension of `topology`, and each group size divides its dimension."""
+        """Each slot names every dimension of `topology`, and each group size divides its dimension;
+        an error names the topology's shape, the shape the placement needs and --placement."""
         nd = topology.ndims
+        given = f"{topology.label()} is {'x'.join(map(str, topology.shape))}"
         for s in PLACEMENT_SLOTS:
             sizes = getattr(self, s)
             if len(sizes) != nd:
                 raise InputError(
                     f"{field}.{s}",
-                    f"{len(sizes)} entries for {topology.label()}'s {nd} dimensions",
-                    f"{nd} entries, one per dimension",
+                    f"{len(sizes)} entries for {nd} dimensions: {given}",
+                    self.fits_text(topology),
                 )
             for d, k in enumerate(sizes):
                 p = topology.dims[d].npus
                 if k and (k > p or p % k):
                     raise InputError(
                         f"{field}.{s}",
-                        f"a group of {k} NPUs in dimension {d} of {p}",
-                        f"0 or a divisor of {p} from 2 to {p}",
+                        f"a group of {k} NPUs in dimension {d} of {p}: {given}",
+                        self.fits_text(topology),
                     )
 
     def to_table(self) -> dict[str, list[int]]:

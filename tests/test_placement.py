@@ -249,6 +249,8 @@ def test_dse_iterate_on_another_shape_is_one_line_exit_2(workload: str, shape: s
     assert out.stderr.startswith("dse: error: ") and "Traceback" not in out.stderr
     for words in (f"a topology of shape {shape}", "is 4x8x4x8", "--placement FILE"):
         assert words in out.stderr
+    # named as the user named it, not by its path inside the package
+    assert out.stderr.startswith(f"dse: error: bundled workload {workload}: ") and "dse/data" not in out.stderr
 
 
 def test_what_the_error_advises_runs(tmp_path) -> None:

@@ -31,7 +31,8 @@ def test_quick_reproduction_writes_everything_and_resumes(tmp_path, run_cli):
     for name in ("utilization.png", "chunks.png", "timeline.png"):
         data = (out / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
-    need = {"topology", "size_bytes", "scheduler", "queue", "time_ns", "bw_utilization", "ideal_ns", "bound_ns", "gap"}
+    need = {"topology", "size_bytes", "scheduler", "queue", "time_ns", "bw_utilization_pct", "ideal_ns", "bound_ns"}
+    need.add("gap_pct")  # units in the names: percent
     assert need <= set(_header(out / "single_allreduce.csv"))
     assert need | {"chunks"} <= set(_header(out / "chunks.csv"))
     with open(out / "single_allreduce.csv", newline="") as f:
@@ -40,6 +41,9 @@ def test_quick_reproduction_writes_everything_and_resumes(tmp_path, run_cli):
     for r in rows:  # every schedule is at or above the bound, which is at or above the ideal
         assert float(r["ideal_ns"]) <= float(r["bound_ns"]) * (1 + 1e-9)
         assert float(r["bound_ns"]) <= float(r["time_ns"]) * (1 + 1e-9)
+        assert 0 < float(r["bw_utilization_pct"]) <= 100  # percent, as the name says
+        gap = 100 * (float(r["time_ns"]) / float(r["bound_ns"]) - 1)
+        assert abs(float(r["gap_pct"]) - gap) <= 1e-9 * max(1.0, gap)
     summary = (out / "summary.md").read_text()
     assert "themis+scf" in summary and "Chunk sensitivity" in summary
     assert "Training iterations" in summary and "ResNet-152" in summary

@@ -291,9 +291,15 @@ def finish_rows(rows: list[dict[str, str]], names: dict[str, str], model: str) -
     return out
 
 
+#: fractions the tables keep, written to a CSV in percent under a name that says so
+_PERCENT_COLUMNS = {"bw_utilization": "bw_utilization_pct", "gap": "gap_pct"}
+
+
 def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """`rows` as a CSV, every column's unit in its name (`_PERCENT_COLUMNS` become percent)."""
     import csv
 
+    rows = [{_PERCENT_COLUMNS.get(k, k): 100.0 * v if k in _PERCENT_COLUMNS else v for k, v in r.items()} for r in rows]
     with atomic_output(path) as tmp, open(tmp, "w", newline="") as f:
         keys: list[str] = []
         for r in rows:

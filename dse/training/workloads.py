@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -310,8 +310,9 @@ def load_workload(spec: str | Path | Workload | Mapping[str, Any] | Any) -> Work
     if not (path.exists() or path.is_symlink()):  # a broken link or a loop: read_text names the problem
         bundled = bundled_workloads()
         named = {k.lower(): v for k, v in (bundled | libra_workloads()).items()}.get(str(spec).strip().lower())
-        if named is not None:
-            return read.load_toml_text(read_text(named, "workload"), str(named))
+        if named is not None:  # errors name it as the user did, not its path in the package
+            wl = read.load_toml_text(read_text(named, "workload"), str(named))
+            return replace(wl, source=f"bundled workload {str(spec).strip()}")
         from dse.training.generators import GENERATORS, generate  # generators build on this module's classes
 
         gen = str(spec).strip().split(":", 1)[0].lower().replace("-", "").replace("_", "")

@@ -1,0 +1,500 @@
+"""NCCL collective times in closed form: what nccl-tests would print for a collective on a GPU system.
+
+A system is two tiers: tier 0 is the node's GPU fabric (NVSwitch, an NVLink mesh or PCIe; B0 = one
+GPU's line rate per direction), tier 1 the network (B1 = the line rate of all a node's NICs, per
+direction). For each algorithm a NCCL could run (ring, tree, nvls, nvls_tree; p2p for all-to-all)
+and each protocol it enables (LL, LL128, Simple) the model predicts
+
+    t(S) = L + max over tiers t of  S·F / (c_t · B_t · e_t(S)),   e_t(S) = e_max·S^k / (S^k + S_half^k)
+
+with S the nccl-tests size, F the nccl-tests bus-bandwidth factor of the collective (so the bandwidth
+term predicts busbw directly), c_t how the algorithm turns a tier's bandwidth into busbw (ring 1,
+NVLS 2(h-1)/(h+1), a 2-node tree 2, ...) times the protocol's share (LL 1/2, LL128 0.92), and L the
+latency: a base plus hop counts times per-hop latencies. NCCL's choice is the smallest time, ties
+going to the first in NCCL's order (tree, ring, nvls, nvls_tree; LL, LL128, Simple).
+
+Every default comes from NCCL 2.30.7's tuner (src/graph/tuning.cc, topo.h, search.cc; numbers only,
+restated in /work/brief/nccl_model.md §1) unless its comment says otherwise; `NcclParams` holds the
+ones a calibration fits; with S_half = 0 (the default) the model is NCCL's own tuner. Where we
+depart from it, a comment says so (tiers combined by a minimum at every node count, broadcast and
+reduce one hop per chain link, the tree size table interpolated, all-to-all).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from typing import NamedTuple
+
+from dse.core.errors import InputError
+from dse.core.limits import MAX_BANDWIDTH, MAX_BYTES, MAX_NPUS, MAX_NS
+
+GENERATIONS = ("volta", "ampere", "hopper", "blackwell")
+FABRICS = ("nvswitch", "nvlink_mesh", "pcie")
+CPUS = ("intel", "amd", "arm", "other")
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "alltoall", "broadcast", "reduce")
+#: NCCL's algorithm order (ties go to the first); p2p is all-to-all's grouped send/receive.
+ALGORITHMS = ("tree", "ring", "nvls", "nvls_tree", "p2p")
+PROTOCOLS = ("LL", "LL128", "Simple")
+_LL, _LL128, _SIMPLE = 0, 1, 2
+
+#: NCCL's effective NVLink rate per link and direction, GB/s (topo.h: SM70/SM80 20, SM90 20.6,
+#: SM100 40.1), against line rates of 25/25/25/50 GB/s: the default ring efficiency is their ratio.
+NVLINK_EFFECTIVE_GBps = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwell": 40.1}
+#: NCCL models PCIe Gen3 x16 as 12 GB/s (topo.h PCI_BW) of a 15.75 GB/s line rate.
+PCIE_EFFICIENCY = 12.0 / 15.75
+#: NCCL's inter-node speed lists stop just below the NIC rate (48 of NDR's 50, 24 of HDR's 25;
+#: search.cc); measured IB rings reach 0.92-0.96 of the NIC (nccl_model.md §3).
+NET_EFFICIENCY = 0.96
+#: NCCL's 0.92 on every tree bandwidth (tuning.cc) and ring LL128 (from 2.23).
+TREE_FACTOR = 0.92
+RING_LL_FACTOR, RING_LL128_FACTOR = 0.5, 0.92
+TREE_LL_FACTOR = 1 / 3.8
+#: Tree LL128 share: 7/9 on one node, 120/128 across nodes (tuning.cc).
+TREE_LL128_FACTOR = (7 / 9, 120 / 128)
+#: NVLS efficiency (tuning.cc nvlsEfficiency): Hopper 0.85, Blackwell 0.74; none before Hopper.
+NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
+#: NVLSTree per-channel cap, GB/s, at 2 and at >= 3 nodes (tuning.cc).
+NVLS_TREE_MAX_PER_CHANNEL_GBps = {"hopper": (57.7, 45.5), "blackwell": (96.0, 80.0)}
+#: NCCL's LL bandwidth cap, GB/s (tuning.cc llMaxBw): one node by generation; across nodes by CPU
+#: (2 nodes, >= 3 nodes).
+LL_MAX_ONE_NODE_GBps = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwell": 282.0}
+LL_MAX_MULTI_NODE_GBps = {"amd": (22.5, 19.0), "other": (39.0, 20.4)}
+#: Tree all-reduce bandwidth factor by size, point i at 64·2^i bytes (tuning.cc; NCCL applies it
+#: stepwise, we interpolate in log2(size) so that time grows with size).
+_TREE_SIZE_TENTHS = (
+    "10 10 10 10 9 8 7 7 7 7 6 5 4 4 5 6 7 8 9 10 10 10 10 10",  # LL
+    "10 10 10 10 10 9 8 8 8 7 6 6 6 6 6 6 8 9 9 9 9 10 10 10",  # LL128
+    "9 9 9 9 9 9 9 8 7 6 6 5 5 5 5 6 7 8 7 7 8 9 9 9",  # Simple
+)
+TREE_SIZE_FACTOR = tuple(tuple(int(v) / 10 for v in row.split()) for row in _TREE_SIZE_TENTHS)
+#: Ring Simple all-reduce latency across nodes ("plateau effect", tuning.cc): x1.4 on SM >= 80, x1.9 before.
+RING_SIMPLE_MULTINODE_LAT = {"volta": 1.9, "ampere": 1.4, "hopper": 1.4, "blackwell": 1.4}
+MAX_NVLS_HEADS = 32  # NVLS channels: one per head GPU, at most 32 (search.cc)
+
+Lat3 = tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class NcclSystem:
+    """A GPU system as NCCL sees it. Bandwidths are line rates per direction, GB/s (1e9 B/s):
+    `nvlink_GBps` is one GPU's NVLink total over `nvlink_links` links (H100: 450 over 18),
+    `pcie_GBps` one GPU's PCIe rate (used when `fabric` is "pcie"), `nic_GBps` one NIC (NDR 400
+    Gb/s = 50). NVLS runs only when `nvls_enabled` and the GPU is Hopper or later on an NVSwitch
+    (NCCL_NVLS_ENABLE and the hardware). `cpu` sets NCCL's network overhead and LL cap. Bad values:
+    `InputError`."""
+
+    generation: str
+    gpus_per_node: int
+    nodes: int = 1
+    fabric: str = "nvswitch"
+    nvlink_GBps: float = 0.0
+    nvlink_links: int = 0
+    pcie_GBps: float = 0.0
+    nics_per_node: int = 0
+    nic_GBps: float = 0.0
+    nvls_enabled: bool = True
+    cpu: str = "intel"
+
+    def __post_init__(self) -> None:
+        _choice("generation", self.generation, GENERATIONS)
+        _choice("fabric", self.fabric, FABRICS)
+        _choice("cpu", self.cpu, CPUS)
+        _integer("gpus_per_node", self.gpus_per_node, 1, 1024)
+        _integer("nodes", self.nodes, 1, MAX_NPUS)
+        if self.gpus_per_node * self.nodes < 2:
+            raise InputError("gpus_per_node", "a collective needs at least 2 GPUs in all", "gpus_per_node x nodes >= 2")
+        if not isinstance(self.nvls_enabled, bool):
+            raise InputError("nvls_enabled", f"{self.nvls_enabled!r} is not a boolean", "true or false")
+        intra = self.gpus_per_node > 1
+        if self.fabric == "pcie":
+            _number("pcie_GBps", self.pcie_GBps, 1e-9 if intra else 0.0, MAX_BANDWIDTH)
+        else:
+            _number("nvlink_GBps", self.nvlink_GBps, 1e-9 if intra else 0.0, MAX_BANDWIDTH)
+            _integer("nvlink_links", self.nvlink_links, 1 if intra else 0, 1024)
+        inter = self.nodes > 1
+        _integer("nics_per_node", self.nics_per_node, 1 if inter else 0, 1024)
+        _number("nic_GBps", self.nic_GBps, 1e-9 if inter else 0.0, MAX_BANDWIDTH)
+
+    @property
+    def ranks(self) -> int:
+        """GPUs in all (nccl-tests' n)."""
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def has_nvls(self) -> bool:
+        """True when NVLS can run: enabled, Hopper or later, NVSwitch, 2+ GPUs per node."""
+        hopper = self.generation in ("hopper", "blackwell")
+        return self.nvls_enabled and hopper and self.fabric == "nvswitch" and self.gpus_per_node >= 2
+
+
+@dataclass(frozen=True)
+class NcclParams:
+    """The model's parameters (ns, GB/s, bytes); `default_params` gives NCCL's values for a system.
+    Per-hop latencies are (LL, LL128, Simple). Efficiencies e_* are fractions of a tier's line rate
+    (0 disables that algorithm, as a zero bandwidth does in NCCL); the s_half_*/k_* pair shapes each
+    tier's efficiency curve e(S) = e_max·S^k/(S^k + S_half^k), 0 < k <= 1 (k > 1 would make small
+    messages slower than larger ones). Calibrated: the hop latencies, the e_*, s_half_* and k_*;
+    the bases, NVLS latencies, caps and overhead are NCCL's constants, kept as fields to override."""
+
+    ring_intra_hop_ns: Lat3
+    ring_inter_hop_ns: Lat3
+    tree_intra_hop_ns: Lat3
+    tree_inter_hop_ns: Lat3
+    e_ring_intra: float
+    e_ring_inter: float
+    e_tree_intra: float
+    e_tree_inter: float
+    e_nvls_intra: float
+    e_nvls_inter: float
+    ring_base_ns: Lat3 = (6600.0, 14000.0, 8400.0)  # tuning.cc base latency, Ring
+    tree_base_ns: Lat3 = (6800.0, 14000.0, 8400.0)  # tuning.cc base latency, Tree
+    nvls_intra_ns: float = 25000.0  # tuning.cc NVLS NVLink hop (replaces the base)
+    nvls_inter_ns: float = 18000.0  # tuning.cc NVLS NET hop
+    nvls_tree_inter_ns: float = 20900.0  # tuning.cc NVLSTree NET hop (2.28.9 on)
+    net_overhead_ns: float = 1000.0  # tuning.cc: 1 us Intel/other, 2 us AMD
+    ll_max_GBps: float = 141.0  # tuning.cc llMaxBw (see default_params)
+    nvls_tree_max_GBps: float = math.inf  # NVLSTree per-channel cap x channels
+    s_half_intra_bytes: float = 0.0  # 0: NCCL's tuner (no size-dependent efficiency)
+    s_half_inter_bytes: float = 0.0
+    k_intra: float = 1.0
+    k_inter: float = 1.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            name, value = f.name, getattr(self, f.name)
+            if f.type == "Lat3":
+                _lat3(name, value)
+            elif name.startswith(("e_", "k_")):
+                _number(name, value, 1e-3 if name.startswith("k_") else 0.0, 1.0)
+            elif name.endswith("_GBps") and value != math.inf:
+                _number(name, value, 1e-9, MAX_BANDWIDTH)
+            elif not name.endswith("_GBps"):
+                _number(name, value, 0.0, MAX_BYTES if name.endswith("_bytes") else MAX_NS)
+
+
+class NcclCandidate(NamedTuple):
+    """One (algorithm, protocol) NCCL could run, with its predicted time and latency term, ns."""
+
+    algo: str
+    proto: str
+    time_ns: float
+    latency_ns: float
+
+
+@dataclass(frozen=True)
+class NcclPrediction:
+    """What nccl-tests would print for one size: time, algbw = size/time and busbw = algbw x the
+    collective's factor (GB/s = B/ns), the algorithm and protocol that ran (NCCL's choice, or the
+    forced one), and every candidate NCCL could have chosen, unforced, in NCCL's order."""
+
+    collective: str
+    size_bytes: int
+    time_ns: float
+    algbw_GBps: float
+    busbw_GBps: float
+    algo: str
+    proto: str
+    candidates: tuple[NcclCandidate, ...]
+
+
+def bus_factor(collective: str, ranks: int) -> float:
+    """nccl-tests' busbw / algbw for `collective` on `ranks` GPUs: 2(n-1)/n all-reduce, (n-1)/n
+    reduce-scatter, all-gather and all-to-all, 1 broadcast and reduce (nccl-tests src/*.cu)."""
+    _choice("collective", collective, COLLECTIVES)
+    if collective == "all_reduce":
+        return 2 * (ranks - 1) / ranks
+    return 1.0 if collective in ("broadcast", "reduce") else (ranks - 1) / ranks
+
+
+@lru_cache(maxsize=256)
+def default_params(system: NcclSystem) -> NcclParams:
+    """NCCL's values for `system`: NVLink or PCI hop latencies by fabric, the NET ones, efficiencies
+    from NCCL's effective link rates, the LL cap and network overhead by generation, nodes and CPU."""
+    nvlink = system.fabric != "pcie"
+    if nvlink:
+        per_link = system.nvlink_GBps / system.nvlink_links if system.nvlink_links else 0.0
+        e0 = min(1.0, NVLINK_EFFECTIVE_GBps[system.generation] / per_link) if per_link else 1.0
+    else:
+        e0 = PCIE_EFFICIENCY
+    cpu = "amd" if system.cpu == "amd" else "other"
+    if system.nodes == 1:
+        ll_max = LL_MAX_ONE_NODE_GBps[system.generation]
+    else:
+        ll_max = LL_MAX_MULTI_NODE_GBps[cpu][0 if system.nodes == 2 else 1]
+    per_ch = NVLS_TREE_MAX_PER_CHANNEL_GBps.get(system.generation)
+    heads = min(MAX_NVLS_HEADS, system.gpus_per_node)
+    nvls_tree_max = per_ch[0 if system.nodes <= 2 else 1] * heads if per_ch else math.inf
+    return NcclParams(
+        # tuning.cc hardware latency, Ring and Tree rows: NVLink or PCI column by fabric, NET column.
+        ring_intra_hop_ns=(600.0, 1900.0, 3400.0) if nvlink else (1000.0, 2500.0, 5700.0),
+        ring_inter_hop_ns=(2700.0, 4000.0, 14000.0),
+        tree_intra_hop_ns=(600.0, 1250.0, 4000.0) if nvlink else (1000.0, 1900.0, 4000.0),
+        tree_inter_hop_ns=(5000.0, 8500.0, 14000.0),
+        e_ring_intra=e0,
+        e_ring_inter=NET_EFFICIENCY,
+        e_tree_intra=TREE_FACTOR * e0,
+        e_tree_inter=TREE_FACTOR * NET_EFFICIENCY,
+        e_nvls_intra=e0 * NVLS_EFFICIENCY[system.generation],
+        e_nvls_inter=NET_EFFICIENCY,
+        net_overhead_ns=2000.0 if system.cpu == "amd" else 1000.0,
+        ll_max_GBps=ll_max,
+        nvls_tree_max_GBps=nvls_tree_max,
+    )
+
+
+def predict(
+    system: NcclSystem,
+    collective: str,
+    size_bytes: int,
+    *,
+    params: NcclParams | None = None,
+    algo: str | None = None,
+    proto: str | None = None,
+) -> NcclPrediction:
+    """nccl-tests' time, algbw and busbw for `collective` of `size_bytes` (nccl-tests' size column:
+    the whole buffer; all-gather's output, reduce-scatter's input) on `system`. `params` defaults
+    to `default_params(system)`. `algo`/`proto` force an algorithm or protocol like NCCL_ALGO /
+    NCCL_PROTO; one the system cannot run for this collective is an `InputError` naming those it can."""
+    _choice("collective", collective, COLLECTIVES)
+    if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or not 0 <= size_bytes <= MAX_BYTES:
+        raise InputError("size_bytes", f"{size_bytes!r} is not a byte count", f"an integer from 0 to {MAX_BYTES}")
+    plans = _cached_plans(system, params, collective)
+    if algo is not None or proto is not None:
+        _check_forced(plans, collective, algo, proto)
+    s = float(size_bytes)
+    candidates = tuple(NcclCandidate(p[0], p[1], _time_ns(p, s), p[2]) for p in plans)
+    best: NcclCandidate | None = None
+    for c in candidates:  # NCCL's order; a later one wins only when strictly faster
+        if (algo is None or c.algo == algo) and (proto is None or c.proto == proto):
+            if best is None or c.time_ns < best.time_ns:
+                best = c
+    assert best is not None  # _check_forced guarantees one
+    algbw = s / best.time_ns if best.time_ns > 0 else 0.0
+    busbw = algbw * bus_factor(collective, system.ranks)
+    return NcclPrediction(collective, size_bytes, best.time_ns, algbw, busbw, best.algo, best.proto, candidates)
+
+
+# --- plans: everything but the size, built once per (system, params, collective) ---------------------
+
+# A plan: (algo, proto, latency_ns, terms, tree_factors). Bandwidth time = max over terms
+# (ns_per_byte, s_half^k, 1 - k) of ns_per_byte·(S/f(S) + s_half^k·S^(1-k)), f the interpolated tree
+# size factor (1 without tree_factors). f scales NCCL's own term only: dividing the curve's term by
+# it too would make time fall with size where f rises and S_half dominates.
+_Term = tuple[float, float, float]
+_Plan = tuple[str, str, float, tuple[_Term, ...], "tuple[float, ...] | None"]
+_IDENTITY_CACHE: dict[tuple[int, int, str], tuple[NcclSystem, NcclParams | None, tuple[_Plan, ...]]] = {}
+
+
+def _cached_plans(system: NcclSystem, params: NcclParams | None, collective: str) -> tuple[_Plan, ...]:
+    """`_plans` for these very objects, found by identity first (hashing a dataclass costs more than
+    the prediction); the cache keeps the objects alive, so an id is not reused while it is cached."""
+    key = (id(system), id(params), collective)
+    hit = _IDENTITY_CACHE.get(key)
+    if hit is not None and hit[0] is system and hit[1] is params:
+        return hit[2]
+    if not isinstance(system, NcclSystem):
+        raise InputError("system", f"{type(system).__name__} is not NcclSystem", "an NcclSystem")
+    if params is not None and not isinstance(params, NcclParams):
+        raise InputError("params", f"{type(params).__name__} is not NcclParams", "an NcclParams or None")
+    plans = _plans(system, default_params(system) if params is None else params, collective)
+    if len(_IDENTITY_CACHE) >= 1024:
+        _IDENTITY_CACHE.clear()
+    _IDENTITY_CACHE[key] = (system, params, plans)
+    return plans
+
+
+def _time_ns(plan: _Plan, s: float) -> float:
+    """A plan's predicted time for a size of `s` bytes (module docstring's formula)."""
+    table = plan[4]
+    s_eff = s if table is None else s / _tree_factor(table, s)
+    worst = 0.0
+    for per_byte, shk, omk in plan[3]:
+        t = per_byte * (s_eff + shk * s**omk) if shk else per_byte * s_eff
+        if t > worst:
+            worst = t
+    return plan[2] + worst
+
+
+def _tree_factor(table: tuple[float, ...], s: float) -> float:
+    """NCCL's tree size factor for `s` bytes, interpolated linearly in log2(s/64) between its points
+    (point i at 64·2^i bytes), 1 below 64 B, ramping to 1 one octave past the last point."""
+    if s < 64:
+        return 1.0
+    x = math.log2(s / 64)
+    i = int(x)
+    if i >= len(table):
+        return 1.0
+    after = table[i + 1] if i + 1 < len(table) else 1.0
+    return table[i] + (after - table[i]) * (x - i)
+
+
+@lru_cache(maxsize=512)
+def _plans(system: NcclSystem, params: NcclParams, collective: str) -> tuple[_Plan, ...]:
+    """Every (algorithm, protocol) `system` can run `collective` with, in NCCL's order, bandwidth > 0."""
+    if collective == "alltoall":
+        return (_p2p_plan(system, params),)
+    algos = _algorithms(system, collective)
+    built = (_plan(system, params, collective, a, p) for a in algos for p in _protocols(system, a))
+    return tuple(plan for plan in built if plan is not None)
+
+
+def _algorithms(system: NcclSystem, collective: str) -> tuple[str, ...]:
+    """Algorithms NCCL offers for `collective` on `system` (nccl_model.md §1.1, §1.7): tree for
+    all-reduce; ring everywhere; NVLS for one node's all-reduce / all-gather / reduce-scatter (multi-node
+    NVLS needs CollNet, not modelled); NVLSTree for all-reduce across nodes."""
+    out = []
+    if collective == "all_reduce":
+        out.append("tree")
+    out.append("ring")
+    gather = collective in ("all_gather", "reduce_scatter") and system.gpus_per_node <= MAX_NVLS_HEADS
+    if system.has_nvls and system.nodes == 1 and (collective == "all_reduce" or gather):
+        out.append("nvls")
+    if system.has_nvls and system.nodes > 1 and collective == "all_reduce":
+        out.append("nvls_tree")
+    return tuple(out)
+
+
+def _protocols(system: NcclSystem, algo: str) -> tuple[int, ...]:
+    """Protocols enabled for `algo`: NVLS and NVLSTree run Simple only; LL128 needs an NVLink fabric
+    (NCCL turns it off on PCIe-only systems)."""
+    if algo in ("nvls", "nvls_tree", "p2p"):
+        return (_SIMPLE,)
+    if system.fabric == "pcie" and system.gpus_per_node > 1:
+        return (_LL, _SIMPLE)
+    return (_LL, _LL128, _SIMPLE)
+
+
+def _term(bw_GBps: float, s_half: float, k: float, factor: float) -> _Term:
+    """A bandwidth term for `factor` bus bytes per size byte over `bw_GBps` with curve (s_half, k)."""
+    return (factor / bw_GBps, s_half**k, 1.0 - k)
+
+
+def _tiers(system: NcclSystem, q: NcclParams, collective: str, algo: str) -> list[tuple[float, float, float]]:
+    """(busbw ceiling GB/s, s_half, k) per tier for `algo`, before the protocol's share. Tree: each
+    tier's NCCL busbw; at 2 nodes only half a tree's traffic crosses the network (bandwidth x2)."""
+    ppn, nodes = system.gpus_per_node, system.nodes
+    b0 = system.pcie_GBps if system.fabric == "pcie" else system.nvlink_GBps
+    b1 = system.nics_per_node * system.nic_GBps
+    net_x = 2.0 if nodes == 2 else 1.0
+    h = min(MAX_NVLS_HEADS, ppn)
+    intra = {"ring": q.e_ring_intra, "tree": q.e_tree_intra}.get(algo, q.e_nvls_intra) * b0
+    inter = {"ring": q.e_ring_inter, "tree": q.e_tree_inter * net_x}.get(algo, q.e_nvls_inter * net_x) * b1
+    if algo in ("nvls", "nvls_tree"):
+        # NVLS: h heads share each GPU's links (h+1 loads), one in h's work is the head's own;
+        # all-reduce gets x2 (tuning.cc). All-gather/reduce-scatter: NCCL leaves algbw = its busbw.
+        if collective == "all_reduce":
+            intra *= 2 * (h - 1) / (h + 1)
+        else:
+            intra *= (h - 1) / (h + 1) * ((ppn - 1) / ppn) ** 2
+    tiers = []
+    if ppn > 1:
+        tiers.append((intra, q.s_half_intra_bytes, q.k_intra))
+    if nodes > 1:
+        tiers.append((inter, q.s_half_inter_bytes, q.k_inter))
+    if algo == "nvls_tree":
+        tiers.append((q.nvls_tree_max_GBps, 0.0, 1.0))
+    return tiers
+
+
+def _plan(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int) -> _Plan | None:
+    """One (algorithm, protocol)'s plan, or None when its bandwidth is 0 (disabled)."""
+    n = system.ranks
+    f = bus_factor(collective, n)
+    tiers = _tiers(system, q, collective, algo)
+    share, cap = 1.0, math.inf
+    if algo == "ring":
+        share = (RING_LL_FACTOR, RING_LL128_FACTOR, 1.0)[p]
+        cap = q.ll_max_GBps if p == _LL else math.inf
+    elif algo == "tree":
+        # NCCL's tree busbw is per node; nccl-tests' is (n-1)/n of it.
+        share = (TREE_LL_FACTOR, TREE_LL128_FACTOR[system.nodes > 1], 1.0)[p] * (n - 1) / n
+        cap = q.ll_max_GBps * (n - 1) / n if p == _LL else math.inf
+    if any(bw <= 0 for bw, _, _ in tiers):
+        return None
+    terms = [_term(bw * share, sh, k, f) for bw, sh, k in tiers]
+    if cap != math.inf:
+        terms.append(_term(cap, 0.0, 1.0, f))
+    x86_blackwell = system.generation == "blackwell" and system.cpu in ("intel", "amd")
+    sized = collective == "all_reduce" and (algo == "tree" or (algo == "nvls_tree" and x86_blackwell))
+    table = TREE_SIZE_FACTOR[p] if sized else None
+    return (algo, PROTOCOLS[p], _latency_ns(system, q, collective, algo, p), tuple(terms), table)
+
+
+def _latency_ns(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int) -> float:
+    """The latency term of `algo` with protocol `p` (nccl_model.md §1.5, in ns)."""
+    ppn, nodes, n = system.gpus_per_node, system.nodes, system.ranks
+    depth = nodes.bit_length() - 1  # floor(log2 nodes), as NCCL's tree depth
+    if algo == "tree":
+        return q.tree_base_ns[p] + 2 * ((ppn - 1) * q.tree_intra_hop_ns[p] + depth * q.tree_inter_hop_ns[p])
+    if algo == "nvls":
+        return q.nvls_intra_ns
+    if algo == "nvls_tree":
+        return q.nvls_intra_ns + 2 * depth * q.nvls_tree_inter_ns
+    intra = q.ring_intra_hop_ns[p]
+    inter = (q.tree_inter_hop_ns if ppn == 1 else q.ring_inter_hop_ns)[p]  # NCCL: Tree's NET row at 1 GPU/node
+    if nodes > 1:
+        intra = max(intra, q.net_overhead_ns * (3 if p == _SIMPLE else 1))
+    if collective in ("broadcast", "reduce"):
+        # Our choice: a pipelined chain of n-1 hops, nodes-1 of them across the network.
+        return q.ring_base_ns[p] + (n - nodes) * intra + (nodes - 1) * inter
+    steps = 2 * (n - 1) if collective == "all_reduce" else n - 1
+    n_inter = (2 if collective == "all_reduce" else 1) * (nodes - 1)
+    lat = q.ring_base_ns[p] + (steps - n_inter) * intra + n_inter * inter
+    if collective == "all_reduce" and nodes > 1 and p == _SIMPLE:
+        lat *= RING_SIMPLE_MULTINODE_LAT[system.generation]
+    return lat
+
+
+def _p2p_plan(system: NcclSystem, q: NcclParams) -> _Plan:
+    """All-to-all as grouped send/receive (NCCL has no tuner model for it; our choice): each GPU
+    sends (ppn-1)/n of the buffer over the fabric and (n-ppn)/n over the network at the same time,
+    through its own NIC share (NICs are not aggregated: at most one NIC per GPU); latency = Ring
+    Simple's base + one fabric hop + one network hop."""
+    ppn, nodes, n = system.gpus_per_node, system.nodes, system.ranks
+    b0 = system.pcie_GBps if system.fabric == "pcie" else system.nvlink_GBps
+    terms = []
+    if ppn > 1:
+        terms.append(_term(b0 * q.e_ring_intra, q.s_half_intra_bytes, q.k_intra, (ppn - 1) / n))
+    if nodes > 1:
+        per_gpu_nic = system.nic_GBps * min(1.0, system.nics_per_node / ppn)
+        terms.append(_term(per_gpu_nic * q.e_ring_inter, q.s_half_inter_bytes, q.k_inter, (n - ppn) / n))
+    hops = (ppn > 1) * q.ring_intra_hop_ns[_SIMPLE] + (nodes > 1) * q.ring_inter_hop_ns[_SIMPLE]
+    return ("p2p", "Simple", q.ring_base_ns[_SIMPLE] + hops, tuple(terms), None)
+
+
+def _check_forced(plans: tuple[_Plan, ...], collective: str, algo: str | None, proto: str | None) -> None:
+    """Refuse a forced algorithm or protocol no plan offers, naming the ones that are available."""
+    if not plans:
+        raise InputError("params", f"no algorithm has a nonzero bandwidth for {collective}", "an efficiency above 0")
+    algos = [a for a in ALGORITHMS if any(p[0] == a for p in plans)]
+    if algo is not None and algo not in algos:
+        raise InputError("algo", f"{algo!r} cannot run {collective} on this system", ", ".join(algos))
+    matching = [p for p in plans if algo is None or p[0] == algo]
+    protos = [pr for pr in PROTOCOLS if any(p[1] == pr for p in matching)]
+    if proto is not None and proto not in protos:
+        what = f"{collective} with {algo}" if algo else collective
+        raise InputError("proto", f"{proto!r} cannot run {what} on this system", ", ".join(protos))
+
+
+def _choice(field: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise InputError(field, f"{value!r} is not known", ", ".join(allowed))
+
+
+def _integer(field: str, value: object, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise InputError(field, f"{value!r} is not an integer in range", f"{lo} to {hi}")
+
+
+def _number(field: str, value: object, lo: float, hi: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+        raise InputError(field, f"{value!r} is out of range", f"a number from {lo:g} to {hi:g}")
+
+
+def _lat3(field: str, value: object) -> None:
+    if not (isinstance(value, tuple) and len(value) == 3):
+        raise InputError(field, f"{value!r} is not three latencies", "(LL, LL128, Simple) in ns")
+    for v in value:
+        _number(field, v, 0.0, MAX_NS)

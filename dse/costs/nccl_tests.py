@@ -1,0 +1,493 @@
+"""nccl-tests output files read as they are: one `NcclTestsRun` per test, its table as `NcclTestsRow`s.
+
+Formats (NVIDIA/nccl-tests src/util.cu, src/common.cu at 2.19.6 and tags v1.0.0, v2.0.0, v2.11.0,
+v2.13.0, v2.17.5; rccl-tests prints the same; none of their code is used):
+
+- **Lines** lose launcher prefixes first: ``0: `` (``srun -l``), ``[1,0]<stdout>:`` (Open MPI),
+  ``[3] `` / ``[host:pid] `` (MPICH), ``host: `` (pdsh), ISO timestamps, indentation.
+- **Preamble** (all optional): ``# nccl-tests version V nccl-headers=H nccl-library=L`` (L is NCCL's
+  version code X*10000+Y*100+Z, before 2.9 X*1000+Y*100+Z), v1's ``# NCCL Tests compiled with NCCL
+  X.Y``, ``NCCL INFO NCCL version X.Y.Z``; ``# Collective test starting: all_reduce_perf``;
+  ``# nThread T nGpus G ...``; ``#  Rank N ... device D [bus id] GPU NAME`` per rank. The collective
+  is the ``Collective test starting`` one, else the one ``X_perf`` binary named before the table
+  (an echoed command line), else the caller's.
+- **The column header** names the columns (nothing is read by position): ``size`` (v1 ``bytes``),
+  ``count`` (v1 ``N``), ``type``, ``redop`` (v1 ``op``), ``root``, as many as the version prints
+  (<= 2.11: all_gather has no redop/root, broadcast no redop); one group per pass, out-of-place then
+  in-place: ``time`` (``cputime`` with ``-C 1``), ``algbw``, ``busbw``, ``#wrong`` (``wrong`` where
+  a copy lost the ``#``; ``N/A`` when not checked) or ``error`` / ``res`` (<= 2.11: the largest
+  deviation), then ``-I 1``'s ``i_min i_max i_p99 i_cv%``; last ``timestamp`` (``-S 1``, two tokens).
+  One group: the pass its banner line names (out-of-place if none). Times in µs (v1, or an ``(ms)``
+  units line: ms, converted); exponent forms are read; ``N/A``, ``nan``, ``inf`` are None.
+- **Footer**: ``Out of bounds values : K OK|FAILED``, ``Avg bus bandwidth : X``, ``Collective test
+  concluded``. A file may hold several tests one after another.
+
+Warnings (on the run): wrong elements, a FAILED footer, ``Test timeout`` / ``Test NCCL failure`` /
+``Test CUDA failure`` / ``# error:`` lines, ``...`` (rows left out), a table without its footer,
+rank lines with gaps, unknown columns. Refused (one `InputError` naming the file and line): no
+column header, no data row, a row that does not match its header, a row after its table's footer.
+
+``size`` is a rank's largest buffer (doc/PERFORMANCE.md): all_gather's whole output (n x per rank),
+reduce_scatter's whole input, alltoall's send buffer; ``count`` is what NCCL is passed (per rank).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dse.core.errors import InputError
+from dse.core.files import read_text
+from dse.core.limits import check_input
+
+#: Collectives nccl-tests measures, with the factor busbw = algbw x factor for n ranks
+#: (nccl-tests doc/PERFORMANCE.md and src/<test>.cu GetBw): "2(n-1)/n", "(n-1)/n" or "1".
+COLLECTIVES: dict[str, str] = {
+    "all_reduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n", "all_gather": "(n-1)/n", "alltoall": "(n-1)/n",
+    "alltoallv": "(n-1)/n", "gather": "(n-1)/n", "scatter": "(n-1)/n",
+    "broadcast": "1", "reduce": "1", "sendrecv": "1", "hypercube": "1",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NcclTestsPass:
+    """One pass (out-of-place or in-place) of a row. `time_us` is the mean time of one operation
+    (CPU time if the run's `cpu_time`); bandwidths in GB/s (1e9 B/s); None where ``N/A``.
+    `wrong`: elements found wrong (None when not checked, or in old logs); `max_error`: the
+    largest deviation old logs print instead (<= 2.11), None otherwise."""
+
+    time_us: float | None
+    algbw_GBps: float | None
+    busbw_GBps: float | None
+    wrong: int | None
+    max_error: float | None = None
+
+
+@dataclass(frozen=True)
+class NcclTestsRow:
+    """One row of the table: one message size. `redop` / `root` are None when the layout has no
+    such column (old logs); `root` is -1 for collectives without a root. A pass the header does not
+    have is None. `line`: its line number in the file; `timestamp` (``-S 1``) as printed."""
+
+    size_bytes: int
+    count: int
+    type: str
+    redop: str | None
+    root: int | None
+    out_of_place: NcclTestsPass | None
+    in_place: NcclTestsPass | None
+    line: int
+    timestamp: str | None = None
+
+
+@dataclass(frozen=True)
+class NcclTestsRun:
+    """One test of an nccl-tests file (`source`; `line`: where it starts, 1 for the first). `collective`
+    (``all_reduce``, ...; None if neither the file nor the caller names it), versions as printed
+    (``nccl_version`` is RCCL's in rccl-tests output; None if not printed), `ranks` (rank lines, or given by
+    the caller; None if unknown), `gpus` (GPU model names in the rank lines, first seen first),
+    `threads` / `gpus_per_thread` (``nThread`` / ``nGpus``), `cpu_time` (``-C 1``), the rows in file
+    order, the footer's average busbw (over every printed entry, both passes), and warnings."""
+
+    source: str
+    line: int
+    collective: str | None
+    nccl_tests_version: str | None
+    nccl_version: str | None
+    ranks: int | None
+    gpus: tuple[str, ...]
+    threads: int | None
+    gpus_per_thread: int | None
+    cpu_time: bool
+    rows: tuple[NcclTestsRow, ...]
+    avg_busbw_GBps: float | None
+    warnings: tuple[str, ...]
+
+    def busbw_factor(self) -> float | None:
+        """busbw / algbw for this run (`busbw_factor`), None if the collective or ranks are unknown."""
+        if self.collective not in COLLECTIVES or self.ranks is None:
+            return None
+        return busbw_factor(self.collective, self.ranks)
+
+
+def busbw_factor(collective: str, ranks: int) -> float:
+    """nccl-tests' busbw / algbw for `collective` on `ranks` ranks: 2(n-1)/n for all_reduce,
+    (n-1)/n for reduce_scatter, all_gather, alltoall(v), gather, scatter, 1 for the rest."""
+    _check_args(collective, ranks)
+    kind = COLLECTIVES[collective]
+    return 2 * (ranks - 1) / ranks if kind == "2(n-1)/n" else (ranks - 1) / ranks if kind == "(n-1)/n" else 1.0
+
+
+def _check_args(collective: str | None, ranks: int | None) -> None:
+    if collective is not None and collective not in COLLECTIVES:
+        raise InputError("collective", f"unknown collective {collective!r}", ", ".join(COLLECTIVES))
+    if ranks is not None and (not isinstance(ranks, int) or isinstance(ranks, bool) or ranks < 1):
+        raise InputError("ranks", f"{ranks!r} is not a rank count", "a whole number from 1")
+
+
+def printed_error(value: float, width: int = 6) -> float:
+    """Half a unit in the last place of `value` as nccl-tests >= 2.17.5 prints it in `width`
+    characters (6 for bandwidths, 7 for times): 2 decimals if they fit, else 1, else 0, else an
+    exponent form with 1 (width >= 7) or 0 decimals. Older versions printed bandwidths with 2
+    decimals always, so this bounds their error too."""
+    for decimals in (2, 1, 0):
+        if len(f"{value:.{decimals}f}") <= width:
+            return 0.5 * 10.0**-decimals
+    exponent = math.floor(math.log10(abs(value)))
+    return 0.5 * 10.0 ** (exponent - (1 if width >= 7 else 0))
+
+
+def implied_ranks(run: NcclTestsRun) -> int | None:
+    """The rank count the printed busbw / algbw ratio implies (nccl-tests computes busbw from algbw
+    with the factor of `busbw_factor`), if exactly one whole number fits every pass of every row
+    within the printing precision (`printed_error`); None for factor-1 collectives, an unknown
+    collective, too few digits to decide (large rank counts), or ratios that disagree."""
+    kind = COLLECTIVES.get(run.collective or "")
+    if kind not in ("2(n-1)/n", "(n-1)/n"):
+        return None
+    lo, hi = 0.0, math.inf
+    for p in (p for r in run.rows for p in (r.out_of_place, r.in_place) if p is not None):
+        a, b = p.algbw_GBps, p.busbw_GBps
+        if a is None or b is None or a < 1.0:
+            continue
+        ea, eb = printed_error(a), printed_error(b)
+        lo, hi = max(lo, (b - eb) / (a + ea)), min(hi, (b + eb) / (a - ea))
+    top = 2.0 if kind == "2(n-1)/n" else 1.0
+    if hi == math.inf or lo > hi or lo >= top:
+        return None
+    first = math.ceil(top / (top - lo) - 1e-9)
+    last = math.floor(top / (top - hi) + 1e-9) if hi < top else math.inf
+    return first if first == last else None
+
+
+def read_nccl_tests(path: str | Path, *, collective: str | None = None, ranks: int | None = None) -> list[NcclTestsRun]:
+    """The tests in an nccl-tests output file (`parse_nccl_tests`), read with the text size limit
+    (``DSE_MAX_TEXT_BYTES``, `dse.core.files.read_text`) checked before reading."""
+    return parse_nccl_tests(read_text(path, str(path)), str(path), collective=collective, ranks=ranks)
+
+
+def parse_nccl_tests(
+    text: str, source: str = "<text>", *, collective: str | None = None, ranks: int | None = None
+) -> list[NcclTestsRun]:
+    """The tests in nccl-tests output `text` (module docstring), in file order. `collective` and
+    `ranks` apply where the file does not say; if it says otherwise, that is an `InputError`.
+    A file with no column header or no data row, or a row that does not parse, is one
+    `InputError` naming `source` and the line."""
+    _check_args(collective, ranks)
+    if len(text) > 1 << 20:
+        check_input("text_bytes", len(text.encode("utf-8", "surrogatepass")), source, "bytes")
+    parser = _Parser(source)
+    for n, raw in enumerate(text.splitlines(), 1):
+        parser.feed(n, raw)
+    return parser.finish(collective, ranks)
+
+
+# ----------------------------------------------------------------------------- lines
+_TIMESTAMP = r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?"
+_LAUNCHERS = r"\[\d+,\d+\]<std(?:out|err)>:|\d+:(?=[\s#]|$)|\[\d+\](?=\s)|\[[\w.-]+:\d+\](?=\s)|[A-Za-z][\w.-]*:(?=\s)"
+_PREFIX = re.compile(r"(?:\s*(?:" + _LAUNCHERS + "|" + _TIMESTAMP + r"(?=\s)))*", re.ASCII)
+_INT = re.compile(r"[0-9]+", re.ASCII)
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_MISSING = {"n/a", "nan", "-nan", "inf", "-inf", "+inf"}
+_VERSION = re.compile(r"[nr]ccl-tests version (\S+)(?:.*?[nr]ccl-library=(\d+))?")
+_COMPILED = re.compile(r"NCCL Tests compiled with NCCL (\S+)")
+_INFO_VERSION = re.compile(r"(?:NCCL INFO NCCL version|^RCCL version\s*:)\s*(\d+(?:\.\d+)+)")
+_STARTING = re.compile(r"Collective test starting:\s*(\w+?)(?:_perf\w*)?\s*$")
+_NTHREAD = re.compile(r"nThread (\d+) nGpus (\d+)")
+_RANK = re.compile(r"Rank\s+(\d+)\b.*?\bdevice\s+\d+\s+\[[^\]]*\]\s*(.*?)\s*$")
+_BINARY = re.compile(r"\b([a-z]+(?:_[a-z]+)*?)_perf\w*\b")
+_FAILURE = re.compile(r"Test (?:timeout|NCCL failure|CUDA failure|failure)\b|^error:")
+_FOOTER = re.compile(r"(Out of bounds values|Avg bus bandwidth)\s*:\s*(\S+)\s*(\S*)")
+#: Column names as printed, by version, to one name each.
+_ALIASES = {
+    "size": "size", "bytes": "size", "count": "count", "n": "count", "type": "type", "redop": "redop",
+    "op": "redop", "root": "root", "time": "time", "cputime": "time", "algbw": "algbw", "busbw": "busbw",
+    "#wrong": "wrong", "wrong": "wrong", "error": "error", "res": "error", "timestamp": "timestamp",
+}  # fmt: skip
+_FIXED = ("size", "count", "type", "redop", "root")
+
+
+def _nccl_version(code: int) -> str | None:
+    """NCCL's version code as X.Y.Z (X*10000+Y*100+Z; before 2.9, X*1000+Y*100+Z)."""
+    if code <= 0:
+        return None
+    major, rest = divmod(code, 10000 if code >= 10000 else 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The columns a header names: fixed ones, then per pass (its name, its columns)."""
+
+    fixed: tuple[str, ...]
+    passes: tuple[tuple[str, tuple[str, ...]], ...]
+    timestamp: bool
+    cpu_time: bool
+    ms: bool  # v1 printed times in ms
+    line: int
+    unknown: tuple[str, ...]
+
+    @property
+    def width(self) -> int:
+        return len(self.fixed) + sum(len(c) for _, c in self.passes) + (2 if self.timestamp else 0)
+
+
+def _layout(tokens: list[str], n: int, banner: str, where: str) -> _Layout | None:
+    """The layout of a column header line (`tokens` without the ``#``), None if it is not one."""
+    names = [_ALIASES.get(t.lower(), t) for t in tokens]
+    if len(names) < 2 or names[:2] != ["size", "count"] or "time" not in names:
+        return None
+    first = names.index("time")
+    fixed = tuple(names[:first])
+    if any(c not in _FIXED for c in fixed):
+        raise InputError(where, f"a column header with {fixed} before 'time'", "columns of " + ", ".join(_FIXED))
+    timestamp = names[-1] == "timestamp"
+    rest = names[first : len(names) - timestamp]
+    groups: list[list[str]] = []
+    for name in rest:
+        if name == "time":
+            groups.append([])
+        groups[-1].append(name)
+    if len(groups) > 2 or any("algbw" not in g or "busbw" not in g for g in groups):
+        raise InputError(where, f"a column header with {len(groups)} time group(s) or without algbw/busbw",
+                         "one or two groups of time, algbw, busbw, #wrong")  # fmt: skip
+    kinds: tuple[str, ...]
+    if len(groups) == 2:
+        kinds = ("out_of_place", "in_place")
+    else:
+        kinds = ("in_place",) if "in-place" in banner and "out-of-place" not in banner else ("out_of_place",)
+    known = {"time", "algbw", "busbw", "wrong", "error", "i_min", "i_max", "i_p99", "i_cv%"}
+    unknown = tuple(sorted({c for g in groups for c in g} - known))
+    passes = tuple((k, tuple(g)) for k, g in zip(kinds, groups))
+    cpu_time = "cputime" in (t.lower() for t in tokens)
+    return _Layout(fixed, passes, timestamp, cpu_time, tokens[0].lower() == "bytes", n, unknown)
+
+
+def _float(tok: str, name: str, where: str) -> float | None:
+    """A non-negative number as printed; None for N/A, nan or inf."""
+    if tok.lower() in _MISSING:
+        return None
+    if not _NUMBER.fullmatch(tok) or float(tok) < 0:
+        raise InputError(where, f"column {name!r} is {tok!r}", "a number from 0, or N/A")
+    return float(tok) if math.isfinite(float(tok)) else None
+
+
+def _pass(values: dict[str, str], scale: float, where: str) -> NcclTestsPass:
+    time = _float(values["time"], "time", where)
+    wrong = _float(values["wrong"], "#wrong", where) if "wrong" in values else None
+    if wrong is not None and wrong != int(wrong):
+        raise InputError(where, f"column '#wrong' is {values['wrong']!r}", "a whole number, or N/A")
+    error = _float(values["error"], "error", where) if "error" in values else None
+    algbw, busbw = _float(values["algbw"], "algbw", where), _float(values["busbw"], "busbw", where)
+    time_us = None if time is None else time * scale
+    return NcclTestsPass(time_us, algbw, busbw, None if wrong is None else int(wrong), error)
+
+
+def _row(tokens: list[str], layout: _Layout, scale: float, n: int, where: str) -> NcclTestsRow:
+    """One data row read by its header's columns."""
+    if len(tokens) != layout.width:
+        problem = f"a cut or garbled row: {len(tokens)} fields, its header (line {layout.line}) has {layout.width}"
+        raise InputError(where, problem, "whole rows as nccl-tests prints them")
+    fixed = dict(zip(layout.fixed, tokens))
+    root = fixed.get("root")
+    if root is not None and not re.fullmatch(r"-?[0-9]+", root):
+        raise InputError(where, f"column 'root' is {root!r}", "a whole number (-1: no root)")
+    at = len(layout.fixed)
+    passes: dict[str, NcclTestsPass] = {}
+    for kind, columns in layout.passes:
+        passes[kind] = _pass(dict(zip(columns, tokens[at:])), scale, where)
+        at += len(columns)
+    return NcclTestsRow(
+        size_bytes=int(tokens[0]), count=int(tokens[1]), type=fixed.get("type", "?"), redop=fixed.get("redop"),
+        root=None if root is None else int(root), out_of_place=passes.get("out_of_place"),
+        in_place=passes.get("in_place"), line=n, timestamp=" ".join(tokens[-2:]) if layout.timestamp else None,
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- runs
+@dataclass
+class _Draft:
+    """A run being read. `phase`: 0 preamble, 1 header read, 2 rows, 3 footer, 4 concluded."""
+
+    line: int
+    phase: int = 0
+    seen: set[str] = field(default_factory=set)
+    collective: str | None = None
+    collective_line: int = 0
+    binaries: set[str] = field(default_factory=set)
+    tests_version: str | None = None
+    nccl_version: str | None = None
+    threads: int | None = None
+    gpus_per_thread: int | None = None
+    ranks: dict[int, str] = field(default_factory=dict)
+    layout: _Layout | None = None
+    scale: float = 1.0
+    rows: list[NcclTestsRow] = field(default_factory=list)
+    avg_busbw: float | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Parser:
+    """Reads lines one by one into runs (`feed`), then checks and builds them (`finish`)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.drafts: list[_Draft] = [_Draft(1)]
+        self.banner = ""
+        self.orphan_row = 0  # first line that looks like a data row before any header
+        self.empty = True
+
+    @property
+    def cur(self) -> _Draft:
+        return self.drafts[-1]
+
+    def _field(self, n: int) -> str:
+        return f"{self.source}:{n}"
+
+    def _preamble(self, n: int, item: str) -> _Draft:
+        """The run a preamble item at line `n` belongs to: a new one once the current one has a
+        table, or already has this item (a second test's preamble)."""
+        d = self.cur
+        if d.phase >= 1 or (item in d.seen and item != "rank"):
+            d = _Draft(n)
+            self.drafts.append(d)
+        d.seen.add(item)
+        return d
+
+    def feed(self, n: int, raw: str) -> None:
+        line = raw[(m.end() if (m := _PREFIX.match(raw)) else 0) :].strip()  # without launcher prefixes
+        if not line:
+            return
+        self.empty = False
+        if " NCCL INFO " in line and "NCCL version" not in line:
+            return  # the bulk of an NCCL_DEBUG=INFO log, skipped quickly
+        body = line.lstrip("#").strip()
+        tokens = body.split()
+        if not line.startswith("#") and len(tokens) >= 2 and _INT.fullmatch(tokens[0]) and _INT.fullmatch(tokens[1]):
+            self._data(n, tokens)
+        elif self._meta(n, body):
+            return
+        elif tokens and tokens[0].startswith("(") and self.cur.phase == 1:
+            if "(ms)" in tokens:
+                self.cur.scale = 1000.0
+        elif (layout := _layout(tokens, n, self.banner, self._field(n))) is not None:
+            self._header(n, layout)
+        elif "out-of-place" in body or "in-place" in body:
+            self.banner = body
+        elif body in ("...", "…", "[...]") and self.cur.phase == 2:
+            self.cur.warnings.append(f"line {n}: '...': rows left out of the table")
+        elif self.cur.phase == 0:
+            self.cur.binaries.update(m for m in _BINARY.findall(body) if m in COLLECTIVES)
+
+    def _meta(self, n: int, body: str) -> bool:
+        """Preamble, footer and failure lines; True if `body` was one."""
+        if m := _VERSION.search(body):
+            d = self._preamble(n, "version")
+            d.tests_version = m.group(1)
+            d.nccl_version = _nccl_version(int(m.group(2))) if m.group(2) else d.nccl_version
+        elif m := _COMPILED.search(body):
+            self._preamble(n, "version").nccl_version = m.group(1)
+        elif m := _INFO_VERSION.search(body):
+            self.cur.nccl_version = self.cur.nccl_version or m.group(1)
+        elif m := _STARTING.match(body):
+            d = self._preamble(n, "starting")
+            d.collective, d.collective_line = m.group(1), n
+        elif m := _NTHREAD.match(body):
+            d = self._preamble(n, "nthread")
+            d.threads, d.gpus_per_thread = int(m.group(1)), int(m.group(2))
+        elif m := _RANK.match(body):
+            self._preamble(n, "rank").ranks[int(m.group(1))] = m.group(2)
+        elif m := _FOOTER.match(body):
+            self._footer(n, m.group(1), m.group(2), m.group(3))
+        elif body.startswith("Collective test concluded"):
+            self.cur.phase = max(self.cur.phase, 4)
+        elif _FAILURE.search(body):
+            self.cur.warnings.append(f"line {n}: {body[:200]}")
+        else:
+            return False
+        return True
+
+    def _header(self, n: int, layout: _Layout) -> None:
+        d = self.cur
+        if d.phase >= 1:
+            d = _Draft(n)
+            self.drafts.append(d)
+        d.layout, d.phase, self.banner = layout, 1, ""
+        d.scale = 1000.0 if layout.ms else 1.0
+        d.warnings += [f"line {n}: unknown column {c!r} ignored" for c in layout.unknown]
+
+    def _data(self, n: int, tokens: list[str]) -> None:
+        d = self.cur
+        if d.layout is None:
+            self.orphan_row = self.orphan_row or n
+            return
+        if d.phase >= 3:
+            problem = "a data row after its table ended (its footer is above)"
+            raise InputError(self._field(n), problem, "a column header line before every table")
+        row = _row(tokens, d.layout, d.scale, n, self._field(n))
+        d.rows.append(row)
+        d.phase = 2
+        for kind, p in (("out-of-place", row.out_of_place), ("in-place", row.in_place)):
+            if p is not None and p.wrong:
+                d.warnings.append(f"line {n}: {p.wrong} wrong elements at {row.size_bytes} bytes ({kind})")
+
+    def _footer(self, n: int, what: str, value: str, verdict: str) -> None:
+        d = self.cur
+        if d.layout is None:
+            return
+        d.phase = max(d.phase, 3)
+        if what.startswith("Avg") and _NUMBER.fullmatch(value):
+            d.avg_busbw = float(value)
+        if verdict == "FAILED" or (what.startswith("Out") and value not in ("0", "")):
+            d.warnings.append(f"line {n}: {what} : {value} {verdict}".rstrip())
+
+    def finish(self, collective: str | None, ranks: int | None) -> list[NcclTestsRun]:
+        drafts = [d for d in self.drafts if d.layout is not None]
+        allowed = "the output of an nccl-tests binary such as all_reduce_perf"
+        if self.empty:
+            raise InputError(self.source, "an empty file", allowed)
+        if not drafts:
+            where = f"line {self.orphan_row} looks like a data row, but " if self.orphan_row else ""
+            header = "'# size count type redop root time algbw busbw #wrong ...'"
+            raise InputError(self.source, f"not nccl-tests output: {where}no line is a column header {header}", allowed)
+        if not any(d.rows for d in drafts):
+            line = drafts[0].layout.line if drafts[0].layout else 1
+            raise InputError(self._field(line), "a column header with no data row after it", allowed)
+        return [self._run(d, collective, ranks) for d in drafts]
+
+    def _run(self, d: _Draft, collective: str | None, ranks: int | None) -> NcclTestsRun:
+        warnings = list(d.warnings)
+        name = d.collective
+        if name is None and len(d.binaries) == 1:
+            name = next(iter(d.binaries))
+        elif name is None and len(d.binaries) > 1:
+            warnings.append(f"several binaries named before the table ({', '.join(sorted(d.binaries))})")
+        if collective is not None and name is not None and name != collective:
+            problem = f"the file's test is {name}, but collective={collective!r} was given"
+            raise InputError(self._field(d.collective_line or d.line), problem, f"collective={name!r}, or none")
+        count = self._ranks(d, ranks, warnings)
+        if d.phase < 3 and d.rows:
+            warnings.append(f"the table ends after {len(d.rows)} rows without its footer (cut short, or an excerpt)")
+        if not d.rows:
+            warnings.append("a column header with no data row (the test stopped before its first size)")
+        assert d.layout is not None
+        gpus = tuple(dict.fromkeys(g for _, g in sorted(d.ranks.items()) if g))
+        return NcclTestsRun(
+            source=self.source, line=d.line, collective=name or collective, nccl_tests_version=d.tests_version,
+            nccl_version=d.nccl_version, ranks=count, gpus=gpus, threads=d.threads, gpus_per_thread=d.gpus_per_thread,
+            cpu_time=d.layout.cpu_time, rows=tuple(d.rows), avg_busbw_GBps=d.avg_busbw, warnings=tuple(warnings),
+        )  # fmt: skip
+
+    def _ranks(self, d: _Draft, ranks: int | None, warnings: list[str]) -> int | None:
+        """Ranks from the rank lines (the highest rank + 1: nccl-tests lists every rank), else the caller's."""
+        if not d.ranks:
+            return ranks
+        count = max(d.ranks) + 1
+        if len(d.ranks) != count:
+            warnings.append(f"rank lines for {len(d.ranks)} of ranks 0..{count - 1}: ranks taken as {count}")
+        if ranks is not None and ranks != count:
+            problem = f"the rank lines give {count} ranks, but ranks={ranks} was given"
+            raise InputError(self._field(d.line), problem, f"ranks={count}, or none")
+        return count

@@ -1,0 +1,316 @@
+"""The closed-form NCCL model (dse/costs/nccl_model.py): its formulas, its invariants, bad input, and
+sanity checks against public nccl-tests measurements.
+
+The sanity checks use the DEFAULT parameters (NCCL 2.30.7's own tuner constants), not calibrated
+ones: they show the model starts in the right place (plateaus within 10 %, latency floors within a
+factor of 2, NCCL's algorithm switch points). The calibrated validation on held-out sizes and scales
+comes with `dse calibrate` (next session). Measured numbers are copied here with their source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from dse.core.errors import InputError
+from dse.costs.nccl_model import (
+    COLLECTIVES,
+    NcclParams,
+    NcclSystem,
+    bus_factor,
+    default_params,
+    predict,
+)
+
+GiB = 2**30
+MiB = 2**20
+# 8 x H100 SXM, NVSwitch, NVLink4: 18 links x 25 GB/s per direction (nccl_model.md §3).
+H100 = NcclSystem("hopper", 8, nvlink_GBps=450.0, nvlink_links=18)
+# 2 x AWS p5: 32 x 100 Gb/s EFA per node (aws_p5_2node_allreduce.txt header).
+P5_X2 = NcclSystem("hopper", 8, 2, nvlink_GBps=450.0, nvlink_links=18, nics_per_node=32, nic_GBps=12.5)
+# 3 x DGX-A100-class, 4 x HDR 200 Gb/s per node (ncclt119_3xdgxa100_hdr.txt header).
+A100_X3 = NcclSystem("ampere", 8, 3, nvlink_GBps=300.0, nvlink_links=12, nics_per_node=4, nic_GBps=25.0)
+A100 = NcclSystem("ampere", 8, nvlink_GBps=300.0, nvlink_links=12)
+V100_MESH = NcclSystem("volta", 8, fabric="nvlink_mesh", nvlink_GBps=150.0, nvlink_links=6)
+PCIE = NcclSystem("ampere", 4, fabric="pcie", pcie_GBps=32.0)
+H100_X4_AMD = NcclSystem("hopper", 8, 4, nvlink_GBps=450.0, nvlink_links=18, nics_per_node=8, nic_GBps=50.0, cpu="amd")
+ONE_GPU_PER_NODE = NcclSystem("ampere", 1, 4, nics_per_node=1, nic_GBps=25.0)
+SYSTEMS = (H100, P5_X2, A100_X3, A100, V100_MESH, PCIE, H100_X4_AMD, ONE_GPU_PER_NODE)
+SIZES = (0, 1, 8, 100, 4096, 65536, 10**6, MiB, 3 * MiB + 5, 64 * MiB, 10**9, 4 * GiB, 16 * GiB)
+# A calibrated-looking parameter set with a size-dependent efficiency on both tiers.
+CURVED = {"s_half_intra_bytes": 8.0 * MiB, "k_intra": 0.6, "s_half_inter_bytes": 64.0 * MiB, "k_inter": 1.0}
+
+
+def _curved(system: NcclSystem) -> NcclParams:
+    return dataclasses.replace(default_params(system), **CURVED)
+
+
+# --- closed forms ------------------------------------------------------------------------------------
+
+
+def test_ring_simple_all_reduce_is_latency_plus_bus_bytes_over_bandwidth() -> None:
+    """Forced ring Simple, one node: t = base + 2(n-1) hops + 2(n-1)/n S / (B e), e = 20.6/25."""
+    n, s = 8, 3 * GiB
+    lat = 8400.0 + 2 * (n - 1) * 3400.0
+    bw = 450.0 * 20.6 / 25.0
+    p = predict(H100, "all_reduce", s, algo="ring", proto="Simple")
+    assert p.time_ns == pytest.approx(lat + 2 * (n - 1) / n * s / bw, rel=1e-12)
+    assert (p.algo, p.proto) == ("ring", "Simple")
+
+
+def test_ring_all_gather_and_broadcast_closed_forms() -> None:
+    s = 256 * MiB
+    bw = 450.0 * 20.6 / 25.0
+    ag = predict(H100, "all_gather", s, algo="ring", proto="Simple")
+    assert ag.time_ns == pytest.approx(8400.0 + 7 * 3400.0 + 7 / 8 * s / bw, rel=1e-12)
+    # broadcast: a chain of n-1 hops (nodes-1 across the network), bus factor 1.
+    bc = predict(A100_X3, "broadcast", s, algo="ring", proto="Simple")
+    intra, inter = max(3400.0, 3 * 1000.0), 14000.0
+    assert bc.time_ns == pytest.approx(8400.0 + 21 * intra + 2 * inter + s / (4 * 25.0 * 0.96), rel=1e-12)
+
+
+def test_protocol_shares_and_the_ll_cap() -> None:
+    """Ring LL128 gets 0.92 of the link, ring LL half of it capped at NCCL's llMaxBw (141 GB/s on one
+    Hopper node); tree is 0.92 of the link, x 7/9 for LL128 on one node, x (n-1)/n as nccl-tests busbw
+    (4 GiB: past the tree size table, factor 1)."""
+    s, link = 4 * GiB, 450.0 * 20.6 / 25.0
+    t = {(c.algo, c.proto): c.time_ns - c.latency_ns for c in predict(H100, "all_reduce", s).candidates}
+    bus = 2 * 7 / 8 * s
+    assert t["ring", "LL128"] == pytest.approx(bus / (0.92 * link), rel=1e-12)
+    assert t["ring", "LL"] == pytest.approx(bus / 141.0, rel=1e-12)
+    assert t["tree", "Simple"] == pytest.approx(bus / (0.92 * link * 7 / 8), rel=1e-12)
+    assert t["tree", "LL128"] == pytest.approx(bus / (0.92 * link * 7 / 9 * 7 / 8), rel=1e-12)
+    # The tree size table: 64 KiB is point 10 (Simple 0.6); 96 KiB lies log2(1.5) of the way to point 11 (0.5).
+    for size, f in ((64 * 1024, 0.6), (96 * 1024, 0.6 - 0.1 * math.log2(1.5))):
+        c = {(c.algo, c.proto): c for c in predict(A100, "all_reduce", size).candidates}["tree", "Simple"]
+        expect = 2 * 7 / 8 * size / (0.92 * 240.0 * 7 / 8 * f)
+        assert c.time_ns - c.latency_ns == pytest.approx(expect, rel=1e-6)
+
+
+def test_multi_node_ring_takes_the_slower_tier_and_the_plateau_latency() -> None:
+    """3 nodes of 4 HDR NICs: ring busbw limited by 4 x 25 x 0.96 = 96 GB/s, not NVLink's 240;
+    latency (46 steps: 4 across nodes) x 1.4 for Simple all-reduce across nodes."""
+    n, s = 24, 8 * GiB
+    p = predict(A100_X3, "all_reduce", s, algo="ring", proto="Simple")
+    lat = (8400.0 + (46 - 4) * 3400.0 + 4 * 14000.0) * 1.4
+    assert p.time_ns == pytest.approx(lat + 2 * (n - 1) / n * s / 96.0, rel=1e-12)
+
+
+def test_hop_counts_per_algorithm() -> None:
+    """Latency terms: tree 2((ppn-1) intra + log2(nodes) inter); NVLS one NVLink hop; NVLSTree one
+    NVLink hop + 2 log2(nodes) network hops; ring LL 2(n-1) hops, 2(nodes-1) of them network ones
+    (each intra hop at least NCCL's network overhead, 2 us on AMD)."""
+    lat = {(c.algo, c.proto): c.latency_ns for c in predict(H100_X4_AMD, "all_reduce", 8).candidates}
+    assert lat["tree", "LL"] == pytest.approx(6800.0 + 2 * (7 * 600.0 + 2 * 5000.0))
+    assert lat["tree", "Simple"] == pytest.approx(8400.0 + 2 * (7 * 4000.0 + 2 * 14000.0))
+    assert lat["nvls_tree", "Simple"] == pytest.approx(25000.0 + 2 * 2 * 20900.0)
+    assert lat["ring", "LL"] == pytest.approx(6600.0 + (62 - 6) * 2000.0 + 6 * 2700.0)
+    one = {(c.algo, c.proto): c.latency_ns for c in predict(H100, "all_reduce", 8).candidates}
+    assert one["nvls", "Simple"] == 25000.0
+    assert one["ring", "LL128"] == pytest.approx(14000.0 + 14 * 1900.0)
+
+
+def test_nvls_bandwidth_follows_the_head_count() -> None:
+    """NVLS all-reduce busbw = 2(h-1)/(h+1) x B x e_link x 0.85 with h heads = GPUs per node."""
+    for g in (4, 6, 8):
+        system = dataclasses.replace(H100, gpus_per_node=g)
+        p = predict(system, "all_reduce", 16 * GiB, algo="nvls")
+        expect = 2 * (g - 1) / (g + 1) * 450.0 * 20.6 / 25.0 * 0.85
+        lat = 25000.0
+        assert p.time_ns == pytest.approx(lat + 2 * (g - 1) / g * 16 * GiB / expect, rel=1e-12)
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_busbw_is_algbw_times_the_nccl_tests_factor(collective: str) -> None:
+    factor = {"all_reduce": 2 * 15 / 16, "broadcast": 1.0, "reduce": 1.0}.get(collective, 15 / 16)
+    assert bus_factor(collective, 16) == pytest.approx(factor)
+    p = predict(P5_X2, collective, 96 * MiB)
+    assert p.algbw_GBps == pytest.approx(96 * MiB / p.time_ns)
+    assert p.busbw_GBps == pytest.approx(p.algbw_GBps * factor)
+
+
+def test_alltoall_does_not_aggregate_nics() -> None:
+    """p2p all-to-all across 2 nodes: the network part is (n-ppn)/n S through one 12.5 GB/s NIC per
+    GPU (p5 has 4 per GPU), not the node's 400 GB/s."""
+    s = 4 * GiB
+    p = predict(P5_X2, "alltoall", s)
+    assert (p.algo, p.proto) == ("p2p", "Simple")
+    net = 8 / 16 * s / (12.5 * 0.96)
+    assert p.time_ns == pytest.approx(8400.0 + 3400.0 + 14000.0 + net, rel=1e-12)
+
+
+def test_size_zero_costs_the_latency_and_ties_go_to_nccls_order() -> None:
+    """With tree and ring given equal latencies, a zero-byte all-reduce ties: NCCL keeps the first
+    in its order (tree before ring)."""
+    q = dataclasses.replace(
+        default_params(A100), tree_base_ns=(6600.0, 14000.0, 8400.0), tree_intra_hop_ns=(600.0, 1900.0, 3400.0)
+    )
+    p = predict(A100, "all_reduce", 0, params=q, proto="Simple")
+    assert (p.algo, p.time_ns) == ("tree", 8400.0 + 14 * 3400.0)
+    assert p.algbw_GBps == 0.0
+
+
+def test_efficiency_curve_with_k_one_is_a_constant_extra_latency() -> None:
+    """e(S) = e_max S/(S + S_half) adds exactly S_half/(B e_max) x factor to every size."""
+    q = dataclasses.replace(default_params(H100), s_half_intra_bytes=4.0 * MiB)
+    for s in (MiB, 64 * MiB, GiB):
+        base = predict(H100, "all_gather", s, algo="ring", proto="Simple").time_ns
+        curved = predict(H100, "all_gather", s, params=q, algo="ring", proto="Simple").time_ns
+        assert curved - base == pytest.approx(7 / 8 * 4 * MiB / (450.0 * 20.6 / 25.0), rel=1e-9)
+
+
+# --- invariants --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+@pytest.mark.parametrize("curved", (False, True))
+def test_time_grows_with_size_and_forcing_never_beats_the_choice(system: NcclSystem, curved: bool) -> None:
+    params = _curved(system) if curved else None
+    for collective in COLLECTIVES:
+        previous: dict[tuple[str, str], float] = {}
+        last = -1.0
+        for s in SIZES:
+            p = predict(system, collective, s, params=params)
+            assert p.time_ns >= last
+            last = p.time_ns
+            for c in p.candidates:
+                assert p.time_ns <= c.time_ns
+                forced = predict(system, collective, s, params=params, algo=c.algo, proto=c.proto)
+                assert forced.time_ns == c.time_ns
+                assert c.time_ns >= previous.get((c.algo, c.proto), -1.0)
+                previous[(c.algo, c.proto)] = c.time_ns
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_more_bandwidth_is_never_slower(collective: str) -> None:
+    for system in (P5_X2, A100_X3, H100_X4_AMD):
+        q = default_params(system)
+        for field in ("nvlink_GBps", "nic_GBps", "nics_per_node"):
+            value = getattr(system, field)
+            faster = dataclasses.replace(system, **{field: value * 2})
+            for s in SIZES:
+                slow = predict(system, collective, s, params=q).time_ns
+                assert predict(faster, collective, s, params=q).time_ns <= slow
+                assert predict(faster, collective, s).time_ns <= predict(system, collective, s).time_ns
+
+
+@pytest.mark.parametrize(
+    "system",
+    (
+        A100,  # NVSwitch but Ampere
+        dataclasses.replace(H100, fabric="nvlink_mesh"),  # Hopper without NVSwitch
+        NcclSystem("hopper", 4, fabric="pcie", pcie_GBps=64.0),
+        dataclasses.replace(H100, nvls_enabled=False),  # NCCL_NVLS_ENABLE=0
+    ),
+)
+def test_nvls_is_refused_without_nvswitch_and_hopper(system: NcclSystem) -> None:
+    with pytest.raises(
+        InputError, match=r"^algo: 'nvls' cannot run all_reduce on this system \(allowed: tree, ring\)$"
+    ):
+        predict(system, "all_reduce", MiB, algo="nvls")
+    assert all(c.algo in ("tree", "ring") for c in predict(system, "all_reduce", GiB).candidates)
+
+
+def test_other_refusals_name_what_can_run() -> None:
+    with pytest.raises(InputError, match=r"'nvls_tree' cannot run all_reduce.*allowed: tree, ring, nvls\)"):
+        predict(H100, "all_reduce", MiB, algo="nvls_tree")  # one node
+    with pytest.raises(InputError, match=r"'tree' cannot run all_gather.*allowed: ring, nvls\)"):
+        predict(H100, "all_gather", MiB, algo="tree")
+    with pytest.raises(InputError, match=r"'ring' cannot run alltoall.*allowed: p2p\)"):
+        predict(H100, "alltoall", MiB, algo="ring")
+    with pytest.raises(
+        InputError, match=r"proto: 'LL128' cannot run all_reduce on this system \(allowed: LL, Simple\)"
+    ):
+        predict(PCIE, "all_reduce", MiB, proto="LL128")  # NCCL turns LL128 off on PCIe
+    with pytest.raises(InputError, match=r"proto: 'LL' cannot run all_reduce with nvls.*allowed: Simple\)"):
+        predict(H100, "all_reduce", MiB, algo="nvls", proto="LL")
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    (
+        (lambda: NcclSystem("pascal", 8, nvlink_GBps=1.0, nvlink_links=1), "generation"),
+        (lambda: NcclSystem("hopper", 1), "gpus_per_node"),
+        (lambda: NcclSystem("hopper", 8, 2, nvlink_GBps=450.0, nvlink_links=18), "nics_per_node"),
+        (lambda: NcclSystem("hopper", 8, nvlink_GBps=0.0, nvlink_links=18), "nvlink_GBps"),
+        (lambda: NcclSystem("hopper", 8, fabric="infinityfabric"), "fabric"),
+        (lambda: NcclSystem("hopper", 8, nvlink_GBps=math.nan, nvlink_links=18), "nvlink_GBps"),
+        (lambda: dataclasses.replace(default_params(H100), k_intra=2.0), "k_intra"),
+        (lambda: dataclasses.replace(default_params(H100), e_ring_intra=1.5), "e_ring_intra"),
+        (lambda: dataclasses.replace(default_params(H100), ring_inter_hop_ns=(1.0, 2.0)), "ring_inter_hop_ns"),
+        (lambda: predict(H100, "allreduce", 8), "collective"),
+        (lambda: predict(H100, "all_reduce", -1), "size_bytes"),
+        (lambda: predict(H100, "all_reduce", 8.0), "size_bytes"),  # type: ignore[arg-type]
+        (lambda: predict(H100, "all_reduce", True), "size_bytes"),
+        (lambda: predict(H100, "all_reduce", 8, params={}), "params"),  # type: ignore[arg-type]
+    ),
+)
+def test_bad_input_is_one_line_naming_the_field(make: object, field: str) -> None:
+    with pytest.raises(InputError) as err:
+        make()  # type: ignore[operator]
+    assert err.value.field == field
+    assert "\n" not in str(err.value)
+
+
+def test_zero_efficiency_disables_an_algorithm_like_nccls_zero_bandwidth() -> None:
+    q = dataclasses.replace(default_params(H100), e_nvls_intra=0.0)
+    p = predict(H100, "all_reduce", 16 * GiB, params=q)
+    assert p.algo == "ring" and all(c.algo != "nvls" for c in p.candidates)
+
+
+# --- sanity checks against public measurements (default parameters; not the calibrated validation) ---
+
+
+def test_h100_one_node_all_reduce_plateaus() -> None:
+    """Sanity check, default parameters: NVLS busbw at 4-16 GB within 10 % of the measured ~480,
+    forced ring within 10 % of ~365-370."""
+    # source: aws_p5_1node_allreduce_batch.txt (aws-samples/awsome-distributed-training @7217859,
+    # micro-benchmarks/nccl-tests/aws-batch/README.md), out-of-place busbw at 4, 8, 16 GiB
+    measured = {4 * GiB: 475.97, 8 * GiB: 480.43, 16 * GiB: 483.05}
+    for s, busbw in measured.items():
+        p = predict(H100, "all_reduce", s)
+        assert p.algo == "nvls"
+        assert p.busbw_GBps == pytest.approx(busbw, rel=0.10)
+    # source: NVIDIA/nccl issue 1455 ("busbw is about 365-370 GBps" with NCCL_ALGO=RING, 2-4 GB);
+    # stas00/ml-engineering network/README.md: 367.2 at 16 GiB with NCCL_NVLS_ENABLE=0 (H200)
+    for s in (4 * GiB, 16 * GiB):
+        assert predict(H100, "all_reduce", s, algo="ring").busbw_GBps == pytest.approx(367.5, rel=0.10)
+
+
+def test_h100_algorithm_switch_point() -> None:
+    """Sanity check: NCCL picks ring LL up to 1 MB and NVLS Simple from 2 MB on one 8 x H100 node."""
+    # source: NVIDIA/nccl-tests issue 309 (NCCL_DEBUG on 1 node: "8B~1MB: uses Algo RING proto LL",
+    # "2MB~16GB uses Algo NVLS proto SIMPLE"); stas00/ml-engineering says the same for 8 x H200.
+    for s in (8, 4096, 256 * 1024, MiB):
+        assert (predict(H100, "all_reduce", s).algo, predict(H100, "all_reduce", s).proto) == ("ring", "LL")
+    for s in (2 * MiB, 64 * MiB, 16 * GiB):
+        assert (predict(H100, "all_reduce", s).algo, predict(H100, "all_reduce", s).proto) == ("nvls", "Simple")
+
+
+def test_nvls_ramp_with_gpu_count_and_other_nodes() -> None:
+    """Sanity check: NVLS busbw by GPU count (H100), H800, A100 and 2- and 3-node plateaus, each
+    within 10 % of the public figure."""
+    # source: NVIDIA/nccl issue 1455 (NCCL_ALGO=NVLS, 2-4 GB): 5 -> 420, 6 -> 440, 7 -> 460, 8 -> 480
+    for g, busbw in ((5, 420.0), (6, 440.0), (7, 460.0), (8, 480.0)):
+        system = dataclasses.replace(H100, gpus_per_node=g)
+        assert predict(system, "all_reduce", 4 * GiB).busbw_GBps == pytest.approx(busbw, rel=0.10)
+    # source: NVIDIA/nccl issue 1374: H800 x 8 NVLS all-reduce busbw 215 GB/s (8 NVLink4 links)
+    h800 = NcclSystem("hopper", 8, nvlink_GBps=200.0, nvlink_links=8)
+    assert predict(h800, "all_reduce", 8 * GiB).busbw_GBps == pytest.approx(215.0, rel=0.10)
+    # source: stas00/ml-engineering network/README.md, 8 x A100: busbw 234.89 at 16 GiB
+    assert predict(A100, "all_reduce", 16 * GiB).busbw_GBps == pytest.approx(234.89, rel=0.10)
+    # source: aws_p5_2node_allreduce.txt (aws-samples/awsome-distributed-training @7217859): 464.57 at 16 GiB
+    assert predict(P5_X2, "all_reduce", 16 * GiB).busbw_GBps == pytest.approx(464.57, rel=0.10)
+    # source: NVIDIA/nccl-tests issue 119 (3 x DGX-A100, 4 HDR per node): "peak performance reaches about 96GB/s"
+    assert predict(A100_X3, "all_reduce", 128 * MiB).busbw_GBps == pytest.approx(96.0, rel=0.10)
+
+
+def test_small_size_floor_within_a_factor_of_two() -> None:
+    """Sanity check: the latency floor of the default parameters within x2 of the measured one."""
+    # source: aws_p5_1node_allreduce_batch.txt: 8 B all-reduce, 12.90 us out-of-place (8 x H100)
+    assert 0.5 < predict(H100, "all_reduce", 8).time_ns / 12900.0 < 2.0
+    # source: redhat_dell_h200_2node_roce.txt (2 x 8 H200, 8 x 400G RoCE, NCCL 2.30.4): 1 KB, 45.06 us
+    h200_x2 = NcclSystem("hopper", 8, 2, nvlink_GBps=450.0, nvlink_links=18, nics_per_node=8, nic_GBps=50.0)
+    assert 0.5 < predict(h200_x2, "all_reduce", 1024).time_ns / 45060.0 < 2.0

@@ -26,7 +26,7 @@ from dse.costs.nccl_model import (
 
 GiB = 2**30
 MiB = 2**20
-# 8 x H100 SXM, NVSwitch, NVLink4: 18 links x 25 GB/s per direction (nccl_model.md §3).
+# 8 x H100 SXM, NVSwitch, NVLink4: 18 links x 25 GB/s per direction (NVIDIA's H100 datasheet).
 H100 = NcclSystem("hopper", 8, nvlink_GBps=450.0, nvlink_links=18)
 # 2 x AWS p5: 32 x 100 Gb/s EFA per node (aws_p5_2node_allreduce.txt header).
 P5_X2 = NcclSystem("hopper", 8, 2, nvlink_GBps=450.0, nvlink_links=18, nics_per_node=32, nic_GBps=12.5)

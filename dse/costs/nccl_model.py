@@ -14,7 +14,7 @@ latency: a base plus hop counts times per-hop latencies. NCCL's choice is the sm
 going to the first in NCCL's order (tree, ring, nvls, nvls_tree; LL, LL128, Simple).
 
 Every default comes from NCCL 2.30.7's tuner (src/graph/tuning.cc, topo.h, search.cc; numbers only,
-restated in /work/brief/nccl_model.md §1) unless its comment says otherwise; `NcclParams` holds the
+restated in docs/model.md §15) unless its comment says otherwise; `NcclParams` holds the
 ones a calibration fits; with S_half = 0 (the default) the model is NCCL's own tuner. Where we
 depart from it, a comment says so (tiers combined by a minimum at every node count, broadcast and
 reduce one hop per chain link, the tree size table interpolated, all-to-all).
@@ -45,7 +45,7 @@ NVLINK_EFFECTIVE_GBps = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwe
 #: NCCL models PCIe Gen3 x16 as 12 GB/s (topo.h PCI_BW) of a 15.75 GB/s line rate.
 PCIE_EFFICIENCY = 12.0 / 15.75
 #: NCCL's inter-node speed lists stop just below the NIC rate (48 of NDR's 50, 24 of HDR's 25;
-#: search.cc); measured IB rings reach 0.92-0.96 of the NIC (nccl_model.md §3).
+#: search.cc); measured IB rings reach 0.92-0.96 of the NIC (NCCL's maintainers in nccl-tests issues 267, 290).
 NET_EFFICIENCY = 0.96
 #: NCCL's 0.92 on every tree bandwidth (tuning.cc) and ring LL128 (from 2.23).
 TREE_FACTOR = 0.92
@@ -341,7 +341,7 @@ def _plans(system: NcclSystem, params: NcclParams, collective: str) -> tuple[_Pl
 
 
 def _algorithms(system: NcclSystem, collective: str) -> tuple[str, ...]:
-    """Algorithms NCCL offers for `collective` on `system` (nccl_model.md §1.1, §1.7): tree for
+    """Algorithms NCCL offers for `collective` on `system` (NCCL's tuning.cc): tree for
     all-reduce; ring everywhere; NVLS for one node's all-reduce / all-gather / reduce-scatter (multi-node
     NVLS needs CollNet, not modelled); NVLSTree for all-reduce across nodes."""
     out = []
@@ -423,7 +423,7 @@ def _plan(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int)
 
 
 def _latency_ns(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int) -> float:
-    """The latency term of `algo` with protocol `p` (nccl_model.md §1.5, in ns)."""
+    """The latency term of `algo` with protocol `p` (NCCL's tuning.cc latency rules, in ns)."""
     ppn, nodes, n = system.gpus_per_node, system.nodes, system.ranks
     depth = nodes.bit_length() - 1  # floor(log2 nodes), as NCCL's tree depth
     if algo == "tree":

@@ -321,7 +321,8 @@ def load_workload(spec: str | Path | Workload | Mapping[str, Any] | Any) -> Work
         raise InputError(
             "workload",
             f"no such file {str(spec)!r}",
-            f"a workload file, a bundled workload ({', '.join(bundled)}) or a generator ({', '.join(GENERATORS)})",
+            f"a workload file, a bundled workload ({', '.join(bundled)}, and LIBRA's {', '.join(libra_workloads())}; "
+            f"dse workload list shows them) or a generator ({', '.join(GENERATORS)})",
         )
     text = read_text(path, "workload")
     if path.suffix.lower() == ".toml" or looks_like_toml(text):

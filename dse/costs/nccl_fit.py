@@ -1,0 +1,438 @@
+"""Calibrating the `nccl` model (`dse.costs.nccl_model`) on nccl-tests measurements, and its errors.
+
+`fit` adjusts a few parameters of `NcclParams` so that `predict` matches the out-of-place times of
+nccl-tests runs (`dse.costs.nccl_tests`) on one system, by least squares on log(time): each row
+weighs the same whatever its size. The parameters, per tier (0 = the node's GPU fabric, "intra";
+1 = the network, "inter"), are:
+
+- a **hop-latency scale** per tier, multiplying every per-hop latency of that tier (ring and tree
+  hops of all three protocols, and NVLS's fabric hop or its network hops); the base latencies stay
+  NCCL's;
+- the **efficiencies** e_* of the algorithms NCCL runs at the training sizes (the ones the starting
+  parameters choose), per tier;
+- the **efficiency curve** (s_half, k) per tier: e(S) = e_max·S^k/(S^k + s_half^k).
+
+A parameter is fitted only when the training rows can tell it: its tier exists (intra needs 2+ GPUs
+per node, inter 2+ nodes), its algorithm ran, and moving it moves some row's time (a Jacobian column
+that is not zero); every other one keeps its starting value. The solver is a small bounded
+Levenberg-Marquardt in numpy (forward-difference Jacobian, steps clipped to the bounds), started from
+the given parameters with s_half at 256 KiB and again at 16 MiB (k at 0.8), best of the two: deterministic, no
+randomness. A fit that ends worse than the starting parameters on its own rows returns them instead.
+
+Rows are skipped, and counted, when #wrong > 0, when a warning names their line, when their run
+warns of a failure (timeout, NCCL/CUDA failure, a FAILED footer), when their time is missing, or
+when their size is 0.
+
+Error measures: `errors` gives each row's relative time error (predicted - measured) / measured;
+`geomean_error` summarises them as exp(mean(log(1 + |err|))) - 1: the geometric mean of 1 + |err|,
+less one. A +20 % and a -20 % row count the same, and one large outlier weighs less than in an
+arithmetic mean of |err|; 0 only when every row is exact.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from dse.core.errors import InputError
+from dse.core.files import read_toml
+from dse.costs.nccl_model import COLLECTIVES, NcclParams, NcclSystem, default_params, predict
+from dse.costs.nccl_tests import NcclTestsRun, implied_ranks, read_nccl_tests
+
+#: Bounds of the fitted quantities: hop-latency scales, efficiencies, s_half (bytes), k.
+SCALE_BOUNDS = (0.05, 20.0)
+E_BOUNDS = (0.02, 1.0)
+S_HALF_BOUNDS_BYTES = (1.0, 1e11)
+K_BOUNDS = (0.1, 1.0)
+#: Starting values of s_half tried when the starting parameters have none (NCCL's tuner: 0).
+S_HALF_STARTS_BYTES = (256 * 1024.0, 16 * 1024.0 * 1024.0)
+#: Starting k of a tier without a curve: at k = 1 the curve is a constant latency, which the
+#: identifiability test could not tell from the hop latencies.
+K_START = 0.8
+MAX_ITERATIONS = 100
+#: Smallest change of log-times (2-norm over the rows) a unit change of a coordinate must make,
+#: beyond what the coordinates before it make, for it to be fitted (`_identifiable`).
+MIN_SENSITIVITY = 1e-2
+_FAILURE = re.compile(r"Test (?:timeout|NCCL failure|CUDA failure|failure)|error:|FAILED")
+_LINE = re.compile(r"^line (\d+):")
+_HOPS = {
+    "intra": ("ring_intra_hop_ns", "tree_intra_hop_ns", "nvls_intra_ns"),
+    "inter": ("ring_inter_hop_ns", "tree_inter_hop_ns", "nvls_inter_ns", "nvls_tree_inter_ns"),
+}
+_E_OF_ALGO = {"ring": "e_ring", "tree": "e_tree", "nvls": "e_nvls", "nvls_tree": "e_nvls", "p2p": "e_ring"}
+
+
+class Sample(NamedTuple):
+    """One usable measurement: a collective of `size_bytes` took `time_ns` (out-of-place), read from
+    `source` at `line`."""
+
+    collective: str
+    size_bytes: int
+    time_ns: float
+    source: str
+    line: int
+
+
+class RowError(NamedTuple):
+    """A sample with the model's time for it, the relative error (predicted - measured) / measured,
+    and the algorithm and protocol the model chose."""
+
+    sample: Sample
+    predicted_ns: float
+    error: float
+    algo: str
+    proto: str
+
+
+@dataclass(frozen=True)
+class NcclFit:
+    """What `fit_details` did: the calibrated `params`, the names of the quantities it fitted
+    (``lat_intra``, ``e_ring_intra``, ``s_half_inter``, ...; empty if none), the samples used, the
+    rows skipped, and the sum of squared log-time residuals before (`cost_start`) and after."""
+
+    params: NcclParams
+    fitted: tuple[str, ...]
+    samples: tuple[Sample, ...]
+    skipped: int
+    cost_start: float
+    cost: float
+
+
+def samples(
+    system: NcclSystem, runs: Iterable[NcclTestsRun], *, collective: str | None = None
+) -> tuple[list[Sample], int]:
+    """The usable out-of-place measurements of `runs` on `system`, and how many rows were skipped
+    (module docstring). A run must name a collective the model predicts (and be `collective` if
+    given) and have `system`'s rank count (its rank lines, else the busbw/algbw ratio); otherwise
+    `InputError`."""
+    out: list[Sample] = []
+    skipped = 0
+    for run in runs:
+        if not isinstance(run, NcclTestsRun):
+            raise InputError("runs", f"{type(run).__name__} is not NcclTestsRun", "runs from read_nccl_tests")
+        name = _check_run(system, run, collective)
+        failed = any(_FAILURE.search(w) for w in run.warnings)
+        flagged = {int(m.group(1)) for w in run.warnings if (m := _LINE.match(w))}
+        for row in run.rows:
+            p = row.out_of_place
+            bad = failed or row.line in flagged or p is None or p.time_us is None or (p.wrong or 0) > 0
+            if bad or row.size_bytes <= 0 or p is None or p.time_us is None or p.time_us <= 0:
+                skipped += 1
+                continue
+            out.append(Sample(name, row.size_bytes, p.time_us * 1000.0, run.source, row.line))
+    return out, skipped
+
+
+def _check_run(system: NcclSystem, run: NcclTestsRun, collective: str | None) -> str:
+    """The run's collective, after checking it against `collective` and its ranks against `system`."""
+    where = f"{run.source}:{run.line}"
+    name = run.collective
+    if name is None or name not in COLLECTIVES:
+        raise InputError(where, f"collective {name!r} has no model", ", ".join(COLLECTIVES))
+    if collective is not None and name != collective:
+        raise InputError(where, f"a run of {name}, but collective={collective!r} was asked", f"runs of {collective}")
+    ranks = run.ranks if run.ranks is not None else implied_ranks(run)
+    if ranks is not None and ranks != system.ranks:
+        raise InputError(where, f"a run on {ranks} ranks for a system of {system.ranks}", f"{system.ranks} ranks")
+    return name
+
+
+def errors(system: NcclSystem, params: NcclParams | None, runs: Iterable[NcclTestsRun]) -> list[RowError]:
+    """Each usable row of `runs` (`samples`) with the model's time for it under `params` (None:
+    `default_params(system)`) and its relative error (predicted - measured) / measured."""
+    rows, _ = samples(system, runs)
+    return sample_errors(system, params, rows)
+
+
+def sample_errors(system: NcclSystem, params: NcclParams | None, rows: Sequence[Sample]) -> list[RowError]:
+    """`errors` for samples already read."""
+    out = []
+    for s in rows:
+        p = predict(system, s.collective, s.size_bytes, params=params)
+        out.append(RowError(s, p.time_ns, (p.time_ns - s.time_ns) / s.time_ns, p.algo, p.proto))
+    return out
+
+
+def geomean_error(errs: Iterable[float]) -> float:
+    """exp(mean(log(1 + |err|))) - 1 over relative errors `errs` (0.1 = 10 %): the geometric mean of
+    1 + |err|, less one. No errors: `InputError`."""
+    values = [abs(float(e)) for e in errs]
+    if not values or not all(math.isfinite(v) for v in values):
+        raise InputError("errors", "no errors, or one not finite", "one or more finite relative errors")
+    return math.expm1(sum(math.log1p(v) for v in values) / len(values))
+
+
+def fit(
+    system: NcclSystem, runs: Iterable[NcclTestsRun], *, params: NcclParams | None = None, collective: str | None = None
+) -> NcclParams:
+    """`params` (None: `default_params(system)`) calibrated on the out-of-place times of `runs` on
+    `system` (module docstring; `fit_details` says what was fitted). No usable row: `InputError`."""
+    return fit_details(system, runs, params=params, collective=collective).params
+
+
+def fit_details(
+    system: NcclSystem, runs: Iterable[NcclTestsRun], *, params: NcclParams | None = None, collective: str | None = None
+) -> NcclFit:
+    """`fit`, with what it fitted, the samples, the rows skipped and the costs before and after."""
+    if not isinstance(system, NcclSystem):
+        raise InputError("system", f"{type(system).__name__} is not NcclSystem", "an NcclSystem")
+    start = default_params(system) if params is None else params
+    rows, skipped = samples(system, list(runs), collective=collective)
+    if not rows:
+        raise InputError("runs", f"no usable row ({skipped} skipped)", "rows with a time, a size > 0 and #wrong 0")
+    y = np.log([s.time_ns for s in rows])
+    cost_start = _cost(system, start, rows, y)
+    best: tuple[float, NcclParams, tuple[str, ...]] = (cost_start, start, ())
+    for s_half in _s_half_starts(start):
+        names = _candidates(system, start, rows)
+        x0, lo, hi = _vector(start, names, s_half)
+        fun = _residuals(system, start, names, rows, y)
+        keep = _identifiable(fun, x0, lo, hi)
+        told = {n for n, k in zip(names, keep) if k}
+        names = tuple(n for n in names if n in told and (n[:2] != "k_" or f"s_half_{n[2:]}" in told))  # k needs s_half
+        if not names:
+            continue
+        x0, lo, hi = _vector(start, names, s_half)
+        fun = _residuals(system, start, names, rows, y)
+        x = _levenberg_marquardt(fun, x0, lo, hi)
+        fitted = _params(start, names, x)
+        cost = _cost(system, fitted, rows, y)
+        if cost < best[0]:
+            best = (cost, fitted, names)
+    return NcclFit(best[1], best[2], tuple(rows), skipped, cost_start, best[0])
+
+
+def transfer(source: NcclParams, target: NcclParams, tier: str) -> NcclParams:
+    """`target` with every `tier` ("intra" or "inter") quantity `fit` calibrates taken from `source`:
+    that tier's hop latencies, efficiencies and efficiency curve (so a fit on one node can predict
+    two: `transfer(fit_1node, default_params(system_2nodes), "intra")`)."""
+    if tier not in _HOPS:
+        raise InputError("tier", f"{tier!r} is not a tier", "intra, inter")
+    names = (*_HOPS[tier], *(f"e_{a}_{tier}" for a in ("ring", "tree", "nvls")), f"s_half_{tier}_bytes", f"k_{tier}")
+    return replace(target, **{n: getattr(source, n) for n in names})
+
+
+# --------------------------------------------------------------------------- bundled measurements
+#: The measured systems and nccl-tests files dse ships (dse/data/nccl/README.md).
+BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "nccl"
+_SYSTEM_FIELDS = {f.name for f in fields(NcclSystem)}
+_MEASUREMENT_KEYS = {"name", "file", "system", "collective", "run", "launch"}
+
+
+class Measurement(NamedTuple):
+    """One shipped nccl-tests test: its `name`, the `system` key it ran on, the file `path`, the
+    `collective`, which test of the file (`run`, from 0) and the `launch` mode ("g1", "g8")."""
+
+    name: str
+    system: str
+    path: Path
+    collective: str
+    run: int
+    launch: str
+
+    def runs(self) -> list[NcclTestsRun]:
+        """The one nccl-tests run this measurement names, read from its file."""
+        found = read_nccl_tests(self.path, collective=self.collective)
+        if not 0 <= self.run < len(found):
+            raise InputError(
+                f"{self.name}.run", f"test {self.run} of a file with {len(found)}", f"0 to {len(found) - 1}"
+            )
+        return [found[self.run]]
+
+
+def bundled(folder: str | Path | None = None) -> tuple[dict[str, NcclSystem], dict[str, Measurement]]:
+    """The systems (by key) and measurements (by name) of `folder`'s systems.toml (None: the ones
+    dse ships, `BUNDLED_DIR`). An unknown key, a bad system or a measurement of an unknown system is
+    an `InputError`."""
+    root = BUNDLED_DIR if folder is None else Path(folder)
+    data = read_toml(root / "systems.toml", "systems.toml")
+    systems = {key: _system(key, table) for key, table in _table(data, "systems").items()}
+    measurements: dict[str, Measurement] = {}
+    for i, entry in enumerate(data.get("measurements", [])):
+        where = f"measurements[{i}]"
+        if not isinstance(entry, dict) or set(entry) != _MEASUREMENT_KEYS:
+            raise InputError(
+                where,
+                f"keys {sorted(entry) if isinstance(entry, dict) else entry!r}",
+                ", ".join(sorted(_MEASUREMENT_KEYS)),
+            )
+        if entry["system"] not in systems:
+            raise InputError(f"{where}.system", f"{entry['system']!r} is not a system", ", ".join(systems))
+        run = entry["run"]
+        if isinstance(run, bool) or not isinstance(run, int) or run < 0:
+            raise InputError(f"{where}.run", f"{run!r} is not a test index", "a whole number from 0")
+        path = root / str(entry["file"])
+        measurements[str(entry["name"])] = Measurement(
+            str(entry["name"]), entry["system"], path, str(entry["collective"]), run, str(entry["launch"])
+        )
+    return systems, measurements
+
+
+def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    if not isinstance(value, dict) or not value:
+        raise InputError(key, "missing or not a table", f"[{key}.NAME] tables")
+    return value
+
+
+def _system(key: str, table: object) -> NcclSystem:
+    """An `NcclSystem` from its TOML table (its `label` and `sources` are documentation)."""
+    if not isinstance(table, dict):
+        raise InputError(f"systems.{key}", "not a table", "a [systems.NAME] table")
+    extra = set(table) - _SYSTEM_FIELDS - {"label", "sources"}
+    if extra:
+        raise InputError(f"systems.{key}", f"unknown keys {sorted(extra)}", ", ".join(sorted(_SYSTEM_FIELDS)))
+    if not table.get("sources"):
+        raise InputError(f"systems.{key}.sources", "no source", "a list of where the description comes from")
+    return NcclSystem(**{k: v for k, v in table.items() if k in _SYSTEM_FIELDS})
+
+
+# --------------------------------------------------------------------------- the fitted vector
+def _tiers(system: NcclSystem) -> tuple[str, ...]:
+    return tuple(t for t, on in (("intra", system.gpus_per_node > 1), ("inter", system.nodes > 1)) if on)
+
+
+def _candidates(system: NcclSystem, start: NcclParams, rows: Sequence[Sample]) -> tuple[str, ...]:
+    """Names that could be fitted, most telling first: the e_* of the algorithms the starting
+    parameters choose for the rows, then per tier its latency scale, s_half and k."""
+    algos = {predict(system, s.collective, s.size_bytes, params=start).algo for s in rows}
+    tiers = _tiers(system)
+    names = [f"{_E_OF_ALGO[a]}_{t}" for t in tiers for a in sorted(algos)]
+    names = list(dict.fromkeys(names))  # nvls and nvls_tree share e_nvls
+    for prefix in ("lat", "s_half", "k"):
+        names += [f"{prefix}_{t}" for t in tiers]
+    return tuple(names)
+
+
+def _s_half_starts(start: NcclParams) -> tuple[float, ...]:
+    if start.s_half_intra_bytes > 0 or start.s_half_inter_bytes > 0:
+        return (0.0,)  # 0: each tier starts from its own s_half
+    return S_HALF_STARTS_BYTES
+
+
+def _vector(start: NcclParams, names: Sequence[str], s_half: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Starting point and bounds in the solver's coordinates: log scale, e as is, log s_half, k."""
+    x, lo, hi = [], [], []
+    for name in names:
+        if name.startswith("lat_"):
+            v, b = 0.0, (math.log(SCALE_BOUNDS[0]), math.log(SCALE_BOUNDS[1]))
+        elif name.startswith("e_"):
+            v, b = getattr(start, name), E_BOUNDS
+        elif name.startswith("s_half_"):
+            own = getattr(start, name + "_bytes")
+            v, b = (
+                math.log(own if own > 0 else s_half),
+                (math.log(S_HALF_BOUNDS_BYTES[0]), math.log(S_HALF_BOUNDS_BYTES[1])),
+            )
+        else:  # k: from K_START when the tier has no curve yet (at k = 1, s_half is a latency)
+            own = getattr(start, f"s_half_{name[2:]}_bytes")
+            v, b = (getattr(start, name) if own > 0 else K_START), K_BOUNDS
+        x.append(min(max(v, b[0]), b[1]))
+        lo.append(b[0])
+        hi.append(b[1])
+    return np.array(x), np.array(lo), np.array(hi)
+
+
+def _params(start: NcclParams, names: Sequence[str], x: np.ndarray) -> NcclParams:
+    """`start` with the quantities `names` set from the solver's vector `x`."""
+    changes: dict[str, Any] = {}
+    for name, v in zip(names, x.tolist()):
+        if name.startswith("lat_"):
+            scale = math.exp(v)
+            for field in _HOPS[name[4:]]:
+                old = getattr(start, field)
+                changes[field] = tuple(t * scale for t in old) if isinstance(old, tuple) else old * scale
+        elif name.startswith("s_half_"):
+            changes[name + "_bytes"] = math.exp(v)
+        else:
+            changes[name] = v
+    return replace(start, **changes)
+
+
+# --------------------------------------------------------------------------- the solver
+Residuals = Callable[[np.ndarray], np.ndarray]
+
+
+def _residuals(
+    system: NcclSystem, start: NcclParams, names: Sequence[str], rows: Sequence[Sample], y: np.ndarray
+) -> Residuals:
+    """log(predicted) - log(measured) per row as a function of the solver's vector."""
+
+    def fun(x: np.ndarray) -> np.ndarray:
+        q = _params(start, names, x)
+        t = [predict(system, s.collective, s.size_bytes, params=q).time_ns for s in rows]
+        return np.log(np.array(t)) - y
+
+    return fun
+
+
+def _cost(system: NcclSystem, q: NcclParams, rows: Sequence[Sample], y: np.ndarray) -> float:
+    t = np.array([predict(system, s.collective, s.size_bytes, params=q).time_ns for s in rows])
+    r = np.log(t) - y
+    return float(r @ r)
+
+
+def _jacobian(fun: Residuals, x: np.ndarray, r: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Forward differences (backward at an upper bound)."""
+    jac = np.zeros((r.size, x.size))
+    for j in range(x.size):
+        h = 1e-6 * max(1.0, abs(float(x[j])))
+        if x[j] + h > hi[j]:
+            h = -h
+        xj = x.copy()
+        xj[j] += h
+        jac[:, j] = (fun(xj) - r) / h
+    return jac
+
+
+def _identifiable(fun: Residuals, x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[bool]:
+    """Which coordinates the rows can tell, in order: a coordinate is kept when its Jacobian column
+    at the start, less its projection on the columns kept before it, still has a norm above
+    `MIN_SENSITIVITY` (it moves some log-time in a way the earlier ones cannot). So at most as many
+    coordinates as rows are kept, and one that moves no row is never kept."""
+    jac = _jacobian(fun, x, fun(x), lo, hi)
+    kept: list[int] = []
+    for j in range(x.size):
+        col = jac[:, j]
+        if kept:
+            basis = jac[:, kept]
+            col = col - basis @ np.linalg.lstsq(basis, col, rcond=None)[0]
+        if float(np.linalg.norm(col)) > MIN_SENSITIVITY:
+            kept.append(j)
+    return [j in kept for j in range(x.size)]
+
+
+def _levenberg_marquardt(fun: Residuals, x0: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Minimise |fun(x)|² over lo <= x <= hi: damped Gauss-Newton steps, clipped to the bounds,
+    accepted only when they lower the cost; the damping grows on a rejected step, shrinks on an
+    accepted one. Stops after `MAX_ITERATIONS`, or when no step lowers the cost by 1e-12 relative."""
+    x = np.clip(x0, lo, hi)
+    r = fun(x)
+    cost = float(r @ r)
+    damping = 1e-3
+    for _ in range(MAX_ITERATIONS):
+        jac = _jacobian(fun, x, r, lo, hi)
+        a, g = jac.T @ jac, jac.T @ r
+        scale = np.diag(a) + 1e-9
+        accepted = False
+        while damping < 1e12 and not accepted:
+            step = np.linalg.solve(a + damping * np.diag(scale), -g)
+            xn = np.clip(x + step, lo, hi)
+            rn = fun(xn)
+            cn = float(rn @ rn)
+            if cn < cost:
+                accepted = True
+                done = cost - cn <= 1e-12 * max(cost, 1e-30)
+                x, r, cost = xn, rn, cn
+                damping = max(damping / 3.0, 1e-12)
+            else:
+                damping *= 4.0
+        if not accepted or done:
+            break
+    return x

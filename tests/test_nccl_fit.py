@@ -1,0 +1,249 @@
+"""dse.costs.nccl_fit: calibration round trips, error measures, bundled data, held-out validation."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from dse.core.errors import InputError
+from dse.costs import nccl_fit as F
+from dse.costs.nccl_model import NcclParams, NcclSystem, default_params, predict
+from dse.costs.nccl_tests import NcclTestsPass, NcclTestsRow, NcclTestsRun, implied_ranks
+
+ROOT = Path(__file__).resolve().parents[1]
+A100 = NcclSystem("ampere", 8, fabric="nvswitch", nvlink_GBps=300.0, nvlink_links=12, nvls_enabled=False)
+A100_2N = dataclasses.replace(A100, nodes=2, nics_per_node=8, nic_GBps=25.0)
+SIZES = [8 * 2**i for i in range(0, 32, 1)]  # 8 B .. 16 GiB
+
+
+def _run(
+    system: NcclSystem,
+    times_ns: list[float],
+    sizes: list[int],
+    *,
+    collective: str = "all_reduce",
+    wrong: int = 0,
+    warnings: tuple[str, ...] = (),
+) -> NcclTestsRun:
+    """A run as read_nccl_tests would give it, with these out-of-place times."""
+    rows = []
+    for i, (s, t) in enumerate(zip(sizes, times_ns)):
+        p = NcclTestsPass(t / 1000.0, s / t, s / t, wrong)
+        rows.append(NcclTestsRow(s, s // 4, "float", "sum", -1, p, p, line=10 + i))
+    return NcclTestsRun(
+        "<synthetic>", 1, collective, None, None, system.ranks, (), 1, 1, False, tuple(rows), None, warnings
+    )
+
+
+def _truth(system: NcclSystem) -> NcclParams:
+    d = default_params(system)
+    return dataclasses.replace(
+        d,
+        ring_intra_hop_ns=tuple(2.0 * v for v in d.ring_intra_hop_ns),  # type: ignore[arg-type]
+        tree_intra_hop_ns=tuple(2.0 * v for v in d.tree_intra_hop_ns),  # type: ignore[arg-type]
+        nvls_intra_ns=2.0 * d.nvls_intra_ns,
+        e_ring_intra=0.7, e_tree_intra=0.92 * 0.7, s_half_intra_bytes=2e6, k_intra=0.8,
+    )  # fmt: skip
+
+
+def _synthetic(system: NcclSystem, params: NcclParams) -> NcclTestsRun:
+    return _run(system, [predict(system, "all_reduce", s, params=params).time_ns for s in SIZES], SIZES)
+
+
+# ----------------------------------------------------------------------------- round trips
+def test_fit_recovers_known_parameters_from_its_own_predictions() -> None:
+    truth = _truth(A100)
+    result = F.fit_details(A100, [_synthetic(A100, truth)])
+    q = result.params
+    assert {"e_ring_intra", "lat_intra", "s_half_intra", "k_intra"} <= set(result.fitted)
+    assert result.cost < 1e-8 < result.cost_start
+    assert q.e_ring_intra == pytest.approx(0.7, rel=1e-3)
+    assert q.s_half_intra_bytes == pytest.approx(2e6, rel=1e-2)
+    assert q.k_intra == pytest.approx(0.8, rel=1e-2)
+    assert q.ring_intra_hop_ns[0] == pytest.approx(2 * default_params(A100).ring_intra_hop_ns[0], rel=1e-3)
+    assert q.ring_base_ns == truth.ring_base_ns  # not a fitted quantity
+    for e in F.errors(A100, q, [_synthetic(A100, truth)]):
+        assert abs(e.error) < 1e-4
+
+
+def test_fit_recovers_the_network_tier_across_two_nodes() -> None:
+    """One 25 GB/s NIC per node: the network binds at every size. (The two tiers' hop latencies are
+    only weakly told apart by all-reduce rows, so the truth keeps NCCL's.)"""
+    system = dataclasses.replace(A100_2N, nics_per_node=1)
+    truth = dataclasses.replace(
+        default_params(system), e_tree_inter=0.6, e_ring_inter=0.6, s_half_inter_bytes=8e6, k_inter=0.9
+    )
+    result = F.fit_details(system, [_synthetic(system, truth)])
+    assert result.cost < 1e-8 < result.cost_start
+    assert {"e_tree_inter", "s_half_inter", "k_inter"} <= set(result.fitted)
+    assert result.params.e_tree_inter == pytest.approx(0.6, rel=1e-3)
+    assert result.params.s_half_inter_bytes == pytest.approx(8e6, rel=1e-2)
+    assert result.params.k_inter == pytest.approx(0.9, rel=1e-2)
+    assert result.params.e_ring_intra == default_params(system).e_ring_intra  # the fabric never binds
+
+
+def test_rows_at_defaults_fit_nothing_worse_and_a_single_row_fits_one_quantity() -> None:
+    exact = F.fit_details(A100, [_synthetic(A100, default_params(A100))])
+    assert exact.cost_start < 1e-20 and exact.params == default_params(A100)
+    big = 1 << 30
+    one = F.fit_details(A100, [_run(A100, [0.85 * predict(A100, "all_reduce", big).time_ns], [big])])
+    assert len(one.fitted) == 1 and one.cost < 1e-10  # one row tells one quantity, and only one
+
+
+@pytest.mark.parametrize("name", ["dgxc_h100", "nebius_h100", "a100_blog_g8", "p4de_2node", "v100_blog"])
+def test_fit_is_never_worse_than_the_defaults_on_its_training_rows(name: str) -> None:
+    systems, ms = F.bundled()
+    system, runs = systems[ms[name].system], ms[name].runs()
+    result = F.fit_details(system, runs)
+    assert result.cost <= result.cost_start
+    default = F.geomean_error(e.error for e in F.errors(system, None, runs))
+    tuned = F.geomean_error(e.error for e in F.errors(system, result.params, runs))
+    assert tuned <= default
+    assert F.fit_details(system, runs) == result  # deterministic
+
+
+def test_v100_calibrated_on_every_other_size_predicts_the_rest() -> None:
+    """Golden behaviour on public data (blog_v100_8gpu_hybridcube): NCCL's tuner is ~50 % off."""
+    systems, ms = F.bundled()
+    system, (run,) = systems["v100_1node"], ms["v100_blog"].runs()
+    params = F.fit(system, [dataclasses.replace(run, rows=run.rows[0::2])])
+    held = [dataclasses.replace(run, rows=run.rows[1::2])]
+    assert F.geomean_error(e.error for e in F.errors(system, None, held)) > 0.3
+    assert F.geomean_error(e.error for e in F.errors(system, params, held)) < 0.05
+
+
+def test_transfer_copies_one_tier_only() -> None:
+    source, target = _truth(A100_2N), default_params(A100_2N)
+    moved = F.transfer(source, target, "intra")
+    assert moved.e_ring_intra == 0.7 and moved.ring_intra_hop_ns == source.ring_intra_hop_ns
+    assert moved.ring_inter_hop_ns == target.ring_inter_hop_ns and moved.e_ring_inter == target.e_ring_inter
+    with pytest.raises(InputError, match="tier"):
+        F.transfer(source, target, "rack")
+
+
+# ----------------------------------------------------------------------------- errors and skipping
+def test_geomean_error_closed_forms() -> None:
+    assert F.geomean_error([0.1, -0.1]) == pytest.approx(0.1)
+    assert F.geomean_error([0.0, 0.21]) == pytest.approx(0.1)  # sqrt(1.21) - 1
+    assert F.geomean_error([0.0, 0.0]) == 0.0
+    with pytest.raises(InputError, match="errors"):
+        F.geomean_error([])
+    with pytest.raises(InputError):
+        F.geomean_error([math.nan])
+
+
+def test_errors_are_relative_time_errors() -> None:
+    t = predict(A100, "all_reduce", 1 << 20).time_ns
+    (e,) = F.errors(A100, None, [_run(A100, [t / 1.25], [1 << 20])])
+    assert e.error == pytest.approx(0.25) and e.predicted_ns == pytest.approx(t)
+
+
+def test_rows_with_wrong_elements_or_a_warning_are_skipped_and_counted() -> None:
+    good = _synthetic(A100, default_params(A100))
+    flagged = dataclasses.replace(good, warnings=("line 10: 3 wrong elements at 8 bytes (out-of-place)",))
+    rows, skipped = F.samples(A100, [flagged])
+    assert skipped == 1 and len(rows) == len(SIZES) - 1 and rows[0].size_bytes == 16
+    wrong = _run(A100, [1e4] * 3, [8, 16, 32], wrong=2)
+    assert F.samples(A100, [wrong]) == ([], 3)
+    failed = dataclasses.replace(good, warnings=("line 99: host: Test NCCL failure common.cu:100",))
+    assert F.samples(A100, [failed])[1] == len(SIZES)
+
+
+def test_bad_input_is_one_input_error() -> None:
+    wrong = _run(A100, [1e4] * 3, [8, 16, 32], wrong=2)
+    with pytest.raises(InputError, match="no usable row"):
+        F.fit(A100, [wrong])
+    with pytest.raises(InputError, match="no usable row"):
+        F.fit(A100, [])
+    good = _synthetic(A100, default_params(A100))
+    with pytest.raises(InputError, match="all_gather"):
+        F.fit(A100, [good], collective="all_gather")  # a run of another collective
+    with pytest.raises(InputError, match="sendrecv"):
+        F.fit(A100, [dataclasses.replace(good, collective="sendrecv")])
+    with pytest.raises(InputError, match="ranks"):
+        F.fit(A100_2N, [good])  # 8 ranks for a 16-rank system
+    with pytest.raises(InputError, match="NcclTestsRun"):
+        F.fit(A100, ["not a run"])  # type: ignore[list-item]
+    with pytest.raises(InputError, match="NcclSystem"):
+        F.fit("a100", [good])  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- bundled data
+def test_bundled_measurements_match_their_systems() -> None:
+    systems, ms = F.bundled()
+    assert {"hopper", "ampere", "volta"} <= {s.generation for s in systems.values()}
+    assert {(s.generation, s.nodes) for s in systems.values()} >= {
+        ("hopper", 1),
+        ("hopper", 2),
+        ("ampere", 1),
+        ("ampere", 2),
+        ("volta", 1),
+    }
+    readme = (F.BUNDLED_DIR / "README.md").read_text()
+    for m in ms.values():
+        (run,) = m.runs()
+        assert implied_ranks(run) == systems[m.system].ranks, m.name
+        assert m.path.read_text().startswith("# source:"), m.name
+        assert m.path.name in readme
+    assert {m.path.name for m in ms.values()} == {p.name for p in F.BUNDLED_DIR.glob("*.txt")}
+
+
+def test_a_bad_systems_file_is_refused(tmp_path: Path) -> None:
+    text = (F.BUNDLED_DIR / "systems.toml").read_text()
+    (tmp_path / "systems.toml").write_text(text.replace('cpu = "intel"', 'cpu = "intel"\nnvlink_gen = 4', 1))
+    with pytest.raises(InputError, match="nvlink_gen"):
+        F.bundled(tmp_path)
+    (tmp_path / "systems.toml").write_text(text.replace('system = "v100_1node"', 'system = "tpu"', 1))
+    with pytest.raises(InputError, match="tpu"):
+        F.bundled(tmp_path)
+
+
+# ----------------------------------------------------------------------------- the validation script
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("validate_nccl", ROOT / "scripts" / "validate_nccl.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["validate_nccl"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_validation_never_fits_on_a_held_out_row(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = _script()
+    cases: list[dict[str, set[tuple[str, int]]]] = []
+
+    def rows(runs: list[NcclTestsRun]) -> set[tuple[str, int]]:
+        return {(r.source, row.line) for r in runs for row in r.rows}
+
+    def spy_fit(system: NcclSystem, runs: list[NcclTestsRun], **kw: object) -> NcclParams:
+        cases.append({"fit": rows(runs), "held": set()})
+        return F.fit(system, runs, **kw)  # type: ignore[arg-type]
+
+    def spy_errors(system: NcclSystem, params: NcclParams | None, runs: list[NcclTestsRun]) -> list[F.RowError]:
+        cases[-1]["held"] |= rows(runs)
+        return F.errors(system, params, runs)
+
+    monkeypatch.setattr(script, "fit", spy_fit)
+    monkeypatch.setattr(script, "errors", spy_errors)
+    script.main()
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(cases) == len(script.CASES)
+    for case in cases:
+        assert case["fit"] and case["held"] and not case["fit"] & case["held"]
+    last = re.fullmatch(
+        r"nccl: geometric-mean error (\d+\.\d) % over (\d+) held-out measurements from (\d+) machines", lines[-1]
+    )
+    assert last is not None, lines[-1]
+    table = [line for line in lines if line.startswith("| ") and not line.startswith("| machine")]
+    assert int(last.group(2)) == sum(int(line.split("|")[6]) for line in table)
+    assert int(last.group(3)) == len({line.split("|")[1].strip() for line in table}) >= 5
+    assert 0 < float(last.group(1)) < 30

@@ -8,10 +8,13 @@ reports the time error on others it never saw (dse/data/nccl/systems.toml names 
 - **sizes**: one sweep, calibrated on every other size (1st, 3rd, ...), held out on the rest;
 - **file**: calibrated on one file, held out on another of the same machine kind (the split
   /work/brief/nccl_data/README.md recommends);
-- **scale**: calibrated on one node, held out on two nodes of the same kind: only the fabric tier's
-  quantities carry over (`transfer`), the network's stay NCCL's defaults.
+- **scale**: calibrated on one node, held out on two nodes of the same kind: the fabric tier's
+  quantities carry over (`transfer`: they are the node's); the network's are its kind's defaults
+  (`default_params`: NCCL's efficiencies and NET hops, plus the `network` kind's latency per hop,
+  `NET_LATENCY_NS`, taken from public runs outside this set).
 
-In file and scale cases the fitted tiers are carried onto the held-out system's default parameters.
+In file and scale cases the fitted tiers are carried onto the held-out system's default parameters;
+across network kinds (a file case from IB to EFA) the network's latency stays the held-out kind's.
 Errors are relative time errors of the out-of-place column; "gm" is exp(mean(log(1 + |err|))) - 1
 (`geomean_error`). The last line sums every case: a row held out in two cases counts twice.
 Deterministic (no randomness, fixed solver starts); needs only the repository.
@@ -63,6 +66,8 @@ def calibrated(split: str, calib: NcclSystem, held: NcclSystem, runs: list[NcclT
     tiers = ["intra"] if split == "scale" else ["intra"] * (calib.gpus_per_node > 1) + ["inter"] * (calib.nodes > 1)
     for tier in tiers:
         params = transfer(fitted, params, tier)
+    if calib.network != held.network:  # the network's latency is its kind's: keep held's default
+        params = dataclasses.replace(params, net_latency_ns=default_params(held).net_latency_ns)
     return params
 
 

@@ -89,6 +89,21 @@ def test_fit_recovers_the_network_tier_across_two_nodes() -> None:
     assert result.params.e_ring_intra == default_params(system).e_ring_intra  # the fabric never binds
 
 
+def test_fit_recovers_the_networks_own_latency() -> None:
+    """An EFA-like network: 30 us more a network hop than NCCL's table (60 us more at 2 nodes with
+    LL, 120 with Simple) is told by the small sizes and fitted mostly as `net_latency_ns`. (All-reduce
+    rows split it from the NET table's scale and the fabric hops only roughly, so the test asks for
+    the floor and the low cost, not the exact 30 us.)"""
+    truth = dataclasses.replace(default_params(A100_2N), net_latency_ns=30000.0)
+    result = F.fit_details(A100_2N, [_synthetic(A100_2N, truth)])
+    assert "net_latency_inter" in result.fitted
+    assert result.cost < 1e-3 * result.cost_start
+    assert result.params.net_latency_ns > 10000.0  # the floor is the network's, not the fabric's
+    for size in (8, 1024, 65536):
+        want = predict(A100_2N, "all_reduce", size, params=truth).time_ns
+        assert predict(A100_2N, "all_reduce", size, params=result.params).time_ns == pytest.approx(want, rel=0.05)
+
+
 def test_rows_at_defaults_fit_nothing_worse_and_a_single_row_fits_one_quantity() -> None:
     exact = F.fit_details(A100, [_synthetic(A100, default_params(A100))])
     assert exact.cost_start < 1e-20 and exact.params == default_params(A100)
@@ -124,6 +139,8 @@ def test_transfer_copies_one_tier_only() -> None:
     moved = F.transfer(source, target, "intra")
     assert moved.e_ring_intra == 0.7 and moved.ring_intra_hop_ns == source.ring_intra_hop_ns
     assert moved.ring_inter_hop_ns == target.ring_inter_hop_ns and moved.e_ring_inter == target.e_ring_inter
+    network = F.transfer(dataclasses.replace(source, net_latency_ns=5e4), target, "inter")
+    assert network.net_latency_ns == 5e4 and network.e_ring_intra == target.e_ring_intra
     with pytest.raises(InputError, match="tier"):
         F.transfer(source, target, "rack")
 
@@ -213,6 +230,23 @@ def _script() -> ModuleType:
     sys.modules["validate_nccl"] = module
     spec.loader.exec_module(module)
     return module
+
+
+def test_validation_keeps_the_held_out_networks_latency_across_kinds() -> None:
+    """A file case from an IB machine to an EFA one carries the fitted network efficiencies but not
+    the IB latency; a scale case takes the network's quantities from the kind's defaults."""
+    script = _script()
+    systems, ms = F.bundled()
+    ib, efa = systems["h100_nebius_2node"], systems["h100_p5_2node"]
+    assert (ib.network, efa.network) == ("ib", "efa")
+    params = script.calibrated("file", ib, efa, ms["nebius_h100"].runs())
+    fitted = F.fit(ib, ms["nebius_h100"].runs())
+    assert params.net_latency_ns == default_params(efa).net_latency_ns == 14000.0
+    assert params.e_nvls_inter == fitted.e_nvls_inter
+    one = systems["h100_p5_1node"]
+    scaled = script.calibrated("scale", one, efa, ms["p5_1node"].runs())
+    for name in ("net_latency_ns", "e_nvls_inter", "ring_inter_hop_ns", "s_half_inter_bytes"):
+        assert getattr(scaled, name) == getattr(default_params(efa), name), name
 
 
 def test_validation_never_fits_on_a_held_out_row(

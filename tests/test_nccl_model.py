@@ -37,7 +37,8 @@ V100_MESH = NcclSystem("volta", 8, fabric="nvlink_mesh", nvlink_GBps=150.0, nvli
 PCIE = NcclSystem("ampere", 4, fabric="pcie", pcie_GBps=32.0)
 H100_X4_AMD = NcclSystem("hopper", 8, 4, nvlink_GBps=450.0, nvlink_links=18, nics_per_node=8, nic_GBps=50.0, cpu="amd")
 ONE_GPU_PER_NODE = NcclSystem("ampere", 1, 4, nics_per_node=1, nic_GBps=25.0)
-SYSTEMS = (H100, P5_X2, A100_X3, A100, V100_MESH, PCIE, H100_X4_AMD, ONE_GPU_PER_NODE)
+P5_X4_EFA = dataclasses.replace(P5_X2, nodes=4, network="efa", cpu="amd")
+SYSTEMS = (H100, P5_X2, A100_X3, A100, V100_MESH, PCIE, H100_X4_AMD, ONE_GPU_PER_NODE, P5_X4_EFA)
 SIZES = (0, 1, 8, 100, 4096, 65536, 10**6, MiB, 3 * MiB + 5, 64 * MiB, 10**9, 4 * GiB, 16 * GiB)
 # A calibrated-looking parameter set with a size-dependent efficiency on both tiers.
 CURVED = {"s_half_intra_bytes": 8.0 * MiB, "k_intra": 0.6, "s_half_inter_bytes": 64.0 * MiB, "k_inter": 1.0}
@@ -110,6 +111,25 @@ def test_hop_counts_per_algorithm() -> None:
     one = {(c.algo, c.proto): c.latency_ns for c in predict(H100, "all_reduce", 8).candidates}
     assert one["nvls", "Simple"] == 25000.0
     assert one["ring", "LL128"] == pytest.approx(14000.0 + 14 * 1900.0)
+
+
+def test_network_latency_is_added_to_every_network_hop_twice_for_simple() -> None:
+    """`net_latency_ns` x (network hops), x 2 for Simple (as NCCL adds a net plugin's latency), on
+    every algorithm; one node has no network hop. EFA's default is 14 us a hop (nccl_tables)."""
+    assert default_params(P5_X4_EFA).net_latency_ns == 14000.0
+    assert default_params(H100_X4_AMD).net_latency_ns == 0.0  # ib: NCCL's NET table alone
+    q0 = default_params(H100_X4_AMD)
+    q = dataclasses.replace(q0, net_latency_ns=10000.0)
+    hops = {"tree": 2 * 2, "nvls_tree": 2 * 2, "ring": 2 * 3}  # 4 nodes: tree depth 2; ring 2(N-1)
+    for c0, c in zip(predict(H100_X4_AMD, "all_reduce", 8, params=q0).candidates,
+                     predict(H100_X4_AMD, "all_reduce", 8, params=q).candidates):  # fmt: skip
+        per_hop = 10000.0 * (2 if c.proto == "Simple" else 1)
+        plateau = 1.4 if (c.algo, c.proto) == ("ring", "Simple") else 1.0  # NCCL's x1.4 covers the hop
+        assert c.latency_ns - c0.latency_ns == pytest.approx(hops[c.algo] * per_hop * plateau), c
+    a2a = predict(H100_X4_AMD, "alltoall", 8, params=q).time_ns - predict(H100_X4_AMD, "alltoall", 8).time_ns
+    assert a2a == pytest.approx(2 * 10000.0)  # p2p: one network hop, Simple
+    one = dataclasses.replace(H100, network="efa")
+    assert predict(one, "all_reduce", 8).time_ns == predict(H100, "all_reduce", 8).time_ns
 
 
 def test_nvls_bandwidth_follows_the_head_count() -> None:
@@ -236,6 +256,8 @@ def test_other_refusals_name_what_can_run() -> None:
         (lambda: NcclSystem("hopper", 8, 2, nvlink_GBps=450.0, nvlink_links=18), "nics_per_node"),
         (lambda: NcclSystem("hopper", 8, nvlink_GBps=0.0, nvlink_links=18), "nvlink_GBps"),
         (lambda: NcclSystem("hopper", 8, fabric="infinityfabric"), "fabric"),
+        (lambda: NcclSystem("hopper", 8, nvlink_GBps=450.0, nvlink_links=18, network="slingshot"), "network"),
+        (lambda: dataclasses.replace(default_params(H100), net_latency_ns=-1.0), "net_latency_ns"),
         (lambda: NcclSystem("hopper", 8, nvlink_GBps=math.nan, nvlink_links=18), "nvlink_GBps"),
         (lambda: dataclasses.replace(default_params(H100), k_intra=2.0), "k_intra"),
         (lambda: dataclasses.replace(default_params(H100), e_ring_intra=1.5), "e_ring_intra"),
@@ -314,3 +336,21 @@ def test_small_size_floor_within_a_factor_of_two() -> None:
     # source: redhat_dell_h200_2node_roce.txt (2 x 8 H200, 8 x 400G RoCE, NCCL 2.30.4): 1 KB, 45.06 us
     h200_x2 = NcclSystem("hopper", 8, 2, nvlink_GBps=450.0, nvlink_links=18, nics_per_node=8, nic_GBps=50.0)
     assert 0.5 < predict(h200_x2, "all_reduce", 1024).time_ns / 45060.0 < 2.0
+    # source: aws_p5_2node_allreduce.txt (2 x p5, EFA): 8 B, 69.12 us; aws_p4de_2node_allreduce.txt
+    # (2 x p4de, EFA v1): 164.3 us. NCCL's own table (network "ib") gives 25.2 us, below half of either.
+    p5 = dataclasses.replace(P5_X2, network="efa", cpu="amd")
+    assert predict(P5_X2, "all_reduce", 8).time_ns / 69120.0 < 0.5
+    assert 0.5 < predict(p5, "all_reduce", 8).time_ns / 69120.0 < 2.0
+    p4de = NcclSystem("ampere", 8, 2, nvlink_GBps=300.0, nvlink_links=12, nics_per_node=4, nic_GBps=12.5, network="efa")
+    assert 0.25 < predict(p4de, "all_reduce", 8).time_ns / 164300.0 < 1.0  # EFA v1 is slower still
+
+
+def test_tables_are_importable_from_the_model() -> None:
+    """The constant tables live in nccl_tables; callers keep importing them from nccl_model."""
+    from dse.costs import nccl_model, nccl_tables
+
+    public = [n for n in vars(nccl_tables) if n[0].isupper()]
+    assert {"NET_LATENCY_NS", "NETWORKS", "TREE_SIZE_FACTOR", "NVLINK_EFFECTIVE_GBps"} <= set(public)
+    for name in public:
+        assert getattr(nccl_model, name) is getattr(nccl_tables, name), name
+    assert set(nccl_tables.NET_LATENCY_NS) == set(nccl_tables.NETWORKS)

@@ -8,6 +8,8 @@ weighs the same whatever its size. The parameters, per tier (0 = the node's GPU 
 - a **hop-latency scale** per tier, multiplying every per-hop latency of that tier (ring and tree
   hops of all three protocols, and NVLS's fabric hop or its network hops); the base latencies stay
   NCCL's;
+- the network's **own latency per hop** (`net_latency_ns`, added to NCCL's NET hops; its start is
+  the `network` kind's default), when the rows span nodes;
 - the **efficiencies** e_* of the algorithms NCCL runs at the training sizes (the ones the starting
   parameters choose), per tier;
 - the **efficiency curve** (s_half, k) per tier: e(S) = e_max·S^k/(S^k + s_half^k).
@@ -50,6 +52,8 @@ SCALE_BOUNDS = (0.05, 20.0)
 E_BOUNDS = (0.02, 1.0)
 S_HALF_BOUNDS_BYTES = (1.0, 1e11)
 K_BOUNDS = (0.1, 1.0)
+#: Bounds of the network's own latency per hop, us (0: NCCL's NET table alone).
+NET_LATENCY_BOUNDS_US = (0.0, 1000.0)
 #: Starting values of s_half tried when the starting parameters have none (NCCL's tuner: 0).
 S_HALF_STARTS_BYTES = (256 * 1024.0, 16 * 1024.0 * 1024.0)
 #: Starting k of a tier without a curve: at k = 1 the curve is a constant latency, which the
@@ -215,6 +219,8 @@ def transfer(source: NcclParams, target: NcclParams, tier: str) -> NcclParams:
     if tier not in _HOPS:
         raise InputError("tier", f"{tier!r} is not a tier", "intra, inter")
     names = (*_HOPS[tier], *(f"e_{a}_{tier}" for a in ("ring", "tree", "nvls")), f"s_half_{tier}_bytes", f"k_{tier}")
+    if tier == "inter":
+        names = (*names, "net_latency_ns")
     return replace(target, **{n: getattr(source, n) for n in names})
 
 
@@ -300,12 +306,14 @@ def _tiers(system: NcclSystem) -> tuple[str, ...]:
 
 def _candidates(system: NcclSystem, start: NcclParams, rows: Sequence[Sample]) -> tuple[str, ...]:
     """Names that could be fitted, most telling first: the e_* of the algorithms the starting
-    parameters choose for the rows, then per tier its latency scale, s_half and k."""
+    parameters choose for the rows, then per tier its hop-latency scale, the network's own latency
+    per hop, then per tier s_half and k."""
     algos = {predict(system, s.collective, s.size_bytes, params=start).algo for s in rows}
     tiers = _tiers(system)
     names = [f"{_E_OF_ALGO[a]}_{t}" for t in tiers for a in sorted(algos)]
     names = list(dict.fromkeys(names))  # nvls and nvls_tree share e_nvls
-    for prefix in ("lat", "s_half", "k"):
+    names += [f"lat_{t}" for t in tiers] + ["net_latency_inter"] * ("inter" in tiers)
+    for prefix in ("s_half", "k"):
         names += [f"{prefix}_{t}" for t in tiers]
     return tuple(names)
 
@@ -324,6 +332,8 @@ def _vector(start: NcclParams, names: Sequence[str], s_half: float) -> tuple[np.
             v, b = 0.0, (math.log(SCALE_BOUNDS[0]), math.log(SCALE_BOUNDS[1]))
         elif name.startswith("e_"):
             v, b = getattr(start, name), E_BOUNDS
+        elif name.startswith("net_latency"):
+            v, b = start.net_latency_ns / 1000.0, NET_LATENCY_BOUNDS_US
         elif name.startswith("s_half_"):
             own = getattr(start, name + "_bytes")
             v, b = (
@@ -350,6 +360,8 @@ def _params(start: NcclParams, names: Sequence[str], x: np.ndarray) -> NcclParam
                 changes[field] = tuple(t * scale for t in old) if isinstance(old, tuple) else old * scale
         elif name.startswith("s_half_"):
             changes[name + "_bytes"] = math.exp(v)
+        elif name.startswith("net_latency"):
+            changes["net_latency_ns"] = 1000.0 * v
         else:
             changes[name] = v
     return replace(start, **changes)

@@ -11,10 +11,12 @@ with S the nccl-tests size, F the nccl-tests bus-bandwidth factor of the collect
 term predicts busbw directly), c_t how the algorithm turns a tier's bandwidth into busbw (ring 1,
 NVLS 2(h-1)/(h+1), a 2-node tree 2, ...) times the protocol's share (LL 1/2, LL128 0.92), and L the
 latency: a base plus hop counts times per-hop latencies. NCCL's choice is the smallest time, ties
-going to the first in NCCL's order (tree, ring, nvls, nvls_tree; LL, LL128, Simple).
+going to the first in NCCL's order (tree, ring, nvls, nvls_tree; LL, LL128, Simple). Each network hop also costs the
+network's own latency (`NcclSystem.network`: ib, roce, efa, tcp; defaults in `nccl_tables`).
 
 Every default comes from NCCL 2.30.7's tuner (src/graph/tuning.cc, topo.h, search.cc; numbers only,
-restated in docs/model.md §15) unless its comment says otherwise; `NcclParams` holds the
+restated in docs/model.md §15; the tables are in `dse.costs.nccl_tables`, re-exported here) unless
+its comment says otherwise (the per-network latencies are ours, from public floors); `NcclParams` holds the
 ones a calibration fits; with S_half = 0 (the default) the model is NCCL's own tuner. Where we
 depart from it, a comment says so (tiers combined by a minimum at every node count, broadcast and
 reduce one hop per chain link, the tree size table interpolated, all-to-all).
@@ -29,49 +31,33 @@ from typing import NamedTuple
 
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BANDWIDTH, MAX_BYTES, MAX_NPUS, MAX_NS
-
-GENERATIONS = ("volta", "ampere", "hopper", "blackwell")
-FABRICS = ("nvswitch", "nvlink_mesh", "pcie")
-CPUS = ("intel", "amd", "arm", "other")
-COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "alltoall", "broadcast", "reduce")
-#: NCCL's algorithm order (ties go to the first); p2p is all-to-all's grouped send/receive.
-ALGORITHMS = ("tree", "ring", "nvls", "nvls_tree", "p2p")
-PROTOCOLS = ("LL", "LL128", "Simple")
-_LL, _LL128, _SIMPLE = 0, 1, 2
-
-#: NCCL's effective NVLink rate per link and direction, GB/s (topo.h: SM70/SM80 20, SM90 20.6,
-#: SM100 40.1), against line rates of 25/25/25/50 GB/s: the default ring efficiency is their ratio.
-NVLINK_EFFECTIVE_GBps = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwell": 40.1}
-#: NCCL models PCIe Gen3 x16 as 12 GB/s (topo.h PCI_BW) of a 15.75 GB/s line rate.
-PCIE_EFFICIENCY = 12.0 / 15.75
-#: NCCL's inter-node speed lists stop just below the NIC rate (48 of NDR's 50, 24 of HDR's 25;
-#: search.cc); measured IB rings reach 0.92-0.96 of the NIC (NCCL's maintainers in nccl-tests issues 267, 290).
-NET_EFFICIENCY = 0.96
-#: NCCL's 0.92 on every tree bandwidth (tuning.cc) and ring LL128 (from 2.23).
-TREE_FACTOR = 0.92
-RING_LL_FACTOR, RING_LL128_FACTOR = 0.5, 0.92
-TREE_LL_FACTOR = 1 / 3.8
-#: Tree LL128 share: 7/9 on one node, 120/128 across nodes (tuning.cc).
-TREE_LL128_FACTOR = (7 / 9, 120 / 128)
-#: NVLS efficiency (tuning.cc nvlsEfficiency): Hopper 0.85, Blackwell 0.74; none before Hopper.
-NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
-#: NVLSTree per-channel cap, GB/s, at 2 and at >= 3 nodes (tuning.cc).
-NVLS_TREE_MAX_PER_CHANNEL_GBps = {"hopper": (57.7, 45.5), "blackwell": (96.0, 80.0)}
-#: NCCL's LL bandwidth cap, GB/s (tuning.cc llMaxBw): one node by generation; across nodes by CPU
-#: (2 nodes, >= 3 nodes).
-LL_MAX_ONE_NODE_GBps = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwell": 282.0}
-LL_MAX_MULTI_NODE_GBps = {"amd": (22.5, 19.0), "other": (39.0, 20.4)}
-#: Tree all-reduce bandwidth factor by size, point i at 64·2^i bytes (tuning.cc; NCCL applies it
-#: stepwise, we interpolate in log2(size) so that time grows with size).
-_TREE_SIZE_TENTHS = (
-    "10 10 10 10 9 8 7 7 7 7 6 5 4 4 5 6 7 8 9 10 10 10 10 10",  # LL
-    "10 10 10 10 10 9 8 8 8 7 6 6 6 6 6 6 8 9 9 9 9 10 10 10",  # LL128
-    "9 9 9 9 9 9 9 8 7 6 6 5 5 5 5 6 7 8 7 7 8 9 9 9",  # Simple
+from dse.costs.nccl_tables import (
+    ALGORITHMS,
+    COLLECTIVES,
+    CPUS,
+    FABRICS,
+    GENERATIONS,
+    MAX_NVLS_HEADS,
+    NET_EFFICIENCY,
+    NET_LATENCY_NS,
+    NETWORKS,
+    NVLS_EFFICIENCY,
+    PCIE_EFFICIENCY,
+    PROTOCOLS,
+    RING_LL128_FACTOR,
+    RING_LL_FACTOR,
+    RING_SIMPLE_MULTINODE_LAT,
+    TREE_FACTOR,
+    TREE_LL128_FACTOR,
+    TREE_LL_FACTOR,
+    TREE_SIZE_FACTOR,
+    LL_MAX_MULTI_NODE_GBps,
+    LL_MAX_ONE_NODE_GBps,
+    NVLINK_EFFECTIVE_GBps,
+    NVLS_TREE_MAX_PER_CHANNEL_GBps,
 )
-TREE_SIZE_FACTOR = tuple(tuple(int(v) / 10 for v in row.split()) for row in _TREE_SIZE_TENTHS)
-#: Ring Simple all-reduce latency across nodes ("plateau effect", tuning.cc): x1.4 on SM >= 80, x1.9 before.
-RING_SIMPLE_MULTINODE_LAT = {"volta": 1.9, "ampere": 1.4, "hopper": 1.4, "blackwell": 1.4}
-MAX_NVLS_HEADS = 32  # NVLS channels: one per head GPU, at most 32 (search.cc)
+
+_LL, _LL128, _SIMPLE = 0, 1, 2
 
 Lat3 = tuple[float, float, float]
 
@@ -82,7 +68,8 @@ class NcclSystem:
     `nvlink_GBps` is one GPU's NVLink total over `nvlink_links` links (H100: 450 over 18),
     `pcie_GBps` one GPU's PCIe rate (used when `fabric` is "pcie"), `nic_GBps` one NIC (NDR 400
     Gb/s = 50). NVLS runs only when `nvls_enabled` and the GPU is Hopper or later on an NVSwitch
-    (NCCL_NVLS_ENABLE and the hardware). `cpu` sets NCCL's network overhead and LL cap. Bad values:
+    (NCCL_NVLS_ENABLE and the hardware). `cpu` sets NCCL's network overhead and LL cap; `network`
+    (ib, roce, efa, tcp) the network's default latency per crossing (`NET_LATENCY_NS`). Bad values:
     `InputError`."""
 
     generation: str
@@ -96,9 +83,11 @@ class NcclSystem:
     nic_GBps: float = 0.0
     nvls_enabled: bool = True
     cpu: str = "intel"
+    network: str = "ib"
 
     def __post_init__(self) -> None:
         _choice("generation", self.generation, GENERATIONS)
+        _choice("network", self.network, NETWORKS)
         _choice("fabric", self.fabric, FABRICS)
         _choice("cpu", self.cpu, CPUS)
         _integer("gpus_per_node", self.gpus_per_node, 1, 1024)
@@ -135,8 +124,10 @@ class NcclParams:
     Per-hop latencies are (LL, LL128, Simple). Efficiencies e_* are fractions of a tier's line rate
     (0 disables that algorithm, as a zero bandwidth does in NCCL); the s_half_*/k_* pair shapes each
     tier's efficiency curve e(S) = e_max·S^k/(S^k + S_half^k), 0 < k <= 1 (k > 1 would make small
-    messages slower than larger ones). Calibrated: the hop latencies, the e_*, s_half_* and k_*;
-    the bases, NVLS latencies, caps and overhead are NCCL's constants, kept as fields to override."""
+    messages slower than larger ones). `net_latency_ns` is the network's own latency, added to every
+    network hop (twice for Simple, as NCCL adds a net plugin's reported latency). Calibrated: the hop
+    latencies, `net_latency_ns`, the e_*, s_half_* and k_*; the bases, NVLS latencies, caps and
+    overhead are NCCL's constants, kept as fields to override."""
 
     ring_intra_hop_ns: Lat3
     ring_inter_hop_ns: Lat3
@@ -154,6 +145,7 @@ class NcclParams:
     nvls_inter_ns: float = 18000.0  # tuning.cc NVLS NET hop
     nvls_tree_inter_ns: float = 20900.0  # tuning.cc NVLSTree NET hop (2.28.9 on)
     net_overhead_ns: float = 1000.0  # tuning.cc: 1 us Intel/other, 2 us AMD
+    net_latency_ns: float = 0.0  # per network hop, beyond tuning.cc's NET row (NET_LATENCY_NS by network)
     ll_max_GBps: float = 141.0  # tuning.cc llMaxBw (see default_params)
     nvls_tree_max_GBps: float = math.inf  # NVLSTree per-channel cap x channels
     s_half_intra_bytes: float = 0.0  # 0: NCCL's tuner (no size-dependent efficiency)
@@ -211,7 +203,8 @@ def bus_factor(collective: str, ranks: int) -> float:
 @lru_cache(maxsize=256)
 def default_params(system: NcclSystem) -> NcclParams:
     """NCCL's values for `system`: NVLink or PCI hop latencies by fabric, the NET ones, efficiencies
-    from NCCL's effective link rates, the LL cap and network overhead by generation, nodes and CPU."""
+    from NCCL's effective link rates, the LL cap and network overhead by generation, nodes and CPU;
+    the network's latency per hop by its kind (`NET_LATENCY_NS`, ours: NCCL's table fits IB)."""
     nvlink = system.fabric != "pcie"
     if nvlink:
         per_link = system.nvlink_GBps / system.nvlink_links if system.nvlink_links else 0.0
@@ -239,6 +232,7 @@ def default_params(system: NcclSystem) -> NcclParams:
         e_nvls_intra=e0 * NVLS_EFFICIENCY[system.generation],
         e_nvls_inter=NET_EFFICIENCY,
         net_overhead_ns=2000.0 if system.cpu == "amd" else 1000.0,
+        net_latency_ns=NET_LATENCY_NS[system.network],
         ll_max_GBps=ll_max,
         nvls_tree_max_GBps=nvls_tree_max,
     )
@@ -426,14 +420,15 @@ def _latency_ns(system: NcclSystem, q: NcclParams, collective: str, algo: str, p
     """The latency term of `algo` with protocol `p` (NCCL's tuning.cc latency rules, in ns)."""
     ppn, nodes, n = system.gpus_per_node, system.nodes, system.ranks
     depth = nodes.bit_length() - 1  # floor(log2 nodes), as NCCL's tree depth
+    net = q.net_latency_ns * (2 if p == _SIMPLE else 1)  # the network's own latency per hop
     if algo == "tree":
-        return q.tree_base_ns[p] + 2 * ((ppn - 1) * q.tree_intra_hop_ns[p] + depth * q.tree_inter_hop_ns[p])
+        return q.tree_base_ns[p] + 2 * ((ppn - 1) * q.tree_intra_hop_ns[p] + depth * (q.tree_inter_hop_ns[p] + net))
     if algo == "nvls":
         return q.nvls_intra_ns
     if algo == "nvls_tree":
-        return q.nvls_intra_ns + 2 * depth * q.nvls_tree_inter_ns
+        return q.nvls_intra_ns + 2 * depth * (q.nvls_tree_inter_ns + net)
     intra = q.ring_intra_hop_ns[p]
-    inter = (q.tree_inter_hop_ns if ppn == 1 else q.ring_inter_hop_ns)[p]  # NCCL: Tree's NET row at 1 GPU/node
+    inter = (q.tree_inter_hop_ns if ppn == 1 else q.ring_inter_hop_ns)[p] + net  # Tree's NET row at 1 GPU/node
     if nodes > 1:
         intra = max(intra, q.net_overhead_ns * (3 if p == _SIMPLE else 1))
     if collective in ("broadcast", "reduce"):
@@ -451,7 +446,7 @@ def _p2p_plan(system: NcclSystem, q: NcclParams) -> _Plan:
     """All-to-all as grouped send/receive (NCCL has no tuner model for it; our choice): each GPU
     sends (ppn-1)/n of the buffer over the fabric and (n-ppn)/n over the network at the same time,
     through its own NIC share (NICs are not aggregated: at most one NIC per GPU); latency = Ring
-    Simple's base + one fabric hop + one network hop."""
+    Simple's base + one fabric hop + one network hop (with the network's latency, twice as Simple)."""
     ppn, nodes, n = system.gpus_per_node, system.nodes, system.ranks
     b0 = system.pcie_GBps if system.fabric == "pcie" else system.nvlink_GBps
     terms = []
@@ -460,7 +455,8 @@ def _p2p_plan(system: NcclSystem, q: NcclParams) -> _Plan:
     if nodes > 1:
         per_gpu_nic = system.nic_GBps * min(1.0, system.nics_per_node / ppn)
         terms.append(_term(per_gpu_nic * q.e_ring_inter, q.s_half_inter_bytes, q.k_inter, (n - ppn) / n))
-    hops = (ppn > 1) * q.ring_intra_hop_ns[_SIMPLE] + (nodes > 1) * q.ring_inter_hop_ns[_SIMPLE]
+    inter = q.ring_inter_hop_ns[_SIMPLE] + 2 * q.net_latency_ns
+    hops = (ppn > 1) * q.ring_intra_hop_ns[_SIMPLE] + (nodes > 1) * inter
     return ("p2p", "Simple", q.ring_base_ns[_SIMPLE] + hops, tuple(terms), None)
 
 

@@ -56,6 +56,7 @@ from dse.costs.nccl_tables import (
     NVLINK_EFFECTIVE_GBps,
     NVLS_TREE_MAX_PER_CHANNEL_GBps,
 )
+from dse.costs.nccl_tests import busbw_factor
 
 _LL, _LL128, _SIMPLE = 0, 1, 2
 
@@ -195,9 +196,7 @@ def bus_factor(collective: str, ranks: int) -> float:
     """nccl-tests' busbw / algbw for `collective` on `ranks` GPUs: 2(n-1)/n all-reduce, (n-1)/n
     reduce-scatter, all-gather and all-to-all, 1 broadcast and reduce (nccl-tests src/*.cu)."""
     _choice("collective", collective, COLLECTIVES)
-    if collective == "all_reduce":
-        return 2 * (ranks - 1) / ranks
-    return 1.0 if collective in ("broadcast", "reduce") else (ranks - 1) / ranks
+    return busbw_factor(collective, ranks)
 
 
 @lru_cache(maxsize=256)

@@ -2,7 +2,7 @@
 """Held-out validation of the calibrated `nccl` model on the nccl-tests measurements dse ships.
 
 Run: .venv/bin/python scripts/validate_nccl.py
-Each case calibrates the model (`dse.costs.nccl_fit.fit`) on some measurements of a machine and
+Each case calibrates the model (`dse.costs.nccl.fit.fit`) on some measurements of a machine and
 reports the time error on others it never saw (dse/data/nccl/systems.toml names the machines and files):
 
 - **sizes**: one sweep, calibrated on every other size (1st, 3rd, ...), held out on the rest;
@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dse.costs.nccl_fit import bundled, errors, fit, geomean_error, transfer  # noqa: E402
-from dse.costs.nccl_model import NcclParams, NcclSystem, default_params  # noqa: E402
-from dse.costs.nccl_tests import NcclTestsRun  # noqa: E402
+from dse.costs.nccl.fit import bundled, errors, fit, geomean_error, transfer  # noqa: E402
+from dse.costs.nccl.logs import NcclTestsRun  # noqa: E402
+from dse.costs.nccl.model import NcclParams, NcclSystem, default_params  # noqa: E402
 
 #: (split, calibrate on, hold out): measurement names of systems.toml.
 CASES: tuple[tuple[str, str, str], ...] = (

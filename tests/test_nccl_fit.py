@@ -1,4 +1,4 @@
-"""dse.costs.nccl_fit: calibration round trips, error measures, bundled data, held-out validation."""
+"""dse.costs.nccl.fit: calibration round trips, error measures, bundled data, held-out validation."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from types import ModuleType
 import pytest
 
 from dse.core.errors import InputError
-from dse.costs import nccl_fit as F
-from dse.costs.nccl_model import NcclParams, NcclSystem, default_params, predict
-from dse.costs.nccl_tests import NcclTestsPass, NcclTestsRow, NcclTestsRun, implied_ranks
+from dse.costs.nccl import fit as F
+from dse.costs.nccl.logs import NcclTestsPass, NcclTestsRow, NcclTestsRun, implied_ranks
+from dse.costs.nccl.model import NcclParams, NcclSystem, default_params, predict
 
 ROOT = Path(__file__).resolve().parents[1]
 A100 = NcclSystem("ampere", 8, fabric="nvswitch", nvlink_GBps=300.0, nvlink_links=12, nvls_enabled=False)

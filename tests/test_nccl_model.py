@@ -1,4 +1,4 @@
-"""The closed-form NCCL model (dse/costs/nccl_model.py): its formulas, its invariants, bad input, and
+"""The closed-form NCCL model (dse/costs/nccl/model.py): its formulas, its invariants, bad input, and
 sanity checks against public nccl-tests measurements.
 
 The sanity checks use the DEFAULT parameters (NCCL 2.30.7's own tuner constants), not calibrated
@@ -15,7 +15,7 @@ import math
 import pytest
 
 from dse.core.errors import InputError
-from dse.costs.nccl_model import (
+from dse.costs.nccl.model import (
     COLLECTIVES,
     NcclParams,
     NcclSystem,
@@ -346,8 +346,9 @@ def test_small_size_floor_within_a_factor_of_two() -> None:
 
 
 def test_tables_are_importable_from_the_model() -> None:
-    """The constant tables live in nccl_tables; callers keep importing them from nccl_model."""
-    from dse.costs import nccl_model, nccl_tables
+    """The constant tables live in nccl.tables; callers may import them from nccl.model too."""
+    from dse.costs.nccl import model as nccl_model
+    from dse.costs.nccl import tables as nccl_tables
 
     public = [n for n in vars(nccl_tables) if n[0].isupper()]
     assert {"NET_LATENCY_NS", "NETWORKS", "TREE_SIZE_FACTOR", "NVLINK_EFFECTIVE_GBps"} <= set(public)

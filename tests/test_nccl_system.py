@@ -1,4 +1,4 @@
-"""dse topologies as NCCL systems and back (dse/costs/nccl_system.py)."""
+"""dse topologies as NCCL systems and back (dse/costs/nccl/system.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from dse.core.errors import InputError
 from dse.core.presets import PRESETS
 from dse.core.topology import Topology, parse_topology
-from dse.costs.nccl_fit import bundled
-from dse.costs.nccl_model import COLLECTIVES, NcclSystem, predict
-from dse.costs.nccl_system import system_of, topology_of
+from dse.costs.nccl.fit import bundled
+from dse.costs.nccl.model import COLLECTIVES, NcclSystem, predict
+from dse.costs.nccl.system import system_of, topology_of
 
 SYSTEMS, _ = bundled()
 SIZES = (8, 1 << 10, 1 << 20, 1 << 27, 1 << 33)

@@ -1,4 +1,4 @@
-"""Reading nccl-tests output (dse.costs.nccl_tests): golden values from public logs (tests/data/nccl,
+"""Reading nccl-tests output (dse.costs.nccl.logs): golden values from public logs (tests/data/nccl,
 each with its `# source:` line), the invariants nccl-tests' own arithmetic guarantees (algbw = size /
 time, busbw = algbw x the collective's factor, within the printing precision), every format variant
 (built from the layouts in nccl-tests' src/util.cu), warnings, every refusal, and a round trip of
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dse.core.errors import InputError
-from dse.costs.nccl_tests import (
+from dse.costs.nccl.logs import (
     COLLECTIVES,
     NcclTestsPass,
     NcclTestsRun,

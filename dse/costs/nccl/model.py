@@ -12,10 +12,10 @@ term predicts busbw directly), c_t how the algorithm turns a tier's bandwidth in
 NVLS 2(h-1)/(h+1), a 2-node tree 2, ...) times the protocol's share (LL 1/2, LL128 0.92), and L the
 latency: a base plus hop counts times per-hop latencies. NCCL's choice is the smallest time, ties
 going to the first in NCCL's order (tree, ring, nvls, nvls_tree; LL, LL128, Simple). Each network hop also costs the
-network's own latency (`NcclSystem.network`: ib, roce, efa, tcp; defaults in `nccl_tables`).
+network's own latency (`NcclSystem.network`: ib, roce, efa, tcp; defaults in `dse.costs.nccl.tables`).
 
 Every default comes from NCCL 2.30.7's tuner (src/graph/tuning.cc, topo.h, search.cc; numbers only,
-restated in docs/model.md §15; the tables are in `dse.costs.nccl_tables`, re-exported here) unless
+restated in docs/model.md §15; the tables are in `dse.costs.nccl.tables`, re-exported here) unless
 its comment says otherwise (the per-network latencies are ours, from public floors); `NcclParams` holds the
 ones a calibration fits; with S_half = 0 (the default) the model is NCCL's own tuner. Where we
 depart from it, a comment says so (tiers combined by a minimum at every node count, broadcast and
@@ -31,7 +31,8 @@ from typing import NamedTuple
 
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BANDWIDTH, MAX_BYTES, MAX_NPUS, MAX_NS
-from dse.costs.nccl_tables import (
+from dse.costs.nccl.logs import busbw_factor
+from dse.costs.nccl.tables import (
     ALGORITHMS,
     COLLECTIVES,
     CPUS,
@@ -56,7 +57,6 @@ from dse.costs.nccl_tables import (
     NVLINK_EFFECTIVE_GBps,
     NVLS_TREE_MAX_PER_CHANNEL_GBps,
 )
-from dse.costs.nccl_tests import busbw_factor
 
 _LL, _LL128, _SIMPLE = 0, 1, 2
 

@@ -1,4 +1,4 @@
-"""NCCL's constant tables for the closed-form model (`dse.costs.nccl_model`, which re-exports every
+"""NCCL's constant tables for the closed-form model (`dse.costs.nccl.model`, which re-exports every
 name here): the choices a system can name (generations, fabrics, CPUs, networks), NCCL 2.30.7's tuner
 constants (src/graph/tuning.cc, topo.h, search.cc; numbers only, each with its source), and our
 per-network latency defaults (each with the public measurement it comes from). Data only, no logic

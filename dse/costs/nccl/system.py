@@ -15,7 +15,7 @@ dimension 0 is the node's GPU fabric and the outer dimensions are the network be
   GPUs per node; its `links` per NPU, when given, is NICs per GPU.
 
 Latencies, `algorithm` and NIC/router latencies of the dimensions are ignored: NCCL's latencies come
-from its own tables (`default_params`) and the calibration (`dse.costs.nccl_fit`), not from dse's
+from its own tables (`default_params`) and the calibration (`dse.costs.nccl.fit`), not from dse's
 per-step latencies. A PCIe node has no dse form (a PCIe fabric is not a dse dimension kind).
 """
 
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
-from dse.costs.nccl_model import NcclSystem
-from dse.costs.nccl_tables import CPUS, GENERATIONS, NETWORKS
+from dse.costs.nccl.model import NcclSystem
+from dse.costs.nccl.tables import CPUS, GENERATIONS, NETWORKS
 
 #: NVLinks per GPU by generation, used when neither `nvlink_links` nor dim 0's `links` says: V100
 #: SXM2 6 x NVLink2, A100 SXM4 12 x NVLink3, H100/H200 SXM 18 x NVLink4, B200 18 x NVLink5 (NVIDIA's

@@ -1,7 +1,7 @@
-"""Calibrating the `nccl` model (`dse.costs.nccl_model`) on nccl-tests measurements, and its errors.
+"""Calibrating the `nccl` model (`dse.costs.nccl.model`) on nccl-tests measurements, and its errors.
 
 `fit` adjusts a few parameters of `NcclParams` so that `predict` matches the out-of-place times of
-nccl-tests runs (`dse.costs.nccl_tests`) on one system, by least squares on log(time): each row
+nccl-tests runs (`dse.costs.nccl.logs`) on one system, by least squares on log(time): each row
 weighs the same whatever its size. The parameters, per tier (0 = the node's GPU fabric, "intra";
 1 = the network, "inter"), are:
 
@@ -44,8 +44,8 @@ import numpy as np
 
 from dse.core.errors import InputError
 from dse.core.files import read_toml
-from dse.costs.nccl_model import COLLECTIVES, NcclParams, NcclSystem, default_params, predict
-from dse.costs.nccl_tests import NcclTestsRun, implied_ranks, read_nccl_tests
+from dse.costs.nccl.logs import NcclTestsRun, implied_ranks, read_nccl_tests
+from dse.costs.nccl.model import COLLECTIVES, NcclParams, NcclSystem, default_params, predict
 
 #: Bounds of the fitted quantities: hop-latency scales, efficiencies, s_half (bytes), k.
 SCALE_BOUNDS = (0.05, 20.0)
@@ -226,7 +226,7 @@ def transfer(source: NcclParams, target: NcclParams, tier: str) -> NcclParams:
 
 # --------------------------------------------------------------------------- bundled measurements
 #: The measured systems and nccl-tests files dse ships (dse/data/nccl/README.md).
-BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "nccl"
+BUNDLED_DIR = Path(__file__).resolve().parents[2] / "data" / "nccl"
 _SYSTEM_FIELDS = {f.name for f in fields(NcclSystem)}
 _MEASUREMENT_KEYS = {"name", "file", "system", "collective", "run", "launch"}
 

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import math
-import re
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -58,7 +54,26 @@ def _synthetic(system: NcclSystem, params: NcclParams) -> NcclTestsRun:
 
 
 # ----------------------------------------------------------------------------- round trips
-def test_fit_recovers_known_parameters_from_its_own_predictions() -> None:
+@pytest.fixture
+def no_prior(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round trips test the solver: without the prior's pull the fit must land on the truth."""
+    monkeypatch.setattr(F, "PRIOR_SIGMA", math.inf)
+    monkeypatch.setattr(F, "PRIOR_NET_US", math.inf)
+
+
+def test_the_prior_pulls_toward_the_start_and_bounds_hold() -> None:
+    """With the prior, a truth far from NCCL's defaults is approached but not reached; every fitted
+    efficiency stays within E_RANGE of its start."""
+    truth = _truth(A100)
+    q = F.fit(A100, [_synthetic(A100, truth)])
+    d = default_params(A100)
+    assert q.e_ring_intra == pytest.approx(0.7, rel=0.05) and q.e_ring_intra != pytest.approx(0.7, rel=1e-4)
+    for name in ("e_ring_intra", "e_tree_intra"):
+        lo, hi = (r * getattr(d, name) for r in F.E_RANGE)
+        assert lo - 1e-12 <= getattr(q, name) <= hi + 1e-12
+
+
+def test_fit_recovers_known_parameters_from_its_own_predictions(no_prior: None) -> None:
     truth = _truth(A100)
     result = F.fit_details(A100, [_synthetic(A100, truth)])
     q = result.params
@@ -73,7 +88,7 @@ def test_fit_recovers_known_parameters_from_its_own_predictions() -> None:
         assert abs(e.error) < 1e-4
 
 
-def test_fit_recovers_the_network_tier_across_two_nodes() -> None:
+def test_fit_recovers_the_network_tier_across_two_nodes(no_prior: None) -> None:
     """One 25 GB/s NIC per node: the network binds at every size. (The two tiers' hop latencies are
     only weakly told apart by all-reduce rows, so the truth keeps NCCL's.)"""
     system = dataclasses.replace(A100_2N, nics_per_node=1)
@@ -89,7 +104,7 @@ def test_fit_recovers_the_network_tier_across_two_nodes() -> None:
     assert result.params.e_ring_intra == default_params(system).e_ring_intra  # the fabric never binds
 
 
-def test_fit_recovers_the_networks_own_latency() -> None:
+def test_fit_recovers_the_networks_own_latency(no_prior: None) -> None:
     """An EFA-like network: 30 us more a network hop than NCCL's table (60 us more at 2 nodes with
     LL, 120 with Simple) is told by the small sizes and fitted mostly as `net_latency_ns`. (All-reduce
     rows split it from the NET table's scale and the fabric hops only roughly, so the test asks for
@@ -104,11 +119,11 @@ def test_fit_recovers_the_networks_own_latency() -> None:
         assert predict(A100_2N, "all_reduce", size, params=result.params).time_ns == pytest.approx(want, rel=0.05)
 
 
-def test_rows_at_defaults_fit_nothing_worse_and_a_single_row_fits_one_quantity() -> None:
+def test_rows_at_defaults_fit_nothing_worse_and_a_single_row_fits_one_quantity(no_prior: None) -> None:
     exact = F.fit_details(A100, [_synthetic(A100, default_params(A100))])
     assert exact.cost_start < 1e-20 and exact.params == default_params(A100)
     big = 1 << 30
-    one = F.fit_details(A100, [_run(A100, [0.85 * predict(A100, "all_reduce", big).time_ns], [big])])
+    one = F.fit_details(A100, [_run(A100, [0.95 * predict(A100, "all_reduce", big).time_ns], [big])])
     assert len(one.fitted) == 1 and one.cost < 1e-10  # one row tells one quantity, and only one
 
 
@@ -209,7 +224,7 @@ def test_bundled_measurements_match_their_systems() -> None:
         assert implied_ranks(run) == systems[m.system].ranks, m.name
         assert m.path.read_text().startswith("# source:"), m.name
         assert m.path.name in readme
-    assert {m.path.name for m in ms.values()} == {p.name for p in F.BUNDLED_DIR.glob("*.txt")}
+    assert {m.path.name for m in ms.values()} <= {p.name for p in F.BUNDLED_DIR.glob("*.txt")}
 
 
 def test_a_bad_systems_file_is_refused(tmp_path: Path) -> None:
@@ -220,64 +235,3 @@ def test_a_bad_systems_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "systems.toml").write_text(text.replace('system = "v100_1node"', 'system = "tpu"', 1))
     with pytest.raises(InputError, match="tpu"):
         F.bundled(tmp_path)
-
-
-# ----------------------------------------------------------------------------- the validation script
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("validate_nccl", ROOT / "scripts" / "validate_nccl.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["validate_nccl"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_validation_keeps_the_held_out_networks_latency_across_kinds() -> None:
-    """A file case from an IB machine to an EFA one carries the fitted network efficiencies but not
-    the IB latency; a scale case takes the network's quantities from the kind's defaults."""
-    script = _script()
-    systems, ms = F.bundled()
-    ib, efa = systems["h100_nebius_2node"], systems["h100_p5_2node"]
-    assert (ib.network, efa.network) == ("ib", "efa")
-    params = script.calibrated("file", ib, efa, ms["nebius_h100"].runs())
-    fitted = F.fit(ib, ms["nebius_h100"].runs())
-    assert params.net_latency_ns == default_params(efa).net_latency_ns == 14000.0
-    assert params.e_nvls_inter == fitted.e_nvls_inter
-    one = systems["h100_p5_1node"]
-    scaled = script.calibrated("scale", one, efa, ms["p5_1node"].runs())
-    for name in ("net_latency_ns", "e_nvls_inter", "ring_inter_hop_ns", "s_half_inter_bytes"):
-        assert getattr(scaled, name) == getattr(default_params(efa), name), name
-
-
-def test_validation_never_fits_on_a_held_out_row(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    script = _script()
-    cases: list[dict[str, set[tuple[str, int]]]] = []
-
-    def rows(runs: list[NcclTestsRun]) -> set[tuple[str, int]]:
-        return {(r.source, row.line) for r in runs for row in r.rows}
-
-    def spy_fit(system: NcclSystem, runs: list[NcclTestsRun], **kw: object) -> NcclParams:
-        cases.append({"fit": rows(runs), "held": set()})
-        return F.fit(system, runs, **kw)  # type: ignore[arg-type]
-
-    def spy_errors(system: NcclSystem, params: NcclParams | None, runs: list[NcclTestsRun]) -> list[F.RowError]:
-        cases[-1]["held"] |= rows(runs)
-        return F.errors(system, params, runs)
-
-    monkeypatch.setattr(script, "fit", spy_fit)
-    monkeypatch.setattr(script, "errors", spy_errors)
-    script.main()
-    lines = capsys.readouterr().out.strip().splitlines()
-    assert len(cases) == len(script.CASES)
-    for case in cases:
-        assert case["fit"] and case["held"] and not case["fit"] & case["held"]
-    last = re.fullmatch(
-        r"nccl: geometric-mean error (\d+\.\d) % over (\d+) held-out measurements from (\d+) machines", lines[-1]
-    )
-    assert last is not None, lines[-1]
-    table = [line for line in lines if line.startswith("| ") and not line.startswith("| machine")]
-    assert int(last.group(2)) == sum(int(line.split("|")[6]) for line in table)
-    assert int(last.group(3)) == len({line.split("|")[1].strip() for line in table}) >= 5
-    assert 0 < float(last.group(1)) < 30

@@ -22,7 +22,9 @@ from dse.costs.nccl.model import (
     bus_factor,
     default_params,
     predict,
+    predict_time,
 )
+from dse.costs.nccl.tables import NVLS_CHUNK_RULES, NVLS_TREE_CHUNK_RULES, chunk_bytes
 
 GiB = 2**30
 MiB = 2**20
@@ -133,13 +135,33 @@ def test_network_latency_is_added_to_every_network_hop_twice_for_simple() -> Non
 
 
 def test_nvls_bandwidth_follows_the_head_count() -> None:
-    """NVLS all-reduce busbw = 2(h-1)/(h+1) x B x e_link x 0.85 with h heads = GPUs per node."""
+    """NVLS all-reduce busbw = 2(h-1)/(h+1) x B x e_link x 0.85 with h heads = GPUs per node; the
+    fill adds 2 fabric stages x one wave of 16 channels x h heads x 128 KiB chunks at that rate."""
     for g in (4, 6, 8):
         system = dataclasses.replace(H100, gpus_per_node=g)
-        p = predict(system, "all_reduce", 16 * GiB, algo="nvls")
+        on = dataclasses.replace(default_params(system), fill_scale_intra=1.0)
+        p = predict(system, "all_reduce", 16 * GiB, params=on, algo="nvls")
         expect = 2 * (g - 1) / (g + 1) * 450.0 * 20.6 / 25.0 * 0.85
-        lat = 25000.0
-        assert p.time_ns == pytest.approx(lat + 2 * (g - 1) / g * 16 * GiB / expect, rel=1e-12)
+        lat, factor, wave = 25000.0, 2 * (g - 1) / g, 16 * g * 128 * 1024
+        assert p.time_ns == pytest.approx(lat + factor * (16 * GiB + 2 * wave) / expect, rel=1e-12)
+        off = default_params(system)  # the fill is off by default
+        bare = predict(system, "all_reduce", 16 * GiB, params=off, algo="nvls").time_ns
+        assert bare == pytest.approx(lat + factor * 16 * GiB / expect, rel=1e-12)
+
+
+def test_nvls_fill_follows_nccls_chunk_rules() -> None:
+    """NCCL's NVLS chunk (enqueue.cc) with 128 ops (16 channels x 8 heads): 128 KiB from 1 GiB,
+    64 KiB from 64 MiB, 32 KiB from 8 MiB, 16 KiB below; the wave never exceeds the message."""
+    assert [chunk_bytes(s, 128, 131072, NVLS_CHUNK_RULES) for s in (8 * MiB - 1, 8 * MiB, 64 * MiB, GiB)] == [
+        16384, 32768, 65536, 131072]  # fmt: skip
+    tree = [chunk_bytes(s, 128, 131072, NVLS_TREE_CHUNK_RULES) for s in (4 * MiB, 8 * MiB, 64 * MiB)]
+    assert tree == [32768, 65536, 131072]
+    q = dataclasses.replace(default_params(H100), fill_scale_intra=1.0)
+    bw = 2 * 7 / 9 * 450.0 * 20.6 / 25.0 * 0.85
+    for size, wave in ((MiB, MiB), (16 * MiB, 128 * 32768), (2 * GiB, 128 * 131072)):
+        with_fill = predict(H100, "all_reduce", size, params=q, algo="nvls").time_ns
+        without = predict(H100, "all_reduce", size, algo="nvls")
+        assert with_fill - without.time_ns == pytest.approx(2 * 1.75 * wave / bw, rel=1e-9)
 
 
 @pytest.mark.parametrize("collective", COLLECTIVES)
@@ -187,16 +209,22 @@ def test_efficiency_curve_with_k_one_is_a_constant_extra_latency() -> None:
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("curved", (False, True))
 def test_time_grows_with_size_and_forcing_never_beats_the_choice(system: NcclSystem, curved: bool) -> None:
-    params = _curved(system) if curved else None
+    """Every candidate's time grows with size and forcing it gives that time. NCCL chooses on its
+    tuner's estimate, which has no fill: without the fill the choice is the fastest candidate and
+    its time grows with size; with it, the choice is the same algorithm and protocol."""
+    bare = _curved(system) if curved else default_params(system)
+    params = dataclasses.replace(bare, fill_scale_intra=1.0, fill_scale_inter=1.5)
     for collective in COLLECTIVES:
         previous: dict[tuple[str, str], float] = {}
         last = -1.0
         for s in SIZES:
             p = predict(system, collective, s, params=params)
-            assert p.time_ns >= last
-            last = p.time_ns
+            tuned = predict(system, collective, s, params=bare)
+            assert (p.algo, p.proto) == (tuned.algo, tuned.proto)
+            assert tuned.time_ns >= last
+            last = tuned.time_ns
+            assert all(tuned.time_ns <= c.time_ns for c in tuned.candidates)
             for c in p.candidates:
-                assert p.time_ns <= c.time_ns
                 forced = predict(system, collective, s, params=params, algo=c.algo, proto=c.proto)
                 assert forced.time_ns == c.time_ns
                 assert c.time_ns >= previous.get((c.algo, c.proto), -1.0)
@@ -355,3 +383,22 @@ def test_tables_are_importable_from_the_model() -> None:
     for name in public:
         assert getattr(nccl_model, name) is getattr(nccl_tables, name), name
     assert set(nccl_tables.NET_LATENCY_NS) == set(nccl_tables.NETWORKS)
+
+
+def test_predict_time_is_predicts_choice() -> None:
+    """predict_time gives predict's (time, latency, algo, proto) on every system, collective and size
+    tried, with default and fitted-looking parameters; bad input is one InputError."""
+    systems = (H100, H100_X4_AMD, NcclSystem("volta", 8, fabric="nvlink_mesh", nvlink_GBps=150.0, nvlink_links=6))
+    for system in systems:
+        q = dataclasses.replace(default_params(system), s_half_intra_bytes=3e5, k_intra=0.7, fill_scale_intra=1.7)
+        q = dataclasses.replace(q, fill_scale_inter=0.8)
+        for params in (None, q):
+            for collective in COLLECTIVES:
+                for size in [0, 1, 8, 1000, 4096, 12345] + [2**e for e in range(13, 35, 3)]:
+                    p = predict(system, collective, size, params=params)
+                    got = predict_time(system, collective, size, params)
+                    c = next(c for c in p.candidates if (c.algo, c.proto) == (p.algo, p.proto))
+                    assert got == (p.time_ns, c.latency_ns, p.algo, p.proto)
+    for bad in ((H100, "gather", 8), (H100, "all_reduce", -1), (H100, "all_reduce", 1.5), ("h100", "all_reduce", 8)):
+        with pytest.raises(InputError):
+            predict_time(*bad)  # type: ignore[arg-type]

@@ -146,10 +146,23 @@ def count_types(spec: CollectiveSpec) -> int:
     return orders * len(set(plan.sizes))
 
 
+def refuse_closed_form(spec: CollectiveSpec) -> None:
+    """Bounds are on chunk schedules: a closed-form cost model (`nccl`) has none to bound, and its
+    NVLS reduces inside the switches, beyond what the bounds let endpoints do: one `InputError`."""
+    if spec.cost_model.closed_form:
+        raise InputError(
+            "cost_model",
+            f"{spec.cost_model.label} is closed form: dse's bounds are on chunk schedules, and NVLS reduces in the "
+            "switches, beyond them",
+            "paper, astra-sim or astra-sim-1 for bounds, gaps and optimal schedules",
+        )
+
+
 def fluid_bound_ns(spec: CollectiveSpec, *, time_limit_s: float = 5.0) -> float:
     """The fluid LP's bound with one slot, or the ideal where that is higher; beyond
     `LP_ORDER_TYPES` chunk types (counted first, `count_types`) the ideal alone, as `bounds_for`
     falls back. What a study records per trial (`dse.explore.study_trials.fluid_bound`)."""
+    refuse_closed_form(spec)
     ideal = ideal_ns(spec)
     if count_types(spec) > LP_ORDER_TYPES:
         return ideal
@@ -189,6 +202,7 @@ def lower_bounds(
     few chunks become exact.
     """
     spec = CollectiveSpec.parse(topology, **spec_args)
+    refuse_closed_form(spec)
     if isinstance(exact_work, bool) or not isinstance(exact_work, (int, float)) or not 0 <= exact_work < math.inf:
         raise InputError("exact_work", f"{exact_work!r}", "a number >= 0 (CP-SAT deterministic seconds; 0: off)")
     if solver not in SOLVERS:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from dse.cli.parser import add_calibration, cost_model_arg
+
 
 def add_compare_designs_parser(sub: argparse._SubParsersAction) -> None:
     """Register the `compare-designs` subcommand on a subparsers object (dse.cli.main hooks it)."""
@@ -29,6 +31,7 @@ def add_compare_designs_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scheduler", default="themis", help="one of {schedulers}, or ideal (default themis)")
     p.add_argument("--queue", default="scf", help="one of {queues} (default scf)")
     p.add_argument("--cost-model", default="paper", help="one of {cost_models} (default paper)")
+    add_calibration(p)
     p.add_argument("--chunks", default="64", help="chunks per collective (default 64)")
     p.add_argument(
         "--cost",
@@ -61,7 +64,7 @@ def cmd_compare_designs(args: argparse.Namespace) -> int:
         from dse.output.plots import figure_path
 
         figure_path(args.plot, "--plot")  # refused before any work
-    how = {"scheduler": args.scheduler, "queue": args.queue, "cost_model": args.cost_model, "chunks": args.chunks}
+    how = {"scheduler": args.scheduler, "queue": args.queue, "cost_model": cost_model_arg(args), "chunks": args.chunks}
     checked = check_designs(args.workload, args.designs, placement=args.placement, cost=args.cost, **how)
     cmp = compare_designs(checked, placement=args.placement, **how)
     if args.plot is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dse.cli.iterate_ranks import add_rank_options, cmd_iterate_ranks, wants_ranks
+from dse.cli.parser import add_calibration, cost_model_arg
 from dse.core.errors import InputError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read the name)
@@ -31,6 +32,7 @@ def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scheduler", default=None, help="one of {schedulers}, or ideal (default themis)")
     p.add_argument("--queue", default=None, help="one of {queues} (default scf)")
     p.add_argument("--cost-model", default="paper", help="one of {cost_models} (default paper)")
+    add_calibration(p)
     p.add_argument(
         "--iterations", default="1", help="training passes, each after the previous one; times are per pass (default 1)"
     )
@@ -88,7 +90,7 @@ def cmd_iterate(args: argparse.Namespace) -> int:
         args.topology,
         scheduler=args.scheduler or "themis",
         queue=args.queue or "scf",
-        cost_model=args.cost_model,
+        cost_model=cost_model_arg(args),
         iterations=args.iterations,
         chunks=args.chunks or 64,
         nodes=args.timeline or args.plot is not None,
@@ -128,13 +130,13 @@ def _print_result(res: IterationResult, args: argparse.Namespace) -> None:
 def _summary_table(res: IterationResult) -> str:
     """The iteration's quantities, one per row."""
     from dse.core.units import format_time
-    from dse.output.report import format_table
+    from dse.output.report import format_table, schedule_cell
 
     rows = [
         ("workload", res.workload),
         ("topology", res.topology),
         *([("split for the model-parallel group", res.logical_topology)] if res.logical_topology else []),
-        ("scheduler / queue", f"{res.scheduler} / {res.queue} ({res.cost_model} model)"),
+        ("scheduler / queue", schedule_cell(res.scheduler, res.queue, res.cost_model)),
         ("iterations", res.iterations),
         ("iteration time", format_time(res.time_ns)),
         ("compute", format_time(res.compute_ns) + (f" (CPU {format_time(res.cpu_ns)})" if res.cpu_ns else "")),

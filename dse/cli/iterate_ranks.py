@@ -131,12 +131,12 @@ def _write_outputs(args: argparse.Namespace, d: dict) -> None:
 
 def _summary(res) -> str:  # noqa: ANN001 - a RanksResult
     from dse.core.units import format_time
-    from dse.output.report import format_table
+    from dse.output.report import format_table, schedule_cell
 
     rows = [
         ("workload", res.workload),
         ("topology", f"{res.topology} ({res.npus} NPUs)"),
-        ("scheduler / queue", f"{res.scheduler} / {res.queue} ({res.cost_model} model, {res.chunks} chunks)"),
+        ("scheduler / queue", schedule_cell(res.scheduler, res.queue, res.cost_model, f", {res.chunks} chunks")),
         ("iteration time (latest rank)", format_time(res.time_ns)),
         ("classes of alike ranks", len(res.classes)),
         ("collectives / messages", f"{res.collectives:,} / {res.messages:,}"),

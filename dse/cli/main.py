@@ -12,12 +12,15 @@ from typing import Any
 from dse.cli.compare_designs import add_compare_designs_parser
 from dse.cli.iterate import add_iterate_parser
 from dse.cli.libra import add_libra_parser
+from dse.cli.nccl import add_nccl_parser
 from dse.cli.optimal import add_optimal_parser
 from dse.cli.parser import Parser as _Parser
+from dse.cli.parser import add_calibration, cost_model_arg
 from dse.cli.plot import add_plot_parser
 from dse.cli.reproduce import add_reproduce_parser
 from dse.cli.study import add_study_parser
 from dse.cli.sweep import add_sweep_parser
+from dse.cli.validate import add_validate_parser
 from dse.cli.workload import add_workload_parser
 from dse.core.errors import InputError, RunError, note_swallowed_interrupt
 
@@ -54,6 +57,7 @@ def _add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
     p.add_argument("--size", required=True, help="bytes per NPU, e.g. 1GB, 256MiB, 1e9")
     p.add_argument("--chunks", default="64", help="chunks per collective (default 64)")
     p.add_argument("--cost-model", default="paper", help="one of {cost_models} (default paper)")
+    add_calibration(p)
     p.add_argument("--latency-mode", default=None, help="overlapped or serialized (default: the cost model's)")
     p.add_argument("--active-chunks", default="1", help="phases a dimension serves at once (default 1)")
     if seed:
@@ -84,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_workload_parser(sub)
     add_optimal_parser(sub)
     add_libra_parser(sub)
+    add_nccl_parser(sub)
+    add_validate_parser(sub)
     p = sub.add_parser("topologies", help="list the preset topologies: the paper's, NAME@artifact, real systems")
     p.add_argument("--json", action="store_true", help="print a JSON list: every field of the table, and each source")
     p.set_defaults(func=cmd_topologies)
@@ -205,11 +211,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from dse.bounds.api import lower_bounds
     from dse.core.topology import parse_topology
     from dse.core.units import parse_int, parse_positive
+    from dse.costs import get_cost_model
     from dse.output.report import comparison_rows, utilization_at_bound, utilization_note
     from dse.schedulers.lp_guided import too_many_orders
     from dse.sim.evaluate import COMPARE_SCHEDULERS, compare
 
     topo = parse_topology(_topology_arg(args))
+    spec = _spec_args(args)
+    if get_cost_model(spec["cost_model"]).closed_form:
+        from dse.cli.closed_form import compare_closed_form
+
+        return compare_closed_form(args, topo, spec)
     skipped = {"lp_guided": why} if (why := too_many_orders(topo.ndims)) else {}
     results = compare(
         topo,
@@ -363,7 +375,9 @@ def _spec_args(args: argparse.Namespace) -> dict[str, Any]:
     """The collective's keywords (`dse.sim.spec.SpecArgs`) as the command line gave them."""
     from dse.sim.spec import SPEC_KEYS
 
-    return {key: getattr(args, key) for key in SPEC_KEYS}
+    out = {key: getattr(args, key) for key in SPEC_KEYS}
+    out["cost_model"] = cost_model_arg(args)
+    return out
 
 
 def _warn_one_line(message, category, filename, lineno, file=None, line=None):

@@ -102,3 +102,28 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise InputError(self.prog, message)
+
+
+def add_calibration(p: argparse.ArgumentParser) -> None:
+    """`--calibration`: the `nccl` cost model's machine (`cost_model_arg`)."""
+    p.add_argument(
+        "--calibration",
+        default=None,
+        metavar="NAME|FILE",
+        help="with --cost-model nccl: a bundled machine (dse nccl-tests --help lists them) or a file written "
+        "by dse calibrate nccl-tests (default: NCCL's own parameters for Hopper GPUs)",
+    )
+
+
+def cost_model_arg(args: argparse.Namespace) -> str:
+    """The cost model the command line names: ``--cost-model``, or ``nccl:CALIBRATION`` with
+    ``--calibration`` (only the `nccl` model takes one)."""
+    model = args.cost_model
+    calibration = getattr(args, "calibration", None)
+    if calibration is None:
+        return model
+    if str(model).strip().lower() != "nccl":
+        raise InputError(
+            "--calibration", f"given with --cost-model {model}", "--cost-model nccl --calibration NAME|FILE"
+        )
+    return f"nccl:{calibration}"

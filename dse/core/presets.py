@@ -118,6 +118,55 @@ _SYSTEMS: tuple[tuple[str, str, str, str], ...] = (
         ),
     ),
 )
+# The measured GPU machines of the `nccl` cost model (docs/nccl.md): each also has a bundled calibration of
+# the same name (dse/data/nccl/machines/, fitted on the public nccl-tests output named in its source).
+# The `nccl` model reads no latency from a topology (NCCL's come from its tables and the calibration).
+_NCCL_LATENCY = (
+    "Latency: none published; Table 2's 700 ns (node) and 1700 ns (scale-out NIC) assumed for the other cost "
+    "models, while the nccl cost model uses no dse latency (NCCL's come from its own tables and the calibration)."
+)
+_SYSTEMS += (
+    (
+        "HGX-H100",
+        "SW(8,450,700,links=18)",
+        "real system: 8 x H100 node (nccl calibration)",
+        (
+            "kinds SW: the node dimension of the HGX-H100 the Themis talk (ISCA 2022) names as SW_SW_SW. An HGX H100 "
+            "board, 8 GPUs on 4 NVSwitches, each GPU 900 GB/s bidirectional over 18 NVLink 4 links = 450 GB/s one "
+            "way (NVIDIA, 'Introducing NVIDIA HGX H100', developer blog, 2022; NVIDIA Hopper architecture page). "
+            "Measured: NVIDIA's DGX H100 nccl-tests sample, all-reduce 8 B-16 GB (NVIDIA/dgxc-benchmarking "
+            "nccl/README.md @841f546; the calibration is fitted on it); ring about 370 GB/s and NVLS about 480 "
+            "GB/s bus bandwidth above 256 MB (NVIDIA/nccl-tests issue 212). " + _NCCL_LATENCY
+        ),
+    ),
+    (
+        "H800-node",
+        "SW(8,200,700,links=8)",
+        "real system: 8 x H800 node (nccl calibration)",
+        (
+            "kinds SW: an HGX H800 board, the HGX H100 node (the Themis talk's HGX-H100: SW_SW_SW) with NVLink cut to "
+            "8 links: 8 GPUs on NVSwitches, NVLink 400 GB/s bidirectional per GPU = 200 GB/s one way over 8 NVLink 4 "
+            "links of 25 GB/s (NVIDIA/nccl issue 1374: 'unidirectional peak BW 200GB/s' on an 'H800 * 8 node'; "
+            "NVIDIA/nccl-tests issue 153). Measured: NVLS all-reduce bus bandwidth 215 GB/s (nccl issue 1374, "
+            "prose only: no table is published, so the calibration keeps NCCL's defaults). " + _NCCL_LATENCY
+        ),
+    ),
+    (
+        "DGX-A100-HDRx3",
+        "SW(8,300,700,links=12)_SW(3,12.5,1700,links=1)",
+        "real system: 3 x 8 A100, 4 HDR a node (nccl calibration)",
+        (
+            "kinds SW_SW: a node's NVSwitch, then an InfiniBand switch (as the Themis talk's HGX-H100 SW_SW_SW). "
+            "The cluster of NVIDIA/nccl-tests issue 119: 3 servers of 8 A100-SXM4-40GB, 2 Intel Xeon Platinum 8358 "
+            "and 4 HDR InfiniBand NICs each (a DGX A100 itself has AMD CPUs and 8 compute NICs). dim 0: NVSwitch, "
+            "12 NVLink 3 links of 25 GB/s = 300 GB/s one way per GPU (NVIDIA A100 architecture page). dim 1: 4 "
+            "NICs of 200 Gb/s = 100 GB/s a node, 12.5 GB/s per GPU (the issue: '100GB/s (200G x 4 / 8)'), "
+            "written as links=1, one link per GPU (half a NIC per GPU has no whole-count form; the calibration "
+            "says 4 NICs a node). Measured: all-reduce bus bandwidth 84.8 GB/s average, 96 GB/s peak, and 22 "
+            "rows of the table (22-86 MB; the calibration is fitted on them). " + _NCCL_LATENCY
+        ),
+    ),
+)
 SYSTEM_PRESETS: tuple[str, ...] = tuple(n for n, *_ in _SYSTEMS)
 PRESETS.update({n: _preset(n, notation) for n, notation, *_ in _SYSTEMS})
 

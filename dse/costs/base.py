@@ -114,9 +114,18 @@ class CostModel(ABC):
     #: Dim fields besides kind, npus and algorithm that the kernel takes from the shape table, not
     #: the point: part of a point's shape (`dse.sim.compiled.shape_key`), like the kind
     shape_fields: ClassVar[tuple[str, ...]] = ()
+    #: the whole collective's time comes in closed form (`collective_time`), with no chunk phases:
+    #: schedulers, queues, chunks and latency modes do not apply (`nccl`)
+    closed_form: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+    @property
+    def label(self) -> str:
+        """How results and CSV rows name this model: its name, plus its configuration where it has one
+        (``nccl:NAME``); `dse.costs.get_cost_model` takes it back."""
+        return self.name
 
     @property
     def sim_rules(self) -> SimRules:

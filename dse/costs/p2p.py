@@ -117,6 +117,8 @@ def message_ns(model: CostModel, topology: Topology, src: int, dst: int, size: i
         return float(sum(_astra1_message(topology.dims[d], d, a[d], b[d], size) for d in differ))
     if isinstance(model, PaperModel):
         return sum(_paper_message(topology.dims[d], a[d], b[d], size) for d in differ)
+    if model.closed_form:
+        return model.message_ns(topology, differ, size)  # type: ignore[attr-defined]
     raise InputError("cost_model", f"no point-to-point rule for {model.name!r}", "paper, astra-sim, astra-sim-1")
 
 

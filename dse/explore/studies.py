@@ -38,6 +38,7 @@ from dse.core.errors import InputError
 from dse.core.files import read_toml
 from dse.core.limits import check_input
 from dse.core.units import parse_int
+from dse.costs import with_calibration
 from dse.explore.hwcost import HardwareCost
 from dse.explore.libra_files import read_libra_cost_model, read_libra_network
 from dse.explore.objectives import (
@@ -140,7 +141,7 @@ def load_studies(path: str | Path) -> list[StudySpec]:
     check_input("dimensions", max(space.shapes), "space.dims", "dimensions")  # before a design is built
     table = data.get("workload", {})
     training = _training(table, space, Path(path).parent) if isinstance(table, dict) and "file" in table else None
-    probe = _workload(table, space) if training is None else None
+    probe = _workload(table, space, Path(path).parent) if training is None else None
     seed = parse_int(st.get("seed", 0), "study.seed", minimum=0)
     trials = parse_int(st.get("trials", 100), "study.trials", minimum=1)
     prices = _prices(data.get("cost"), Path(path).parent)
@@ -154,7 +155,7 @@ def load_studies(path: str | Path) -> list[StudySpec]:
                 variant.space,
                 probe.collective if probe else "",
                 probe.size if probe else 0,
-                probe.cost_model.name if probe else training.cost_model,  # type: ignore[union-attr]
+                probe.cost_model.label if probe else training.cost_model,  # type: ignore[union-attr]
                 variant.objectives,
                 variant.constraints,
                 variant.sampler,
@@ -213,18 +214,19 @@ def _study_name(st: dict[str, Any]) -> str:
     return name
 
 
-def _workload(wl: Any, space: SearchSpace) -> CollectiveSpec:
+def _workload(wl: Any, space: SearchSpace, base: Path) -> CollectiveSpec:
     """The ``[workload]`` table, parsed on a probe topology, then checked on the space's first design:
     a workload no design of the space can run is refused before any storage exists."""
     if not isinstance(wl, dict):
         raise InputError("workload", f"{wl!r} is not a table", "[workload] collective, size, cost_model")
-    check_keys(wl, {"collective", "size", "cost_model"}, "workload")
+    check_keys(wl, {"collective", "size", "cost_model", "calibration"}, "workload")
+    (model,) = with_calibration([wl.get("cost_model", "paper")], wl.get("calibration"), base, "workload.calibration")
     probe = CollectiveSpec.parse(
         "Ring(2,1,0)",
         collective=wl.get("collective", "all_reduce"),
         size=wl.get("size", "1GB"),
         chunks=1,
-        cost_model=wl.get("cost_model", "paper"),
+        cost_model=model,
     )
     design, most = space.first_design()
     try:

@@ -17,6 +17,7 @@ from typing import Any
 from dse.bounds.api import fluid_bound_ns
 from dse.core.errors import InputError
 from dse.core.topology import Topology
+from dse.costs import get_cost_model
 from dse.explore.storage import FIXED_KEY, LAYOUT, RECORD_ATTR
 from dse.explore.studies import StudySpec
 from dse.explore.study_workload import measure_workload, workload_metric
@@ -33,14 +34,16 @@ def measure(spec: StudySpec, topo: Topology, chunks: int) -> dict[str, Any]:
         [dict(common, scheduler="themis", queue="scf"), dict(common, scheduler="baseline", queue="fifo")]
     )
     themis, base = both.result(0), both.result(1)
-    lp = fluid_bound(topo, spec.collective, spec.size, chunks, spec.cost_model)
+    # a closed-form model (nccl) has no chunk schedule to bound: no bound, no gap (`metric_value`)
+    closed = get_cost_model(spec.cost_model).closed_form
+    lp = None if closed else fluid_bound(topo, spec.collective, spec.size, chunks, spec.cost_model)
     return {
         "topology": topo.notation(),
         "time_themis_ns": themis.time_ns,
         "time_baseline_ns": base.time_ns,
         "bw_utilization": themis.bw_utilization,
         "bound_ns": lp,
-        "gap": themis.time_ns / lp - 1.0,
+        "gap": None if lp is None else themis.time_ns / lp - 1.0,
         "cost_usd": spec.prices.dollars(topo),
     }
 
@@ -88,6 +91,10 @@ def metric_value(
     if metric == "time":
         return t
     if metric == "gap":
+        if record["bound_ns"] is None:
+            raise InputError(
+                "objectives", f"gap under {spec.cost_model}, which has no bound", "time, bw_utilization, cost"
+            )
         return t / record["bound_ns"] - 1.0
     if u is None:
         u = _run(topo, spec, chunks, scheduler, queue).bw_utilization

@@ -32,7 +32,7 @@ from typing import Any
 from dse.core.errors import InputError
 from dse.core.topology import Topology
 from dse.core.units import parse_int
-from dse.costs import get_cost_model
+from dse.costs import get_cost_model, with_calibration
 from dse.explore.hwcost import HardwareCost
 from dse.explore.libra_model import libra_iteration_ns
 from dse.explore.study_ranks import RANK_KEYS, RankTrace, measure_ranks, parse_rank_trace, ranks_metric, wants_ranks
@@ -42,7 +42,7 @@ from dse.training.placement_read import load_placement, with_placement
 from dse.training.ranks_result import RanksResult
 from dse.training.workloads import Workload, load_workload
 
-WORKLOAD_TABLE_KEYS = {"file", "placement", "cost_model", "chunks", *RANK_KEYS}
+WORKLOAD_TABLE_KEYS = {"file", "placement", "cost_model", "calibration", "chunks", *RANK_KEYS}
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,10 @@ def parse_workload_target(table: dict[str, Any], base: Path) -> WorkloadTarget:
     if table.get("placement") is not None:
         raw = table["placement"]
         wl = with_placement(wl, load_placement(raw if isinstance(raw, dict) else base / str(raw), "workload.placement"))
-    model = get_cost_model(table.get("cost_model", "paper")).name
+    (name,) = with_calibration(
+        [table.get("cost_model", "paper")], table.get("calibration"), base, "workload.calibration"
+    )
+    model = get_cost_model(name).label
     chunks = parse_int(table.get("chunks", 64), "workload.chunks", minimum=1)
     return WorkloadTarget(wl, model, chunks)
 

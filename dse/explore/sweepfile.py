@@ -58,7 +58,7 @@ from dse.core.limits import MAX_SWEEP_POINTS
 from dse.core.network_yaml import is_network_file
 from dse.core.topology import Topology, parse_topology
 from dse.core.units import parse_int, parse_positive, parse_size
-from dse.costs import get_cost_model
+from dse.costs import get_cost_model, with_calibration
 from dse.explore.sweep_axes import Axes, axis_cells, axis_columns, exact_notation, is_axis_key, parse_axes
 from dse.explore.sweep_iterations import (
     ITERATION_PARAMS,
@@ -87,7 +87,7 @@ PARAMS: tuple[str, ...] = (
     "seed",
 )
 #: Keys of `[sweep]` that are options, not parameters.
-OPTIONS: tuple[str, ...] = ("schedules", "bounds", "bounds_time_limit", "bounds_node_limit")
+OPTIONS: tuple[str, ...] = ("schedules", "bounds", "bounds_time_limit", "bounds_node_limit", "calibration")
 DEFAULTS: dict[str, Any] = {
     "collective": "all_reduce",
     "chunks": 64,
@@ -192,7 +192,7 @@ _PARSERS: dict[str, Callable[[Any], Any]] = {
     "chunks": lambda v: parse_int(v, "chunks", minimum=1),
     "scheduler": _scheduler_name,
     "queue": _str(parse_queue),
-    "cost_model": _str(lambda v: get_cost_model(v).name),
+    "cost_model": _str(lambda v: get_cost_model(v).label),
     "latency_mode": _str(lambda v: v.strip().lower()),  # checked per model below
     "active_chunks": lambda v: parse_int(v, "active_chunks", minimum=1),
     "seed": lambda v: parse_int(v, "seed", minimum=0),
@@ -242,6 +242,10 @@ def parse_sweep(table: dict[str, Any], source: str = "<sweep>", base: Path | Non
         raise InputError("sweep.bounds", f"{bounds!r} is not a boolean", "true or false")
     limit = parse_positive(table.get("bounds_time_limit", 60.0), "sweep.bounds_time_limit")
     nodes = parse_int(table.get("bounds_node_limit", 100), "sweep.bounds_node_limit", minimum=1)
+    if bounds and any(get_cost_model(m).closed_form for m in lists["cost_model"]):
+        raise InputError(
+            "sweep.bounds", "true with a closed-form cost model (nccl)", "bounds = false, or paper / astra-sim"
+        )
     points = list(_expand(variants, topos, lists, pairs))
     columns = ("design", *POINT_FIELDS, *axis_columns(ndims))
     return Sweep(tuple(p for p, _ in points), bounds, limit, source, nodes, columns, tuple(c for _, c in points))
@@ -256,6 +260,8 @@ def _lists(table: dict[str, Any], params: tuple[str, ...], base: Path | None, it
             lists[key] = [None if key != "placement" else ""]
             continue
         parse = _iteration_scheduler if key == "scheduler" and iterations else _PARSERS[key]
+        if key == "cost_model":
+            raw = with_calibration(_values(key, raw), table.get("calibration"), base, "sweep.calibration")
         lists[key] = _canonical(key, _values(key, raw), parse)
         if key in ("workload", "placement"):
             lists[key] = list(dict.fromkeys(beside(v, base, key == "placement") for v in lists[key]))

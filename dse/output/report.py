@@ -62,11 +62,29 @@ _UTILIZATION_BY_MODEL: dict[str, tuple[str, str]] = {
         "per-link bandwidth, a ring's links rounded down to even, a fully-connected one's to a multiple of P-1",
         "each message's latency holds its dimension and sends nothing, so even the best schedule can read below 100 %",
     ),
+    "nccl": (
+        "the sum of the dimensions' line rates per GPU, GB = 10^9 B, with the bytes an endpoint algorithm must "
+        "send (NCCL's nominal; nccl-tests' busbw is the same count over one dimension's rate)",
+        "NVLS and a tree across two nodes reduce in the switches and send less, so the figure can pass 100 % "
+        "(shown capped; bw_utilization_uncapped holds it)",
+    ),
 }
 
 
 #: the models whose concurrent phases each run at full bandwidth (active chunks > 1, docs/model.md §6.4)
 FULL_BANDWIDTH_PHASES = ("astra-sim",)
+
+
+def model_family(cost_model: str) -> str:
+    """The cost model's name without its configuration (``nccl:HGX-H100`` is ``nccl``)."""
+    return cost_model.split(":", 1)[0]
+
+
+def schedule_cell(scheduler: str, queue: str, cost_model: str, more: str = "") -> str:
+    """How a run was scheduled, for a summary table: NCCL's own choice under `nccl`."""
+    if model_family(cost_model) == "nccl":
+        return f"NCCL's algorithm per collective ({cost_model} model)"
+    return f"{scheduler} / {queue} ({cost_model} model{more})"
 
 
 def utilization_note(cost_model: str, *, iteration: bool = False) -> str:
@@ -75,7 +93,7 @@ def utilization_note(cost_model: str, *, iteration: bool = False) -> str:
     ASTRA-sim figures are not read as one quantity. `iteration`: `dse iterate`'s figure (the bytes
     of all the collectives over the time at least one is in flight), else one collective's."""
     bandwidth, why = _UTILIZATION_BY_MODEL.get(
-        cost_model, (f"the sum of the dimensions' bandwidths in the {cost_model} model's unit", "")
+        model_family(cost_model), (f"the sum of the dimensions' bandwidths in the {cost_model} model's unit", "")
     )
     if iteration:
         head = f"BW utilisation ({cost_model} model) = bytes one NPU sends / (time any collective is in flight x B)"
@@ -94,6 +112,7 @@ _UTILIZATION_SHORT: dict[str, tuple[str, str]] = {
     "paper": ("the dims' summed GB/s, GB = 10^9 B", "at most 100 %"),
     "astra-sim": ("the dims' bandwidth as ASTRA-sim 2.x sums it, GB = 2^30 B", "latency sends nothing"),
     "astra-sim-1": ("the dims' bandwidth as ASTRA-sim 1.0 sums it, GB = 2^30 B", "latency sends nothing"),
+    "nccl": ("the dims' summed line rates per GPU, GB = 10^9 B", "NVLS reduces in the switches: can pass 100 %"),
 }
 
 
@@ -101,7 +120,9 @@ def utilization_line(cost_model: str, *, iteration: bool = False, at_bound: str 
     """`utilization_note` in one sentence for a terminal (the whole text is in ``--json``'s
     ``bw_utilization_note``): what the figure divides by and its caveat; `at_bound`, the figure a
     schedule at the bound would show, is added when given."""
-    b, caveat = _UTILIZATION_SHORT.get(cost_model, (f"the dims' summed bandwidth ({cost_model} model)", ""))
+    b, caveat = _UTILIZATION_SHORT.get(
+        model_family(cost_model), (f"the dims' summed bandwidth ({cost_model} model)", "")
+    )
     time = "time in flight" if iteration else "time"
     text = f"BW utilisation ({cost_model} model) = bytes to send / ({time} x B), B {b}"
     text += f"; {caveat}" if caveat else ""
@@ -156,6 +177,8 @@ def result_text(result: Result, topology: Topology) -> str:
         ("algbw / busbw", f"{result.algbw_GBps:.2f} / {result.busbw_GBps:.2f} GB/s"),
         ("orders", order_summary(result.orders)),
     ]
+    if model_family(result.cost_model) == "nccl":
+        head = _closed_form_head(head, result, topology)
     w = max(len(k) for k, _ in head)
     lines = [f"{k.ljust(w)}  {v}" for k, v in head]
     rows = []
@@ -173,6 +196,26 @@ def result_text(result: Result, topology: Topology) -> str:
     lines.append(format_table(("dim", "dimension", "busy (us)", "sent (MB)", "busy %"), rows, align="rlrrr"))
     lines += ["", footnote(utilization_line(result.cost_model))]
     return "\n".join(lines)
+
+
+def _closed_form_head(head: list[tuple[str, str]], result: Result, topology: Topology) -> list[tuple[str, str]]:
+    """`result_text`'s head under `nccl`: NCCL's pick in place of the schedule, no chunks or orders."""
+    from dse.costs import get_cost_model
+
+    pred = get_cost_model(result.cost_model).collective_time(  # type: ignore[attr-defined]
+        topology, result.collective, result.size_bytes
+    )
+    size = format_size(result.size_bytes, result.size_unit)
+    pick = f"{pred.algo} / {pred.proto}: NCCL's pick (schedulers, queues and chunks do not apply)"
+    out = []
+    for k, v in head:
+        if k == "collective":
+            out.append((k, f"{result.collective}, {size} per GPU"))
+        elif k == "schedule":
+            out.append(("algorithm", pick))
+        elif k != "orders":
+            out.append((k, v))
+    return out
 
 
 @dataclass(frozen=True)

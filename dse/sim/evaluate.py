@@ -9,11 +9,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Unpack
 
-from dse.core.collectives import ALL_GATHER, ALL_REDUCE, nominal_bytes_sent
+from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, nominal_bytes_sent
 from dse.core.errors import InputError
 from dse.core.limits import check_work
 from dse.core.topology import Topology, parse_topology
-from dse.costs import CostModel, Phase
+from dse.costs import CostModel, Phase, get_cost_model
 from dse.schedulers import ScheduleProblem
 from dse.sim import engine as engine_front
 from dse.sim.compiled import CACHE, Shape, compilable
@@ -50,6 +50,8 @@ def evaluate(topology: Topology | str | CollectiveSpec, *, timeline: bool = Fals
             CACHE.remember(key, call)
     else:
         p = call.run if run["size"] == call.size else call.run.resized(run["size"])
+    if p.spec.cost_model.closed_form:  # no simulation: no work to check
+        return closed_form_result(p, None if call is None or timeline else call.consts(p))
     if call is None or call.shape is None or engine_front.DEFAULT == "python":
         p.check_work()
         return evaluate_prepared(p, timeline=timeline)
@@ -102,11 +104,21 @@ class _Call:
         spec = p.spec
         topo, model = spec.topology, spec.cost_model
         shape = CACHE.shape(p) if compilable(p) else None
-        steps = simulation_steps(topo, spec.collective, spec.chunks, model, p.queue)
+        steps = (0.0, "") if model.closed_form else simulation_steps(topo, spec.collective, spec.chunks, model, p.queue)
         total_bw = sum(model.bytes_per_ns(d, spec.collective) for d in topo.dims)
         bw, lat = array("d", [d.bandwidth for d in topo.dims]), array("d", [d.latency for d in topo.dims])
         sized = size_constants(topo.shape, spec.collective, spec.size, model)
         return cls(p, size, shape, steps, bw, lat, total_bw, topo.label(), topo.shape, sized)
+
+    def consts(self, p: RunSpec) -> tuple:
+        """`result_constants` of `p`, this call at some size."""
+        spec = p.spec
+        sized = (
+            self.sized
+            if p is self.run
+            else size_constants(self.dims_shape, spec.collective, spec.size, spec.cost_model)
+        )
+        return (sized[0], self.total_bw, sized[1], sized[2], self.label)
 
     def evaluate(self, p: RunSpec) -> Result:
         """Run `p` (this call at some size) on the compiled path."""
@@ -131,6 +143,8 @@ def evaluate_prepared(p: RunSpec, *, timeline: bool = False) -> Result:
     model's phases, the engine (`dse.sim.simulate`)."""
     spec, sched = p.spec, p.sched
     topo, model, active = spec.topology, spec.cost_model, spec.active_chunks
+    if model.closed_form:
+        return closed_form_result(p)
     plan = model.chunking(spec.collective, spec.size, spec.chunks, topo, baseline=sched.is_baseline)
     problem = ScheduleProblem(
         topo,
@@ -167,6 +181,34 @@ def evaluate_prepared(p: RunSpec, *, timeline: bool = False) -> Result:
         service_order=service,
     )
     return make_result(p, chunk_orders, out, keep_timeline=timeline)
+
+
+def closed_form_result(p: RunSpec, consts: tuple | None = None) -> Result:
+    """The `Result` of a closed-form model (`CostModel.closed_form`, `nccl`): its whole-collective
+    time, no chunk orders. Every dimension counts as busy for the time's bandwidth part (the time
+    less its latency part) and sends what the ascending dimension order sends on it
+    (`ascending_dim_bytes`; docs/model.md §15). `consts`: the point's `result_constants`, if known."""
+    spec = p.spec
+    topo, model = spec.topology, spec.cost_model
+    time_ns, latency_ns, _, _ = model.collective_timing(topo, spec.collective, spec.size)  # type: ignore[attr-defined]
+    busy = max(0.0, time_ns - latency_ns)
+    dim_bytes = ascending_dim_bytes(spec.collective, spec.size, topo.shape)
+    out = SimOutput(time_ns, (busy,) * topo.ndims, dim_bytes, (), None)
+    return make_result(p, (), out, keep_timeline=False, consts=consts)
+
+
+def ascending_dim_bytes(coll: str, size: float, shape: tuple[int, ...]) -> tuple[float, ...]:
+    """Bytes one NPU sends on each dimension when the collective runs dimension by dimension in
+    ascending order (the baseline's order): they sum to `nominal_bytes_sent` (AG: per-NPU output)."""
+    out = []
+    c = size
+    for p in shape:
+        if coll == ALL_TO_ALL:
+            out.append(size * (p - 1) / p)
+            continue
+        out.append(c * (p - 1) / p * (2 if coll == ALL_REDUCE else 1))
+        c /= p
+    return tuple(out)
 
 
 def build_plans(
@@ -231,6 +273,11 @@ def _warn_capped(model: CostModel, active: int, raw: float) -> None:
         why = (
             f"the {model.name} model runs up to {active} phases at once on a dimension, each at the full "
             "bandwidth (congestion-unaware), so more bytes move than the dimensions' bandwidth allows"
+        )
+    elif model.closed_form:
+        why = (
+            f"under {model.name}, NVLS (and a tree across 2 nodes) reduces in the switches: each GPU sends less "
+            "than an endpoint algorithm must, so the time beats what the dimensions' bandwidth allows for it"
         )
     else:
         why = f"the {model.name} model moved more bytes than the dimensions' bandwidth allows"
@@ -318,7 +365,7 @@ def make_result(
             "chunks": spec.chunks,
             "scheduler": p.sched.name,
             "queue": p.queue,
-            "cost_model": model.name,
+            "cost_model": model.label,
             "latency_mode": spec.latency_mode,
             "active_chunks": active,
             "seed": p.seed,
@@ -351,7 +398,10 @@ def compare(
     **spec: Unpack[SpecArgs],
 ) -> list[Result]:
     """Every scheduler x queue on one topology and collective (baseline+fifo first); `spec`: the
-    collective's keywords (`SpecArgs`)."""
+    collective's keywords (`SpecArgs`). Under a closed-form model (`nccl`), where neither applies,
+    the one result."""
     if not isinstance(topology, CollectiveSpec):
         topology = parse_topology(topology)
+        if get_cost_model(spec.get("cost_model", "paper")).closed_form:
+            return [evaluate(topology, seed=seed, **spec)]
     return [evaluate(topology, scheduler=s, queue=q, seed=seed, **spec) for s in schedulers for q in queues]

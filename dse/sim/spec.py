@@ -108,11 +108,11 @@ class CollectiveSpec:
         coll = parse_collective(a["collective"])
         nbytes = parse_size(a["size"])
         nchunks = parse_int(a["chunks"], "chunks", minimum=1)
-        if nchunks > nbytes:
+        model = get_cost_model(a["cost_model"])
+        if nchunks > nbytes and not model.closed_form:  # a closed-form model has no chunks
             raise InputError(
                 "chunks", f"{nchunks} chunks of a {nbytes}-byte collective", f"at most one chunk per byte, <= {nbytes}"
             )
-        model = get_cost_model(a["cost_model"])
         active = parse_int(a["active_chunks"], "active_chunks", minimum=1, maximum=2**31 - 1)
         mode = model.check(topo, coll, a["latency_mode"], active)
         return cls(topo, coll, nbytes, nchunks, model, mode, active)
@@ -122,7 +122,7 @@ class CollectiveSpec:
         them (the rest was)."""
         nbytes = parse_size(size)
         nchunks = self.chunks if chunks is None else parse_int(chunks, "chunks", minimum=1)
-        if nchunks > nbytes:
+        if nchunks > nbytes and not self.cost_model.closed_form:
             raise InputError(
                 "chunks", f"{nchunks} chunks of a {nbytes}-byte collective", f"at most one chunk per byte, <= {nbytes}"
             )

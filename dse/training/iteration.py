@@ -195,7 +195,7 @@ def iterate(
         topology=topo.label(),
         scheduler="ideal" if ideal else sched.name,  # type: ignore[union-attr]
         queue=q,
-        cost_model=model.name,
+        cost_model=model.label,
         iterations=iterations,
         chunks=chunks,
         **_per_pass(engine, total, iterations, sum(model.bytes_per_ns(d) for d in logical.dims)),

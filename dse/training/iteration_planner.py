@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dse.core.collectives import A2A, ALL_GATHER, ALL_TO_ALL, nominal_bytes_sent
+from dse.core.collectives import A2A, ALL_GATHER, ALL_TO_ALL, first_phase_kind, nominal_bytes_sent
 from dse.core.topology import Topology
 from dse.costs import CostModel, Phase
 from dse.schedulers import ScheduleProblem, Scheduler, ThemisScheduler, baseline_order
@@ -213,6 +213,8 @@ class Planner:
         dims, sub, memo = self.scope(scope)
         if sub is None:
             return [], dims
+        if self.model.closed_form:
+            return [self.closed_form_phase(coll, nbytes, scope, dims, sub)], dims
         model, sched = self.model, self.sched
         assert sched is not None
         key = (coll, scope)
@@ -242,3 +244,20 @@ class Planner:
                 )
             out.append(p)
         return out, dims
+
+    def closed_form_phase(
+        self, coll: str, nbytes: int, scope: Any, dims: tuple[int, ...], sub: Topology
+    ) -> tuple[Phase, ...]:
+        """A closed-form model's collective (`nccl`) as one chunk of one phase: it holds the slowest
+        dimension of its scope (the network when it crosses nodes) for the model's whole time, and
+        sends the collective's nominal bytes. Collectives on the scope's other dimensions may run
+        beside it. `fabric`: the scope starts at the node's fabric (dimension 0)."""
+        key = ("closed", scope, coll, nbytes)
+        hit = self.phase_cache.get(key)
+        if hit is None:
+            timing = self.model.collective_timing(sub, coll, nbytes, fabric=dims[0] == 0)  # type: ignore[attr-defined]
+            slowest = min(range(len(dims)), key=lambda j: (sub.dims[j].bandwidth, -j))
+            need = nominal_bytes_sent(coll, nbytes, sub.shape)
+            kind = first_phase_kind(coll)
+            hit = self.phase_cache[key] = (Phase(dims[slowest], kind, timing[0], 0.0, float(nbytes), need),)
+        return hit

@@ -50,7 +50,20 @@ from dse.costs.nccl.model import COLLECTIVES, NcclParams, NcclSystem, default_pa
 #: Bounds of the fitted quantities: hop-latency scales, efficiencies, s_half (bytes), k.
 SCALE_BOUNDS = (0.05, 20.0)
 E_BOUNDS = (0.02, 1.0)
+#: An efficiency stays within these multiples of its starting value (NCCL's own: its effective
+#: link rates): a node cannot run much faster than NCCL's rate allows, nor far slower.
+E_RANGE = (0.5, 1.1)
+#: The prior: each fitted efficiency, hop-latency scale and network latency is pulled toward its
+#: starting value by one extra residual (log(value / start) / PRIOR_SIGMA; the network latency's
+#: change in units of PRIOR_NET_US): a weak pull next to the rows' own residuals, which keeps
+#: quantities the rows barely tell near NCCL's values instead of wherever they trade off.
+PRIOR_SIGMA = 4.0
+PRIOR_NET_US = 20.0
 S_HALF_BOUNDS_BYTES = (1.0, 1e11)
+#: Bounds of the pipeline fill's scale per tier (`NcclParams.fill_scale_*`; 1 = NCCL's chunks as they are).
+FILL_BOUNDS = (0.1, 10.0)
+#: Whether `fit` calibrates the fill scales (when NVLS runs at the training sizes); off with the fill.
+FIT_FILL = False
 K_BOUNDS = (0.1, 1.0)
 #: Bounds of the network's own latency per hop, us (0: NCCL's NET table alone).
 NET_LATENCY_BOUNDS_US = (0.0, 1000.0)
@@ -197,7 +210,7 @@ def fit_details(
         names = _candidates(system, start, rows)
         x0, lo, hi = _vector(start, names, s_half)
         fun = _residuals(system, start, names, rows, y)
-        keep = _identifiable(fun, x0, lo, hi)
+        keep = _identifiable(fun, x0, lo, hi, len(rows))
         told = {n for n, k in zip(names, keep) if k}
         names = tuple(n for n in names if n in told and (n[:2] != "k_" or f"s_half_{n[2:]}" in told))  # k needs s_half
         if not names:
@@ -219,6 +232,7 @@ def transfer(source: NcclParams, target: NcclParams, tier: str) -> NcclParams:
     if tier not in _HOPS:
         raise InputError("tier", f"{tier!r} is not a tier", "intra, inter")
     names = (*_HOPS[tier], *(f"e_{a}_{tier}" for a in ("ring", "tree", "nvls")), f"s_half_{tier}_bytes", f"k_{tier}")
+    names = (*names, f"fill_scale_{tier}")
     if tier == "inter":
         names = (*names, "net_latency_ns")
     return replace(target, **{n: getattr(source, n) for n in names})
@@ -313,6 +327,8 @@ def _candidates(system: NcclSystem, start: NcclParams, rows: Sequence[Sample]) -
     names = [f"{_E_OF_ALGO[a]}_{t}" for t in tiers for a in sorted(algos)]
     names = list(dict.fromkeys(names))  # nvls and nvls_tree share e_nvls
     names += [f"lat_{t}" for t in tiers] + ["net_latency_inter"] * ("inter" in tiers)
+    if FIT_FILL and any(a.startswith("nvls") for a in algos):
+        names += [f"fill_{t}" for t in tiers]
     for prefix in ("s_half", "k"):
         names += [f"{prefix}_{t}" for t in tiers]
     return tuple(names)
@@ -330,8 +346,12 @@ def _vector(start: NcclParams, names: Sequence[str], s_half: float) -> tuple[np.
     for name in names:
         if name.startswith("lat_"):
             v, b = 0.0, (math.log(SCALE_BOUNDS[0]), math.log(SCALE_BOUNDS[1]))
+        elif name.startswith("fill_"):
+            v = math.log(max(getattr(start, f"fill_scale_{name[5:]}"), FILL_BOUNDS[0]))
+            b = (math.log(FILL_BOUNDS[0]), math.log(FILL_BOUNDS[1]))
         elif name.startswith("e_"):
-            v, b = getattr(start, name), E_BOUNDS
+            v = getattr(start, name)
+            b = (max(E_BOUNDS[0], E_RANGE[0] * v), min(E_BOUNDS[1], max(E_RANGE[1] * v, E_BOUNDS[0])))
         elif name.startswith("net_latency"):
             v, b = start.net_latency_ns / 1000.0, NET_LATENCY_BOUNDS_US
         elif name.startswith("s_half_"):
@@ -360,6 +380,8 @@ def _params(start: NcclParams, names: Sequence[str], x: np.ndarray) -> NcclParam
                 changes[field] = tuple(t * scale for t in old) if isinstance(old, tuple) else old * scale
         elif name.startswith("s_half_"):
             changes[name + "_bytes"] = math.exp(v)
+        elif name.startswith("fill_"):
+            changes[f"fill_scale_{name[5:]}"] = math.exp(v)
         elif name.startswith("net_latency"):
             changes["net_latency_ns"] = 1000.0 * v
         else:
@@ -376,15 +398,43 @@ def _residuals(
 ) -> Residuals:
     """log(predicted) - log(measured) per row as a function of the solver's vector."""
 
+    prior = _prior(start, names)
+
     def fun(x: np.ndarray) -> np.ndarray:
         q = _params(start, names, x)
         t = [predict(system, s.collective, s.size_bytes, params=q).time_ns for s in rows]
-        return np.log(np.array(t)) - y
+        return np.concatenate((np.log(np.array(t)) - y, prior(x)))
 
     return fun
 
 
+def _prior(start: NcclParams, names: Sequence[str]) -> Callable[[np.ndarray], np.ndarray]:
+    """The prior's residuals (`PRIOR_SIGMA`): efficiencies and hop-latency scales in log space, the
+    network latency in `PRIOR_NET_US`; s_half and k are free (NCCL has no curve to pull toward)."""
+    kinds = [n[:2] if n[:2] in ("e_", "la", "fi") else ("ne" if n.startswith("net_") else "") for n in names]
+    idx = [i for i, k in enumerate(kinds) if k]
+    e0 = {i: math.log(max(getattr(start, names[i]), 1e-9)) for i, k in enumerate(kinds) if k == "e_"}
+    f0 = {i: math.log(getattr(start, f"fill_scale_{names[i][5:]}") or 1.0) for i, k in enumerate(kinds) if k == "fi"}
+    net0 = start.net_latency_ns / 1000.0
+
+    def prior(x: np.ndarray) -> np.ndarray:
+        out = np.empty(len(idx))
+        for j, i in enumerate(idx):
+            if kinds[i] == "e_":
+                out[j] = (math.log(max(float(x[i]), 1e-9)) - e0[i]) / PRIOR_SIGMA
+            elif kinds[i] == "la":
+                out[j] = float(x[i]) / PRIOR_SIGMA
+            elif kinds[i] == "fi":
+                out[j] = (float(x[i]) - f0[i]) / PRIOR_SIGMA
+            else:
+                out[j] = (float(x[i]) - net0) / PRIOR_NET_US
+        return out
+
+    return prior
+
+
 def _cost(system: NcclSystem, q: NcclParams, rows: Sequence[Sample], y: np.ndarray) -> float:
+    """Sum of squared log-time residuals over the rows (without the prior)."""
     t = np.array([predict(system, s.collective, s.size_bytes, params=q).time_ns for s in rows])
     r = np.log(t) - y
     return float(r @ r)
@@ -403,12 +453,12 @@ def _jacobian(fun: Residuals, x: np.ndarray, r: np.ndarray, lo: np.ndarray, hi: 
     return jac
 
 
-def _identifiable(fun: Residuals, x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[bool]:
+def _identifiable(fun: Residuals, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_rows: int) -> list[bool]:
     """Which coordinates the rows can tell, in order: a coordinate is kept when its Jacobian column
     at the start, less its projection on the columns kept before it, still has a norm above
     `MIN_SENSITIVITY` (it moves some log-time in a way the earlier ones cannot). So at most as many
     coordinates as rows are kept, and one that moves no row is never kept."""
-    jac = _jacobian(fun, x, fun(x), lo, hi)
+    jac = _jacobian(fun, x, fun(x), lo, hi)[:n_rows]  # the rows only, not the prior
     kept: list[int] = []
     for j in range(x.size):
         col = jac[:, j]

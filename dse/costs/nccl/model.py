@@ -2,24 +2,22 @@
 
 A system is two tiers: tier 0 is the node's GPU fabric (NVSwitch, an NVLink mesh or PCIe; B0 = one
 GPU's line rate per direction), tier 1 the network (B1 = the line rate of all a node's NICs, per
-direction). For each algorithm a NCCL could run (ring, tree, nvls, nvls_tree; p2p for all-to-all)
-and each protocol it enables (LL, LL128, Simple) the model predicts
+direction). For each algorithm NCCL could run (ring, tree, nvls, nvls_tree; p2p for all-to-all) and
+each protocol it enables (LL, LL128, Simple) the model predicts
 
-    t(S) = L + max over tiers t of  S·F / (c_t · B_t · e_t(S)),   e_t(S) = e_max·S^k / (S^k + S_half^k)
+    t(S) = L + max over tiers t of S·F / (c_t·B_t·e_t(S)) + fill(S),   e_t(S) = e_max·S^k / (S^k + S_half^k)
 
-with S the nccl-tests size, F the nccl-tests bus-bandwidth factor of the collective (so the bandwidth
-term predicts busbw directly), c_t how the algorithm turns a tier's bandwidth into busbw (ring 1,
-NVLS 2(h-1)/(h+1), a 2-node tree 2, ...) times the protocol's share (LL 1/2, LL128 0.92), and L the
-latency: a base plus hop counts times per-hop latencies. NCCL's choice is the smallest time, ties
-going to the first in NCCL's order (tree, ring, nvls, nvls_tree; LL, LL128, Simple). Each network hop also costs the
-network's own latency (`NcclSystem.network`: ib, roce, efa, tcp; defaults in `dse.costs.nccl.tables`).
-
-Every default comes from NCCL 2.30.7's tuner (src/graph/tuning.cc, topo.h, search.cc; numbers only,
-restated in docs/model.md §15; the tables are in `dse.costs.nccl.tables`, re-exported here) unless
-its comment says otherwise (the per-network latencies are ours, from public floors); `NcclParams` holds the
-ones a calibration fits; with S_half = 0 (the default) the model is NCCL's own tuner. Where we
-depart from it, a comment says so (tiers combined by a minimum at every node count, broadcast and
-reduce one hop per chain link, the tree size table interpolated, all-to-all).
+with S the nccl-tests size, F its bus-bandwidth factor (the bandwidth term predicts busbw), c_t how
+the algorithm turns a tier's bandwidth into busbw (ring 1, NVLS 2(h-1)/(h+1), a 2-node tree 2, ...)
+times the protocol's share (LL 1/2, LL128 0.92), L the latency (a base plus hop counts times per-hop
+latencies, plus the network's own latency per network hop), and fill(S) NVLS's pipeline fill
+(`nvls_fill`; off unless `NcclParams.fill_scale_*` > 0). NCCL's choice is the smallest time without
+the fill (its tuner does not see it), ties to the first of tree, ring, nvls, nvls_tree; LL, LL128,
+Simple. nccl-tests' ``-g G`` adds `launch_ns(G)` to L. Defaults are NCCL 2.30.7's (src/graph/tuning.cc,
+topo.h, search.cc, src/enqueue.cc, src/transport/nvls.cc; numbers only, restated in docs/model.md §15;
+tables in `dse.costs.nccl.tables`) unless a comment says otherwise (the per-network latencies and the
+launch latency: ours, from public runs). Departures from NCCL carry a comment (tiers combined by a
+minimum, broadcast and reduce one hop per chain link, the tree size table interpolated, all-to-all).
 """
 
 from __future__ import annotations
@@ -32,17 +30,24 @@ from typing import NamedTuple
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BANDWIDTH, MAX_BYTES, MAX_NPUS, MAX_NS
 from dse.costs.nccl.logs import busbw_factor
-from dse.costs.nccl.tables import (
+from dse.costs.nccl.tables import (  # noqa: F401 (every upper-case table is re-exported)
     ALGORITHMS,
     COLLECTIVES,
     CPUS,
     FABRICS,
     GENERATIONS,
+    LAUNCH_PER_GPU_NS,
     MAX_NVLS_HEADS,
     NET_EFFICIENCY,
     NET_LATENCY_NS,
     NETWORKS,
+    NVLS_CHANNELS,
+    NVLS_CHUNK_BYTES,
+    NVLS_CHUNK_RULES,
     NVLS_EFFICIENCY,
+    NVLS_FILL_STAGES,
+    NVLS_TREE_CHUNK_RULES,
+    NVLS_TREE_MAX_CHUNK_BYTES,
     PCIE_EFFICIENCY,
     PROTOCOLS,
     RING_LL128_FACTOR,
@@ -56,6 +61,15 @@ from dse.costs.nccl.tables import (
     LL_MAX_ONE_NODE_GBps,
     NVLINK_EFFECTIVE_GBps,
     NVLS_TREE_MAX_PER_CHANNEL_GBps,
+    check_choice,
+    check_forced,
+    check_integer,
+    check_lat3,
+    check_number,
+    chunk_bytes,
+    launch_ns,
+    nvls_fill,
+    tree_factor,
 )
 
 _LL, _LL128, _SIMPLE = 0, 1, 2
@@ -87,25 +101,25 @@ class NcclSystem:
     network: str = "ib"
 
     def __post_init__(self) -> None:
-        _choice("generation", self.generation, GENERATIONS)
-        _choice("network", self.network, NETWORKS)
-        _choice("fabric", self.fabric, FABRICS)
-        _choice("cpu", self.cpu, CPUS)
-        _integer("gpus_per_node", self.gpus_per_node, 1, 1024)
-        _integer("nodes", self.nodes, 1, MAX_NPUS)
+        check_choice("generation", self.generation, GENERATIONS)
+        check_choice("network", self.network, NETWORKS)
+        check_choice("fabric", self.fabric, FABRICS)
+        check_choice("cpu", self.cpu, CPUS)
+        check_integer("gpus_per_node", self.gpus_per_node, 1, 1024)
+        check_integer("nodes", self.nodes, 1, MAX_NPUS)
         if self.gpus_per_node * self.nodes < 2:
             raise InputError("gpus_per_node", "a collective needs at least 2 GPUs in all", "gpus_per_node x nodes >= 2")
         if not isinstance(self.nvls_enabled, bool):
             raise InputError("nvls_enabled", f"{self.nvls_enabled!r} is not a boolean", "true or false")
         intra = self.gpus_per_node > 1
         if self.fabric == "pcie":
-            _number("pcie_GBps", self.pcie_GBps, 1e-9 if intra else 0.0, MAX_BANDWIDTH)
+            check_number("pcie_GBps", self.pcie_GBps, 1e-9 if intra else 0.0, MAX_BANDWIDTH)
         else:
-            _number("nvlink_GBps", self.nvlink_GBps, 1e-9 if intra else 0.0, MAX_BANDWIDTH)
-            _integer("nvlink_links", self.nvlink_links, 1 if intra else 0, 1024)
+            check_number("nvlink_GBps", self.nvlink_GBps, 1e-9 if intra else 0.0, MAX_BANDWIDTH)
+            check_integer("nvlink_links", self.nvlink_links, 1 if intra else 0, 1024)
         inter = self.nodes > 1
-        _integer("nics_per_node", self.nics_per_node, 1 if inter else 0, 1024)
-        _number("nic_GBps", self.nic_GBps, 1e-9 if inter else 0.0, MAX_BANDWIDTH)
+        check_integer("nics_per_node", self.nics_per_node, 1 if inter else 0, 1024)
+        check_number("nic_GBps", self.nic_GBps, 1e-9 if inter else 0.0, MAX_BANDWIDTH)
 
     @property
     def ranks(self) -> int:
@@ -153,18 +167,22 @@ class NcclParams:
     s_half_inter_bytes: float = 0.0
     k_intra: float = 1.0
     k_inter: float = 1.0
+    fill_scale_intra: float = 0.0  # scale of NVLS's pipeline fill, fabric stages (1: NCCL's chunks; 0: off)
+    fill_scale_inter: float = 0.0  # and of its network stages
 
     def __post_init__(self) -> None:
         for f in fields(self):
             name, value = f.name, getattr(self, f.name)
             if f.type == "Lat3":
-                _lat3(name, value)
+                check_lat3(name, value)
+            elif name.startswith("fill_"):
+                check_number(name, value, 0.0, 100.0)
             elif name.startswith(("e_", "k_")):
-                _number(name, value, 1e-3 if name.startswith("k_") else 0.0, 1.0)
+                check_number(name, value, 1e-3 if name.startswith("k_") else 0.0, 1.0)
             elif name.endswith("_GBps") and value != math.inf:
-                _number(name, value, 1e-9, MAX_BANDWIDTH)
+                check_number(name, value, 1e-9, MAX_BANDWIDTH)
             elif not name.endswith("_GBps"):
-                _number(name, value, 0.0, MAX_BYTES if name.endswith("_bytes") else MAX_NS)
+                check_number(name, value, 0.0, MAX_BYTES if name.endswith("_bytes") else MAX_NS)
 
 
 class NcclCandidate(NamedTuple):
@@ -195,7 +213,7 @@ class NcclPrediction:
 def bus_factor(collective: str, ranks: int) -> float:
     """nccl-tests' busbw / algbw for `collective` on `ranks` GPUs: 2(n-1)/n all-reduce, (n-1)/n
     reduce-scatter, all-gather and all-to-all, 1 broadcast and reduce (nccl-tests src/*.cu)."""
-    _choice("collective", collective, COLLECTIVES)
+    check_choice("collective", collective, COLLECTIVES)
     return busbw_factor(collective, ranks)
 
 
@@ -245,48 +263,72 @@ def predict(
     params: NcclParams | None = None,
     algo: str | None = None,
     proto: str | None = None,
+    gpus_per_thread: int = 1,
 ) -> NcclPrediction:
     """nccl-tests' time, algbw and busbw for `collective` of `size_bytes` (nccl-tests' size column:
     the whole buffer; all-gather's output, reduce-scatter's input) on `system`. `params` defaults
     to `default_params(system)`. `algo`/`proto` force an algorithm or protocol like NCCL_ALGO /
-    NCCL_PROTO; one the system cannot run for this collective is an `InputError` naming those it can."""
-    _choice("collective", collective, COLLECTIVES)
-    if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or not 0 <= size_bytes <= MAX_BYTES:
-        raise InputError("size_bytes", f"{size_bytes!r} is not a byte count", f"an integer from 0 to {MAX_BYTES}")
-    plans = _cached_plans(system, params, collective)
+    NCCL_PROTO; one the system cannot run for this collective is an `InputError` naming those it can.
+    `gpus_per_thread` (nccl-tests' ``-g``) adds `launch_ns` to every candidate's latency, NCCL's choice
+    unchanged; its default 1 (one process per GPU, as training frameworks run NCCL) adds nothing."""
+    plans = _cached_plans(system, params, collective, size_bytes)
     if algo is not None or proto is not None:
-        _check_forced(plans, collective, algo, proto)
-    s = float(size_bytes)
-    candidates = tuple(NcclCandidate(p[0], p[1], _time_ns(p, s), p[2]) for p in plans)
-    best: NcclCandidate | None = None
-    for c in candidates:  # NCCL's order; a later one wins only when strictly faster
-        if (algo is None or c.algo == algo) and (proto is None or c.proto == proto):
-            if best is None or c.time_ns < best.time_ns:
-                best = c
-    assert best is not None  # _check_forced guarantees one
+        check_forced(plans, collective, algo, proto)
+    s, launch = float(size_bytes), launch_ns(gpus_per_thread)
+    tuned = [_tuned_ns(p, s) for p in plans]
+    candidates = tuple(
+        NcclCandidate(p[0], p[1], t + _fill_ns(p, s) + launch, p[2] + launch) for p, t in zip(plans, tuned)
+    )
+    best, best_ns = None, math.inf
+    for c, t in zip(candidates, tuned):  # NCCL's order; a later one wins only when strictly faster
+        if (algo is None or c.algo == algo) and (proto is None or c.proto == proto) and t < best_ns:
+            best, best_ns = c, t
+    assert best is not None  # check_forced guarantees one
     algbw = s / best.time_ns if best.time_ns > 0 else 0.0
     busbw = algbw * bus_factor(collective, system.ranks)
     return NcclPrediction(collective, size_bytes, best.time_ns, algbw, busbw, best.algo, best.proto, candidates)
 
 
+def predict_time(
+    system: NcclSystem, collective: str, size_bytes: int, params: NcclParams | None = None, gpus_per_thread: int = 1
+) -> tuple[float, float, str, str]:
+    """(time_ns, latency_ns, algo, proto) of NCCL's choice for `collective` of `size_bytes` on
+    `system`: the same numbers as `predict` (unforced, same `gpus_per_thread`), without building its
+    candidates. Bad input: `InputError`."""
+    plans = _cached_plans(system, params, collective, size_bytes)
+    if not plans:
+        check_forced(plans, collective, None, None)
+    s, launch = float(size_bytes), launch_ns(gpus_per_thread)
+    best, best_ns = plans[0], _tuned_ns(plans[0], s)
+    for plan in plans[1:]:  # NCCL's order; a later one wins only when strictly faster
+        t = _tuned_ns(plan, s)
+        if t < best_ns:
+            best, best_ns = plan, t
+    return best_ns + _fill_ns(best, s) + launch, best[2] + launch, best[0], best[1]
+
+
 # --- plans: everything but the size, built once per (system, params, collective) ---------------------
 
-# A plan: (algo, proto, latency_ns, terms, tree_factors). Bandwidth time = max over terms
-# (ns_per_byte, s_half^k, 1 - k) of ns_per_byte·(S/f(S) + s_half^k·S^(1-k)), f the interpolated tree
-# size factor (1 without tree_factors). f scales NCCL's own term only: dividing the curve's term by
-# it too would make time fall with size where f rises and S_half dominates.
+# A plan: (algo, proto, latency_ns, terms, tree_factors, fill). Bandwidth time = max over terms (ns_per_byte,
+# s_half^k, 1 - k) of ns_per_byte·(S/f(S) + s_half^k·S^(1-k)), f the interpolated tree size factor (1
+# without); f scales NCCL's own term only (else time could fall with size where f rises). A fill: (ns per
+# byte of one wave through the extra stages, concurrent pipelines, largest chunk, chunk rules).
 _Term = tuple[float, float, float]
-_Plan = tuple[str, str, float, tuple[_Term, ...], "tuple[float, ...] | None"]
+_Fill = tuple[float, int, float, tuple[tuple[int, int], ...]]
+_Plan = tuple[str, str, float, tuple[_Term, ...], "tuple[float, ...] | None", "_Fill | None"]
 _IDENTITY_CACHE: dict[tuple[int, int, str], tuple[NcclSystem, NcclParams | None, tuple[_Plan, ...]]] = {}
 
 
-def _cached_plans(system: NcclSystem, params: NcclParams | None, collective: str) -> tuple[_Plan, ...]:
-    """`_plans` for these very objects, found by identity first (hashing a dataclass costs more than
-    the prediction); the cache keeps the objects alive, so an id is not reused while it is cached."""
+def _cached_plans(system: NcclSystem, params: NcclParams | None, collective: str, size_bytes: int) -> tuple[_Plan, ...]:
+    """`_plans` for these objects, found by identity first (cheaper than hashing; the cache keeps them
+    alive, so no id is reused); checks `size_bytes`, and the rest on a miss (`InputError`)."""
+    if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or not 0 <= size_bytes <= MAX_BYTES:
+        raise InputError("size_bytes", f"{size_bytes!r} is not a byte count", f"an integer from 0 to {MAX_BYTES}")
     key = (id(system), id(params), collective)
     hit = _IDENTITY_CACHE.get(key)
     if hit is not None and hit[0] is system and hit[1] is params:
         return hit[2]
+    check_choice("collective", collective, COLLECTIVES)
     if not isinstance(system, NcclSystem):
         raise InputError("system", f"{type(system).__name__} is not NcclSystem", "an NcclSystem")
     if params is not None and not isinstance(params, NcclParams):
@@ -298,10 +340,10 @@ def _cached_plans(system: NcclSystem, params: NcclParams | None, collective: str
     return plans
 
 
-def _time_ns(plan: _Plan, s: float) -> float:
-    """A plan's predicted time for a size of `s` bytes (module docstring's formula)."""
+def _tuned_ns(plan: _Plan, s: float) -> float:
+    """The time without the fill: what NCCL's tuner compares (it does not see the fill)."""
     table = plan[4]
-    s_eff = s if table is None else s / _tree_factor(table, s)
+    s_eff = s if table is None else s / tree_factor(table, s)
     worst = 0.0
     for per_byte, shk, omk in plan[3]:
         t = per_byte * (s_eff + shk * s**omk) if shk else per_byte * s_eff
@@ -310,17 +352,13 @@ def _time_ns(plan: _Plan, s: float) -> float:
     return plan[2] + worst
 
 
-def _tree_factor(table: tuple[float, ...], s: float) -> float:
-    """NCCL's tree size factor for `s` bytes, interpolated linearly in log2(s/64) between its points
-    (point i at 64·2^i bytes), 1 below 64 B, ramping to 1 one octave past the last point."""
-    if s < 64:
-        return 1.0
-    x = math.log2(s / 64)
-    i = int(x)
-    if i >= len(table):
-        return 1.0
-    after = table[i + 1] if i + 1 < len(table) else 1.0
-    return table[i] + (after - table[i]) * (x - i)
+def _fill_ns(plan: _Plan, s: float) -> float:
+    """The plan's pipeline fill for `s` bytes (0 without one)."""
+    fill = plan[5]
+    if fill is None:
+        return 0.0
+    per_byte, ops, chunk, rules = fill
+    return per_byte * min(s, ops * chunk_bytes(s, ops, chunk, rules))
 
 
 @lru_cache(maxsize=512)
@@ -412,7 +450,11 @@ def _plan(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int)
     x86_blackwell = system.generation == "blackwell" and system.cpu in ("intel", "amd")
     sized = collective == "all_reduce" and (algo == "tree" or (algo == "nvls_tree" and x86_blackwell))
     table = TREE_SIZE_FACTOR[p] if sized else None
-    return (algo, PROTOCOLS[p], _latency_ns(system, q, collective, algo, p), tuple(terms), table)
+    fill = None
+    if algo in ("nvls", "nvls_tree"):  # NVLS's pipeline fill (`nvls_fill`), tiers scaled by fill_scale_*
+        scales = (q.fill_scale_intra, q.fill_scale_inter)
+        fill = nvls_fill(system.generation, system.nodes, system.gpus_per_node, algo, [t[0] for t in terms], scales)
+    return (algo, PROTOCOLS[p], _latency_ns(system, q, collective, algo, p), tuple(terms), table, fill)
 
 
 def _latency_ns(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int) -> float:
@@ -456,40 +498,4 @@ def _p2p_plan(system: NcclSystem, q: NcclParams) -> _Plan:
         terms.append(_term(per_gpu_nic * q.e_ring_inter, q.s_half_inter_bytes, q.k_inter, (n - ppn) / n))
     inter = q.ring_inter_hop_ns[_SIMPLE] + 2 * q.net_latency_ns
     hops = (ppn > 1) * q.ring_intra_hop_ns[_SIMPLE] + (nodes > 1) * inter
-    return ("p2p", "Simple", q.ring_base_ns[_SIMPLE] + hops, tuple(terms), None)
-
-
-def _check_forced(plans: tuple[_Plan, ...], collective: str, algo: str | None, proto: str | None) -> None:
-    """Refuse a forced algorithm or protocol no plan offers, naming the ones that are available."""
-    if not plans:
-        raise InputError("params", f"no algorithm has a nonzero bandwidth for {collective}", "an efficiency above 0")
-    algos = [a for a in ALGORITHMS if any(p[0] == a for p in plans)]
-    if algo is not None and algo not in algos:
-        raise InputError("algo", f"{algo!r} cannot run {collective} on this system", ", ".join(algos))
-    matching = [p for p in plans if algo is None or p[0] == algo]
-    protos = [pr for pr in PROTOCOLS if any(p[1] == pr for p in matching)]
-    if proto is not None and proto not in protos:
-        what = f"{collective} with {algo}" if algo else collective
-        raise InputError("proto", f"{proto!r} cannot run {what} on this system", ", ".join(protos))
-
-
-def _choice(field: str, value: object, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise InputError(field, f"{value!r} is not known", ", ".join(allowed))
-
-
-def _integer(field: str, value: object, lo: int, hi: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise InputError(field, f"{value!r} is not an integer in range", f"{lo} to {hi}")
-
-
-def _number(field: str, value: object, lo: float, hi: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
-        raise InputError(field, f"{value!r} is out of range", f"a number from {lo:g} to {hi:g}")
-
-
-def _lat3(field: str, value: object) -> None:
-    if not (isinstance(value, tuple) and len(value) == 3):
-        raise InputError(field, f"{value!r} is not three latencies", "(LL, LL128, Simple) in ns")
-    for v in value:
-        _number(field, v, 0.0, MAX_NS)
+    return ("p2p", "Simple", q.ring_base_ns[_SIMPLE] + hops, tuple(terms), None, None)

@@ -1,11 +1,17 @@
 """NCCL's constant tables for the closed-form model (`dse.costs.nccl.model`, which re-exports every
 name here): the choices a system can name (generations, fabrics, CPUs, networks), NCCL 2.30.7's tuner
 constants (src/graph/tuning.cc, topo.h, search.cc; numbers only, each with its source), and our
-per-network latency defaults (each with the public measurement it comes from). Data only, no logic
-beyond parsing the tree size table.
+per-network latency defaults (each with the public measurement it comes from), NCCL's chunk rules for
+NVLS's pipeline fill. Logic only to read the tables (tree size factor, chunk size) and the input
+checks the model's dataclasses share.
 """
 
 from __future__ import annotations
+
+import math
+
+from dse.core.errors import InputError
+from dse.core.limits import MAX_NS
 
 GENERATIONS = ("volta", "ampere", "hopper", "blackwell")
 FABRICS = ("nvswitch", "nvlink_mesh", "pcie")
@@ -68,3 +74,123 @@ NETWORKS = ("ib", "roce", "efa", "tcp")
 #: - tcp 49000: 2 x GCP A3 Mega (H100, GPUDirect-TCPXO), 123.2 us at 16-128 B vs 25.2 over 2 hops
 #:   (lessizzmore/create-a3mega-ztan-fork @346b825, ztan-NCCL-test-result.markdown).
 NET_LATENCY_NS = {"ib": 0.0, "roce": 0.0, "efa": 14000.0, "tcp": 49000.0}
+#: Launch latency per collective for each GPU beyond the first that one nccl-tests thread drives
+#: (``-g G``, the log's ``# nThread T nGpus G`` header; `predict`'s `gpus_per_thread`): one thread
+#: enqueues the collective on its G GPUs in turn, so the last starts (G - 1) launches late (our linear
+#: model). 2.2 us = the median over 8 B-16 KiB of (out-of-place time with -g 8 - with -g 1) on one
+#: 8 x A100 node, 15.5 us, / 7 (blog_cn_a100_8gpu_1node.txt runs A and B, a calibration-only file of
+#: dse/data/nccl; 2.3 us from the in-place column).
+LAUNCH_PER_GPU_NS = 2200.0
+
+# --- pipeline fill (NCCL 2.30.7; numbers only) ------------------------------------------------------
+#: NVLS data moves through its stages in chunks: NCCL_NVLS_CHUNKSIZE's default, 128 KiB (src/transport/nvls.cc).
+NVLS_CHUNK_BYTES = 128 * 1024
+#: NVLS channels (src/transport/nvls.cc NVLS_NCHANNELS_SM90 / _SM100 / _SM100_NVL): Hopper 16; Blackwell
+#: 24 on one node, 32 across nodes (2 nodes with >= 48 GB/s NICs: ncclNvlsTreeSm100Tuning), 24 at >= 3 nodes.
+NVLS_CHANNELS = {"hopper": (16, 16, 16), "blackwell": (24, 32, 24)}  # (1 node, 2 nodes, >= 3 nodes)
+#: NVLSTree's largest chunk (src/transport/nvls.cc): Hopper the NVLS chunk below 4 nodes, 64 KiB from 4;
+#: Blackwell across nodes with >= 48 GB/s NICs: 64 KiB when the NIC hangs off the GPU's PCIe switch
+#: (PATH_PXB or closer, as on HGX B200 boards; we assume it), else 128 KiB.
+NVLS_TREE_MAX_CHUNK_BYTES = {"hopper": (NVLS_CHUNK_BYTES, 65536), "blackwell": (65536, 65536)}  # (< 4 nodes, >= 4)
+#: Chunk shrinking for small messages (src/enqueue.cc calcCollChunking), with ops = channels x NVLS heads:
+#: a rule (m, c) sets the chunk to c when size < m x ops x chunk and the chunk is above c, rules in order.
+NVLS_CHUNK_RULES = ((64, 65536), (8, 32768), (2, 16384))
+NVLS_TREE_CHUNK_RULES = ((32, 262144), (16, 131072), (4, 65536), (1, 32768))
+#: NVLS's stages on the fabric a chunk crosses in turn (ours, from NCCL's NVLS kernels' warp groups:
+#: scatter into the NVLS buffer, multicast reduce, gather out).
+NVLS_FILL_STAGES = 3.0
+
+
+def chunk_bytes(size: float, ops: int, chunk: float, rules: tuple[tuple[int, int], ...]) -> float:
+    """NCCL's chunk for a message of `size` bytes over `ops` concurrent pipelines, from the largest
+    chunk `chunk` and the shrink `rules` (NVLS_CHUNK_RULES, NVLS_TREE_CHUNK_RULES)."""
+    for m, c in rules:
+        if size < m * ops * chunk and chunk > c:
+            chunk = c
+    return chunk
+
+
+def nvls_fill(
+    generation: str, nodes: int, ppn: int, algo: str, per_byte: list[float], scales: tuple[float, float]
+) -> tuple[float, int, float, tuple[tuple[int, int], ...]]:
+    """NVLS's pipeline fill as (ns per byte of a wave, ops, largest chunk, chunk rules): the fill for a
+    message of S bytes is ns_per_byte x min(S, ops x chunk_bytes(S, ops, chunk, rules)). NCCL moves
+    each of its ops = channels x heads pipelines' data through the stages in chunks, so the first
+    wave (ops x chunk bytes, or the whole message) crosses every stage but the bottleneck one before
+    the pipeline is full; a stage moves a wave at its tier's bandwidth term `per_byte` (ns per byte:
+    fabric, then network for "nvls_tree"). Stages (our reading of NCCL's NVLS kernels): on the fabric
+    scatter into the NVLS buffer, multicast reduce, gather out (3); across nodes the tree's up and
+    down hops (2 floor(log2 nodes)). `scales` (fabric, network) multiply each tier's stages."""
+    depth = nodes.bit_length() - 1
+    stages = [NVLS_FILL_STAGES * scales[0]] + ([2.0 * depth * scales[1]] if algo == "nvls_tree" else [])
+    per_byte = per_byte[: len(stages)]
+    slowest = max(range(len(per_byte)), key=per_byte.__getitem__)
+    coeff = sum(n * b for n, b in zip(stages, per_byte)) - scales[slowest] * per_byte[slowest]
+    ops = NVLS_CHANNELS[generation][min(nodes, 3) - 1] * min(MAX_NVLS_HEADS, ppn)
+    if algo == "nvls":
+        return (max(coeff, 0.0), ops, NVLS_CHUNK_BYTES, NVLS_CHUNK_RULES)
+    return (max(coeff, 0.0), ops, NVLS_TREE_MAX_CHUNK_BYTES[generation][nodes >= 4], NVLS_TREE_CHUNK_RULES)
+
+
+def launch_ns(gpus_per_thread: int) -> float:
+    """The extra launch latency of one collective when one nccl-tests thread drives `gpus_per_thread`
+    GPUs (``-g``): `LAUNCH_PER_GPU_NS` x (gpus_per_thread - 1), 0 for one GPU per thread. Not a whole
+    number from 1 to 1024: `InputError`."""
+    if gpus_per_thread == 1 and type(gpus_per_thread) is int:
+        return 0.0
+    check_integer("gpus_per_thread", gpus_per_thread, 1, 1024)
+    return LAUNCH_PER_GPU_NS * (gpus_per_thread - 1)
+
+
+def tree_factor(table: tuple[float, ...], s: float) -> float:
+    """NCCL's tree size factor for `s` bytes, interpolated linearly in log2(s/64) between its points
+    (point i at 64·2^i bytes), 1 below 64 B, ramping to 1 one octave past the last point."""
+    if s < 64:
+        return 1.0
+    x = math.log2(s / 64)
+    i = int(x)
+    if i >= len(table):
+        return 1.0
+    after = table[i + 1] if i + 1 < len(table) else 1.0
+    return table[i] + (after - table[i]) * (x - i)
+
+
+# --- input checks shared by the model's dataclasses (one InputError each) ------------------------
+def check_forced(plans: tuple[tuple[object, ...], ...], collective: str, algo: str | None, proto: str | None) -> None:
+    """`InputError` for a forced algorithm or protocol no plan offers, naming the ones that are available."""
+    if not plans:
+        raise InputError("params", f"no algorithm has a nonzero bandwidth for {collective}", "an efficiency above 0")
+    algos = [a for a in ALGORITHMS if any(p[0] == a for p in plans)]
+    if algo is not None and algo not in algos:
+        raise InputError("algo", f"{algo!r} cannot run {collective} on this system", ", ".join(algos))
+    matching = [p for p in plans if algo is None or p[0] == algo]
+    protos = [pr for pr in PROTOCOLS if any(p[1] == pr for p in matching)]
+    if proto is not None and proto not in protos:
+        what = f"{collective} with {algo}" if algo else collective
+        raise InputError("proto", f"{proto!r} cannot run {what} on this system", ", ".join(protos))
+
+
+def check_choice(field: str, value: object, allowed: tuple[str, ...]) -> None:
+    """`InputError` unless `value` is one of `allowed`."""
+    if value not in allowed:
+        raise InputError(field, f"{value!r} is not known", ", ".join(allowed))
+
+
+def check_integer(field: str, value: object, lo: int, hi: int) -> None:
+    """`InputError` unless `value` is an int (not a bool) from `lo` to `hi`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise InputError(field, f"{value!r} is not an integer in range", f"{lo} to {hi}")
+
+
+def check_number(field: str, value: object, lo: float, hi: float) -> None:
+    """`InputError` unless `value` is an int or float (not a bool) from `lo` to `hi`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+        raise InputError(field, f"{value!r} is out of range", f"a number from {lo:g} to {hi:g}")
+
+
+def check_lat3(field: str, value: object) -> None:
+    """`InputError` unless `value` is a tuple of three latencies from 0 to MAX_NS."""
+    if not (isinstance(value, tuple) and len(value) == 3):
+        raise InputError(field, f"{value!r} is not three latencies", "(LL, LL128, Simple) in ns")
+    for v in value:
+        check_number(field, v, 0.0, MAX_NS)

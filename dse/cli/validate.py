@@ -1,0 +1,45 @@
+"""`dse validate nccl`: the `nccl` model against public nccl-tests measurements, held out from its calibration."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_validate_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `dse validate` on a subparsers object (dse.cli.main hooks it)."""
+    p = sub.add_parser("validate", help="the nccl model's error on public measurements it was not calibrated on")
+    vsub = p.add_subparsers(dest="validate_command", metavar="MODEL", required=True, parser_class=type(p))
+    q = vsub.add_parser(
+        "nccl",
+        help="calibrate on part of each measured machine's nccl-tests data and print the error on the rest",
+    )
+    q.add_argument("--markdown", action="store_true", help="print the tables as markdown (as the README shows them)")
+    q.add_argument("--json", action="store_true", help="print one JSON object: every case, machine and point")
+    q.set_defaults(func=cmd_validate_nccl)
+
+
+def cmd_validate_nccl(args: argparse.Namespace) -> int:
+    """Print the validation table (`dse.costs.nccl.validation.validation_table`), its last line the summary."""
+    from dataclasses import asdict
+
+    from dse.costs.nccl.validation import validation_table
+    from dse.output.nccl_report import machine_errors, validation_text
+
+    table = validation_table()
+    if args.json:
+        import json
+
+        out = {
+            "cases": [asdict(c) for c in table.cases],
+            "machines": [asdict(m) for m in machine_errors(table)],
+            "astra_sim": [asdict(p) for p in table.astra_sim],
+            "astra_sim_gm": {str(k): v for k, v in table.astra_sim_gm.items()},
+            "measurements": table.measurements,
+            "machine_count": table.machines,
+            "gm": table.gm,
+            "summary": table.summary_line(),
+        }
+        print(json.dumps(out))
+    else:
+        print(validation_text(table, markdown=args.markdown))
+    return 0

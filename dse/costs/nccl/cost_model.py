@@ -1,0 +1,156 @@
+"""The `nccl` cost model: a collective's time on a dse topology is what NCCL would take, in closed form.
+
+Unlike the chunk-phase models (`paper`, `astra-sim`), `nccl` has no phases: `collective_time` gives
+the whole collective's time from `dse.costs.nccl.model.predict`, with NCCL's own choice of algorithm
+and protocol, on the GPU system the topology describes (`dse.costs.nccl.system.system_of`: dimension
+0 the node's fabric, the others the network). `evaluate` and `iterate` ask `closed_form` and take
+that time as it is: schedulers, queues, chunks, latency modes and active chunks do not apply.
+
+A `Calibration` (`dse.costs.nccl.calibration`) holds what a topology does not say (GPU generation,
+NVLS, network kind, CPU) and the fitted parameters: they were fitted on one system, and each tier
+they calibrate is carried onto the defaults of the system a topology describes
+(`Calibration.params_for`), so one calibration serves any node count. Without one: NCCL's own
+parameters on `DEFAULT_MACHINE`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
+from dse.core.errors import InputError
+from dse.core.topology import Dim, Topology
+from dse.costs.base import CostModel
+from dse.costs.nccl.calibration import Calibration
+from dse.costs.nccl.model import NcclParams, NcclPrediction, NcclSystem, predict, predict_time
+from dse.costs.nccl.system import NETWORK_KINDS, system_of
+
+#: dse's collective names as the NCCL model's
+NCCL_COLLECTIVE = {
+    ALL_REDUCE: "all_reduce",
+    REDUCE_SCATTER: "reduce_scatter",
+    ALL_GATHER: "all_gather",
+    ALL_TO_ALL: "alltoall",
+}
+#: the machine fields of an uncalibrated `nccl` (`system_of`'s keywords): Hopper GPUs on InfiniBand
+DEFAULT_MACHINE = {"generation": "hopper", "nvls": True, "network": "ib", "cpu": "other"}
+
+
+class NcclModel(CostModel):
+    """NCCL's collective times (module docstring). `label` is how results name the model: ``nccl``,
+    or ``nccl:NAME`` for a calibration (`get_cost_model` parses it back)."""
+
+    name = "nccl"
+    description = (
+        "NCCL on GPU machines: the time of NCCL's algorithm and protocol in closed form, as nccl-tests reports it "
+        "(calibrate: dse calibrate nccl-tests; --calibration NAME or FILE)"
+    )
+    closed_form: ClassVar[bool] = True
+    latency_modes: ClassVar[tuple[str, ...]] = ("overlapped",)
+
+    def __init__(self, calibration: Calibration | None = None, label: str = "nccl") -> None:
+        if calibration is not None and not isinstance(calibration, Calibration):
+            raise InputError(
+                "calibration", f"{type(calibration).__name__} is not a Calibration", "a Calibration or None"
+            )
+        self.calibration = calibration
+        self._label = label
+        self._systems: dict[tuple[tuple[Dim, ...], bool], tuple[NcclSystem, NcclParams | None]] = {}
+
+    def __repr__(self) -> str:
+        return f"NcclModel(label={self._label!r})"
+
+    @property
+    def label(self) -> str:
+        return self._label
+
+    def system(self, topology: Topology, *, fabric: bool = True) -> tuple[NcclSystem, NcclParams | None]:
+        """The GPU system `topology` describes and the parameters to predict it with. `fabric`: the
+        topology's first dimension is the node's GPU fabric; False for a collective on outer
+        dimensions only (one GPU a node in the group, each with its own share of the network)."""
+        key = (topology.dims, fabric)
+        hit = self._systems.get(key)
+        if hit is None:
+            c = self.calibration
+            if not fabric:
+                system = _network_only(topology, c)
+            else:
+                system = c.system(topology) if c is not None else system_of(topology, **DEFAULT_MACHINE)  # type: ignore[arg-type]
+            hit = (system, None if c is None else c.params_for(system))
+            if len(self._systems) >= 1024:
+                self._systems.clear()
+            self._systems[key] = hit
+        return hit
+
+    def collective_time(self, topology: Topology, collective: str, size: int, *, fabric: bool = True) -> NcclPrediction:
+        """What nccl-tests would report for `collective` (dse's name) of `size` bytes per GPU (the
+        nccl-tests size: all-gather's output, reduce-scatter's input) on `topology`."""
+        system, params = self.system(topology, fabric=fabric)
+        return predict(system, NCCL_COLLECTIVE[collective], int(size), params=params)
+
+    def message_ns(self, topology: Topology, differ: list[int], size: int) -> float:
+        """A point-to-point message of `size` bytes between GPUs whose coordinates differ in the
+        dimensions `differ`, as NCCL's send/receive: a broadcast between those two GPUs alone, over
+        the node's fabric when only dimension 0 differs, else over the slowest differing network
+        dimension's per-GPU share (`dse.costs.p2p.message_ns`)."""
+        if differ == [0]:
+            fabric = topology.dims[0]
+            pair = Topology((Dim(fabric.kind, 2, fabric.bandwidth, 0.0, links=fabric.links),))
+            system, params = self.system(pair)
+        else:
+            slowest = min((topology.dims[d] for d in differ if d > 0), key=lambda d: d.bandwidth)
+            system, params = self.system(Topology((Dim("switch", 2, slowest.bandwidth, 0.0),)), fabric=False)
+        return predict(system, "broadcast", int(size), params=params).time_ns
+
+    def collective_timing(
+        self, topology: Topology, collective: str, size: int, *, fabric: bool = True
+    ) -> tuple[float, float, str, str]:
+        """`collective_time`'s (time_ns, latency_ns, algo, proto) of NCCL's pick, without the other
+        candidates (`predict_time`: what `evaluate` and `iterate` call)."""
+        system, params = self.system(topology, fabric=fabric)
+        return predict_time(system, NCCL_COLLECTIVE[collective], int(size), params)
+
+    def _check(self, topology: Topology, collective: str) -> None:
+        if collective not in NCCL_COLLECTIVE:
+            raise InputError("collective", f"{collective!r} has no NCCL model", ", ".join(NCCL_COLLECTIVE))
+        self.system(topology)
+
+    def _phase_cost(self, dim: Dim, kind: str, c: float, latency_mode: str) -> tuple[float, float]:
+        raise InputError(
+            "cost_model", "nccl has no chunk phases (it is closed form)", "paper, astra-sim or astra-sim-1"
+        )
+
+    def bandwidth_time(self, dim: Dim, kind: str, c: float) -> float:
+        raise InputError(
+            "cost_model", "nccl has no chunk phases (it is closed form)", "paper, astra-sim or astra-sim-1"
+        )
+
+    def bytes_per_ns(self, dim: Dim, collective: str | None = None) -> float:
+        """The dimension's line rate per GPU: GB/s = bytes per ns."""
+        return dim.bandwidth
+
+
+def _network_only(topology: Topology, calibration: Calibration | None) -> NcclSystem:
+    """The system of a group with one GPU a node: the topology's dimensions are all network; each GPU
+    has the slowest dimension's per-GPU bandwidth through its own NIC (rail-aligned, as NCCL's rings
+    across nodes run)."""
+    for i, d in enumerate(topology.dims):
+        if d.kind not in NETWORK_KINDS:
+            raise InputError(
+                f"topology dim {i} kind",
+                f"{d.kind!r} cannot be the network between nodes (NCCL's model needs any node to reach any other)",
+                "switch or fc for every dimension of a group across nodes",
+            )
+    slowest = min(d.bandwidth for d in topology.dims)
+    m: Any = DEFAULT_MACHINE if calibration is None else calibration.__dict__
+    return NcclSystem(
+        generation=m["generation"],
+        gpus_per_node=1,
+        nodes=math.prod(d.npus for d in topology.dims),
+        nics_per_node=1,
+        nic_GBps=slowest,
+        nvls_enabled=m["nvls"],
+        cpu=m["cpu"],
+        network=m["network"],
+    )

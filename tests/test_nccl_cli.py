@@ -1,0 +1,212 @@
+"""`dse calibrate nccl-tests` and `dse nccl-tests` (dse/cli/nccl.py): the file written is `calibrate`'s,
+the summary its figures, every bad input one line with exit code 2 and no file touched, and the
+predicted table obeys nccl-tests' own arithmetic. docs/nccl.md's commands run as printed."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from dse.core.limits import MAX_BYTES
+from dse.core.topology import parse_topology
+from dse.costs.nccl.calibration import calibrate, read_calibration, resolve_calibration
+from dse.costs.nccl.model import bus_factor, predict
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "dse" / "data" / "nccl"
+TESTS = ROOT / "tests" / "data" / "nccl"
+DGXC = str(DATA / "dgxc_dgxh100_1node_allreduce.txt")
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "alltoall", "broadcast", "reduce")
+
+
+# --------------------------------------------------------------------------- dse calibrate nccl-tests
+@pytest.mark.parametrize(
+    ("log", "topology", "flags", "rows", "collective"),
+    [
+        (DGXC, "HGX-H100", (), 32, "all_reduce"),
+        (str(TESTS / "aws_p5_2node_allreduce.txt"), "SW(8,450,0,links=18)_SW(2,50,0,links=4)", ("--network", "efa",
+         "--cpu", "amd"), 32, "all_reduce"),
+        (str(TESTS / "dstack_gcp_a3mega_h100_2node_allgather.txt"), "SW(8,450,0,links=18)_SW(2,25,0)",
+         ("--network", "tcp"), 11, "all_gather"),
+        (str(TESTS / "blog_v100_8gpu_hybridcube.txt"), "FC(8,150,0,links=6)", ("--generation", "volta"), 25,
+         "all_reduce"),
+    ],
+)  # fmt: skip
+def test_calibrate_writes_what_calibrate_fits(run_cli, tmp_path, log, topology, flags, rows, collective):
+    out = tmp_path / "c.toml"
+    code, text, err = run_cli("calibrate", "nccl-tests", log, "-t", topology, "-o", str(out), *flags)
+    assert code == 0 and err == ""
+    calib = read_calibration(out)
+    fields = dict(zip(flags[::2], flags[1::2]))
+    expected = calibrate(
+        [log],
+        parse_topology(topology),
+        generation=fields.get("--generation", "hopper"),
+        network=fields.get("--network", "ib"),
+        cpu=fields.get("--cpu", "other"),
+    )
+    assert calib == expected and calib.rows == rows
+    lines = text.splitlines()
+    assert lines[0] == f"fitted {rows} rows of 1 log (0 skipped) on {calib.topology}, {calib.generation}"
+    assert lines[1].split() == ["collective", "rows", "gm_error_pct"]
+    assert lines[3].split() == [collective, str(rows), f"{100 * calib.fit_gm:.2f}"]
+    assert lines[-1] == f"wrote {out}" and len(lines) == 5
+
+
+def test_calibrate_several_logs_reports_each_collective(run_cli, tmp_path):
+    """Two files of one 8 x H100 node (NVIDIA's DGX sample and AWS p5): 64 rows, one error line."""
+    out = tmp_path / "c.toml"
+    p5 = str(TESTS / "aws_p5_1node_allreduce_batch.txt")
+    code, text, _ = run_cli("calibrate", "nccl-tests", DGXC, p5, "-t", "HGX-H100", "-o", str(out))
+    calib = read_calibration(out)
+    assert code == 0 and calib.rows == 64 and len(calib.logs) == 2
+    assert text.splitlines()[0].startswith("fitted 64 rows of 2 logs (0 skipped)")
+    assert re.search(rf"^all_reduce\s+64\s+{100 * calib.fit_gm:.2f}$", text, re.M)
+
+
+BAD_CALIBRATE = [
+    ((str(DATA / "README.md"),), ("-t", "HGX-H100"), "not nccl-tests output"),
+    ((DGXC,), ("-t", "SW(8,450,0)_SW(2,50,0)"), "a run on 8 ranks, but the topology has 16 GPUs"),
+    ((str(DATA / "ncclt119_3xdgxa100_hdr.txt"),), ("-t", "HGX-H100"), "a run on 24 ranks"),
+    ((DGXC,), ("-t", "SW(8,450,0)_Ring(2,50,0)"), "cannot be the network between nodes"),
+    ((DGXC,), ("-t", "HGX-H100", "--generation", "pascal"), "--generation: unknown generation 'pascal'"),
+    ((DGXC,), ("-t", "HGX-H100", "--cpu", "sparc"), "--cpu: unknown cpu"),
+    ((DGXC,), ("-t", "HGX-H100", "--nvlink-links", "0"), "--nvlink-links"),
+    ((DGXC,), ("-t", "HGX-H100", "--nics-per-node", "8"), "nics_per_node"),
+    ((DGXC,), ("-t", "Nowhere-1"), "unknown preset"),
+    ((str(DATA / "missing.txt"),), ("-t", "HGX-H100"), "no such file"),
+    ((str(ROOT / "docs" / "optimal_timeline.png"),), ("-t", "HGX-H100"), "not UTF-8"),
+    ((DGXC,), (), "required: -t"),
+]
+
+
+@pytest.mark.parametrize(("logs", "flags", "text"), BAD_CALIBRATE)
+@pytest.mark.parametrize("existing", [False, True])
+def test_calibrate_bad_input_one_line_no_file(run_cli, tmp_path, logs, flags, text, existing):
+    out = tmp_path / "c.toml"
+    if existing:
+        out.write_text("previous")
+    code, stdout, err = run_cli("calibrate", "nccl-tests", *logs, *flags, "-o", str(out))
+    assert code == 2 and stdout == "" and err.count("\n") == 1 and err.startswith("dse: error: ")
+    assert text in err, err
+    assert (out.read_text() == "previous") if existing else not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["c.toml"] if existing else [])  # no temporary left
+
+
+# --------------------------------------------------------------------------- dse nccl-tests
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize("calibration", [None, "DGX-A100-HDRx3"])
+def test_table_obeys_nccl_tests_arithmetic(run_cli, tmp_path, collective, calibration):
+    """algbw = size / time and busbw = algbw x the bus factor, in the CSV (unrounded) and the printed
+    table (to its 2 decimals); sizes and counts as nccl-tests prints them; each row is `predict`'s."""
+    out = tmp_path / "t.csv"
+    extra = ("--calibration", calibration) if calibration else ("--generation", "ampere")
+    topo = "SW(8,300,0,links=12)_SW(3,12.5,0)"
+    code, text, err = run_cli("nccl-tests", topo, "--collective", f"{collective}_perf", "--csv", str(out), *extra)
+    assert code == 0 and err == ""
+    rows = _rows(out)
+    assert len(rows) == 32 and int(rows[-1]["size_bytes"]) <= 16 * 2**30  # -b 8 -e 16G -f 2
+    factor = bus_factor(collective, 24)
+    calib = resolve_calibration(calibration) if calibration else None
+    system = calib.system(parse_topology(topo)) if calib else None
+    printed = [ln.split() for ln in text.splitlines() if re.match(r"^\s*\d", ln)]
+    assert len(printed) == 32
+    for k, (r, p) in enumerate(zip(rows, printed)):
+        size, count, t_us = int(r["size_bytes"]), int(r["count"]), float(r["time_us"])
+        per_rank = collective in ("all_gather", "reduce_scatter", "alltoall")
+        assert count == (8 * 2**k // 4) // (24 if per_rank else 1) and size == count * 4 * (24 if per_rank else 1)
+        algbw, busbw = float(r["algbw_GBps"]), float(r["busbw_GBps"])
+        assert algbw == pytest.approx(size / (t_us * 1000.0), rel=1e-12, abs=1e-300)
+        assert busbw == pytest.approx(algbw * factor, rel=1e-12, abs=1e-300)
+        assert p[:5] == [r["size_bytes"], r["count"], "float", r["redop"], r["root"]] and p[8:] == [
+            r["algo"],
+            r["proto"],
+        ]
+        assert [float(x) for x in p[5:8]] == pytest.approx([t_us, algbw, busbw], abs=0.0051)
+        if system is not None and calib is not None:
+            want = predict(system, collective, size, params=calib.params_for(system))
+            assert (t_us, r["algo"], r["proto"]) == (want.time_ns / 1000.0, want.algo, want.proto)
+
+
+def test_nccl_tests_sizes_like_nccl_tests(run_cli, tmp_path):
+    """-b/-e/-f and -i as nccl-tests takes them; the calibration's own topology when none is given."""
+    out = tmp_path / "t.csv"
+    code, text, _ = run_cli("nccl-tests", "--calibration", "dgx-a100-hdrx3", "-b", "22M", "-e", "86M", "-i", "1M",
+                            "--csv", str(out))  # fmt: skip
+    sizes = [int(r["size_bytes"]) for r in _rows(out)]
+    assert code == 0 and sizes == list(range(22 * 2**20, 86 * 2**20 + 1, 2**20))
+    assert "24 ranks (8 GPUs x 3 nodes, ampere), calibration DGX-A100-HDRx3 (22 rows)" in text
+    code, _, _ = run_cli("nccl-tests", "HGX-H100", "-b", "1KB", "-e", "1GiB", "-f", "10", "--csv", str(out))
+    assert code == 0 and [int(r["size_bytes"]) for r in _rows(out)] == [10**k for k in range(3, 10)]
+    code, text, _ = run_cli("nccl-tests", "HGX-H100", "--algo", "Ring", "--proto", "ll128", "-e", "1M")
+    assert code == 0 and {ln.split()[-2:] == ["ring", "LL128"] for ln in text.splitlines()[4:-1]} == {True}
+
+
+def test_nccl_tests_defaults_pick_nvls_on_h100(run_cli):
+    """NCCL's defaults on one 8 x H100 node: LL ring for small sizes, NVLS for large ones."""
+    code, text, _ = run_cli("nccl-tests", "HGX-H100", "-b", "8", "-e", "8G", "-f", "1024")
+    picks = [ln.split()[-2:] for ln in text.splitlines()[4:-1]]
+    assert code == 0 and picks[0] == ["ring", "LL"] and picks[-1] == ["nvls", "Simple"]
+    assert text.splitlines()[0].endswith("NCCL's defaults")
+
+
+BAD_NCCL_TESTS = [
+    (("SW(8,300,0)", "--generation", "ampere", "--algo", "nvls"), "--algo: 'nvls' cannot run all_reduce"),
+    (("SW(8,450,0)", "--collective", "all_gather", "--algo", "tree"), "--algo: 'tree' cannot run all_gather"),
+    (("SW(8,450,0)", "--algo", "collnet"), "--algo: unknown algorithm"),
+    (("SW(8,450,0)", "--algo", "nvls", "--proto", "LL"), "--proto: 'LL' cannot run"),
+    (("SW(8,450,0)", "--collective", "sendrecv"), "--collective: unknown collective"),
+    (("SW(8,450,0)", "-e", str(MAX_BYTES + 1)), "-e: "),
+    (("SW(8,450,0)", "-e", "9000T"), "-e: "),
+    (("SW(8,450,0)", "-b", "1G", "-e", "1M"), "-b: "),
+    (("SW(8,450,0)", "-b", "1", "-e", "1G", "-i", "1M"), "at most 300"),
+    (("SW(8,450,0)", "-f", "1"), "-f: "),
+    (("SW(8,450,0)", "-f", "2", "-i", "1M"), "-i: given with -f"),
+    (("SW(8,450,0)", "--calibration", "HGX-H100", "--generation", "ampere"), "--generation: given with --calibration"),
+    (("SW(8,450,0)", "--calibration", "HGX-H100", "--no-nvls"), "--no-nvls: given with --calibration"),
+    (("SW(8,450,0)", "--calibration", "H900"), "calibration: 'H900' is neither"),
+    ((), "topology: missing"),
+    (("SW(8,450,0)", "-t", "HGX-H100"), "topology: given twice"),
+    (("SW(8,450,0)_Ring(2,50,0)",), "cannot be the network between nodes"),
+]
+
+
+@pytest.mark.parametrize(("argv", "text"), BAD_NCCL_TESTS)
+def test_nccl_tests_bad_input_one_line(run_cli, tmp_path, argv, text):
+    out = tmp_path / "t.csv"
+    code, stdout, err = run_cli("nccl-tests", *argv, "--csv", str(out))
+    assert code == 2 and stdout == "" and err.count("\n") == 1 and text in err, err
+    assert not out.exists()
+
+
+# --------------------------------------------------------------------------- docs/nccl.md
+def _doc_commands() -> list[list[str]]:
+    return [
+        shlex.split(ln[2:]) for ln in (ROOT / "docs" / "nccl.md").read_text().splitlines() if ln.startswith("$ dse ")
+    ]
+
+
+def test_docs_commands_run_as_printed(run_cli, tmp_path, monkeypatch):
+    """Every `$ dse ...` line of docs/nccl.md, in order, from a copy of the repository's root (its
+    dse/ linked in), exits 0; the files they name are written where the doc says."""
+    os.symlink(ROOT / "dse", tmp_path / "dse")
+    monkeypatch.chdir(tmp_path)
+    commands = _doc_commands()
+    assert len(commands) >= 7
+    for argv in commands:
+        assert argv[0] == "dse"
+        code, _, err = run_cli(*argv[1:])
+        assert code == 0, (argv, err)
+    assert read_calibration("h100.toml").rows == 32 and read_calibration("a100x3.toml").rows == 22
+    assert read_calibration("a100x3.toml").params == resolve_calibration("DGX-A100-HDRx3").params
+    assert len(_rows(tmp_path / "a100.csv")) == 28  # 8 B .. 1 GiB

@@ -1,0 +1,149 @@
+"""dse.costs.nccl.validation: honest held-out cases, the summary line, golden error ceilings, bad input."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from dse.core.errors import InputError
+from dse.costs.nccl import fit as F
+from dse.costs.nccl import validation as V
+from dse.costs.nccl.logs import NcclTestsRun
+from dse.costs.nccl.model import NcclParams, NcclSystem, default_params
+
+#: Measured fit gm per case (split, calibrate, hold out), with about one point of headroom: a change
+#: that makes any case worse than this fails. The overall ceiling likewise.
+CEILINGS = {
+    ("file", "dgxc_h100", "p5_1node"): 0.107,
+    ("sizes", "p5_1node", "p5_1node"): 0.078,
+    ("scale", "p5_1node", "p5_2node"): 0.231,
+    ("scale", "dgxc_h100", "nebius_h100"): 0.138,
+    ("sizes", "nebius_h100", "nebius_h100"): 0.068,
+    ("sizes", "p5_2node", "p5_2node"): 0.074,
+    ("file", "nebius_h100", "p5_2node"): 0.150,
+    ("file", "nebius_h100", "dell_h200"): 0.161,
+    ("file", "nebius_h100", "oci_h100"): 0.023,
+    ("sizes", "dell_h200", "dell_h200"): 0.093,
+    ("sizes", "lambda_b200", "lambda_b200"): 0.117,
+    ("file", "a100_blog_g8", "a100_dkh"): 0.089,
+    ("file", "a100_blog_g8", "a100_oci"): 0.085,
+    ("scale", "a100_blog_g1", "crusoe_a100"): 0.192,
+    ("sizes", "crusoe_a100", "crusoe_a100"): 0.092,
+    ("sizes", "p4de_2node", "p4de_2node"): 0.108,
+    ("sizes", "v100_blog", "v100_blog"): 0.034,
+    ("file", "v100_blog", "v100_oci"): 0.052,
+}
+OVERALL_CEILING = 0.126
+SUMMARY = re.compile(r"nccl: geometric-mean error (\d+\.\d) % over (\d+) held-out measurements from (\d+) machines")
+
+
+@pytest.fixture(scope="module")
+def spied() -> tuple[V.ValidationTable, list[dict[str, Any]]]:
+    """The bundled table, computed once, with what each case fitted on and what it held out."""
+    seen: list[dict[str, Any]] = []
+
+    def spy_fit(system: NcclSystem, runs: list[NcclTestsRun], **kw: Any) -> NcclParams:
+        seen.append({"fit": V.row_keys(runs), "held": set()})
+        return F.fit(system, runs, **kw)
+
+    def spy_errors(system: NcclSystem, params: NcclParams | None, runs: list[NcclTestsRun]) -> list[F.RowError]:
+        seen[-1]["held"] |= V.row_keys(runs)
+        return F.errors(system, params, runs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(V, "fit", spy_fit)
+        mp.setattr(V, "errors", spy_errors)
+        table = V.validation_table()
+    return table, seen
+
+
+def test_no_case_calibrates_on_a_held_out_row(spied: tuple[V.ValidationTable, list[dict[str, Any]]]) -> None:
+    table, seen = spied
+    held = [s for s in seen if s["held"]]  # the last fit is the ASTRA-sim comparison's (holds out nothing)
+    assert len(held) == len(V.CASES) == len(table.cases)
+    for s in held:
+        assert s["fit"] and not s["fit"] & s["held"]
+    for split, calib, hold in V.CASES:
+        _, ms = F.bundled()
+        fit_runs, held_runs = V.split_runs(split, ms[calib], ms[hold])
+        assert V.row_keys(fit_runs) and not V.row_keys(fit_runs) & V.row_keys(held_runs)
+        if split == "sizes":  # the two halves together are the whole sweep
+            assert V.row_keys(fit_runs) | V.row_keys(held_runs) == V.row_keys(ms[calib].runs())
+
+
+def test_every_case_stays_under_its_measured_ceiling(spied: tuple[V.ValidationTable, list[dict[str, Any]]]) -> None:
+    table, _ = spied
+    assert set(CEILINGS) == set(V.CASES)
+    for case, spec in zip(table.cases, V.CASES):
+        assert (case.split, case.calibrated_on) == spec[:2]
+        assert 0 < case.fit_gm <= case.fit_max
+        assert case.fit_gm < CEILINGS[spec], (spec, case.fit_gm)
+    assert table.gm < OVERALL_CEILING
+    # Calibration helps where the defaults are far off: never worse than NCCL's own tuner by much.
+    assert sum(c.fit_gm < c.default_gm for c in table.cases) >= len(table.cases) - 3
+
+
+def test_table_totals_and_summary_line(spied: tuple[V.ValidationTable, list[dict[str, Any]]]) -> None:
+    table, _ = spied
+    m = SUMMARY.fullmatch(table.summary_line())
+    assert m is not None, table.summary_line()
+    assert int(m.group(2)) == table.measurements == sum(c.rows for c in table.cases)
+    assert int(m.group(3)) == table.machines == len({c.machine for c in table.cases}) >= 10
+    assert float(m.group(1)) == round(100 * table.gm, 1)
+    systems, _ = F.bundled()
+    for c in table.cases:
+        assert c.machine in systems and c.label and c.source and c.held_out.endswith(".txt")
+        assert c.collective == "all_reduce" and c.rows >= 1
+
+
+def test_summary_line_of_a_built_table() -> None:
+    t = V.ValidationTable(cases=(), astra_sim=(), astra_sim_gm={}, measurements=12, machines=3, gm=0.0849)
+    assert t.summary_line() == "nccl: geometric-mean error 8.5 % over 12 held-out measurements from 3 machines"
+
+
+def test_astra_sim_comparison(spied: tuple[V.ValidationTable, list[dict[str, Any]]]) -> None:
+    """dse's ring times on HGX-H100 lie within 8 % of the plot readings (themselves about +/-3 %)."""
+    table, _ = spied
+    assert table.astra_sim_gm == {2: 0.2063, 4: 0.1201, 8: 0.0969}
+    assert {p.gpus for p in table.astra_sim} == {2, 4, 8} and len(table.astra_sim) == 9
+    for p in table.astra_sim:
+        assert abs(p.dse_us / p.measured_us - 1) < 0.08, p
+
+
+def test_scale_and_file_cases_keep_the_held_out_networks_latency() -> None:
+    """A file case from IB to EFA carries the fitted network efficiencies but not the IB latency; a
+    scale case takes every network quantity from the held-out kind's defaults."""
+    systems, ms = F.bundled()
+    ib, efa = systems["h100_nebius_2node"], systems["h100_p5_2node"]
+    params = V.calibrated("file", ib, efa, ms["nebius_h100"].runs())
+    fitted = F.fit(ib, ms["nebius_h100"].runs())
+    assert params.net_latency_ns == default_params(efa).net_latency_ns == 14000.0
+    assert params.e_nvls_inter == fitted.e_nvls_inter
+    scaled = V.calibrated("scale", systems["h100_p5_1node"], efa, ms["p5_1node"].runs())
+    for name in ("net_latency_ns", "e_nvls_inter", "ring_inter_hop_ns", "s_half_inter_bytes"):
+        assert getattr(scaled, name) == getattr(default_params(efa), name), name
+
+
+@pytest.mark.parametrize(
+    ("case", "field"),
+    [
+        (("bogus", "p5_1node", "p5_1node"), "split"),
+        (("sizes", "p5_1node", "p5_2node"), "split"),  # sizes needs one sweep
+        (("file", "p5_1node", "p5_1node"), "split"),  # a file case on its own file
+        (("file", "nope", "p5_1node"), "calibrate"),
+        (("file", "p5_1node", "nope"), "hold_out"),
+    ],
+)
+def test_bad_case_is_one_input_error(case: tuple[str, str, str], field: str) -> None:
+    with pytest.raises(InputError) as e:
+        V.validate_case(*case)
+    assert e.value.field == field
+
+
+def test_bad_case_list_is_one_input_error() -> None:
+    with pytest.raises(InputError):
+        V.validation_table(())
+    with pytest.raises(InputError):
+        V.validation_table([("sizes", "p5_1node")])  # type: ignore[list-item]

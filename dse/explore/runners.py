@@ -95,9 +95,15 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     raced the interpreter's exit: `concurrent.futures`' exit hook checked that the pipe was open,
     the thread closed it, and the hook's write failed with ``OSError: [Errno 9] Bad file
     descriptor``, printed as a traceback after the one interrupted line (about one Ctrl-C in 8 of
-    ``dse sweep --jobs 2``). Joined here, the pipe is closed before the hook runs, which then skips it."""
+    ``dse sweep --jobs 2``). Joined here, the pipe is closed before the hook runs, which then skips it.
+    The call queue's feeder thread is not joined at exit (`cancel_join_thread`): with the workers
+    killed, a task it was writing into the full pipe would block that join for ever."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
     manager = getattr(pool, "_executor_manager_thread", None)
+    calls = getattr(pool, "_call_queue", None)
+    if calls is not None:  # its feeder thread may be blocked writing a task no worker will read:
+        with contextlib.suppress(Exception):  # then joining it at the interpreter's exit never returns
+            calls.cancel_join_thread()
     pool.shutdown(wait=False, cancel_futures=True)
     for p in processes:
         with contextlib.suppress(Exception):

@@ -193,7 +193,7 @@ def _fixed(v: float, decimals: int) -> str:
 
 def comparison_table(cmp: DesignComparison) -> str:
     """The comparison as a text table, a title line above it and the BW utilisation note below."""
-    from dse.output.report import footnote, format_table, utilization_line
+    from dse.output.report import footnote, format_table, model_family, schedule_cell, utilization_line
 
     priced = cmp.rows[0].cost_usd is not None
     headers = ["design", "NPUs", *(h for c, h in TABLE_HEADERS.items() if priced or c != "cost_usd")]
@@ -211,9 +211,11 @@ def comparison_table(cmp: DesignComparison) -> str:
                 f"{r.speedup:.3f}",
             ]
         )
-    title = (
-        f"{cmp.workload} on {len(cmp.rows)} design(s): {cmp.scheduler} / {cmp.queue}, {cmp.cost_model} model, "
-        f"{cmp.chunks} chunks per collective" + (f", placement {cmp.placement}" if cmp.placement else "")
+    how = f"{cmp.scheduler} / {cmp.queue}, {cmp.cost_model} model, {cmp.chunks} chunks per collective"
+    if model_family(cmp.cost_model) == "nccl":
+        how = schedule_cell(cmp.scheduler, cmp.queue, cmp.cost_model)
+    title = f"{cmp.workload} on {len(cmp.rows)} design(s): {how}" + (
+        f", placement {cmp.placement}" if cmp.placement else ""
     )
     note = footnote(utilization_line(cmp.cost_model, iteration=True))
     what = (

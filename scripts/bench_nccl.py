@@ -17,27 +17,16 @@ import itertools
 import os
 import platform
 import statistics
-import time
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
-import dse
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import dse  # noqa: E402
+from bench_evaluate import rates  # noqa: E402  (calls per second, min of R timed runs)
 
 TOPOLOGY = "SW(8,450,0,links=18)_SW(16,50,0,links=1)"
-
-
-def rates(fn: Callable[[], object], seconds: float, repeat: int) -> list[float]:
-    """Calls per second of `fn`, `repeat` times, each timing at least `seconds`."""
-    out = []
-    for _ in range(repeat):
-        n, t0 = 0, time.perf_counter()
-        while True:
-            fn()
-            n += 1
-            dt = time.perf_counter() - t0
-            if dt >= seconds:
-                break
-        out.append(n / dt)
-    return out
 
 
 def caller(model: str, topology: str, fresh: bool) -> Callable[[], object]:

@@ -21,16 +21,16 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from dse.core.errors import InputError
 from dse.core.files import read_bytes, read_toml, write_atomic
 from dse.core.topology import Topology, parse_notation
 from dse.costs.nccl.logs import NcclTestsRun, implied_ranks, parse_nccl_tests
 from dse.costs.nccl.model import NcclParams, NcclSystem, default_params
-from dse.costs.nccl.system import system_of
+from dse.costs.nccl.system import MACHINE_DEFAULTS, MachineArgs, system_of
 
 if TYPE_CHECKING:  # the fit needs numpy: imported where a fit runs, not by reading a calibration
     from dse.costs.nccl.fit import RowError
@@ -80,22 +80,14 @@ class Calibration:
     def system(self, topology: Topology) -> NcclSystem:
         """The `NcclSystem` of `topology` with this calibration's machine fields (`system_of`); on a
         one-node topology the NIC count is dropped (one node has no network)."""
-        nics = self.nics_per_node if topology.ndims > 1 else None
-        return system_of(
-            topology,
-            generation=self.generation,
-            nvls=self.nvls,
-            network=self.network,
-            cpu=self.cpu,
-            nvlink_links=self.nvlink_links,
-            nics_per_node=nics,
-        )
+        machine = self.machine()
+        if topology.ndims == 1:
+            machine["nics_per_node"] = None
+        return system_of(topology, **machine)
 
-    def fitted_system(self) -> NcclSystem:
-        """The system the parameters were fitted on: `topology` with every machine field (a NIC
-        count on a one-node topology is an `InputError` here)."""
-        return system_of(
-            parse_notation(self.topology, check=False),
+    def machine(self) -> MachineArgs:
+        """The machine fields, as `system_of`'s keywords."""
+        return MachineArgs(
             generation=self.generation,
             nvls=self.nvls,
             network=self.network,
@@ -103,6 +95,11 @@ class Calibration:
             nvlink_links=self.nvlink_links,
             nics_per_node=self.nics_per_node,
         )
+
+    def fitted_system(self) -> NcclSystem:
+        """The system the parameters were fitted on: `topology` with every machine field (a NIC
+        count on a one-node topology is an `InputError` here)."""
+        return system_of(parse_notation(self.topology, check=False), **self.machine())
 
     def params_for(self, system: NcclSystem) -> NcclParams:
         """The parameters to predict `system` with: `params` itself on the fitted system; on another,
@@ -126,39 +123,17 @@ class Calibration:
 def calibrate(
     logs: Sequence[str | Path],
     topology: Topology,
-    *,
-    generation: str,
-    nvls: bool = True,
-    network: str = "ib",
-    cpu: str = "other",
-    nvlink_links: int | None = None,
-    nics_per_node: int | None = None,
+    **machine: Unpack[MachineArgs],
 ) -> Calibration:
     """A calibration fitted on the nccl-tests `logs` (every test in each file) for `topology` with
     these machine fields (`calibrate_details`)."""
-    calib, _, _ = calibrate_details(
-        logs,
-        topology,
-        generation=generation,
-        nvls=nvls,
-        network=network,
-        cpu=cpu,
-        nvlink_links=nvlink_links,
-        nics_per_node=nics_per_node,
-    )
-    return calib
+    return calibrate_details(logs, topology, **machine)[0]
 
 
 def calibrate_details(
     logs: Sequence[str | Path],
     topology: Topology,
-    *,
-    generation: str,
-    nvls: bool = True,
-    network: str = "ib",
-    cpu: str = "other",
-    nvlink_links: int | None = None,
-    nics_per_node: int | None = None,
+    **machine: Unpack[MachineArgs],
 ) -> tuple[Calibration, list[RowError], int]:
     """`calibrate`, with each fitted row's error under the fitted parameters and the rows skipped.
     Each log is read size-limited; every run's rank count (its rank lines, else the one its
@@ -172,15 +147,7 @@ def calibrate_details(
         raise InputError("topology", f"{type(topology).__name__} is not a Topology", "a dse Topology")
     if isinstance(logs, (str, Path)) or not logs:
         raise InputError("logs", "no nccl-tests log given", "one or more nccl-tests output files")
-    base = default_calibration(
-        topology,
-        generation=generation,
-        nvls=nvls,
-        network=network,
-        cpu=cpu,
-        nvlink_links=nvlink_links,
-        nics_per_node=nics_per_node,
-    )
+    base = default_calibration(topology, **machine)
     system = base.fitted_system()
     runs: list[NcclTestsRun] = []
     entries = []
@@ -198,10 +165,8 @@ def calibrate_details(
     done = fit_details(system, runs)
     errs = sample_errors(system, done.params, done.samples)
     gm = geomean_error(e.error for e in errs)
-    calib = Calibration(
-        "", base.topology, generation, nvls, network, cpu, nvlink_links, nics_per_node, done.params,
-        tuple(entries), len(done.samples), gm, tuple(str(p) for p in logs),
-    )  # fmt: skip
+    sources = tuple(str(p) for p in logs)
+    calib = replace(base, params=done.params, logs=tuple(entries), rows=len(done.samples), fit_gm=gm, sources=sources)
     return calib, errs, done.skipped
 
 
@@ -217,30 +182,17 @@ def _check_ranks(run: NcclTestsRun, gpus: int) -> None:
 
 def default_calibration(
     topology: Topology,
-    *,
-    generation: str,
-    nvls: bool = True,
-    network: str = "ib",
-    cpu: str = "other",
-    nvlink_links: int | None = None,
-    nics_per_node: int | None = None,
+    **machine: Unpack[MachineArgs],
 ) -> Calibration:
     """A calibration with NCCL's own parameters for `topology` (`default_params`): no logs, 0 rows,
     no sources. A topology or field `system_of` refuses (a NIC count for one node too): `InputError`."""
     if not isinstance(topology, Topology):
         raise InputError("topology", f"{type(topology).__name__} is not a Topology", "a dse Topology")
-    system = system_of(
-        topology,
-        generation=generation,
-        nvls=nvls,
-        network=network,
-        cpu=cpu,
-        nvlink_links=nvlink_links,
-        nics_per_node=nics_per_node,
-    )
+    system = system_of(topology, **machine)
+    m: dict[str, Any] = {**MACHINE_DEFAULTS, **machine}
     return Calibration(
-        "", topology.notation(exact=True), generation, nvls, network, cpu, nvlink_links, nics_per_node,
-        default_params(system), (), 0, 0.0, (),
+        "", topology.notation(exact=True), m["generation"], m["nvls"], m["network"], m["cpu"], m["nvlink_links"],
+        m["nics_per_node"], default_params(system), (), 0, 0.0, (),
     )  # fmt: skip
 
 

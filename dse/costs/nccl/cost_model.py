@@ -24,7 +24,7 @@ from dse.core.topology import Dim, Topology
 from dse.costs.base import CostModel
 from dse.costs.nccl.calibration import Calibration
 from dse.costs.nccl.model import NcclParams, NcclPrediction, NcclSystem, predict, predict_time
-from dse.costs.nccl.system import NETWORK_KINDS, system_of
+from dse.costs.nccl.system import MACHINE_DEFAULTS, NETWORK_KINDS, MachineArgs, system_of
 
 #: dse's collective names as the NCCL model's
 NCCL_COLLECTIVE = {
@@ -33,8 +33,8 @@ NCCL_COLLECTIVE = {
     ALL_GATHER: "all_gather",
     ALL_TO_ALL: "alltoall",
 }
-#: the machine fields of an uncalibrated `nccl` (`system_of`'s keywords): Hopper GPUs on InfiniBand
-DEFAULT_MACHINE = {"generation": "hopper", "nvls": True, "network": "ib", "cpu": "other"}
+#: the machine of an uncalibrated `nccl`: Hopper GPUs (the rest `system_of`'s defaults: NVLS, InfiniBand)
+DEFAULT_MACHINE = MachineArgs(generation="hopper")
 
 
 class NcclModel(CostModel):
@@ -76,7 +76,7 @@ class NcclModel(CostModel):
             if not fabric:
                 system = _network_only(topology, c)
             else:
-                system = c.system(topology) if c is not None else system_of(topology, **DEFAULT_MACHINE)  # type: ignore[arg-type]
+                system = c.system(topology) if c is not None else system_of(topology, **DEFAULT_MACHINE)
             hit = (system, None if c is None else c.params_for(system))
             if len(self._systems) >= 1024:
                 self._systems.clear()
@@ -143,7 +143,7 @@ def _network_only(topology: Topology, calibration: Calibration | None) -> NcclSy
                 "switch or fc for every dimension of a group across nodes",
             )
     slowest = min(d.bandwidth for d in topology.dims)
-    m: Any = DEFAULT_MACHINE if calibration is None else calibration.__dict__
+    m: dict[str, Any] = {**MACHINE_DEFAULTS, **(DEFAULT_MACHINE if calibration is None else calibration.machine())}
     return NcclSystem(
         generation=m["generation"],
         gpus_per_node=1,

@@ -21,6 +21,8 @@ per-step latencies. A PCIe node has no dse form (a PCIe fabric is not a dse dime
 
 from __future__ import annotations
 
+from typing import Required, TypedDict
+
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
 from dse.costs.nccl.model import NcclSystem
@@ -32,6 +34,22 @@ from dse.costs.nccl.tables import CPUS, GENERATIONS, NETWORKS
 NVLINKS_PER_GPU = {"volta": 6, "ampere": 12, "hopper": 18, "blackwell": 18}
 FABRIC_OF_KIND = {"switch": "nvswitch", "fc": "nvlink_mesh", "ring": "nvlink_mesh"}
 NETWORK_KINDS = ("switch", "fc")
+
+
+class MachineArgs(TypedDict, total=False):
+    """`system_of`'s machine keywords: what a GPU machine is beyond its dse topology (`generation`
+    required; the others default as `system_of` says)."""
+
+    generation: Required[str]
+    nvls: bool
+    network: str
+    cpu: str
+    nvlink_links: int | None
+    nics_per_node: int | None
+
+
+#: `system_of`'s defaults for the machine keywords other than `generation`
+MACHINE_DEFAULTS = {"nvls": True, "network": "ib", "cpu": "other", "nvlink_links": None, "nics_per_node": None}
 
 
 def system_of(

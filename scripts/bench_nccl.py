@@ -23,8 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import dse  # noqa: E402
 from bench_evaluate import rates  # noqa: E402  (calls per second, min of R timed runs)
+
+import dse  # noqa: E402
 
 TOPOLOGY = "SW(8,450,0,links=18)_SW(16,50,0,links=1)"
 

@@ -15,6 +15,7 @@ import math
 import pytest
 
 from dse.core.errors import InputError
+from dse.costs.nccl.logs import read_nccl_tests
 from dse.costs.nccl.model import (
     COLLECTIVES,
     NcclParams,
@@ -24,7 +25,7 @@ from dse.costs.nccl.model import (
     predict,
     predict_time,
 )
-from dse.costs.nccl.tables import NVLS_CHUNK_RULES, NVLS_TREE_CHUNK_RULES, chunk_bytes
+from dse.costs.nccl.tables import LAUNCH_PER_GPU_NS, NVLS_CHUNK_RULES, NVLS_TREE_CHUNK_RULES, chunk_bytes, launch_ns
 
 GiB = 2**30
 MiB = 2**20
@@ -402,3 +403,51 @@ def test_predict_time_is_predicts_choice() -> None:
     for bad in ((H100, "gather", 8), (H100, "all_reduce", -1), (H100, "all_reduce", 1.5), ("h100", "all_reduce", 8)):
         with pytest.raises(InputError):
             predict_time(*bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("size", [8, 4096, MiB, GiB])
+def test_gpus_per_thread_adds_its_launch_latency_and_leaves_the_choice(size: int) -> None:
+    """-g G adds (G - 1) x LAUNCH_PER_GPU_NS to time and latency of every candidate; NCCL's choice, and
+    predict_time's numbers, follow; the default (1) adds nothing."""
+    system = NcclSystem("hopper", 8, nodes=2, nvlink_GBps=450.0, nvlink_links=18, nics_per_node=8, nic_GBps=50.0)
+    one, eight = predict(system, "all_reduce", size), predict(system, "all_reduce", size, gpus_per_thread=8)
+    assert eight.time_ns - one.time_ns == pytest.approx(7 * LAUNCH_PER_GPU_NS)
+    assert (eight.algo, eight.proto) == (one.algo, one.proto)
+    for a, b in zip(one.candidates, eight.candidates):
+        assert (b.time_ns - a.time_ns, b.latency_ns - a.latency_ns) == pytest.approx((7 * LAUNCH_PER_GPU_NS,) * 2)
+    assert predict_time(system, "all_reduce", size, None, 8) == pytest.approx(
+        (
+            eight.time_ns,
+            eight.candidates[[c[:2] for c in eight.candidates].index((eight.algo, eight.proto))].latency_ns,
+            eight.algo,
+            eight.proto,
+        )
+    )
+    assert predict(system, "all_reduce", size, gpus_per_thread=1) == one
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.0, True, 1025])
+def test_bad_gpus_per_thread_is_refused(bad: object) -> None:
+    system = NcclSystem("ampere", 8, nvlink_GBps=300.0, nvlink_links=12, nvls_enabled=False)
+    for call in (
+        lambda: predict(system, "all_reduce", 8, gpus_per_thread=bad),
+        lambda: predict_time(system, "all_reduce", 8, None, bad),
+    ):  # type: ignore[arg-type]
+        with pytest.raises(InputError, match="gpus_per_thread"):
+            call()
+    assert launch_ns(8) == 7 * LAUNCH_PER_GPU_NS and launch_ns(1) == 0.0
+
+
+def test_launch_per_gpu_is_the_a100_blogs_g8_minus_g1_floor() -> None:
+    """LAUNCH_PER_GPU_NS's derivation (dse/data/nccl/blog_cn_a100_8gpu_1node.txt, runs A -g 8 and B -g 1
+    on one 8 x A100 node): median over 8 B-16 KiB of the out-of-place time difference, / 7, to 0.1 us."""
+    a, b = read_nccl_tests("dse/data/nccl/blog_cn_a100_8gpu_1node.txt")
+    assert (a.gpus_per_thread, b.gpus_per_thread) == (8, 1)
+    diffs = sorted(
+        ra.out_of_place.time_us - rb.out_of_place.time_us  # type: ignore[union-attr,operator]
+        for ra, rb in zip(a.rows, b.rows)
+        if ra.size_bytes <= 16384
+    )
+    assert len(diffs) == 12
+    median_us = (diffs[5] + diffs[6]) / 2
+    assert round(median_us / 7, 1) == LAUNCH_PER_GPU_NS / 1000

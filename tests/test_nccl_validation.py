@@ -23,19 +23,19 @@ CEILINGS = {
     ("sizes", "nebius_h100", "nebius_h100"): 0.068,
     ("sizes", "p5_2node", "p5_2node"): 0.074,
     ("file", "nebius_h100", "p5_2node"): 0.150,
-    ("file", "nebius_h100", "dell_h200"): 0.161,
+    ("file", "nebius_h100", "dell_h200"): 0.136,
     ("file", "nebius_h100", "oci_h100"): 0.023,
-    ("sizes", "dell_h200", "dell_h200"): 0.093,
+    ("sizes", "dell_h200", "dell_h200"): 0.091,
     ("sizes", "lambda_b200", "lambda_b200"): 0.117,
-    ("file", "a100_blog_g8", "a100_dkh"): 0.089,
-    ("file", "a100_blog_g8", "a100_oci"): 0.085,
+    ("file", "a100_blog_g8", "a100_dkh"): 0.096,
+    ("file", "a100_blog_g8", "a100_oci"): 0.131,
     ("scale", "a100_blog_g1", "crusoe_a100"): 0.192,
     ("sizes", "crusoe_a100", "crusoe_a100"): 0.092,
     ("sizes", "p4de_2node", "p4de_2node"): 0.108,
-    ("sizes", "v100_blog", "v100_blog"): 0.034,
-    ("file", "v100_blog", "v100_oci"): 0.052,
+    ("sizes", "v100_blog", "v100_blog"): 0.030,
+    ("file", "v100_blog", "v100_oci"): 0.045,
 }
-OVERALL_CEILING = 0.126
+OVERALL_CEILING = 0.124
 SUMMARY = re.compile(r"nccl: geometric-mean error (\d+\.\d) % over (\d+) held-out measurements from (\d+) machines")
 
 
@@ -83,6 +83,17 @@ def test_every_case_stays_under_its_measured_ceiling(spied: tuple[V.ValidationTa
     assert table.gm < OVERALL_CEILING
     # Calibration helps where the defaults are far off: never worse than NCCL's own tuner by much.
     assert sum(c.fit_gm < c.default_gm for c in table.cases) >= len(table.cases) - 3
+
+
+def test_g8_cases_are_predicted_with_their_launch_latency(
+    spied: tuple[V.ValidationTable, list[dict[str, Any]]],
+) -> None:
+    """The -g 8 held-out files (Dell H200 RoCE, A100 dkh, V100) are predicted with 8 GPUs per thread:
+    NCCL's defaults with the launch latency are closer to their measured floors than without."""
+    table, _ = spied
+    by_case = {(c.split, c.calibrated_on, c.held_out): c for c in table.cases}
+    assert by_case[("file", "a100_blog_g8", "blog_a100_8gpu_1node_dkh.txt")].default_gm < 0.25  # 0.49 at -g 1
+    assert by_case[("file", "nebius_h100", "redhat_dell_h200_2node_roce.txt")].default_gm < 0.20  # 0.27 at -g 1
 
 
 def test_table_totals_and_summary_line(spied: tuple[V.ValidationTable, list[dict[str, Any]]]) -> None:

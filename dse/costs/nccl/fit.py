@@ -1,38 +1,31 @@
 """Calibrating the `nccl` model (`dse.costs.nccl.model`) on nccl-tests measurements, and its errors.
 
-`fit` adjusts a few parameters of `NcclParams` so that `predict` matches the out-of-place times of
-nccl-tests runs (`dse.costs.nccl.logs`) on one system, by least squares on log(time): each row
-weighs the same whatever its size. The parameters, per tier (0 = the node's GPU fabric, "intra";
-1 = the network, "inter"), are:
+`fit` adjusts a few `NcclParams` so that `predict` matches the out-of-place times of nccl-tests runs
+(`dse.costs.nccl.logs`) on one system, by least squares on log(time) (every row weighs the same),
+each row predicted with its run's GPUs per thread (``-g``, `Sample.gpus_per_thread`). Per tier ("intra":
+the node's GPU fabric; "inter": the network): a **hop-latency scale** on every per-hop latency of the
+tier (ring and tree hops of all protocols, NVLS's hops; the bases stay NCCL's); across nodes the
+network's **own latency per hop** (`net_latency_ns`, from the `network` kind's default); the
+**efficiencies** e_* of the algorithms the starting parameters choose for the rows; the **efficiency
+curve** (s_half, k): e(S) = e_max·S^k/(S^k + s_half^k).
 
-- a **hop-latency scale** per tier, multiplying every per-hop latency of that tier (ring and tree
-  hops of all three protocols, and NVLS's fabric hop or its network hops); the base latencies stay
-  NCCL's;
-- the network's **own latency per hop** (`net_latency_ns`, added to NCCL's NET hops; its start is
-  the `network` kind's default), when the rows span nodes;
-- the **efficiencies** e_* of the algorithms NCCL runs at the training sizes (the ones the starting
-  parameters choose), per tier;
-- the **efficiency curve** (s_half, k) per tier: e(S) = e_max·S^k/(S^k + s_half^k).
+A parameter is fitted only when the rows can tell it: its tier exists, its algorithm ran, and moving
+it moves some row's time beyond what the ones before it do (`_identifiable`); the others keep their
+starting values. The solver is a small bounded Levenberg-Marquardt in numpy, started from the given
+parameters with s_half at 256 KiB and again at 16 MiB (k at 0.8), best of the two (deterministic). A
+fit that ends worse than the start on its own rows returns the start.
 
-A parameter is fitted only when the training rows can tell it: its tier exists (intra needs 2+ GPUs
-per node, inter 2+ nodes), its algorithm ran, and moving it moves some row's time (a Jacobian column
-that is not zero); every other one keeps its starting value. The solver is a small bounded
-Levenberg-Marquardt in numpy (forward-difference Jacobian, steps clipped to the bounds), started from
-the given parameters with s_half at 256 KiB and again at 16 MiB (k at 0.8), best of the two: deterministic, no
-randomness. A fit that ends worse than the starting parameters on its own rows returns them instead.
+Rows are skipped, and counted, when #wrong > 0, a warning names their line, their run warns of a
+failure (timeout, NCCL/CUDA failure, a FAILED footer), their time is missing, or their size is 0.
 
-Rows are skipped, and counted, when #wrong > 0, when a warning names their line, when their run
-warns of a failure (timeout, NCCL/CUDA failure, a FAILED footer), when their time is missing, or
-when their size is 0.
-
-Error measures: `errors` gives each row's relative time error (predicted - measured) / measured;
-`geomean_error` summarises them as exp(mean(log(1 + |err|))) - 1: the geometric mean of 1 + |err|,
-less one. A +20 % and a -20 % row count the same, and one large outlier weighs less than in an
-arithmetic mean of |err|; 0 only when every row is exact.
+`errors` gives each row's relative time error (predicted - measured) / measured; `geomean_error`
+summarises them as exp(mean(log(1 + |err|))) - 1: a +20 % and a -20 % row count the same, and one
+large outlier weighs less than in an arithmetic mean of |err|; 0 only when every row is exact.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -45,7 +38,7 @@ import numpy as np
 from dse.core.errors import InputError
 from dse.core.files import read_toml
 from dse.costs.nccl.logs import NcclTestsRun, implied_ranks, read_nccl_tests
-from dse.costs.nccl.model import COLLECTIVES, NcclParams, NcclSystem, default_params, predict
+from dse.costs.nccl.model import COLLECTIVES, NcclParams, NcclSystem, default_params, predict, predict_time
 
 #: Bounds of the fitted quantities: hop-latency scales, efficiencies, s_half (bytes), k.
 SCALE_BOUNDS = (0.05, 20.0)
@@ -87,13 +80,14 @@ _E_OF_ALGO = {"ring": "e_ring", "tree": "e_tree", "nvls": "e_nvls", "nvls_tree":
 
 class Sample(NamedTuple):
     """One usable measurement: a collective of `size_bytes` took `time_ns` (out-of-place), read from
-    `source` at `line`."""
+    `source` at `line`, with `gpus_per_thread` GPUs per nccl-tests thread (``-g``; 1 when unknown)."""
 
     collective: str
     size_bytes: int
     time_ns: float
     source: str
     line: int
+    gpus_per_thread: int = 1
 
 
 class RowError(NamedTuple):
@@ -127,7 +121,7 @@ def samples(
     """The usable out-of-place measurements of `runs` on `system`, and how many rows were skipped
     (module docstring). A run must name a collective the model predicts (and be `collective` if
     given) and have `system`'s rank count (its rank lines, else the busbw/algbw ratio); otherwise
-    `InputError`."""
+    `InputError`. Each sample keeps its run's GPUs per thread (1 when the log does not say)."""
     out: list[Sample] = []
     skipped = 0
     for run in runs:
@@ -142,7 +136,7 @@ def samples(
             if bad or row.size_bytes <= 0 or p is None or p.time_us is None or p.time_us <= 0:
                 skipped += 1
                 continue
-            out.append(Sample(name, row.size_bytes, p.time_us * 1000.0, run.source, row.line))
+            out.append(Sample(name, row.size_bytes, p.time_us * 1000.0, run.source, row.line, run.gpus_per_thread or 1))
     return out, skipped
 
 
@@ -171,7 +165,7 @@ def sample_errors(system: NcclSystem, params: NcclParams | None, rows: Sequence[
     """`errors` for samples already read."""
     out = []
     for s in rows:
-        p = predict(system, s.collective, s.size_bytes, params=params)
+        p = predict(system, s.collective, s.size_bytes, params=params, gpus_per_thread=s.gpus_per_thread)
         out.append(RowError(s, p.time_ns, (p.time_ns - s.time_ns) / s.time_ns, p.algo, p.proto))
     return out
 
@@ -247,7 +241,8 @@ _MEASUREMENT_KEYS = {"name", "file", "system", "collective", "run", "launch"}
 
 class Measurement(NamedTuple):
     """One shipped nccl-tests test: its `name`, the `system` key it ran on, the file `path`, the
-    `collective`, which test of the file (`run`, from 0) and the `launch` mode ("g1", "g8")."""
+    `collective`, which test of the file (`run`, from 0) and the `launch` mode: "gN", nccl-tests' -g N
+    (N GPUs per thread; "g1": a process per GPU), what the run has when its log lacks the header."""
 
     name: str
     system: str
@@ -257,13 +252,16 @@ class Measurement(NamedTuple):
     launch: str
 
     def runs(self) -> list[NcclTestsRun]:
-        """The one nccl-tests run this measurement names, read from its file."""
+        """The run this measurement names, with `launch`'s GPUs per thread (a header saying else: `InputError`)."""
         found = read_nccl_tests(self.path, collective=self.collective)
         if not 0 <= self.run < len(found):
-            raise InputError(
-                f"{self.name}.run", f"test {self.run} of a file with {len(found)}", f"0 to {len(found) - 1}"
-            )
-        return [found[self.run]]
+            n = len(found)
+            raise InputError(f"{self.name}.run", f"test {self.run} of a file with {n}", f"0 to {n - 1}")
+        run, gpus = found[self.run], int(self.launch[1:])
+        if run.gpus_per_thread not in (None, gpus):
+            problem = f"launch {self.launch!r}, but the log's header says nGpus {run.gpus_per_thread}"
+            raise InputError(f"{self.name}.launch", problem, f"launch = 'g{run.gpus_per_thread}'")
+        return [dataclasses.replace(run, gpus_per_thread=gpus)]
 
 
 def bundled(folder: str | Path | None = None) -> tuple[dict[str, NcclSystem], dict[str, Measurement]]:
@@ -287,6 +285,8 @@ def bundled(folder: str | Path | None = None) -> tuple[dict[str, NcclSystem], di
         run = entry["run"]
         if isinstance(run, bool) or not isinstance(run, int) or run < 0:
             raise InputError(f"{where}.run", f"{run!r} is not a test index", "a whole number from 0")
+        if not re.fullmatch(r"g[1-9][0-9]{0,3}", str(entry["launch"])):
+            raise InputError(f"{where}.launch", f"{entry['launch']!r} is not a launch mode", "g1, g8, ... (-g N)")
         path = root / str(entry["file"])
         measurements[str(entry["name"])] = Measurement(
             str(entry["name"]), entry["system"], path, str(entry["collective"]), run, str(entry["launch"])
@@ -402,7 +402,7 @@ def _residuals(
 
     def fun(x: np.ndarray) -> np.ndarray:
         q = _params(start, names, x)
-        t = [predict(system, s.collective, s.size_bytes, params=q).time_ns for s in rows]
+        t = [predict_time(system, s.collective, s.size_bytes, q, s.gpus_per_thread)[0] for s in rows]
         return np.concatenate((np.log(np.array(t)) - y, prior(x)))
 
     return fun
@@ -435,7 +435,7 @@ def _prior(start: NcclParams, names: Sequence[str]) -> Callable[[np.ndarray], np
 
 def _cost(system: NcclSystem, q: NcclParams, rows: Sequence[Sample], y: np.ndarray) -> float:
     """Sum of squared log-time residuals over the rows (without the prior)."""
-    t = np.array([predict(system, s.collective, s.size_bytes, params=q).time_ns for s in rows])
+    t = np.array([predict_time(system, s.collective, s.size_bytes, q, s.gpus_per_thread)[0] for s in rows])
     r = np.log(t) - y
     return float(r @ r)
 

@@ -10,14 +10,13 @@ each protocol it enables (LL, LL128, Simple) the model predicts
 with S the nccl-tests size, F its bus-bandwidth factor (the bandwidth term predicts busbw), c_t how
 the algorithm turns a tier's bandwidth into busbw (ring 1, NVLS 2(h-1)/(h+1), a 2-node tree 2, ...)
 times the protocol's share (LL 1/2, LL128 0.92), L the latency (a base plus hop counts times per-hop
-latencies, plus the network's own latency per network hop), and fill(S) NVLS's pipeline fill
-(`nvls_fill`; off unless `NcclParams.fill_scale_*` > 0). NCCL's choice is the smallest time without
-the fill (its tuner does not see it), ties to the first of tree, ring, nvls, nvls_tree; LL, LL128,
-Simple. nccl-tests' ``-g G`` adds `launch_ns(G)` to L. Defaults are NCCL 2.30.7's (src/graph/tuning.cc,
-topo.h, search.cc, src/enqueue.cc, src/transport/nvls.cc; numbers only, restated in docs/model.md §15;
-tables in `dse.costs.nccl.tables`) unless a comment says otherwise (the per-network latencies and the
-launch latency: ours, from public runs). Departures from NCCL carry a comment (tiers combined by a
-minimum, broadcast and reduce one hop per chain link, the tree size table interpolated, all-to-all).
+latencies, plus the network's own latency per network hop, plus `launch_ns(G)` for nccl-tests' -g G),
+fill(S) NVLS's pipeline fill (`nvls_fill`; off unless `NcclParams.fill_scale_*` > 0). NCCL's choice is
+the smallest time without fill and launch (its tuner sees neither), ties to the first of tree, ring,
+nvls, nvls_tree; LL, LL128, Simple. Defaults: NCCL 2.30.7's (src/graph/tuning.cc, topo.h, search.cc,
+src/enqueue.cc, src/transport/nvls.cc; numbers only, restated in docs/model.md §15; tables in
+`dse.costs.nccl.tables`) but the per-network and launch latencies (ours, from public runs). Departures carry
+a comment (tiers combined by a minimum, broadcast/reduce chains, tree sizes interpolated, all-to-all, fill).
 """
 
 from __future__ import annotations

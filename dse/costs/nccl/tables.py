@@ -73,6 +73,12 @@ NETWORKS = ("ib", "roce", "efa", "tcp")
 #:   micro-benchmarks/nccl-tests/slurm/topology-aware-nccl-tests/README.md);
 #: - tcp 49000: 2 x GCP A3 Mega (H100, GPUDirect-TCPXO), 123.2 us at 16-128 B vs 25.2 over 2 hops
 #:   (lessizzmore/create-a3mega-ztan-fork @346b825, ztan-NCCL-test-result.markdown).
+#: Rechecked against the hop count `_latency_ns` uses (tree LL floors: base + 2 x 7 fabric hops +
+#: 2 log2(nodes) network hops, the net latency once each; tree LL stays NCCL's choice with it): p5en
+#: 16 nodes 55.2 -> 167.2 us modelled (167.3 measured), A3 Mega 25.2 -> 123.2 (123.2). No other public
+#: out-of-set floor tightens efa or roce: aws_p5_2node_allreduce_eks has only size 0 (no network
+#: transfer), stas_p5en_4node and nccl1221 (RoCE) are bandwidth prose, dstack GCP A4 (RoCE) starts at
+#: 8 MB (bandwidth-bound), the MI355X RoCE run is RCCL on a GPU this model has no generation for.
 NET_LATENCY_NS = {"ib": 0.0, "roce": 0.0, "efa": 14000.0, "tcp": 49000.0}
 #: Launch latency per collective for each GPU beyond the first that one nccl-tests thread drives
 #: (``-g G``, the log's ``# nThread T nGpus G`` header; `predict`'s `gpus_per_thread`): one thread

@@ -112,7 +112,7 @@ def test_fit_recovers_the_networks_own_latency(no_prior: None) -> None:
     truth = dataclasses.replace(default_params(A100_2N), net_latency_ns=30000.0)
     result = F.fit_details(A100_2N, [_synthetic(A100_2N, truth)])
     assert "net_latency_inter" in result.fitted
-    assert result.cost < 1e-3 * result.cost_start
+    assert result.cost < 1e-2 * result.cost_start  # robust costs (`F.robust`) grow about linearly, not squared
     assert result.params.net_latency_ns > 10000.0  # the floor is the network's, not the fabric's
     for size in (8, 1024, 65536):
         want = predict(A100_2N, "all_reduce", size, params=truth).time_ns

@@ -1,7 +1,8 @@
 """Calibrating the `nccl` model (`dse.costs.nccl.model`) on nccl-tests measurements, and its errors.
 
 `fit` adjusts a few `NcclParams` so that `predict` matches the out-of-place times of nccl-tests runs
-(`dse.costs.nccl.logs`) on one system, by least squares on log(time) (every row weighs the same),
+(`dse.costs.nccl.logs`) on one system, minimising soft-L1 residuals of log(time) (`robust`: each row
+weighs the same, and about by |error| as the error measure does, so one glitch cannot pull the fit),
 each row predicted with its run's GPUs per thread (``-g``, `Sample.gpus_per_thread`). Per tier ("intra":
 the node's GPU fabric; "inter": the network): a **hop-latency scale** on every per-hop latency of the
 tier (ring and tree hops of all protocols, NVLS's hops; the bases stay NCCL's); across nodes the
@@ -12,8 +13,8 @@ curve** (s_half, k): e(S) = e_max·S^k/(S^k + s_half^k).
 A parameter is fitted only when the rows can tell it: its tier exists, its algorithm ran, and moving
 it moves some row's time beyond what the ones before it do (`_identifiable`); the others keep their
 starting values. The solver is a small bounded Levenberg-Marquardt in numpy, started from the given
-parameters with s_half at 256 KiB and again at 16 MiB (k at 0.8), best of the two (deterministic). A
-fit that ends worse than the start on its own rows returns the start.
+parameters with s_half at 256 KiB and again at 16 MiB (k at 0.8), each by plain least squares and then
+the robust residuals, best of the two (deterministic). A fit worse than the start returns the start.
 
 Rows are skipped, and counted, when #wrong > 0, a warning names their line, their run warns of a
 failure (timeout, NCCL/CUDA failure, a FAILED footer), their time is missing, or their size is 0.
@@ -53,11 +54,9 @@ E_RANGE = (0.5, 1.1)
 PRIOR_SIGMA = 4.0
 PRIOR_NET_US = 20.0
 S_HALF_BOUNDS_BYTES = (1.0, 1e11)
-#: Bounds of the pipeline fill's scale per tier (`NcclParams.fill_scale_*`; 1 = NCCL's chunks as they are).
-FILL_BOUNDS = (0.1, 10.0)
-#: Whether `fit` calibrates the fill scales (when NVLS runs at the training sizes); off with the fill.
-FIT_FILL = False
 K_BOUNDS = (0.1, 1.0)
+#: Residuals (log time) beyond this are weighed about linearly, not squared (`robust`)
+ROBUST_SCALE = 0.05
 #: Bounds of the network's own latency per hop, us (0: NCCL's NET table alone).
 NET_LATENCY_BOUNDS_US = (0.0, 1000.0)
 #: Starting values of s_half tried when the starting parameters have none (NCCL's tuner: 0).
@@ -203,15 +202,15 @@ def fit_details(
     for s_half in _s_half_starts(start):
         names = _candidates(system, start, rows)
         x0, lo, hi = _vector(start, names, s_half)
-        fun = _residuals(system, start, names, rows, y)
-        keep = _identifiable(fun, x0, lo, hi, len(rows))
+        keep = _identifiable(_residuals(system, start, names, rows, y, plain=True), x0, lo, hi, len(rows))
         told = {n for n, k in zip(names, keep) if k}
         names = tuple(n for n in names if n in told and (n[:2] != "k_" or f"s_half_{n[2:]}" in told))  # k needs s_half
         if not names:
             continue
         x0, lo, hi = _vector(start, names, s_half)
-        fun = _residuals(system, start, names, rows, y)
-        x = _levenberg_marquardt(fun, x0, lo, hi)
+        # least squares first (a wide basin), then the robust weighing from there (`robust`)
+        x = _levenberg_marquardt(_residuals(system, start, names, rows, y, plain=True), x0, lo, hi)
+        x = _levenberg_marquardt(_residuals(system, start, names, rows, y), x, lo, hi)
         fitted = _params(start, names, x)
         cost = _cost(system, fitted, rows, y)
         if cost < best[0]:
@@ -327,8 +326,6 @@ def _candidates(system: NcclSystem, start: NcclParams, rows: Sequence[Sample]) -
     names = [f"{_E_OF_ALGO[a]}_{t}" for t in tiers for a in sorted(algos)]
     names = list(dict.fromkeys(names))  # nvls and nvls_tree share e_nvls
     names += [f"lat_{t}" for t in tiers] + ["net_latency_inter"] * ("inter" in tiers)
-    if FIT_FILL and any(a.startswith("nvls") for a in algos):
-        names += [f"fill_{t}" for t in tiers]
     for prefix in ("s_half", "k"):
         names += [f"{prefix}_{t}" for t in tiers]
     return tuple(names)
@@ -346,9 +343,6 @@ def _vector(start: NcclParams, names: Sequence[str], s_half: float) -> tuple[np.
     for name in names:
         if name.startswith("lat_"):
             v, b = 0.0, (math.log(SCALE_BOUNDS[0]), math.log(SCALE_BOUNDS[1]))
-        elif name.startswith("fill_"):
-            v = math.log(max(getattr(start, f"fill_scale_{name[5:]}"), FILL_BOUNDS[0]))
-            b = (math.log(FILL_BOUNDS[0]), math.log(FILL_BOUNDS[1]))
         elif name.startswith("e_"):
             v = getattr(start, name)
             b = (max(E_BOUNDS[0], E_RANGE[0] * v), min(E_BOUNDS[1], max(E_RANGE[1] * v, E_BOUNDS[0])))
@@ -380,8 +374,6 @@ def _params(start: NcclParams, names: Sequence[str], x: np.ndarray) -> NcclParam
                 changes[field] = tuple(t * scale for t in old) if isinstance(old, tuple) else old * scale
         elif name.startswith("s_half_"):
             changes[name + "_bytes"] = math.exp(v)
-        elif name.startswith("fill_"):
-            changes[f"fill_scale_{name[5:]}"] = math.exp(v)
         elif name.startswith("net_latency"):
             changes["net_latency_ns"] = 1000.0 * v
         else:
@@ -394,16 +386,18 @@ Residuals = Callable[[np.ndarray], np.ndarray]
 
 
 def _residuals(
-    system: NcclSystem, start: NcclParams, names: Sequence[str], rows: Sequence[Sample], y: np.ndarray
+    system: NcclSystem, start: NcclParams, names: Sequence[str], rows: Sequence[Sample], y: np.ndarray, plain=False
 ) -> Residuals:
-    """log(predicted) - log(measured) per row as a function of the solver's vector."""
+    """log(predicted) - log(measured) per row as a function of the solver's vector, as the solver
+    weighs them (`robust`), or `plain` (what tells a quantity, `_identifiable`)."""
+    weigh = (lambda r: r) if plain else robust
 
     prior = _prior(start, names)
 
     def fun(x: np.ndarray) -> np.ndarray:
         q = _params(start, names, x)
         t = [predict_time(system, s.collective, s.size_bytes, q, s.gpus_per_thread)[0] for s in rows]
-        return np.concatenate((np.log(np.array(t)) - y, prior(x)))
+        return np.concatenate((weigh(np.log(np.array(t)) - y), prior(x)))
 
     return fun
 
@@ -411,10 +405,9 @@ def _residuals(
 def _prior(start: NcclParams, names: Sequence[str]) -> Callable[[np.ndarray], np.ndarray]:
     """The prior's residuals (`PRIOR_SIGMA`): efficiencies and hop-latency scales in log space, the
     network latency in `PRIOR_NET_US`; s_half and k are free (NCCL has no curve to pull toward)."""
-    kinds = [n[:2] if n[:2] in ("e_", "la", "fi") else ("ne" if n.startswith("net_") else "") for n in names]
+    kinds = [n[:2] if n[:2] in ("e_", "la") else ("ne" if n.startswith("net_") else "") for n in names]
     idx = [i for i, k in enumerate(kinds) if k]
     e0 = {i: math.log(max(getattr(start, names[i]), 1e-9)) for i, k in enumerate(kinds) if k == "e_"}
-    f0 = {i: math.log(getattr(start, f"fill_scale_{names[i][5:]}") or 1.0) for i, k in enumerate(kinds) if k == "fi"}
     net0 = start.net_latency_ns / 1000.0
 
     def prior(x: np.ndarray) -> np.ndarray:
@@ -424,8 +417,6 @@ def _prior(start: NcclParams, names: Sequence[str]) -> Callable[[np.ndarray], np
                 out[j] = (math.log(max(float(x[i]), 1e-9)) - e0[i]) / PRIOR_SIGMA
             elif kinds[i] == "la":
                 out[j] = float(x[i]) / PRIOR_SIGMA
-            elif kinds[i] == "fi":
-                out[j] = (float(x[i]) - f0[i]) / PRIOR_SIGMA
             else:
                 out[j] = (float(x[i]) - net0) / PRIOR_NET_US
         return out
@@ -436,8 +427,14 @@ def _prior(start: NcclParams, names: Sequence[str]) -> Callable[[np.ndarray], np
 def _cost(system: NcclSystem, q: NcclParams, rows: Sequence[Sample], y: np.ndarray) -> float:
     """Sum of squared log-time residuals over the rows (without the prior)."""
     t = np.array([predict_time(system, s.collective, s.size_bytes, q, s.gpus_per_thread)[0] for s in rows])
-    r = np.log(t) - y
+    r = robust(np.log(t) - y)
     return float(r @ r)
+
+
+def robust(r: np.ndarray) -> np.ndarray:
+    """Log-time residuals weighed soft-L1 (`ROBUST_SCALE`): squared, they sum about |r| as `geomean_error` does."""
+    d = ROBUST_SCALE
+    return np.sign(r) * np.sqrt(2.0 * d * d * (np.sqrt(1.0 + (r / d) ** 2) - 1.0))
 
 
 def _jacobian(fun: Residuals, x: np.ndarray, r: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -190,3 +190,14 @@ def test_a_study_under_a_calibrated_nccl_searches_and_refuses_gap(tmp_path: Path
     (tmp_path / "g.toml").write_text('objectives = [{ metric = "gap" }]\n' + study.replace('"gpu"', '"gpu2"'))
     out = _dse("study", "run", str(tmp_path / "g.toml"), "--no-progress")
     assert out.returncode == 2 and "gap" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_the_per_dimension_bytes_follow_the_ascending_order() -> None:
+    from dse.sim.evaluate import ascending_dim_bytes
+
+    # 16 B on 2 x 4 NPUs: a reduce-scatter halves it on dim 0 (sends 8), then sends 3/4 of 8 on dim 1;
+    # an all-gather of a 16 B output starts from 2 B (sends 2 on dim 0) and sends 3 x 4 on dim 1
+    assert ascending_dim_bytes("reduce_scatter", 16.0, (2, 4)) == (8.0, 6.0)
+    assert ascending_dim_bytes("all_gather", 16.0, (2, 4)) == (2.0, 12.0)
+    assert ascending_dim_bytes("all_reduce", 16.0, (2, 4)) == (16.0, 12.0)
+    assert ascending_dim_bytes("all_to_all", 16.0, (2, 4)) == (8.0, 12.0)

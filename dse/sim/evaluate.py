@@ -199,16 +199,17 @@ def closed_form_result(p: RunSpec, consts: tuple | None = None) -> Result:
 
 def ascending_dim_bytes(coll: str, size: float, shape: tuple[int, ...]) -> tuple[float, ...]:
     """Bytes one NPU sends on each dimension when the collective runs dimension by dimension in
-    ascending order (the baseline's order): they sum to `nominal_bytes_sent` (AG: per-NPU output)."""
-    out = []
-    c = size
-    for p in shape:
-        if coll == ALL_TO_ALL:
-            out.append(size * (p - 1) / p)
-            continue
+    ascending order (the baseline's order); they sum to `nominal_bytes_sent` (AG: `size` is the
+    per-NPU output). A reduce-scatter shrinks its data dimension by dimension, an all-gather grows
+    it (the mirror image), an all-reduce does both, an all-to-all keeps it."""
+    if coll == ALL_TO_ALL:
+        return tuple(size * (p - 1) / p for p in shape)
+    order = shape[::-1] if coll == ALL_GATHER else shape
+    out, c = [], size
+    for p in order:
         out.append(c * (p - 1) / p * (2 if coll == ALL_REDUCE else 1))
         c /= p
-    return tuple(out)
+    return tuple(out[::-1]) if coll == ALL_GATHER else tuple(out)
 
 
 def build_plans(

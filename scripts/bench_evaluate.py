@@ -120,7 +120,9 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         fn = compile_floor(tmp)
-        for model in dse.COST_MODELS:
+        for model, cls in dse.COST_MODELS.items():
+            if cls.closed_form:  # no chunks to simulate (`nccl`: scripts/bench_nccl.py)
+                continue
             for chunks in chunk_list:
                 floor_med = None
                 if fn is not None:

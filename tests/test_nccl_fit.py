@@ -90,12 +90,12 @@ def test_fit_recovers_known_parameters_from_its_own_predictions(no_prior: None) 
 
 def test_fit_recovers_the_network_tier_across_two_nodes(no_prior: None) -> None:
     """One 25 GB/s NIC per node: the network binds at every size. (The two tiers' hop latencies are
-    only weakly told apart by all-reduce rows, so the truth keeps NCCL's.)"""
+    only weakly told apart by all-reduce rows, so the truth keeps NCCL's; the multi-node curve is off,
+    s_half_multi_bytes = 0, so the tree takes the tiers' own curves and the fit leaves it off.)"""
     system = dataclasses.replace(A100_2N, nics_per_node=1)
-    truth = dataclasses.replace(
-        default_params(system), e_tree_inter=0.6, e_ring_inter=0.6, s_half_inter_bytes=8e6, k_inter=0.9
-    )
-    result = F.fit_details(system, [_synthetic(system, truth)])
+    start = dataclasses.replace(default_params(system), s_half_multi_bytes=0.0)
+    truth = dataclasses.replace(start, e_tree_inter=0.6, e_ring_inter=0.6, s_half_inter_bytes=8e6, k_inter=0.9)
+    result = F.fit_details(system, [_synthetic(system, truth)], params=start)
     assert result.cost < 1e-8 < result.cost_start
     assert {"e_tree_inter", "s_half_inter", "k_inter"} <= set(result.fitted)
     assert result.params.e_tree_inter == pytest.approx(0.6, rel=1e-3)
@@ -271,3 +271,18 @@ def test_a_measurements_launch_fills_a_missing_header_and_must_match_a_present_o
     (tmp_path / "systems.toml").write_text(text.replace(dell + 'launch = "g8"', dell + 'launch = "8"'))
     with pytest.raises(InputError, match="launch"):
         F.bundled(tmp_path)
+
+
+def test_fit_recovers_the_multi_node_curve(no_prior: None) -> None:
+    """Two 8-GPU nodes whose tree and NVLSTree ramp as a 16 MiB, k 0.7 curve: fitted from the default
+    (tables.MULTI_NODE_*), the curve is found and carried to another node count with the network tier."""
+    system = dataclasses.replace(A100_2N)
+    truth = dataclasses.replace(default_params(system), s_half_multi_bytes=16 * 2.0**20, k_multi=0.7)
+    result = F.fit_details(system, [_synthetic(system, truth)])
+    assert {"s_half_multi", "k_multi"} <= set(result.fitted)
+    assert result.cost < 1e-4 * result.cost_start
+    assert result.params.s_half_multi_bytes == pytest.approx(16 * 2.0**20, rel=1e-2)
+    assert result.params.k_multi == pytest.approx(0.7, rel=1e-2)
+    four = dataclasses.replace(system, nodes=4)
+    moved = F.transfer(result.params, default_params(four), "inter")
+    assert (moved.s_half_multi_bytes, moved.k_multi) == (result.params.s_half_multi_bytes, result.params.k_multi)

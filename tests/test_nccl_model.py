@@ -25,7 +25,14 @@ from dse.costs.nccl.model import (
     predict,
     predict_time,
 )
-from dse.costs.nccl.tables import LAUNCH_PER_GPU_NS, NVLS_CHUNK_RULES, NVLS_TREE_CHUNK_RULES, chunk_bytes, launch_ns
+from dse.costs.nccl.tables import (
+    LAUNCH_PER_GPU_NS,
+    MULTI_NODE_K,
+    MULTI_NODE_S_HALF_BYTES,
+    TREE_SIZE_FACTOR,
+    launch_ns,
+    tree_factor,
+)
 
 GiB = 2**30
 MiB = 2**20
@@ -136,33 +143,34 @@ def test_network_latency_is_added_to_every_network_hop_twice_for_simple() -> Non
 
 
 def test_nvls_bandwidth_follows_the_head_count() -> None:
-    """NVLS all-reduce busbw = 2(h-1)/(h+1) x B x e_link x 0.85 with h heads = GPUs per node; the
-    fill adds 2 fabric stages x one wave of 16 channels x h heads x 128 KiB chunks at that rate."""
+    """NVLS all-reduce busbw = 2(h-1)/(h+1) x B x e_link x 0.85 with h heads = GPUs per node."""
     for g in (4, 6, 8):
         system = dataclasses.replace(H100, gpus_per_node=g)
-        on = dataclasses.replace(default_params(system), fill_scale_intra=1.0)
-        p = predict(system, "all_reduce", 16 * GiB, params=on, algo="nvls")
+        bare = predict(system, "all_reduce", 16 * GiB, algo="nvls").time_ns
         expect = 2 * (g - 1) / (g + 1) * 450.0 * 20.6 / 25.0 * 0.85
-        lat, factor, wave = 25000.0, 2 * (g - 1) / g, 16 * g * 128 * 1024
-        assert p.time_ns == pytest.approx(lat + factor * (16 * GiB + 2 * wave) / expect, rel=1e-12)
-        off = default_params(system)  # the fill is off by default
-        bare = predict(system, "all_reduce", 16 * GiB, params=off, algo="nvls").time_ns
-        assert bare == pytest.approx(lat + factor * 16 * GiB / expect, rel=1e-12)
+        assert bare == pytest.approx(25000.0 + 2 * (g - 1) / g * 16 * GiB / expect, rel=1e-12)
 
 
-def test_nvls_fill_follows_nccls_chunk_rules() -> None:
-    """NCCL's NVLS chunk (enqueue.cc) with 128 ops (16 channels x 8 heads): 128 KiB from 1 GiB,
-    64 KiB from 64 MiB, 32 KiB from 8 MiB, 16 KiB below; the wave never exceeds the message."""
-    assert [chunk_bytes(s, 128, 131072, NVLS_CHUNK_RULES) for s in (8 * MiB - 1, 8 * MiB, 64 * MiB, GiB)] == [
-        16384, 32768, 65536, 131072]  # fmt: skip
-    tree = [chunk_bytes(s, 128, 131072, NVLS_TREE_CHUNK_RULES) for s in (4 * MiB, 8 * MiB, 64 * MiB)]
-    assert tree == [32768, 65536, 131072]
-    q = dataclasses.replace(default_params(H100), fill_scale_intra=1.0)
-    bw = 2 * 7 / 9 * 450.0 * 20.6 / 25.0 * 0.85
-    for size, wave in ((MiB, MiB), (16 * MiB, 128 * 32768), (2 * GiB, 128 * 131072)):
-        with_fill = predict(H100, "all_reduce", size, params=q, algo="nvls").time_ns
-        without = predict(H100, "all_reduce", size, algo="nvls")
-        assert with_fill - without.time_ns == pytest.approx(2 * 1.75 * wave / bw, rel=1e-9)
+def test_tree_and_nvls_tree_across_nodes_take_the_multi_node_curve() -> None:
+    """Across nodes, tree and NVLSTree use one curve (S_half, k) for every tier; a ring keeps the
+    tiers' own (none by default). Tree: t = L + per_byte·(S/f(S) + S_half^k·S^(1-k)), f its size table."""
+    two = dataclasses.replace(H100, nodes=2, nics_per_node=8, nic_GBps=50.0)
+    q = default_params(two)
+    assert (q.s_half_multi_bytes, q.k_multi) == (MULTI_NODE_S_HALF_BYTES, MULTI_NODE_K)
+    flat = dataclasses.replace(q, s_half_multi_bytes=0.0)
+    s = 64 * MiB
+    curved = predict(two, "all_reduce", s, params=q, algo="tree", proto="Simple")
+    plain = predict(two, "all_reduce", s, params=flat, algo="tree", proto="Simple")
+    latency = next(c.latency_ns for c in plain.candidates if (c.algo, c.proto) == ("tree", "Simple"))
+    per_byte = (plain.time_ns - latency) / (s / tree_factor(TREE_SIZE_FACTOR[2], s))
+    extra = per_byte * MULTI_NODE_S_HALF_BYTES**MULTI_NODE_K * s ** (1 - MULTI_NODE_K)
+    assert curved.time_ns == pytest.approx(plain.time_ns + extra, rel=1e-9)
+    nvls = [predict(two, "all_reduce", s, params=p, algo="nvls_tree").time_ns for p in (q, flat)]
+    assert nvls[0] > nvls[1]
+    ring = [predict(two, "all_reduce", s, params=p, algo="ring", proto="Simple").time_ns for p in (q, flat)]
+    assert ring[0] == ring[1]
+    one = predict(H100, "all_reduce", s, params=dataclasses.replace(default_params(H100), s_half_multi_bytes=1e9))
+    assert one.time_ns == predict(H100, "all_reduce", s).time_ns  # one node: no multi-node algorithm
 
 
 @pytest.mark.parametrize("collective", COLLECTIVES)
@@ -210,11 +218,9 @@ def test_efficiency_curve_with_k_one_is_a_constant_extra_latency() -> None:
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("curved", (False, True))
 def test_time_grows_with_size_and_forcing_never_beats_the_choice(system: NcclSystem, curved: bool) -> None:
-    """Every candidate's time grows with size and forcing it gives that time. NCCL chooses on its
-    tuner's estimate, which has no fill: without the fill the choice is the fastest candidate and
-    its time grows with size; with it, the choice is the same algorithm and protocol."""
-    bare = _curved(system) if curved else default_params(system)
-    params = dataclasses.replace(bare, fill_scale_intra=1.0, fill_scale_inter=1.5)
+    """Every candidate's time grows with size and forcing it gives that time; NCCL's choice is the
+    fastest candidate and its time grows with size."""
+    params = bare = _curved(system) if curved else default_params(system)
     for collective in COLLECTIVES:
         previous: dict[tuple[str, str], float] = {}
         last = -1.0
@@ -391,8 +397,7 @@ def test_predict_time_is_predicts_choice() -> None:
     tried, with default and fitted-looking parameters; bad input is one InputError."""
     systems = (H100, H100_X4_AMD, NcclSystem("volta", 8, fabric="nvlink_mesh", nvlink_GBps=150.0, nvlink_links=6))
     for system in systems:
-        q = dataclasses.replace(default_params(system), s_half_intra_bytes=3e5, k_intra=0.7, fill_scale_intra=1.7)
-        q = dataclasses.replace(q, fill_scale_inter=0.8)
+        q = dataclasses.replace(default_params(system), s_half_intra_bytes=3e5, k_intra=0.7, k_multi=0.8)
         for params in (None, q):
             for collective in COLLECTIVES:
                 for size in [0, 1, 8, 1000, 4096, 12345] + [2**e for e in range(13, 35, 3)]:

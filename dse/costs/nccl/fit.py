@@ -8,7 +8,8 @@ the node's GPU fabric; "inter": the network): a **hop-latency scale** on every p
 tier (ring and tree hops of all protocols, NVLS's hops; the bases stay NCCL's); across nodes the
 network's **own latency per hop** (`net_latency_ns`, from the `network` kind's default); the
 **efficiencies** e_* of the algorithms the starting parameters choose for the rows; the **efficiency
-curve** (s_half, k): e(S) = e_max·S^k/(S^k + s_half^k).
+curve** (s_half, k): e(S) = e_max·S^k/(S^k + s_half^k); and across nodes, when tree or NVLSTree run,
+the multi-node curve (`s_half_multi_bytes`, `k_multi`) from its default.
 
 A parameter is fitted only when the rows can tell it: its tier exists, its algorithm ran, and moving
 it moves some row's time beyond what the ones before it do (`_identifiable`); the others keep their
@@ -220,14 +221,14 @@ def fit_details(
 
 def transfer(source: NcclParams, target: NcclParams, tier: str) -> NcclParams:
     """`target` with every `tier` ("intra" or "inter") quantity `fit` calibrates taken from `source`:
-    that tier's hop latencies, efficiencies and efficiency curve (so a fit on one node can predict
-    two: `transfer(fit_1node, default_params(system_2nodes), "intra")`)."""
+    that tier's hop latencies, efficiencies and efficiency curve, and with "inter" the network's
+    latency and the multi-node curve (so a fit on one node can predict two:
+    `transfer(fit_1node, default_params(system_2nodes), "intra")`)."""
     if tier not in _HOPS:
         raise InputError("tier", f"{tier!r} is not a tier", "intra, inter")
     names = (*_HOPS[tier], *(f"e_{a}_{tier}" for a in ("ring", "tree", "nvls")), f"s_half_{tier}_bytes", f"k_{tier}")
-    names = (*names, f"fill_scale_{tier}")
     if tier == "inter":
-        names = (*names, "net_latency_ns")
+        names = (*names, "net_latency_ns", "s_half_multi_bytes", "k_multi")
     return replace(target, **{n: getattr(source, n) for n in names})
 
 
@@ -328,6 +329,8 @@ def _candidates(system: NcclSystem, start: NcclParams, rows: Sequence[Sample]) -
     names += [f"lat_{t}" for t in tiers] + ["net_latency_inter"] * ("inter" in tiers)
     for prefix in ("s_half", "k"):
         names += [f"{prefix}_{t}" for t in tiers]
+    if "inter" in tiers and algos & {"tree", "nvls_tree"} and start.s_half_multi_bytes > 0:  # 0: off
+        names += ["s_half_multi", "k_multi"]
     return tuple(names)
 
 

@@ -5,18 +5,19 @@ GPU's line rate per direction), tier 1 the network (B1 = the line rate of all a 
 direction). For each algorithm NCCL could run (ring, tree, nvls, nvls_tree; p2p for all-to-all) and
 each protocol it enables (LL, LL128, Simple) the model predicts
 
-    t(S) = L + max over tiers t of S·F / (c_t·B_t·e_t(S)) + fill(S),   e_t(S) = e_max·S^k / (S^k + S_half^k)
+    t(S) = L + max over tiers t of S·F / (c_t·B_t·e_t(S)),   e_t(S) = e_max·S^k / (S^k + S_half^k)
 
 with S the nccl-tests size, F its bus-bandwidth factor (the bandwidth term predicts busbw), c_t how
 the algorithm turns a tier's bandwidth into busbw (ring 1, NVLS 2(h-1)/(h+1), a 2-node tree 2, ...)
 times the protocol's share (LL 1/2, LL128 0.92), L the latency (a base plus hop counts times per-hop
-latencies, plus the network's own latency per network hop, plus `launch_ns(G)` for nccl-tests' -g G),
-fill(S) NVLS's pipeline fill (`nvls_fill`; off unless `NcclParams.fill_scale_*` > 0). NCCL's choice is
-the smallest time without fill and launch (its tuner sees neither), ties to the first of tree, ring,
-nvls, nvls_tree; LL, LL128, Simple. Defaults: NCCL 2.30.7's (src/graph/tuning.cc, topo.h, search.cc,
-src/enqueue.cc, src/transport/nvls.cc; numbers only, restated in docs/model.md §15; tables in
-`dse.costs.nccl.tables`) but the per-network and launch latencies (ours, from public runs). Departures carry
-a comment (tiers combined by a minimum, broadcast/reduce chains, tree sizes interpolated, all-to-all, fill).
+latencies, plus the network's own latency per network hop, plus `launch_ns(G)` for nccl-tests' -g G);
+tree and NVLSTree across nodes take one slower curve for every tier (`s_half_multi_bytes`, `k_multi`).
+NCCL's choice is the smallest time without launch (its tuner does not see it), ties to the first of
+tree, ring, nvls, nvls_tree; LL, LL128, Simple. Defaults: NCCL 2.30.7's (src/graph/tuning.cc, topo.h, search.cc,
+numbers only, restated in docs/model.md §15; tables in
+`dse.costs.nccl.tables`) but the per-network and launch latencies and the multi-node curve (ours, from public runs).
+Departures carry a comment (tiers combined by a minimum, broadcast/reduce chains, tree sizes
+interpolated, all-to-all, the multi-node curve).
 """
 
 from __future__ import annotations
@@ -37,16 +38,12 @@ from dse.costs.nccl.tables import (  # noqa: F401 (every upper-case table is re-
     GENERATIONS,
     LAUNCH_PER_GPU_NS,
     MAX_NVLS_HEADS,
+    MULTI_NODE_K,
+    MULTI_NODE_S_HALF_BYTES,
     NET_EFFICIENCY,
     NET_LATENCY_NS,
     NETWORKS,
-    NVLS_CHANNELS,
-    NVLS_CHUNK_BYTES,
-    NVLS_CHUNK_RULES,
     NVLS_EFFICIENCY,
-    NVLS_FILL_STAGES,
-    NVLS_TREE_CHUNK_RULES,
-    NVLS_TREE_MAX_CHUNK_BYTES,
     PCIE_EFFICIENCY,
     PROTOCOLS,
     RING_LL128_FACTOR,
@@ -65,9 +62,7 @@ from dse.costs.nccl.tables import (  # noqa: F401 (every upper-case table is re-
     check_integer,
     check_lat3,
     check_number,
-    chunk_bytes,
     launch_ns,
-    nvls_fill,
     tree_factor,
 )
 
@@ -166,16 +161,14 @@ class NcclParams:
     s_half_inter_bytes: float = 0.0
     k_intra: float = 1.0
     k_inter: float = 1.0
-    fill_scale_intra: float = 0.0  # scale of NVLS's pipeline fill, fabric stages (1: NCCL's chunks; 0: off)
-    fill_scale_inter: float = 0.0  # and of its network stages
+    s_half_multi_bytes: float = MULTI_NODE_S_HALF_BYTES  # tree / NVLSTree across nodes: every tier's curve
+    k_multi: float = MULTI_NODE_K
 
     def __post_init__(self) -> None:
         for f in fields(self):
             name, value = f.name, getattr(self, f.name)
             if f.type == "Lat3":
                 check_lat3(name, value)
-            elif name.startswith("fill_"):
-                check_number(name, value, 0.0, 100.0)
             elif name.startswith(("e_", "k_")):
                 check_number(name, value, 1e-3 if name.startswith("k_") else 0.0, 1.0)
             elif name.endswith("_GBps") and value != math.inf:
@@ -275,9 +268,7 @@ def predict(
         check_forced(plans, collective, algo, proto)
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)
     tuned = [_tuned_ns(p, s) for p in plans]
-    candidates = tuple(
-        NcclCandidate(p[0], p[1], t + _fill_ns(p, s) + launch, p[2] + launch) for p, t in zip(plans, tuned)
-    )
+    candidates = tuple(NcclCandidate(p[0], p[1], t + launch, p[2] + launch) for p, t in zip(plans, tuned))
     best, best_ns = None, math.inf
     for c, t in zip(candidates, tuned):  # NCCL's order; a later one wins only when strictly faster
         if (algo is None or c.algo == algo) and (proto is None or c.proto == proto) and t < best_ns:
@@ -303,18 +294,16 @@ def predict_time(
         t = _tuned_ns(plan, s)
         if t < best_ns:
             best, best_ns = plan, t
-    return best_ns + _fill_ns(best, s) + launch, best[2] + launch, best[0], best[1]
+    return best_ns + launch, best[2] + launch, best[0], best[1]
 
 
 # --- plans: everything but the size, built once per (system, params, collective) ---------------------
 
-# A plan: (algo, proto, latency_ns, terms, tree_factors, fill). Bandwidth time = max over terms (ns_per_byte,
+# A plan: (algo, proto, latency_ns, terms, tree_factors). Bandwidth time = max over terms (ns_per_byte,
 # s_half^k, 1 - k) of ns_per_byte·(S/f(S) + s_half^k·S^(1-k)), f the interpolated tree size factor (1
-# without); f scales NCCL's own term only (else time could fall with size where f rises). A fill: (ns per
-# byte of one wave through the extra stages, concurrent pipelines, largest chunk, chunk rules).
+# without); f scales NCCL's own term only (else time could fall with size where f rises).
 _Term = tuple[float, float, float]
-_Fill = tuple[float, int, float, tuple[tuple[int, int], ...]]
-_Plan = tuple[str, str, float, tuple[_Term, ...], "tuple[float, ...] | None", "_Fill | None"]
+_Plan = tuple[str, str, float, tuple[_Term, ...], "tuple[float, ...] | None"]
 _IDENTITY_CACHE: dict[tuple[int, int, str], tuple[NcclSystem, NcclParams | None, tuple[_Plan, ...]]] = {}
 
 
@@ -340,7 +329,7 @@ def _cached_plans(system: NcclSystem, params: NcclParams | None, collective: str
 
 
 def _tuned_ns(plan: _Plan, s: float) -> float:
-    """The time without the fill: what NCCL's tuner compares (it does not see the fill)."""
+    """The plan's time for `s` bytes (without the launch): what NCCL's tuner compares."""
     table = plan[4]
     s_eff = s if table is None else s / tree_factor(table, s)
     worst = 0.0
@@ -349,15 +338,6 @@ def _tuned_ns(plan: _Plan, s: float) -> float:
         if t > worst:
             worst = t
     return plan[2] + worst
-
-
-def _fill_ns(plan: _Plan, s: float) -> float:
-    """The plan's pipeline fill for `s` bytes (0 without one)."""
-    fill = plan[5]
-    if fill is None:
-        return 0.0
-    per_byte, ops, chunk, rules = fill
-    return per_byte * min(s, ops * chunk_bytes(s, ops, chunk, rules))
 
 
 @lru_cache(maxsize=512)
@@ -419,10 +399,11 @@ def _tiers(system: NcclSystem, q: NcclParams, collective: str, algo: str) -> lis
         else:
             intra *= (h - 1) / (h + 1) * ((ppn - 1) / ppn) ** 2
     tiers = []
+    multi = nodes > 1 and algo in ("tree", "nvls_tree") and q.s_half_multi_bytes > 0
     if ppn > 1:
-        tiers.append((intra, q.s_half_intra_bytes, q.k_intra))
+        tiers.append((intra, *((q.s_half_multi_bytes, q.k_multi) if multi else (q.s_half_intra_bytes, q.k_intra))))
     if nodes > 1:
-        tiers.append((inter, q.s_half_inter_bytes, q.k_inter))
+        tiers.append((inter, *((q.s_half_multi_bytes, q.k_multi) if multi else (q.s_half_inter_bytes, q.k_inter))))
     if algo == "nvls_tree":
         tiers.append((q.nvls_tree_max_GBps, 0.0, 1.0))
     return tiers
@@ -449,11 +430,7 @@ def _plan(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int)
     x86_blackwell = system.generation == "blackwell" and system.cpu in ("intel", "amd")
     sized = collective == "all_reduce" and (algo == "tree" or (algo == "nvls_tree" and x86_blackwell))
     table = TREE_SIZE_FACTOR[p] if sized else None
-    fill = None
-    if algo in ("nvls", "nvls_tree"):  # NVLS's pipeline fill (`nvls_fill`), tiers scaled by fill_scale_*
-        scales = (q.fill_scale_intra, q.fill_scale_inter)
-        fill = nvls_fill(system.generation, system.nodes, system.gpus_per_node, algo, [t[0] for t in terms], scales)
-    return (algo, PROTOCOLS[p], _latency_ns(system, q, collective, algo, p), tuple(terms), table, fill)
+    return (algo, PROTOCOLS[p], _latency_ns(system, q, collective, algo, p), tuple(terms), table)
 
 
 def _latency_ns(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int) -> float:
@@ -497,4 +474,4 @@ def _p2p_plan(system: NcclSystem, q: NcclParams) -> _Plan:
         terms.append(_term(per_gpu_nic * q.e_ring_inter, q.s_half_inter_bytes, q.k_inter, (n - ppn) / n))
     inter = q.ring_inter_hop_ns[_SIMPLE] + 2 * q.net_latency_ns
     hops = (ppn > 1) * q.ring_intra_hop_ns[_SIMPLE] + (nodes > 1) * inter
-    return ("p2p", "Simple", q.ring_base_ns[_SIMPLE] + hops, tuple(terms), None, None)
+    return ("p2p", "Simple", q.ring_base_ns[_SIMPLE] + hops, tuple(terms), None)

@@ -1,9 +1,9 @@
 """NCCL's constant tables for the closed-form model (`dse.costs.nccl.model`, which re-exports every
 name here): the choices a system can name (generations, fabrics, CPUs, networks), NCCL 2.30.7's tuner
 constants (src/graph/tuning.cc, topo.h, search.cc; numbers only, each with its source), and our
-per-network latency defaults (each with the public measurement it comes from), NCCL's chunk rules for
-NVLS's pipeline fill. Logic only to read the tables (tree size factor, chunk size) and the input
-checks the model's dataclasses share.
+per-network, launch and multi-node defaults (each with the public measurements it comes from). Logic
+only to read the tables (tree size factor, launch latency) and the input checks the model's
+dataclasses share.
 """
 
 from __future__ import annotations
@@ -88,55 +88,6 @@ NET_LATENCY_NS = {"ib": 0.0, "roce": 0.0, "efa": 14000.0, "tcp": 49000.0}
 #: dse/data/nccl; 2.3 us from the in-place column).
 LAUNCH_PER_GPU_NS = 2200.0
 
-# --- pipeline fill (NCCL 2.30.7; numbers only) ------------------------------------------------------
-#: NVLS data moves through its stages in chunks: NCCL_NVLS_CHUNKSIZE's default, 128 KiB (src/transport/nvls.cc).
-NVLS_CHUNK_BYTES = 128 * 1024
-#: NVLS channels (src/transport/nvls.cc NVLS_NCHANNELS_SM90 / _SM100 / _SM100_NVL): Hopper 16; Blackwell
-#: 24 on one node, 32 across nodes (2 nodes with >= 48 GB/s NICs: ncclNvlsTreeSm100Tuning), 24 at >= 3 nodes.
-NVLS_CHANNELS = {"hopper": (16, 16, 16), "blackwell": (24, 32, 24)}  # (1 node, 2 nodes, >= 3 nodes)
-#: NVLSTree's largest chunk (src/transport/nvls.cc): Hopper the NVLS chunk below 4 nodes, 64 KiB from 4;
-#: Blackwell across nodes with >= 48 GB/s NICs: 64 KiB when the NIC hangs off the GPU's PCIe switch
-#: (PATH_PXB or closer, as on HGX B200 boards; we assume it), else 128 KiB.
-NVLS_TREE_MAX_CHUNK_BYTES = {"hopper": (NVLS_CHUNK_BYTES, 65536), "blackwell": (65536, 65536)}  # (< 4 nodes, >= 4)
-#: Chunk shrinking for small messages (src/enqueue.cc calcCollChunking), with ops = channels x NVLS heads:
-#: a rule (m, c) sets the chunk to c when size < m x ops x chunk and the chunk is above c, rules in order.
-NVLS_CHUNK_RULES = ((64, 65536), (8, 32768), (2, 16384))
-NVLS_TREE_CHUNK_RULES = ((32, 262144), (16, 131072), (4, 65536), (1, 32768))
-#: NVLS's stages on the fabric a chunk crosses in turn (ours, from NCCL's NVLS kernels' warp groups:
-#: scatter into the NVLS buffer, multicast reduce, gather out).
-NVLS_FILL_STAGES = 3.0
-
-
-def chunk_bytes(size: float, ops: int, chunk: float, rules: tuple[tuple[int, int], ...]) -> float:
-    """NCCL's chunk for a message of `size` bytes over `ops` concurrent pipelines, from the largest
-    chunk `chunk` and the shrink `rules` (NVLS_CHUNK_RULES, NVLS_TREE_CHUNK_RULES)."""
-    for m, c in rules:
-        if size < m * ops * chunk and chunk > c:
-            chunk = c
-    return chunk
-
-
-def nvls_fill(
-    generation: str, nodes: int, ppn: int, algo: str, per_byte: list[float], scales: tuple[float, float]
-) -> tuple[float, int, float, tuple[tuple[int, int], ...]]:
-    """NVLS's pipeline fill as (ns per byte of a wave, ops, largest chunk, chunk rules): the fill for a
-    message of S bytes is ns_per_byte x min(S, ops x chunk_bytes(S, ops, chunk, rules)). NCCL moves
-    each of its ops = channels x heads pipelines' data through the stages in chunks, so the first
-    wave (ops x chunk bytes, or the whole message) crosses every stage but the bottleneck one before
-    the pipeline is full; a stage moves a wave at its tier's bandwidth term `per_byte` (ns per byte:
-    fabric, then network for "nvls_tree"). Stages (our reading of NCCL's NVLS kernels): on the fabric
-    scatter into the NVLS buffer, multicast reduce, gather out (3); across nodes the tree's up and
-    down hops (2 floor(log2 nodes)). `scales` (fabric, network) multiply each tier's stages."""
-    depth = nodes.bit_length() - 1
-    stages = [NVLS_FILL_STAGES * scales[0]] + ([2.0 * depth * scales[1]] if algo == "nvls_tree" else [])
-    per_byte = per_byte[: len(stages)]
-    slowest = max(range(len(per_byte)), key=per_byte.__getitem__)
-    coeff = sum(n * b for n, b in zip(stages, per_byte)) - scales[slowest] * per_byte[slowest]
-    ops = NVLS_CHANNELS[generation][min(nodes, 3) - 1] * min(MAX_NVLS_HEADS, ppn)
-    if algo == "nvls":
-        return (max(coeff, 0.0), ops, NVLS_CHUNK_BYTES, NVLS_CHUNK_RULES)
-    return (max(coeff, 0.0), ops, NVLS_TREE_MAX_CHUNK_BYTES[generation][nodes >= 4], NVLS_TREE_CHUNK_RULES)
-
 
 def launch_ns(gpus_per_thread: int) -> float:
     """The extra launch latency of one collective when one nccl-tests thread drives `gpus_per_thread`
@@ -200,3 +151,13 @@ def check_lat3(field: str, value: object) -> None:
         raise InputError(field, f"{value!r} is not three latencies", "(LL, LL128, Simple) in ns")
     for v in value:
         check_number(field, v, 0.0, MAX_NS)
+
+
+#: Tree and NVLSTree across nodes ramp up far more slowly than one node's or the network's own curve:
+#: one curve e(S) = S^k/(S^k + S_half^k) replaces every tier's for them (`NcclParams.s_half_multi_bytes`,
+#: `k_multi`; ours, not NCCL's). Fitted (mean |log error| 17.9 -> 8.7 %, the rest NCCL's values) on
+#: public all-reduce runs that are NOT among the validation's machines: 2 x 8 B200 over RoCE, 8 MB-8 GB
+#: (GCP A4; dstackai/dstack @511c318 mkdocs/docs/examples/clusters/gcp.md) and 3 x 8 A100 with 4 HDR
+#: NICs a node, 22-86 MB (NVIDIA/nccl-tests issue 119); grid 2^16..2^29 B x k 0.3..1.0 in 0.1.
+MULTI_NODE_S_HALF_BYTES = 64 * 1024.0 * 1024.0
+MULTI_NODE_K = 0.6

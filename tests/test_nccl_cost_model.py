@@ -108,6 +108,8 @@ def test_bounds_and_wrong_calibration_flags_are_one_line_exit_2() -> None:
         ("bound", TOPO, "--size", "1GB", "--cost-model", "nccl"),
         ("optimal", TOPO, "--size", "1GB", "--cost-model", "nccl", "--chunks", "4"),
         ("evaluate", TOPO, "--size", "1GB", "--calibration", "HGX-H100"),
+        ("evaluate", TOPO, "--size", "1GB", "--cost-model", "nccl", "--json", "--timeline"),
+        ("evaluate", TOPO, "--size", "1GB", "--cost-model", "nccl", "--plot", "t.png"),
         ("evaluate", "SW(8,450,0)_Ring(4,50,0)", "--size", "1GB", "--cost-model", "nccl"),
     ):
         out = _dse(*args)

@@ -176,6 +176,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from dse.output.plots import figure_path
 
         figure_path(args.plot, "plot")  # refused before any work
+    if (args.timeline or args.plot is not None) and _closed_form(args):
+        flag = "--plot" if args.plot is not None else "--timeline"
+        raise InputError(flag, f"{cost_model_arg(args)} is closed form: it has no phases", "paper, astra-sim or astra-sim-1")
     topo = parse_topology(_topology_arg(args))
     res = evaluate(
         topo,
@@ -257,6 +260,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         _print_comparison(topo, first, rows, bounds, skipped)
     return 0
+
+
+def _closed_form(args: argparse.Namespace) -> bool:
+    """Whether the command line's cost model is closed form (`nccl`: no chunk phases)."""
+    from dse.costs import get_cost_model
+
+    return get_cost_model(cost_model_arg(args)).closed_form
 
 
 def _exact_work(args: argparse.Namespace, chunks: int) -> float:

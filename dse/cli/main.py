@@ -177,8 +177,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         figure_path(args.plot, "plot")  # refused before any work
     if (args.timeline or args.plot is not None) and _closed_form(args):
-        flag = "--plot" if args.plot is not None else "--timeline"
-        raise InputError(flag, f"{cost_model_arg(args)} is closed form: it has no phases", "paper, astra-sim or astra-sim-1")
+        flag, what = "--plot" if args.plot is not None else "--timeline", cost_model_arg(args)
+        raise InputError(flag, f"{what} is closed form: it has no phases", "paper, astra-sim or astra-sim-1")
     topo = parse_topology(_topology_arg(args))
     res = evaluate(
         topo,

@@ -25,8 +25,8 @@ TOPO = "SW(8,450,0)_SW(2,50,0)"
 SIZES = (8, 4096, 1 << 20, 64 << 20, 1 << 30)
 
 
-def _dse(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dse", *args], capture_output=True, text=True, timeout=120)
+def _dse(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dse", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 @pytest.mark.parametrize("coll", ["all_reduce", "reduce_scatter", "all_gather", "all_to_all"])
@@ -103,7 +103,7 @@ def test_an_iteration_of_one_collective_takes_its_closed_form_time() -> None:
     assert res.comm_ns == pytest.approx(coll.time_ns, rel=1e-12)
 
 
-def test_bounds_and_wrong_calibration_flags_are_one_line_exit_2() -> None:
+def test_bounds_and_wrong_calibration_flags_are_one_line_exit_2(tmp_path: Path) -> None:
     for args in (
         ("bound", TOPO, "--size", "1GB", "--cost-model", "nccl"),
         ("optimal", TOPO, "--size", "1GB", "--cost-model", "nccl", "--chunks", "4"),
@@ -112,9 +112,10 @@ def test_bounds_and_wrong_calibration_flags_are_one_line_exit_2() -> None:
         ("evaluate", TOPO, "--size", "1GB", "--cost-model", "nccl", "--plot", "t.png"),
         ("evaluate", "SW(8,450,0)_Ring(4,50,0)", "--size", "1GB", "--cost-model", "nccl"),
     ):
-        out = _dse(*args)
+        out = _dse(*args, cwd=tmp_path)
         assert out.returncode == 2, (args, out.stderr)
         assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
+    assert list(tmp_path.iterdir()) == []  # refused before anything is written
 
 
 def test_compare_lists_nccls_candidates_and_marks_its_pick() -> None:

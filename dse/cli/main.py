@@ -15,7 +15,7 @@ from dse.cli.libra import add_libra_parser
 from dse.cli.nccl import add_nccl_parser
 from dse.cli.optimal import add_optimal_parser
 from dse.cli.parser import Parser as _Parser
-from dse.cli.parser import add_calibration, cost_model_arg
+from dse.cli.parser import add_calibration, cost_model_arg, given_topology
 from dse.cli.plot import add_plot_parser
 from dse.cli.reproduce import add_reproduce_parser
 from dse.cli.study import add_study_parser
@@ -41,9 +41,7 @@ def _add_topology(p: argparse.ArgumentParser) -> None:
 
 
 def _topology_arg(args: argparse.Namespace) -> str:
-    if args.topology and args.topology_pos:
-        raise InputError("topology", "given twice (positional and --topology)", "one of them")
-    spec = args.topology or args.topology_pos
+    spec = given_topology(args)
     if not spec:
         raise InputError(
             "topology", "missing", "a preset name (dse topologies) or a notation such as Ring(4,375,20)_SW(8,100,1700)"

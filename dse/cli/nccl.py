@@ -11,6 +11,8 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any
 
+from dse.cli.parser import given_topology
+
 if TYPE_CHECKING:
     from dse.costs.nccl.calibration import Calibration
     from dse.costs.nccl.model import NcclParams, NcclSystem
@@ -21,14 +23,6 @@ _BUNDLED_HELP = "HGX-H100, H800-node, DGX-A100-HDRx3"
 MAX_ROWS = 300
 #: Bytes of one element: nccl-tests' default type, float.
 _FLOAT_BYTES = 4
-_MACHINE_FLAGS = {
-    "generation": "hopper",
-    "nvls": True,
-    "network": "ib",
-    "cpu": "other",
-    "nvlink_links": None,
-    "nics_per_node": None,
-}
 _COLUMNS = (
     "size_bytes", "count", "type", "redop", "root", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto",
 )  # fmt: skip
@@ -75,28 +69,25 @@ def add_nccl_parser(sub: argparse._SubParsersAction) -> None:
     n.add_argument("--algo", default=None, help="force an algorithm like NCCL_ALGO: ring, tree, nvls, nvls_tree")
     n.add_argument("--proto", default=None, help="force a protocol like NCCL_PROTO: LL, LL128, Simple")
     n.add_argument("--csv", default=None, metavar="FILE", help="also write the rows to FILE, unrounded")
-    _add_machine_flags(n, defaults=False)
+    _add_machine_flags(n)
     n.set_defaults(func=cmd_nccl_tests)
 
 
-def _add_machine_flags(p: argparse.ArgumentParser, *, defaults: bool = True) -> None:
-    """The `system_of` fields a topology does not carry. Without `defaults` they stay None, so that
-    `dse nccl-tests` can tell them apart from a calibration's (and refuse both at once)."""
-
-    def default(key: str) -> Any:
-        return _MACHINE_FLAGS[key] if defaults else None
-
-    p.add_argument("--generation", default=default("generation"), help="volta, ampere, hopper (default), blackwell")
-    p.add_argument("--no-nvls", dest="nvls", action="store_const", const=False, default=default("nvls"),
+def _add_machine_flags(p: argparse.ArgumentParser) -> None:
+    """The `system_of` fields a topology does not carry. Not given, they stay None (`_machine` fills
+    in dse's defaults), so that `dse nccl-tests` can tell them apart from a calibration's."""
+    p.add_argument("--generation", default=None, help="volta, ampere, hopper (default), blackwell")
+    p.add_argument("--no-nvls", dest="nvls", action="store_const", const=False, default=None,
                    help="NVLS off, as NCCL_NVLS_ENABLE=0 (default: on where the GPUs have it)")  # fmt: skip
-    p.add_argument("--network", default=default("network"), help="ib (default), roce, efa, tcp")
-    p.add_argument("--cpu", default=default("cpu"), help="intel, amd, arm, other (default)")
+    p.add_argument("--network", default=None, help="ib (default), roce, efa, tcp")
+    p.add_argument("--cpu", default=None, help="intel, amd, arm, other (default)")
     p.add_argument("--nvlink-links", default=None, help="NVLinks per GPU (default: the topology's links=)")
     p.add_argument("--nics-per-node", default=None, help="NICs per node (default: the network dimension's links=)")
 
 
-def _machine(args: argparse.Namespace) -> dict[str, Any]:
-    """The machine flags as `calibrate`'s keywords (None: not given)."""
+def _machine(args: argparse.Namespace, *, fill: bool = False) -> dict[str, Any]:
+    """The machine flags as `calibrate`'s keywords: None where not given, or with `fill` dse's
+    defaults there (`dse.costs.nccl.system.DEFAULT_MACHINE`, `MACHINE_DEFAULTS`)."""
     from dse.core.errors import InputError
     from dse.core.units import parse_int
     from dse.costs.nccl.tables import CPUS, GENERATIONS, NETWORKS
@@ -108,6 +99,10 @@ def _machine(args: argparse.Namespace) -> dict[str, Any]:
     for key in ("nvlink_links", "nics_per_node"):
         raw = getattr(args, key)
         out[key] = None if raw is None else parse_int(raw, f"--{key.replace('_', '-')}", minimum=1, maximum=1024)
+    if fill:
+        from dse.costs.nccl.system import DEFAULT_MACHINE, MACHINE_DEFAULTS
+
+        out = {**MACHINE_DEFAULTS, **DEFAULT_MACHINE, **{k: v for k, v in out.items() if v is not None}}
     return out
 
 
@@ -123,7 +118,7 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
 
     check_output_file(args.out, "--out")
     topology = parse_topology(args.topology)
-    calib, errs, skipped = calibrate_details(args.logs, topology, **_machine(args))
+    calib, errs, skipped = calibrate_details(args.logs, topology, **_machine(args, fill=True))
     write_calibration(args.out, calib)
     by_collective: dict[str, list[float]] = {}
     for e in errs:
@@ -216,15 +211,12 @@ def _system(args: argparse.Namespace) -> tuple[Calibration | None, str, NcclSyst
     from dse.core.topology import parse_notation, parse_topology
     from dse.costs.nccl.calibration import default_calibration, resolve_calibration
 
-    if args.topology and args.topology_pos:
-        raise InputError("topology", "given twice (positional and --topology)", "one of them")
-    spec = args.topology or args.topology_pos
+    spec = given_topology(args)
     if args.calibration is None:
         if not spec:
             raise InputError("topology", "missing", "a preset name (dse topologies) or a notation, or --calibration")
-        machine: dict[str, Any] = {k: v if v is not None else _MACHINE_FLAGS[k] for k, v in _machine(args).items()}
         topology = parse_topology(spec)
-        calib = default_calibration(topology, **machine)
+        calib = default_calibration(topology, **_machine(args, fill=True))
         return None, topology.label(), calib.fitted_system(), calib.params
     given = [k for k, v in _machine(args).items() if v is not None]
     if given:

@@ -127,3 +127,11 @@ def cost_model_arg(args: argparse.Namespace) -> str:
             "--calibration", f"given with --cost-model {model}", "--cost-model nccl --calibration NAME|FILE"
         )
     return f"nccl:{calibration}"
+
+
+def given_topology(args: argparse.Namespace) -> str | None:
+    """The topology the command line names, positional or ``-t``/``--topology`` (None: neither);
+    both at once is one `InputError`."""
+    if args.topology and args.topology_pos:
+        raise InputError("topology", "given twice (positional and --topology)", "one of them")
+    return args.topology or args.topology_pos

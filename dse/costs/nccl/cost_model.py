@@ -15,8 +15,7 @@ parameters on `DEFAULT_MACHINE`.
 
 from __future__ import annotations
 
-import math
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
 from dse.core.errors import InputError
@@ -24,7 +23,7 @@ from dse.core.topology import Dim, Topology
 from dse.costs.base import CostModel
 from dse.costs.nccl.calibration import Calibration
 from dse.costs.nccl.model import NcclParams, NcclPrediction, NcclSystem, predict, predict_time
-from dse.costs.nccl.system import MACHINE_DEFAULTS, NETWORK_KINDS, MachineArgs, system_of
+from dse.costs.nccl.system import DEFAULT_MACHINE, network_system_of, system_of
 
 #: dse's collective names as the NCCL model's
 NCCL_COLLECTIVE = {
@@ -33,8 +32,6 @@ NCCL_COLLECTIVE = {
     ALL_GATHER: "all_gather",
     ALL_TO_ALL: "alltoall",
 }
-#: the machine of an uncalibrated `nccl`: Hopper GPUs (the rest `system_of`'s defaults: NVLS, InfiniBand)
-DEFAULT_MACHINE = MachineArgs(generation="hopper")
 
 
 class NcclModel(CostModel):
@@ -74,7 +71,7 @@ class NcclModel(CostModel):
         if hit is None:
             c = self.calibration
             if not fabric:
-                system = _network_only(topology, c)
+                system = network_system_of(topology, **(DEFAULT_MACHINE if c is None else c.machine()))
             else:
                 system = c.system(topology) if c is not None else system_of(topology, **DEFAULT_MACHINE)
             hit = (system, None if c is None else c.params_for(system))
@@ -129,28 +126,3 @@ class NcclModel(CostModel):
     def bytes_per_ns(self, dim: Dim, collective: str | None = None) -> float:
         """The dimension's line rate per GPU: GB/s = bytes per ns."""
         return dim.bandwidth
-
-
-def _network_only(topology: Topology, calibration: Calibration | None) -> NcclSystem:
-    """The system of a group with one GPU a node: the topology's dimensions are all network; each GPU
-    has the slowest dimension's per-GPU bandwidth through its own NIC (rail-aligned, as NCCL's rings
-    across nodes run)."""
-    for i, d in enumerate(topology.dims):
-        if d.kind not in NETWORK_KINDS:
-            raise InputError(
-                f"topology dim {i} kind",
-                f"{d.kind!r} cannot be the network between nodes (NCCL's model needs any node to reach any other)",
-                "switch or fc for every dimension of a group across nodes",
-            )
-    slowest = min(d.bandwidth for d in topology.dims)
-    m: dict[str, Any] = {**MACHINE_DEFAULTS, **(DEFAULT_MACHINE if calibration is None else calibration.machine())}
-    return NcclSystem(
-        generation=m["generation"],
-        gpus_per_node=1,
-        nodes=math.prod(d.npus for d in topology.dims),
-        nics_per_node=1,
-        nic_GBps=slowest,
-        nvls_enabled=m["nvls"],
-        cpu=m["cpu"],
-        network=m["network"],
-    )

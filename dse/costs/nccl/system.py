@@ -21,7 +21,7 @@ per-step latencies. A PCIe node has no dse form (a PCIe fabric is not a dse dime
 
 from __future__ import annotations
 
-from typing import Required, TypedDict
+from typing import Any, Required, TypedDict, Unpack
 
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
@@ -50,6 +50,9 @@ class MachineArgs(TypedDict, total=False):
 
 #: `system_of`'s defaults for the machine keywords other than `generation`
 MACHINE_DEFAULTS = {"nvls": True, "network": "ib", "cpu": "other", "nvlink_links": None, "nics_per_node": None}
+#: the machine dse assumes where none is named (`nccl` without a calibration, `dse nccl-tests` and
+#: `dse calibrate nccl-tests` without --generation): Hopper GPUs, the rest `MACHINE_DEFAULTS`
+DEFAULT_MACHINE = MachineArgs(generation="hopper")
 
 
 def system_of(
@@ -97,8 +100,9 @@ def system_of(
     )
 
 
-def _network(outer: tuple[Dim, ...], gpus: int, nics_per_node: int | None) -> tuple[int, int, float]:
-    """Nodes, NICs per node and one NIC's GB/s of the outer dimensions (`system_of`)."""
+def _network(outer: tuple[Dim, ...], gpus: int, nics_per_node: int | None, first: int = 1) -> tuple[int, int, float]:
+    """Nodes, NICs per node and one NIC's GB/s of the outer dimensions (`system_of`); `first` is the
+    first one's index in the topology (for errors)."""
     if not outer:
         if nics_per_node is not None:
             raise InputError(
@@ -106,12 +110,12 @@ def _network(outer: tuple[Dim, ...], gpus: int, nics_per_node: int | None) -> tu
             )
         return 1, 0, 0.0
     nodes = 1
-    for i, d in enumerate(outer, start=1):
+    for i, d in enumerate(outer, start=first):
         if d.kind not in NETWORK_KINDS:
             raise InputError(
                 f"topology dim {i} kind",
                 f"{d.kind!r} cannot be the network between nodes (NCCL's model needs any node to reach any other)",
-                "switch or fc for every dimension after the first",
+                "switch or fc for every dimension " + ("after the first" if first else "of a group across nodes"),
             )
         nodes *= d.npus
     slowest = min(outer, key=lambda d: d.bandwidth)
@@ -121,6 +125,25 @@ def _network(outer: tuple[Dim, ...], gpus: int, nics_per_node: int | None) -> tu
         nics = slowest.links * gpus if slowest.links is not None else gpus
     _check_count("nics_per_node", nics)
     return nodes, nics, slowest.bandwidth * gpus / nics
+
+
+def network_system_of(topology: Topology, **machine: Unpack[MachineArgs]) -> NcclSystem:
+    """The system of a group with one GPU a node (`system_of`'s machine keywords; NVLink and NIC
+    counts are not read): every dimension of `topology` is network, and each GPU has the slowest
+    dimension's per-GPU bandwidth through one NIC of its own (rail-aligned, as NCCL's rings across
+    nodes run). A dimension that cannot be a network: `InputError`."""
+    nodes, nics, nic_GBps = _network(topology.dims, 1, 1, first=0)
+    m: dict[str, Any] = {**MACHINE_DEFAULTS, **machine}
+    return NcclSystem(
+        generation=m["generation"],
+        gpus_per_node=1,
+        nodes=nodes,
+        nics_per_node=nics,
+        nic_GBps=nic_GBps,
+        nvls_enabled=m["nvls"],
+        cpu=m["cpu"],
+        network=m["network"],
+    )
 
 
 def topology_of(system: NcclSystem) -> Topology:

@@ -106,21 +106,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _lazy_submodules(package: str) -> Any:
-    """A layer package's `__getattr__`: its submodules (`dse.core.topology`) imported on first use."""
-
-    def getattr_(name: str) -> Any:
-        if name.isidentifier() and not name.startswith("_"):
-            try:
-                return _importlib.import_module(f"{package}.{name}")
-            except ModuleNotFoundError as e:
-                if e.name != f"{package}.{name}":
-                    raise
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
-
-    return getattr_
-
-
 def __dir__() -> list[str]:
     """The names loaded so far and every public name, loaded or not."""
     return sorted(set(globals()) | set(_LAZY))

@@ -52,7 +52,7 @@ from pathlib import Path
 
 import dse
 from dse.core.presets import PAPER_PRESETS
-from dse.training.chakra_read import load_trace
+from dse.training.chakra.read import load_trace
 from dse.training.iteration import iterate
 from dse.training.workloads import bundled_workloads, load_workload
 

@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
-from dse.explore.studies import load_studies  # noqa: E402
-from dse.explore.study_workers import run_study  # noqa: E402
+from dse.explore.study.studies import load_studies  # noqa: E402
+from dse.explore.study.workers import run_study  # noqa: E402
 
 STUDY = ROOT / "studies" / "bw_split_4d.toml"
 

@@ -2,7 +2,7 @@
 
 3D-SW_SW_SW_hetero, paper model, all-reduce: 125 sizes x 20 chunk counts x 4 scheduler+queue pairs.
 Each configuration runs `--repeat` times (default 5) into a fresh CSV; min and median are printed.
-`loky` is the runner sweeps used before dse.explore.runners (joblib's loky processes), measured in the same
+`loky` is the runner sweeps used before dse.explore.sweep.runners (joblib's loky processes), measured in the same
 run as the reference for the forked pool (`processes`, the default).
 
     .venv/bin/python scripts/bench_sweep.py [--repeat 5]
@@ -14,7 +14,7 @@ import statistics
 import tempfile
 import time
 
-from dse.explore.sweep import parse_sweep, run_sweep
+from dse.explore.sweep.sweeps import parse_sweep, run_sweep
 
 TABLE = {
     "topology": "3D-SW_SW_SW_hetero",

@@ -2,7 +2,7 @@
 """Convert LIBRA's inputs (Won et al., ISPASS 2024; MIT licence) into the data dse ships in dse/data/libra/.
 
 Reads LIBRA's files as they are (dse's own readers: `dse.training.libra_read`,
-`dse.explore.libra_files`) and writes, each with a line of origin:
+`dse.explore.libra.files`) and writes, each with a line of origin:
 
 - ``<workload>_<network>.toml``: each workload with its communicator file's placement, in dse's
   workload TOML (GPT-3, MSFT-1T, Turing-NLG and ResNet-50, on the 3D and 4D networks; DLRM has no
@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dse.explore.libra_files import read_libra_cost_model, read_libra_network
+from dse.explore.libra.files import read_libra_cost_model, read_libra_network
 from dse.training.libra_read import read_libra_workload
 from dse.training.workload_formats import to_toml
 

@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from dse.explore.bw_constraints import LIBRA_CONSTRAINTS, BandwidthPolytope
-from dse.explore.libra_files import read_libra_cost_model, read_libra_network
-from dse.explore.libra_model import libra_optimum
+from dse.explore.libra.bw_constraints import LIBRA_CONSTRAINTS, BandwidthPolytope
+from dse.explore.libra.files import read_libra_cost_model, read_libra_network
+from dse.explore.libra.model import libra_optimum
 from dse.training.libra_read import read_libra_workload
 
 libra = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "shared/workloads/libra"

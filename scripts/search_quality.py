@@ -5,7 +5,7 @@ Run: .venv/bin/python scripts/search_quality.py [--seeds 5]
 The space is search_spaces/quality_4d.toml (11^4 = 14641 bandwidth splits of 4D-Ring_FC_Ring_SW,
 1 GB all-reduce, baseline+FIFO, paper model). Every point is first evaluated (the exhaustive optimum, as
 `dse sweep` would); then each sampler, seeded per trial as `dse study run` seeds it
-(`dse.explore.study_samplers`), runs up to the whole grid's size per seed, and the first trial within 1 % of
+(`dse.explore.study.samplers`), runs up to the whole grid's size per seed, and the first trial within 1 % of
 the optimum is recorded. Prints the medians over the seeds as a Markdown table.
 """
 
@@ -20,8 +20,8 @@ from pathlib import Path
 import optuna
 
 from dse import evaluate
-from dse.explore.spaces import SearchSpace
-from dse.explore.study_samplers import ResumableSampler
+from dse.explore.study.samplers import ResumableSampler
+from dse.explore.study.spaces import SearchSpace
 
 SPACE = Path(__file__).resolve().parents[1] / "search_spaces" / "quality_4d.toml"
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dse.core.errors import InputError
-from dse.explore.bw_constraints import (
+from dse.explore.libra.bw_constraints import (
     LIBRA_CONSTRAINTS,
     BandwidthPolytope,
     LinearConstraint,

@@ -2,7 +2,7 @@
 
 Times are checked against closed forms: the trace's own durations, `dse.evaluate` of one collective
 alone, and real ASTRA-sim 2.x runs (tests/data/astra-sim-2-workloads.csv). Traces are built here
-from the schema (`dse.training.chakra_schema`) with a length-prefix writer of the test's own.
+from the schema (`dse.training.chakra.schema`) with a length-prefix writer of the test's own.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from dse.core.errors import InputError
 from dse.core.topology import Topology, parse_topology
 from dse.sim.evaluate import evaluate
-from dse.training import chakra_schema as cs
-from dse.training.chakra_read import load_trace
-from dse.training.chakra_write import export_chakra
+from dse.training.chakra import schema as cs
+from dse.training.chakra.read import load_trace
+from dse.training.chakra.write import export_chakra
 from dse.training.iteration import iterate
 
 from .conftest import DATA, SHARED, read_csv

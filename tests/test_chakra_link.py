@@ -1,4 +1,4 @@
-"""Linking a Chakra trace's nodes (`dse.training.chakra_link.Linker`) and its short paths.
+"""Linking a Chakra trace's nodes (`dse.training.chakra.link.Linker`) and its short paths.
 
 The linker looks dependencies up as nodes are added and searches for cycles only where one can be;
 here it is held equal, graph for graph and error for error, to a plain reference written below
@@ -20,11 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dse.core.errors import InputError
-from dse.training import chakra_schema as cs
-from dse.training.chakra_frames import frames, gc_paused
-from dse.training.chakra_link import Linker
-from dse.training.chakra_nodes import NodeConverter
-from dse.training.chakra_read import load_trace
+from dse.training.chakra import schema as cs
+from dse.training.chakra.frames import frames, gc_paused
+from dse.training.chakra.link import Linker
+from dse.training.chakra.nodes import NodeConverter
+from dse.training.chakra.read import load_trace
 from dse.training.workload_graph import MARK, Graph, Node
 
 from .conftest import SHARED

@@ -1,6 +1,6 @@
 """Per-rank Chakra traces: every node kind converted, every rank read, alike ranks grouped, bad input refused.
 
-Traces are built here from the schema (`dse.training.chakra_schema`), and real ones are in
+Traces are built here from the schema (`dse.training.chakra.schema`), and real ones are in
 tests/data/ranks (README there: two generated pipelines of the ASTRA-sim 2.x reference runs and a
 STAGE trace). The reader's shortcuts (a file read once per distinct content, a node message converted
 once per distinct content, peers and groups read from the bytes of messages alike but for them) are
@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 
 from dse.core.errors import InputError
-from dse.training import chakra_schema as cs
-from dse.training.chakra_rankset import (
+from dse.training.chakra import schema as cs
+from dse.training.chakra.rankset import (
     READ_STEPS_PER_NODE,
     STEPS_PER_FILE,
     RankSet,
     is_rank_set,
     load_rank_set,
 )
-from dse.training.chakra_read import load_trace, needs_ranks
+from dse.training.chakra.read import load_trace, needs_ranks
 from dse.training.workload_graph import COMM, COMPUTE, MEM, RECV, REPLAY, SEND, Node
 
 from .conftest import DATA

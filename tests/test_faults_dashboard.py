@@ -28,7 +28,7 @@ def test_random_requests_leave_the_storage_unchanged(seed, tmp_path):
 
 def test_the_campaign_catches_a_dashboard_that_writes(tmp_path, monkeypatch):
     """The same case on a dashboard served with --allow-writes: the checks report broken promises."""
-    import dse.explore.study_dashboard as dashboard
+    import dse.explore.study.dashboard as dashboard
 
     writable = functools.partial(dashboard.dashboard_server, allow_writes=True)
     monkeypatch.setattr(dashboard, "dashboard_server", writable)
@@ -60,8 +60,8 @@ def test_the_issues_attack_on_the_command_changes_nothing(kind, tmp_path, run_cl
         url, names = make_journal(tmp_path, (8, 3))
         path = Path(url)
     else:
-        from dse.explore.studies import load_studies
-        from dse.explore.study_workers import run_study
+        from dse.explore.study.studies import load_studies
+        from dse.explore.study.workers import run_study
 
         path = tmp_path / "s.db"
         url = f"sqlite:///{path}"

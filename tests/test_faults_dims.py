@@ -146,7 +146,7 @@ STUDY = (
     ],
 )
 def test_a_40_dimension_space_is_one_line_and_leaves_no_journal(shape: str, field: str, tmp_path: Path) -> None:
-    from dse.explore.spaces import SearchSpace
+    from dse.explore.study.spaces import SearchSpace
 
     (tmp_path / "space.toml").write_text(SPACE.format(npus=2**40, shape=shape))
     (tmp_path / "study.toml").write_text(STUDY)

@@ -194,7 +194,7 @@ def test_an_output_folder_is_removed_only_if_this_run_made_it_and_left_it_empty(
 
 
 def test_a_sweep_csv_that_gets_no_row_leaves_no_folder(tmp_path: Path) -> None:
-    from dse.explore.sweepcsv import SweepFile
+    from dse.explore.sweep.csvfile import SweepFile
 
     with SweepFile(tmp_path / "a" / "b" / "r.csv", ("point", "x"), [("a",)]) as f:
         assert f.open() == frozenset() and (tmp_path / "a" / "b" / "r.csv").exists()

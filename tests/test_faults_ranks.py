@@ -15,7 +15,7 @@ import pytest
 from dse.core.errors import InputError
 from dse.testing import faults_ranks as fr
 from dse.testing.faults_traces import messages, run_dse
-from dse.training import chakra_schema as cs
+from dse.training.chakra import schema as cs
 
 NOT_DELETED = [d for d in fr.DAMAGES if d != "deleted"]
 

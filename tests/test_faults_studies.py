@@ -20,10 +20,11 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from dse.core.errors import InputError  # noqa: E402
-from dse.explore import runners, study_trials  # noqa: E402
-from dse.explore.storage import network_timeouts, open_storage, redact  # noqa: E402
-from dse.explore.studies import load_studies  # noqa: E402
-from dse.explore.study_workers import DEFINITION_ATTR, run_study  # noqa: E402
+from dse.explore.study import trials as study_trials  # noqa: E402
+from dse.explore.study.storage import network_timeouts, open_storage, redact  # noqa: E402
+from dse.explore.study.studies import load_studies  # noqa: E402
+from dse.explore.study.workers import DEFINITION_ATTR, run_study  # noqa: E402
+from dse.explore.sweep import runners  # noqa: E402
 from dse.testing import faults_studies as fs  # noqa: E402
 from dse.testing.interrupts import RunTree  # noqa: E402
 
@@ -302,7 +303,7 @@ def test_campaign_cases(kind, seed, tmp_path):
 
 def test_workers_get_the_storage_through_the_environment_not_the_command_line(tmp_path, monkeypatch):
     """A database password must not show in `ps`: workers read DSE_STORAGE, their argv has no URL."""
-    from dse.explore import study_workers
+    from dse.explore.study import workers as study_workers
 
     seen: list[tuple[list[str], dict[str, str]]] = []
 
@@ -341,7 +342,7 @@ def test_a_database_failing_mid_run_is_one_run_error_line_without_the_password()
     import sqlalchemy.exc
 
     from dse.core.errors import RunError
-    from dse.explore.study_workers import storage_failures
+    from dse.explore.study.workers import storage_failures
 
     url = "postgresql+psycopg://alice:s3cret-pw@db.example/x"
     with pytest.raises(RunError) as e, storage_failures(url):

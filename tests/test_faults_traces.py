@@ -14,8 +14,8 @@ import pytest
 
 from dse.core.errors import InputError
 from dse.testing import faults_traces as ft
-from dse.training import chakra_schema as cs
-from dse.training.chakra_read import load_trace
+from dse.training.chakra import schema as cs
+from dse.training.chakra.read import load_trace
 from dse.training.workload_graph import graph_nodes
 
 DATA = Path(__file__).parent / "data" / "chakra"

@@ -1,4 +1,4 @@
-"""`dse.training.group_scope`: what a communicator group spans under `paper` and `astra-sim-1`."""
+"""`dse.training.chakra.group_scope`: what a communicator group spans under `paper` and `astra-sim-1`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from dse.core.errors import InputError
 from dse.core.topology import parse_topology
-from dse.training.group_scope import group_scope
+from dse.training.chakra.group_scope import group_scope
 from dse.training.placement import PartScope
 
 # 4 x 8 x 2: rank = c0 + 4·c1 + 32·c2

@@ -40,14 +40,14 @@ NOT_FOR_EVALUATE = (
     "dse.schedulers.lp_guided",
     "dse.bounds.floorfit",
     "dse.training.iteration",
-    "dse.training.chakra_read",
+    "dse.training.chakra.read",
     "dse.training.workloads",
-    "dse.explore.spaces",
-    "dse.explore.studies",
-    "dse.explore.study_trials",
-    "dse.explore.study_workers",
-    "dse.explore.storage",
-    "dse.explore.sweep",
+    "dse.explore.study.spaces",
+    "dse.explore.study.studies",
+    "dse.explore.study.trials",
+    "dse.explore.study.workers",
+    "dse.explore.study.storage",
+    "dse.explore.sweep.sweeps",
     "dse.output.plots",
     "dse.output.timeline_plot",
     "dse.output.reproduce",
@@ -170,9 +170,9 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
 
 def test_evaluate_stays_the_function_after_its_module_is_imported() -> None:
     """`dse.evaluate` is the function even when its module `dse.sim.evaluate` is imported first (as
-    `dse.explore.sweep` does), as when the package imported it eagerly."""
+    `dse.explore.sweep.sweeps` does), as when the package imported it eagerly."""
     code = (
-        "import dse.explore.sweep, dse\n"
+        "import dse.explore.sweep.sweeps, dse\n"
         "import dse.sim.evaluate as ev\n"
         "from dse import evaluate\n"
         "assert callable(dse.evaluate) and dse.evaluate is evaluate is ev.evaluate\n"

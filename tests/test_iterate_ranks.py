@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dse.cli.main import main
-from dse.training import chakra_schema as cs
+from dse.training.chakra import schema as cs
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGE = ROOT / "workloads" / "stage"

@@ -23,10 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dse.core.errors import InputError
-from dse.explore.bw_constraints import LIBRA_CONSTRAINTS, BandwidthPolytope
 from dse.explore.hwcost import HardwareCost
-from dse.explore.libra_files import LibraNetwork, read_libra_cost_model, read_libra_network, read_libra_prices
-from dse.explore.libra_model import (
+from dse.explore.libra.bw_constraints import LIBRA_CONSTRAINTS, BandwidthPolytope
+from dse.explore.libra.files import LibraNetwork, read_libra_cost_model, read_libra_network, read_libra_prices
+from dse.explore.libra.model import (
     libra_collectives,
     libra_iteration_ns,
     libra_messages,
@@ -421,9 +421,9 @@ def test_a_flat_objective_stops_at_the_lp_budget_with_an_honest_gap() -> None:
 
 def test_each_cost_level_gives_a_line_under_v_everywhere() -> None:
     """The certificate of time x cost: the LP's value and its cost row's dual at one level bound
-    v, the least time at a cost, at every other level (docstring of dse.explore.libra_solve)."""
-    from dse.explore.libra_model import cost_coefficients, libra_compute_ns
-    from dse.explore.libra_solve import CuttingPlanes, LibraProblem
+    v, the least time at a cost, at every other level (docstring of dse.explore.libra.solve)."""
+    from dse.explore.libra.model import cost_coefficients, libra_compute_ns
+    from dse.explore.libra.solve import CuttingPlanes, LibraProblem
 
     wl = three_dim_workload()
     poly = BandwidthPolytope.parse(["sum <= 300", "bw0 >= bw2"], 3)

@@ -1,4 +1,4 @@
-"""`dse libra-compare` (dse.explore.libra_compare): LIBRA's allocation against a dse study's.
+"""`dse libra-compare` (dse.explore.libra.compare): LIBRA's allocation against a dse study's.
 
 - the issue's target, as a test: on GPT-3, MSFT-1T and Turing-NLG (4D network) under each of
   LIBRA's constraint sets, dse's study (300 seeded TPE trials) finds an allocation whose simulated
@@ -20,10 +20,10 @@ import pytest
 
 pytest.importorskip("optuna")
 
-from dse.explore.bw_constraints import LIBRA_CONSTRAINTS, parse_constraints  # noqa: E402
-from dse.explore.libra_compare import BUNDLED, compare, load_cases  # noqa: E402
-from dse.explore.libra_model import libra_iteration_ns  # noqa: E402
-from dse.explore.storage import load_study  # noqa: E402
+from dse.explore.libra.bw_constraints import LIBRA_CONSTRAINTS, parse_constraints  # noqa: E402
+from dse.explore.libra.compare import BUNDLED, compare, load_cases  # noqa: E402
+from dse.explore.libra.model import libra_iteration_ns  # noqa: E402
+from dse.explore.study.storage import load_study  # noqa: E402
 from dse.training.iteration import iterate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,7 +134,7 @@ def test_libras_own_files_are_read_as_they_are_and_damage_is_one_line(tmp_path: 
 
 
 def test_a_study_prices_designs_with_libras_cost_model_file(tmp_path: Path) -> None:
-    from dse.explore.studies import load_studies
+    from dse.explore.study.studies import load_studies
 
     libra = _libra_dir(tmp_path / "libra")
     (tmp_path / "space.toml").write_text(

@@ -110,7 +110,7 @@ def test_a_missing_file_or_a_fifo_is_one_line(tmp_path, run_cli):
 def test_a_sweep_file_reads_its_network_file_beside_it(tmp_path, monkeypatch):
     """A relative network file in a sweep is read from the sweep file's folder, from any working
     folder; the points name it by its path from there."""
-    from dse.explore.sweepfile import load_sweep
+    from dse.explore.sweep.file import load_sweep
 
     (tmp_path / "cfg").mkdir()
     (tmp_path / "cfg" / "net.yml").write_text(NETWORKS[0].read_text())

@@ -305,7 +305,7 @@ def test_lower_bounds_with_exact_work_takes_the_proven_bound():
 
 
 def test_optimal_is_refused_where_it_cannot_run():
-    from dse.explore.toml_fields import parse_scheduler
+    from dse.explore.study.toml_fields import parse_scheduler
 
     with pytest.raises(InputError) as e:
         parse_scheduler("optimal")  # a study or sweep would solve at every point

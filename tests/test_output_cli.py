@@ -7,8 +7,8 @@ import json
 import pytest
 
 from dse.cli.main import build_parser
-from dse.explore.sweep import read_rows, run_sweep
-from dse.explore.sweepfile import parse_sweep
+from dse.explore.sweep.file import parse_sweep
+from dse.explore.sweep.sweeps import read_rows, run_sweep
 from dse.output.plots import sweep_plot_data, varying_columns
 from dse.output.report import ComparisonRow, comparison_text, format_percent
 

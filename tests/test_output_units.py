@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from dse.core.quantities import axis_label, quantity
-from dse.explore.sweep import columns
-from dse.explore.sweepfile import parse_sweep
+from dse.explore.sweep.file import parse_sweep
+from dse.explore.sweep.sweeps import columns
 
 TEXT = {"design", "topology", "collective", "scheduler", "queue", "cost_model", "latency_mode", "workload",
         "placement", "crc"}  # fmt: skip

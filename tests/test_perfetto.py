@@ -157,7 +157,7 @@ def test_same_input_same_bytes_from_a_dict_or_an_object(tmp_path):
 
 
 def test_the_ranks_result_and_its_json_make_the_same_trace_and_figure(tmp_path):
-    from dse.training.ranks_result import RankClassResult, RanksResult, Span
+    from dse.training.chakra.ranks_result import RankClassResult, RanksResult, Span
 
     r = result()
     r["spans"].append(_span(1, "mem", "load", 7, 70))

@@ -1,6 +1,6 @@
 """Per-rank Chakra traces: the writer's node kinds, the pipeline generator and `dse workload pipeline`.
 
-The writer round-trips every node kind through Chakra's schema (`dse.training.chakra_schema`); the
+The writer round-trips every node kind through Chakra's schema (`dse.training.chakra.schema`); the
 generator's rank files are checked as a whole: their count, every send matched by exactly one
 receive on its peer (source, destination, tag, size), the dependencies of all ranks together with
 send -> receive edges acyclic (no deadlock), and each stage's compute order under GPipe and 1F1B.
@@ -17,8 +17,8 @@ import pytest
 
 from dse.core.collectives import ALL_REDUCE
 from dse.core.errors import InputError
-from dse.training import chakra_schema as cs
-from dse.training.chakra_write import (
+from dse.training.chakra import schema as cs
+from dse.training.chakra.write import (
     HEADER,
     encode_graph,
     encode_node,

@@ -136,8 +136,8 @@ def test_dse_iterate_runs_a_toml_placement_and_refuses_a_bad_one(tmp_path) -> No
 
 
 def test_a_whole_dimension_placement_exports_to_chakra_and_a_part_is_refused(tmp_path) -> None:
-    from dse.training.chakra_read import load_trace
-    from dse.training.chakra_write import export_chakra
+    from dse.training.chakra.read import load_trace
+    from dse.training.chakra.write import export_chakra
 
     whole = Workload("w", "HYBRID", _one("wg", "all_reduce", Placement((0, 0, 0), (0, 0, 0), (4, 0, 0))).layers)
     whole = Workload("w", "HYBRID", whole.layers, placement=Placement((4, 8, 0), (4, 8, 0), (0, 0, 4)))

@@ -10,8 +10,8 @@ import dse
 from dse.core.errors import InputError
 from dse.core.presets import ARTIFACT_PRESETS, PAPER_PRESETS, PRESET_INFO, PRESETS, SYSTEM_PRESETS, preset_records
 from dse.core.topology import parse_topology
-from dse.explore.sweep import read_rows, run_sweep
-from dse.explore.sweepfile import parse_sweep
+from dse.explore.sweep.file import parse_sweep
+from dse.explore.sweep.sweeps import read_rows, run_sweep
 from dse.output.reproduce import SIZES_GIB, finish_rows, summarize, sweeps, topology_for
 
 # The artifact's own notation of its topologies, as recorded beside its end-to-end runs

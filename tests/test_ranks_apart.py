@@ -1,4 +1,4 @@
-"""dse.training.ranks_apart: a collective on whole dimensions whose members issue it at different times.
+"""dse.training.chakra.ranks_apart: a collective on whole dimensions whose members issue it at different times.
 
 Golden values: `finish_ns_by_rank` of ASTRA-sim 2.x runs in ../shared/reference/astra-sim-2-p2p.csv
 (rows arlate_r0_100us_16MiB_R4SW4, arlate_r0_100us_16MiB_FC4R4, p2p_sendvscoll_16MiB_Ring_8,
@@ -21,8 +21,8 @@ from dse.costs import get_cost_model
 from dse.costs.astra_sim import AstraSimModel
 from dse.costs.base import CostModel
 from dse.schedulers import get_scheduler
-from dse.training.ranks_apart import NeverFinishes, apart_ends
-from dse.training.ranks_costs import RankCosts
+from dse.training.chakra.ranks_apart import NeverFinishes, apart_ends
+from dse.training.chakra.ranks_costs import RankCosts
 from dse.training.workload_graph import COMM, Node
 from dse.training.workloads import ALL
 
@@ -194,7 +194,7 @@ def _row(name: str) -> dict[str, str]:
 @needs_shared
 @pytest.mark.parametrize("name", [*sorted(GOLDEN), "p2p_sendvscoll_16MiB_R4_FC4_SW2"])
 def test_reference_rows_through_the_simulator(name: str, p2p_traces: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dse.training.ranks_run import iterate_ranks
+    from dse.training.chakra.ranks_run import iterate_ranks
 
     _wired(monkeypatch)
     row = _row(name)

@@ -1,10 +1,10 @@
 """Every rank's finish time against ASTRA-sim 2.x's per-rank runs (../shared/reference/astra-sim-2-p2p.csv,
-astra-sim-2-stage.csv), through `dse.training.ranks_run.iterate_ranks` with ASTRA-sim's own files.
+astra-sim-2-stage.csv), through `dse.training.chakra.ranks_run.iterate_ranks` with ASTRA-sim's own files.
 
 Skipped without ../shared (the reference runs and their traces are not part of a clone).
 Rows where a collective's members issue it at different times (`arlate_*`: one rank 100 us late;
 `p2p_sendvscoll_*`: a send holding one member's slot) run ASTRA-sim's step-by-step replay
-(`dse.training.ranks_apart`); where ASTRA-sim never finished (every rank reports unreleased nodes),
+(`dse.training.chakra.ranks_apart`); where ASTRA-sim never finished (every rank reports unreleased nodes),
 dse refuses the run as never finishing.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from dse.core.errors import InputError
-from dse.training.ranks_run import iterate_ranks
+from dse.training.chakra.ranks_run import iterate_ranks
 
 from .conftest import P2P, SHARED
 

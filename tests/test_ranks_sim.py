@@ -1,4 +1,4 @@
-"""The per-rank simulator (dse.training.ranks_sim) on graphs built by hand: closed forms, matching, refusals."""
+"""The per-rank simulator (dse.training.chakra.ranks_sim) on graphs built by hand: closed forms, matching, refusals."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from dse.core.errors import InputError
 from dse.core.topology import parse_topology
 from dse.costs import get_cost_model
 from dse.schedulers import get_scheduler
-from dse.training.ranks_costs import RankCosts
-from dse.training.ranks_sim import ClassProgram, Program, simulate
+from dse.training.chakra.ranks_costs import RankCosts
+from dse.training.chakra.ranks_sim import ClassProgram, Program, simulate
 from dse.training.workload_graph import ASTRA2_RULES, COMM, COMPUTE, MEM, RECV, SEND, Graph, Node
 
 RING8 = "Ring(8, 50, 500)"

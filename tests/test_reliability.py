@@ -14,8 +14,8 @@ import pytest
 
 import dse
 from dse.core.errors import InputError
-from dse.explore.studies import load_studies
-from dse.explore.study_workers import run_study, summary
+from dse.explore.study.studies import load_studies
+from dse.explore.study.workers import run_study, summary
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = ROOT / "studies" / "sweeps" / "sizes.toml"
@@ -139,7 +139,7 @@ def test_a_repeated_row_and_a_row_cut_in_the_middle_are_repaired(run_cli, tmp_pa
 
 
 def test_two_sweeps_never_write_one_file_at_once(tmp_path):
-    from dse.explore.sweepcsv import SweepFile
+    from dse.explore.sweep.csvfile import SweepFile
 
     with SweepFile(tmp_path / "r.csv", ("point", "x"), [("a",)]) as first:
         first.open()

@@ -14,10 +14,10 @@ optuna = pytest.importorskip("optuna")
 from dse.core.errors import InputError  # noqa: E402
 from dse.core.topology import parse_topology  # noqa: E402
 from dse.explore.hwcost import HardwareCost  # noqa: E402
-from dse.explore.spaces import SearchSpace  # noqa: E402
-from dse.explore.storage import trial_record  # noqa: E402
-from dse.explore.studies import load_studies  # noqa: E402
-from dse.explore.study_workers import run_study, summary  # noqa: E402
+from dse.explore.study.spaces import SearchSpace  # noqa: E402
+from dse.explore.study.storage import trial_record  # noqa: E402
+from dse.explore.study.studies import load_studies  # noqa: E402
+from dse.explore.study.workers import run_study, summary  # noqa: E402
 from dse.output.study_report import write_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +103,7 @@ def test_study_reaches_exactly_n_and_resumes(tmp_path):
     more = run_study(spec, trials=20, storage=url)
     assert more["complete"] == 20 and more["ran_here"] == 8
     study = optuna.load_study(
-        study_name=spec.name, storage=__import__("dse.explore.storage").explore.storage.open_storage(url)
+        study_name=spec.name, storage=__import__("dse.explore.study.storage").explore.study.storage.open_storage(url)
     )
     record = trial_record(study.best_trial)
     for key in ("topology", "time_themis_ns", "time_baseline_ns", "bw_utilization", "bound_ns", "gap", "cost_usd"):
@@ -130,7 +130,7 @@ def test_sqlite_storage(tmp_path):
 
 
 def _numbers_unique(name, url):
-    from dse.explore.storage import open_storage
+    from dse.explore.study.storage import open_storage
 
     study = optuna.load_study(study_name=name, storage=open_storage(url))
     trials = study.get_trials(deepcopy=False)
@@ -187,7 +187,7 @@ def test_killed_worker_then_rerun_gives_exactly_n(tmp_path):
 )
 def test_two_workers_on_postgresql():
     pytest.importorskip("psycopg")
-    from dse.explore.storage import open_storage
+    from dse.explore.study.storage import open_storage
 
     spec = load_studies(BW)[1]
     try:  # a fresh study: the CI server is throw-away, a developer's may hold an older run
@@ -249,7 +249,7 @@ def test_brute_force_visits_the_whole_discrete_space(tmp_path):
     )
     spec = load_studies(tmp_path / "study.toml")[0]
     res = run_study(spec, trials=18, storage=str(tmp_path / "b.journal"))  # 2 kinds x 3 x 3 weights
-    from dse.explore.storage import open_storage
+    from dse.explore.study.storage import open_storage
 
     study = optuna.load_study(study_name="tiny", storage=open_storage(str(tmp_path / "b.journal")))
     seen = {tuple(sorted(t.params.items())) for t in study.trials}

@@ -9,7 +9,7 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from dse.cli.main import build_parser  # noqa: E402
-from dse.explore.storage import open_storage  # noqa: E402
+from dse.explore.study.storage import open_storage  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 JOURNAL = "studies/out/bw_split_4d.journal"

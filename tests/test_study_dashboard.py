@@ -17,9 +17,9 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from dse.core.topology import parse_topology  # noqa: E402
-from dse.explore.storage import open_storage, trial_record  # noqa: E402
-from dse.explore.studies import load_studies  # noqa: E402
-from dse.explore.study_workers import run_study  # noqa: E402
+from dse.explore.study.storage import open_storage, trial_record  # noqa: E402
+from dse.explore.study.studies import load_studies  # noqa: E402
+from dse.explore.study.workers import run_study  # noqa: E402
 
 from .conftest import stop_server  # noqa: E402
 
@@ -98,7 +98,7 @@ def _check_trials(base: str, url: str) -> None:
 
 def test_the_dashboard_serves_the_trials_of_a_journal(journal):
     pytest.importorskip("optuna_dashboard")
-    from dse.explore.study_dashboard import dashboard_server
+    from dse.explore.study.dashboard import dashboard_server
 
     server, page = dashboard_server(NAME, journal, "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -169,7 +169,7 @@ def test_a_ctrl_c_while_a_request_is_served_stops_the_server():
     even when it lands in the middle of a request."""
     from wsgiref.simple_server import make_server
 
-    from dse.explore.study_dashboard import _QuietHandler
+    from dse.explore.study.dashboard import _QuietHandler
 
     def app(environ, start_response):
         raise KeyboardInterrupt
@@ -201,7 +201,7 @@ WRITES = ("POST", "PUT", "PATCH", "DELETE", "post", "delete")
 def served(journal):
     """The dashboard of NAME on the module's journal (read-only), served by a thread: its port."""
     pytest.importorskip("optuna_dashboard")
-    from dse.explore.study_dashboard import dashboard_server
+    from dse.explore.study.dashboard import dashboard_server
     from dse.testing.faults_dashboard import serving
 
     server, _ = dashboard_server(NAME, journal, "127.0.0.1", 0)
@@ -261,8 +261,8 @@ def test_the_storage_alone_refuses_every_write(journal):
     optuna_dashboard = pytest.importorskip("optuna_dashboard")
     from wsgiref.simple_server import make_server
 
-    from dse.explore.dashboard_guard import StudyView, quiet_logs
-    from dse.explore.study_dashboard import DashboardServer, _QuietHandler
+    from dse.explore.study.dashboard import DashboardServer, _QuietHandler
+    from dse.explore.study.dashboard_guard import StudyView, quiet_logs
     from dse.testing.faults_dashboard import send, serving
 
     view = StudyView(open_storage(journal, must_exist=True), _ids(journal)[NAME][0])
@@ -283,7 +283,7 @@ def test_the_study_view_raises_on_every_write_and_hides_other_studies(journal):
     from optuna.study import StudyDirection
     from optuna.trial import TrialState
 
-    from dse.explore.dashboard_guard import ReadOnlyError, StudyView
+    from dse.explore.study.dashboard_guard import ReadOnlyError, StudyView
 
     ids = _ids(journal)
     (mine, my_trials), (other, other_trials) = ids[NAME], ids[OTHER]
@@ -378,7 +378,7 @@ def test_an_error_while_the_answer_is_sent_is_one_line(capsys):
     """An application whose answer fails while wsgiref sends it: 500, one line, no traceback."""
     from wsgiref.simple_server import make_server
 
-    from dse.explore.study_dashboard import DashboardServer, _QuietHandler
+    from dse.explore.study.dashboard import DashboardServer, _QuietHandler
     from dse.testing.faults_dashboard import send, serving
 
     def app(environ, start_response):
@@ -410,7 +410,7 @@ def test_connections_beyond_the_bound_are_answered_503(journal):
     pytest.importorskip("optuna_dashboard")
     import socket
 
-    from dse.explore.study_dashboard import dashboard_server
+    from dse.explore.study.dashboard import dashboard_server
     from dse.testing.faults_dashboard import send, serving
 
     server, _ = dashboard_server(NAME, journal, "127.0.0.1", 0)
@@ -427,7 +427,7 @@ def test_allow_writes_edits_the_named_study_only(tmp_path, run_cli):
     trials, creating and renaming studies are refused; a finished trial is not told again (Optuna's
     journal would append the record before refusing it)."""
     pytest.importorskip("optuna_dashboard")
-    from dse.explore.study_dashboard import dashboard_server
+    from dse.explore.study.dashboard import dashboard_server
     from dse.testing.faults_dashboard import make_journal, send, serving
 
     url, _ = make_journal(tmp_path, (3, 2))
@@ -497,7 +497,7 @@ def test_allow_writes_and_a_host_that_is_not_loopback_print_a_warning_each(journ
 def test_the_view_shows_units_and_leaves_the_stored_trials_as_they_are(journal):
     """What the dashboard is given is converted copies: the journal's trials keep their weights and
     ns, so a sampler reading the storage draws what it always drew."""
-    from dse.explore.dashboard_guard import StudyView
+    from dse.explore.study.dashboard_guard import StudyView
 
     storage = open_storage(journal)
     sid = storage.get_study_id_from_name(NAME)
@@ -520,7 +520,7 @@ def test_a_study_run_before_metric_names_is_shown_with_units_and_told_in_them():
     """A study that kept only its objective labels: the dashboard names its objectives with units;
     with --allow-writes a value told in the unit shown (ms) is stored in the stored unit (ns); a
     constraint (value minus limit) is shown in its metric's unit, in the list optuna-dashboard reads."""
-    from dse.explore.dashboard_guard import StudyView
+    from dse.explore.study.dashboard_guard import StudyView
 
     storage = optuna.storages.InMemoryStorage()
     study = optuna.create_study(storage=storage, study_name="old", directions=["minimize", "minimize"])

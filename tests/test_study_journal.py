@@ -1,6 +1,6 @@
 """What a study trial writes: few journal records (the record as one user attribute, no parameter for
 a choice the space fixes), one fsync per finished trial, the worker recorded first; readers of both
-layouts; the cached bound; the long-lived search space (dse.explore.storage, dse.explore.study_journal, dse.explore.study_trials)."""
+layouts; the cached bound; the long-lived search space (dse.explore.study.storage, dse.explore.study.journal, dse.explore.study.trials)."""
 
 import json
 import os
@@ -14,12 +14,20 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from dse.core.topology import Dim, Topology  # noqa: E402
-from dse.explore.storage import FIXED_KEY, LAYOUT_ATTR, RECORD_ATTR, WORKER_ATTR, load_study, trial_params, trial_record  # noqa: E402
-from dse.explore.studies import load_studies  # noqa: E402
-from dse.explore.study_journal import needs_sync  # noqa: E402
-from dse.explore.study_samplers import ResumableSampler  # noqa: E402
-from dse.explore.study_trials import fluid_bound  # noqa: E402
-from dse.explore.study_workers import run_study, summary  # noqa: E402
+from dse.explore.study.journal import needs_sync  # noqa: E402
+from dse.explore.study.samplers import ResumableSampler  # noqa: E402
+from dse.explore.study.storage import (  # noqa: E402
+    FIXED_KEY,
+    LAYOUT_ATTR,
+    RECORD_ATTR,
+    WORKER_ATTR,
+    load_study,
+    trial_params,
+    trial_record,
+)
+from dse.explore.study.studies import load_studies  # noqa: E402
+from dse.explore.study.trials import fluid_bound  # noqa: E402
+from dse.explore.study.workers import run_study, summary  # noqa: E402
 from dse.output.study_report import report_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,8 +17,8 @@ import pytest
 
 pytest.importorskip("optuna")
 
-from dse.explore.study_progress import FALLBACK_COLUMNS, FALLBACK_ROWS, TrialBar, bar_shape  # noqa: E402
-from dse.explore.study_workers import summary  # noqa: E402
+from dse.explore.study.progress import FALLBACK_COLUMNS, FALLBACK_ROWS, TrialBar, bar_shape  # noqa: E402
+from dse.explore.study.workers import summary  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BW = ROOT / "studies" / "bw_split_4d.toml"
@@ -64,10 +64,10 @@ def test_the_parent_counts_complete_trials_on_the_storage(tmp_path):
     """What the parent of several workers polls: complete trials only, each once, from any process."""
     import optuna
 
-    from dse.explore.storage import open_storage
-    from dse.explore.studies import load_studies
-    from dse.explore.study_progress import CompleteCount
-    from dse.explore.study_workers import run_study
+    from dse.explore.study.progress import CompleteCount
+    from dse.explore.study.storage import open_storage
+    from dse.explore.study.studies import load_studies
+    from dse.explore.study.workers import run_study
 
     url = str(tmp_path / "c.journal")
     run_study(load_studies(BW)[0], trials=3, storage=url)

@@ -1,5 +1,5 @@
-"""Workload studies of a per-rank trace (`dse.explore.study_ranks`) on a space read from a network
-file (`dse.explore.spaces`, ``network = ...``): every trial's record is what `iterate_ranks` gives
+"""Workload studies of a per-rank trace (`dse.explore.study.ranks`) on a space read from a network
+file (`dse.explore.study.spaces`, ``network = ...``): every trial's record is what `iterate_ranks` gives
 on that trial's topology, the space keeps the file's kinds, NPUs and latencies, a system file fixes
 the configuration, and bad input is one line. The trace is the shipped STAGE one (workloads/stage),
 copied into the test's folder."""
@@ -16,11 +16,11 @@ pytest.importorskip("optuna")
 
 from dse.core.errors import InputError  # noqa: E402
 from dse.core.topology import Topology, parse_topology  # noqa: E402
-from dse.explore.storage import load_study, trial_record  # noqa: E402
-from dse.explore.studies import load_studies  # noqa: E402
-from dse.explore.study_ranks import RankTrace  # noqa: E402
-from dse.explore.study_workers import run_study  # noqa: E402
-from dse.training.ranks_run import iterate_ranks  # noqa: E402
+from dse.explore.study.ranks import RankTrace  # noqa: E402
+from dse.explore.study.storage import load_study, trial_record  # noqa: E402
+from dse.explore.study.studies import load_studies  # noqa: E402
+from dse.explore.study.workers import run_study  # noqa: E402
+from dse.training.chakra.ranks_run import iterate_ranks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGE = ROOT / "workloads" / "stage"
@@ -81,7 +81,7 @@ def test_every_trial_records_what_iterate_ranks_gives_on_its_topology(tmp_path: 
 
 
 def test_a_network_space_keeps_the_files_kinds_npus_and_latencies() -> None:
-    from dse.explore.spaces import SearchSpace
+    from dse.explore.study.spaces import SearchSpace
 
     space = SearchSpace.from_toml(ROOT / "search_spaces" / "stage_r2fc2sw2.toml")
     design, _ = space.first_design()

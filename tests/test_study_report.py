@@ -1,7 +1,7 @@
 """Study reports in the study's terms: objectives named with their units (CSV columns by unit
 suffix, figures and the terminal by name), bandwidths in GB/s, the cost limit drawn, importances
 only over parameters that vary, studies run before read as they were (dse.output.study_report,
-study_plots, dse.explore.study_units, dse study show|list|run)."""
+study_plots, dse.explore.study.units, dse study show|list|run)."""
 
 import csv
 import math
@@ -12,10 +12,10 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from dse.core.topology import parse_topology  # noqa: E402
-from dse.explore.storage import load_study, trial_record  # noqa: E402
-from dse.explore.studies import load_studies  # noqa: E402
-from dse.explore.study_units import shown  # noqa: E402
-from dse.explore.study_workers import run_study  # noqa: E402
+from dse.explore.study.storage import load_study, trial_record  # noqa: E402
+from dse.explore.study.studies import load_studies  # noqa: E402
+from dse.explore.study.units import shown  # noqa: E402
+from dse.explore.study.workers import run_study  # noqa: E402
 from dse.output.study_plots import history_data, importance_data, pareto_data  # noqa: E402
 from dse.output.study_report import complete_trials, objective_names, write_report  # noqa: E402
 
@@ -210,7 +210,7 @@ def test_fewer_than_two_varying_parameters_mean_no_importances(tmp_path, run_cli
 
 def _figure_of(shape_study, kind):
     """The history or Pareto figure of the shape study (time and cost, cost at most $3M), drawn."""
-    from dse.explore.study_units import constraint_limits
+    from dse.explore.study.units import constraint_limits
     from dse.output.study_plots import history_figure, pareto_figure
 
     name, url = shape_study
@@ -317,7 +317,7 @@ def test_the_per_dollar_objective_is_printed_and_plotted_in_ms_dollars():
 def _old_study(url, *, with_constraint):
     """A study as dse wrote them before metric names and definitions were stored: objective labels in a
     user attribute, the record as separate user attributes, every choice a parameter."""
-    from dse.explore.storage import open_storage
+    from dse.explore.study.storage import open_storage
 
     study = optuna.create_study(study_name="old", storage=open_storage(url), directions=["minimize", "minimize"])
     study.set_user_attr("objectives", ["time[themis+scf]", "cost"])
@@ -347,7 +347,7 @@ def _old_study(url, *, with_constraint):
 
 
 def test_a_study_run_before_metric_names_reports_with_units(tmp_path, run_cli):
-    from dse.explore.study_units import constraint_limits
+    from dse.explore.study.units import constraint_limits
 
     url = str(tmp_path / "old.journal")
     name = _old_study(url, with_constraint=True)

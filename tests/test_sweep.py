@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import dse
-from dse.explore.sweep import load_sweep, parse_sweep, read_rows, run_sweep
+from dse.explore.sweep.sweeps import load_sweep, parse_sweep, read_rows, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Per-dimension sweep axes (dse.explore.sweep_axes): bandwidth and latency vectors, the split
+"""Per-dimension sweep axes (dse.explore.sweep.axes): bandwidth and latency vectors, the split
 generator (counts from closed forms, order, constraints, its limit checked before it enumerates),
 bwK/latK products, the CSV's per-dimension columns and units, resume, and every refusal."""
 
@@ -11,10 +11,10 @@ import pytest
 import dse
 from dse.core.errors import InputError
 from dse.core.topology import parse_topology
-from dse.explore import sweep_axes
-from dse.explore.sweep import columns, read_rows, run_sweep
-from dse.explore.sweep_axes import count_splits, exact_notation, splits
-from dse.explore.sweepfile import parse_sweep
+from dse.explore.sweep import axes as sweep_axes
+from dse.explore.sweep.axes import count_splits, exact_notation, splits
+from dse.explore.sweep.file import parse_sweep
+from dse.explore.sweep.sweeps import columns, read_rows, run_sweep
 
 T2 = "Ring(4,100,500)_SW(8,50,1000)"
 T3 = "Ring(4,100,500)_FC(4,80,700)_SW(8,50,1000)"

@@ -1,4 +1,4 @@
-"""Sweeps over training iterations (dse.explore.sweep_iterations): rows equal `iterate`, workloads in
+"""Sweeps over training iterations (dse.explore.sweep.iterations): rows equal `iterate`, workloads in
 every form (bundled, LIBRA's, generator, a file beside the sweep, a Chakra trace), placements, the
 expansion order, the CSV's columns and units, resume after kill -9, and every refusal."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dse.explore.sweep import columns, load_sweep, read_rows, run_sweep
-from dse.explore.sweepfile import parse_sweep
+from dse.explore.sweep.file import parse_sweep
+from dse.explore.sweep.sweeps import columns, load_sweep, read_rows, run_sweep
 from dse.training.iteration import iterate
 from dse.training.placement_read import load_placement, with_placement
 from dse.training.workloads import load_workload

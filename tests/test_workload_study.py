@@ -1,4 +1,4 @@
-"""Studies of a training workload (`dse.explore.study_workload`): iteration time, cost and their
+"""Studies of a training workload (`dse.explore.study.workload`): iteration time, cost and their
 product as objectives, a placement read from the study, records equal to `dse.iterate`, and the
 metrics of one kind of study refused in the other."""
 
@@ -16,10 +16,10 @@ pytest.importorskip("optuna")
 
 from dse.core.errors import InputError  # noqa: E402
 from dse.core.topology import Topology, parse_topology  # noqa: E402
-from dse.explore.libra_model import libra_iteration_ns  # noqa: E402
-from dse.explore.storage import load_study, trial_record  # noqa: E402
-from dse.explore.studies import load_studies  # noqa: E402
-from dse.explore.study_workers import run_study  # noqa: E402
+from dse.explore.libra.model import libra_iteration_ns  # noqa: E402
+from dse.explore.study.storage import load_study, trial_record  # noqa: E402
+from dse.explore.study.studies import load_studies  # noqa: E402
+from dse.explore.study.workers import run_study  # noqa: E402
 from dse.training.iteration import iterate  # noqa: E402
 from dse.training.placement import Placement  # noqa: E402
 from dse.training.workload_formats import to_toml  # noqa: E402
@@ -132,7 +132,7 @@ def test_bad_workload_studies_are_one_line(tmp_path: Path, objectives: str, work
 
 
 def test_the_report_of_a_workload_study(tmp_path: Path) -> None:
-    from dse.explore.study_units import shown
+    from dse.explore.study.units import shown
     from dse.output.study_report import write_report
 
     spec = load_studies(_files(tmp_path, '[[objectives]]\nmetric = "iteration_time"\n'))[0]
@@ -157,7 +157,7 @@ LIBRA_SET = ["sum == 1000", "bw0 == 500", "bw0 >= bw1", "bw1 >= bw2", "bw2 + bw3
 
 
 def test_a_constrained_study_never_proposes_a_design_that_breaks_them(tmp_path: Path) -> None:
-    from dse.explore.bw_constraints import parse_constraints
+    from dse.explore.libra.bw_constraints import parse_constraints
 
     (tmp_path / "space.toml").write_text(
         SPACE.replace('"4x4x4"', '"2x4x2x4"')
@@ -200,8 +200,8 @@ def test_a_constrained_study_never_proposes_a_design_that_breaks_them(tmp_path: 
 def test_every_draw_of_a_constrained_space_meets_its_constraints(point, rows, u) -> None:
     import optuna
 
-    from dse.explore.bw_constraints import parse_constraints
-    from dse.explore.spaces import SearchSpace
+    from dse.explore.libra.bw_constraints import parse_constraints
+    from dse.explore.study.spaces import SearchSpace
 
     # constraints built to hold at `point` (so the polytope is not empty), plus a total
     texts = ["sum == " + repr(sum(point))]
@@ -231,7 +231,7 @@ def test_most_random_constraint_sets_were_drawn_from() -> None:
 
 @pytest.mark.parametrize("raw", ["sum == 10", [], [3]])
 def test_constraints_that_are_not_a_list_of_strings_are_one_line(raw) -> None:
-    from dse.explore.spaces import SearchSpace
+    from dse.explore.study.spaces import SearchSpace
 
     table = {"npus": 16, "shapes": ["4x4"], "bandwidth": {"constraints": raw}}
     with pytest.raises(InputError, match="space.bandwidth.constraints: .* a list of strings"):

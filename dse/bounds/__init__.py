@@ -2,6 +2,6 @@
 (`flow`), the whole-step floor under the ILP (`grid`), and the searches for a schedule that meets it
 (`floor`, which runs those of `floorfit` on the flow's `lattice`)."""
 
-from dse import _lazy_submodules
+from dse.core.lazy import lazy_submodules
 
-__getattr__ = _lazy_submodules(__name__)
+__getattr__ = lazy_submodules(__name__)

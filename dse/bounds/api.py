@@ -161,7 +161,7 @@ def refuse_closed_form(spec: CollectiveSpec) -> None:
 def fluid_bound_ns(spec: CollectiveSpec, *, time_limit_s: float = 5.0) -> float:
     """The fluid LP's bound with one slot, or the ideal where that is higher; beyond
     `LP_ORDER_TYPES` chunk types (counted first, `count_types`) the ideal alone, as `bounds_for`
-    falls back. What a study records per trial (`dse.explore.study_trials.fluid_bound`)."""
+    falls back. What a study records per trial (`dse.explore.study.trials.fluid_bound`)."""
     refuse_closed_form(spec)
     ideal = ideal_ns(spec)
     if count_types(spec) > LP_ORDER_TYPES:

@@ -1,6 +1,6 @@
 """The `dse` command line: `dse.cli.main` builds the parser and runs a command; one module per
 group of subcommands."""
 
-from dse import _lazy_submodules
+from dse.core.lazy import lazy_submodules
 
-__getattr__ = _lazy_submodules(__name__)
+__getattr__ = lazy_submodules(__name__)

@@ -1,4 +1,4 @@
-"""`dse iterate` on a per-rank trace: ASTRA-sim 2.x's files as they are (dse.training.ranks_run).
+"""`dse iterate` on a per-rank trace: ASTRA-sim 2.x's files as they are (dse.training.chakra.ranks_run).
 
 A trace runs per rank when it has a file per rank (``PREFIX.1.et`` beside ``PREFIX.0.et``) or when
 an option only a per-rank run has is given (`RANK_OPTIONS`); a single rank file is then every
@@ -49,11 +49,11 @@ def wants_ranks(args: argparse.Namespace) -> bool:
     """Whether `dse iterate` runs this trace per rank (module docstring)."""
     if any(getattr(args, k, None) is not None for k in RANK_OPTIONS):
         return True
-    from dse.training.chakra_read import is_trace_path
+    from dse.training.chakra.read import is_trace_path
 
     if not is_trace_path(args.workload):
         return False
-    from dse.training.chakra_rankset import is_rank_set
+    from dse.training.chakra.rankset import is_rank_set
 
     return is_rank_set(args.workload)
 
@@ -62,7 +62,7 @@ def cmd_iterate_ranks(args: argparse.Namespace) -> int:
     """Run `iterate_ranks` and print the summary and the classes, or one JSON object."""
     import json
 
-    from dse.training.ranks_run import iterate_ranks
+    from dse.training.chakra.ranks_run import iterate_ranks
 
     if args.placement is not None:
         raise InputError("--placement", "given with a per-rank trace, whose nodes name their groups", "--comm-groups")

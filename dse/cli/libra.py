@@ -33,8 +33,8 @@ def cmd_libra_compare(args: argparse.Namespace) -> int:
     from dse.core.files import output_folder
     from dse.core.units import parse_int
     from dse.costs import get_cost_model
-    from dse.explore.bw_constraints import LIBRA_CONSTRAINTS
-    from dse.explore.libra_compare import DEFAULT_WORKLOADS, compare, load_cases
+    from dse.explore.libra.bw_constraints import LIBRA_CONSTRAINTS
+    from dse.explore.libra.compare import DEFAULT_WORKLOADS, compare, load_cases
     from dse.output.libra_table import libra_markdown, libra_rows
 
     get_cost_model(args.cost_model)  # refused before any study is written

@@ -1,11 +1,11 @@
-"""`dse study ...`: run, show, report, list and browse Optuna design-space studies (see dse.explore.studies).
+"""`dse study ...`: run, show, report, list and browse Optuna design-space studies (see dse.explore.study.studies).
 
 What they print names every objective with its unit and gives its values in it (`time (ms) with
-themis+scf`, `cost ($)`, `time x cost (ms·$) with themis+scf`: `dse.explore.study_units`); the
+themis+scf`, `cost ($)`, `time x cost (ms·$) with themis+scf`: `dse.explore.study.units`); the
 journal keeps its values as stored (ns, fractions, $), so a study run before prints the same way.
 
 `show`, `report`, `list` and `dashboard` find a study where `run` put it when no --storage is given:
-``studies/out/<name up to its first dot>.journal`` under the current folder (`dse.explore.storage.storage_for`).
+``studies/out/<name up to its first dot>.journal`` under the current folder (`dse.explore.study.storage.storage_for`).
 The environment variable ``DSE_STORAGE`` stands for ``--storage`` when the option is not given, so a
 database password need not appear on a command line (where `ps` shows it); `run` hands its worker
 processes the storage that way.
@@ -129,7 +129,7 @@ def _add_dashboard_parser(ssub: argparse._SubParsersAction) -> None:
 
 def _best_text(res: dict[str, Any]) -> str:
     """A study's best trial, its objective named with its unit, or its Pareto front's size."""
-    from dse.explore.study_units import shown
+    from dse.explore.study.units import shown
 
     if "best_value" in res:
         s = shown(res.get("best_metric") or "")
@@ -155,8 +155,8 @@ def cmd_study_run(args: argparse.Namespace) -> int:
 
     from dse.core.progress import wanted
     from dse.core.units import parse_int
-    from dse.explore.studies import load_studies
-    from dse.explore.study_workers import run_study
+    from dse.explore.study.studies import load_studies
+    from dse.explore.study.workers import run_study
 
     specs = load_studies(args.file)
     if args.only:
@@ -181,7 +181,7 @@ def cmd_study_run(args: argparse.Namespace) -> int:
 
 
 def cmd_study_report(args: argparse.Namespace) -> int:
-    from dse.explore.storage import storage_for
+    from dse.explore.study.storage import storage_for
     from dse.output.study_report import write_report
 
     rep = write_report(args.name, storage_for(args.name, storage_arg(args)), args.out)
@@ -199,8 +199,8 @@ def cmd_study_show(args: argparse.Namespace) -> int:
     import json
 
     from dse.core.units import parse_int
-    from dse.explore.storage import redact, storage_for
-    from dse.explore.study_units import shown
+    from dse.explore.study.storage import redact, storage_for
+    from dse.explore.study.units import shown
     from dse.output.study_report import report_data, show_text
 
     top = parse_int(args.top, "--top", minimum=1)
@@ -221,9 +221,9 @@ def cmd_study_show(args: argparse.Namespace) -> int:
 def cmd_study_list(args: argparse.Namespace) -> int:
     import json
 
-    from dse.explore.storage import STUDIES_OUT, default_journals
-    from dse.explore.study_units import shown
-    from dse.explore.study_workers import list_studies
+    from dse.explore.study.storage import STUDIES_OUT, default_journals
+    from dse.explore.study.units import shown
+    from dse.explore.study.workers import list_studies
     from dse.output.report import format_table
 
     urls = [storage] if (storage := storage_arg(args)) is not None else default_journals()
@@ -260,8 +260,8 @@ def cmd_study_dashboard(args: argparse.Namespace) -> int:
     import sys
 
     from dse.core.units import parse_int
-    from dse.explore.storage import redact, storage_for
-    from dse.explore.study_dashboard import require, serve
+    from dse.explore.study.dashboard import require, serve
+    from dse.explore.study.storage import redact, storage_for
 
     require()
     port = parse_int(args.port, "--port", minimum=0, maximum=65535)

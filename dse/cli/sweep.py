@@ -1,6 +1,6 @@
 """`dse sweep FILE.toml --out RESULTS.csv`: every point of a sweep file (collectives, or training
-iterations when it names a workload), in parallel, into a resumable CSV (dse.explore.sweep; the file
-format: dse.explore.sweepfile)."""
+iterations when it names a workload), in parallel, into a resumable CSV (dse.explore.sweep.sweeps; the file
+format: dse.explore.sweep.file)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def add_sweep_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run the sweep and print one line: the points, those already done, those evaluated now."""
     from dse.core.units import parse_int
-    from dse.explore.sweep import check_jobs, load_sweep, run_sweep
+    from dse.explore.sweep.sweeps import check_jobs, load_sweep, run_sweep
 
     jobs = parse_int(args.jobs, "--jobs", minimum=-1)
     check_jobs(jobs, "--jobs")  # 0, below -1 or above the process limit: one line before anything is read

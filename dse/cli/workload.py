@@ -213,7 +213,7 @@ def cmd_workload_convert(args: argparse.Namespace) -> int:
 
 def cmd_workload_export(args: argparse.Namespace) -> int:
     from dse.core.errors import InputError
-    from dse.training.chakra_write import export_chakra
+    from dse.training.chakra.write import export_chakra
 
     if str(args.format).strip().lower() != "chakra":
         raise InputError("--format", f"{args.format!r}", "chakra")

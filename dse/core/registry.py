@@ -2,7 +2,10 @@
 
 Used for `dse.schedulers.SCHEDULERS`: the `lp_guided` scheduler solves an LP (PuLP, HiGHS), so its
 entry names the module that defines it (and registers it), imported only when a lookup asks for
-it. Listing the names, `len` and `in` import nothing.
+it. A registry with an entry-point `group` also takes the modules that installed packages declare
+in that group (``[project.entry-points."dse.schedulers"]``): that is how a layer above, or another
+package, adds an entry without the registry naming it. Listing the names, `len` and `in` import
+none of the entries' modules.
 """
 
 from __future__ import annotations
@@ -19,12 +22,27 @@ class LazyRegistry(MutableMapping[str, T]):
     that, once imported, sets the entry to its object (e.g. by a decorator that does
     ``registry[name] = obj``); a lookup of that name imports the module first."""
 
-    def __init__(self, items: Iterable[tuple[str, T]] = (), modules: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, items: Iterable[tuple[str, T]] = (), modules: Mapping[str, str] | None = None, *, group: str | None = None
+    ) -> None:
         self._entries: dict[str, T | _Pending] = dict(items)
         for name, module in (modules or {}).items():
             self._entries[name] = _Pending(module)
+        self._group = group  # read on the first listing or miss, then None
+
+    def _load_group(self) -> None:
+        """Add the group's entry points (name -> module), sorted by name, under names not taken."""
+        if self._group is None:
+            return
+        from importlib.metadata import entry_points  # only when the names are needed
+
+        group, self._group = self._group, None
+        for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+            self._entries.setdefault(ep.name, _Pending(ep.value))
 
     def __getitem__(self, name: str) -> T:
+        if name not in self._entries:
+            self._load_group()
         entry = self._entries[name]
         if not isinstance(entry, _Pending):
             return entry
@@ -40,16 +58,20 @@ class LazyRegistry(MutableMapping[str, T]):
         del self._entries[name]
 
     def __contains__(self, name: object) -> bool:
+        if name not in self._entries:
+            self._load_group()
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
+        self._load_group()
         return iter(self._entries)
 
     def __len__(self) -> int:
+        self._load_group()
         return len(self._entries)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({list(self._entries)})"
+        return f"{type(self).__name__}({list(self)})"
 
 
 class _Pending:

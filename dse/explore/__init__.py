@@ -1,6 +1,6 @@
 """Exploring designs: sweep files and parallel sweeps, search spaces, Optuna studies and their
 storage, and the hardware cost model."""
 
-from dse import _lazy_submodules
+from dse.core.lazy import lazy_submodules
 
-__getattr__ = _lazy_submodules(__name__)
+__getattr__ = lazy_submodules(__name__)

@@ -1,6 +1,6 @@
 """What people read: text reports, figures (sweeps, timelines, studies), study reports and the
 Themis paper's reproduction."""
 
-from dse import _lazy_submodules
+from dse.core.lazy import lazy_submodules
 
-__getattr__ = _lazy_submodules(__name__)
+__getattr__ = lazy_submodules(__name__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dse.explore.libra_compare import LibraComparison
+from dse.explore.libra.compare import LibraComparison
 
 
 def _bw(bandwidths: tuple[float, ...]) -> str:

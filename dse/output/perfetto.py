@@ -1,6 +1,6 @@
 """Per-rank timelines as Chrome / Perfetto trace events (`dse iterate --trace FILE.json`).
 
-`trace_events` turns a per-rank result (`dse.training.ranks_result.RanksResult`, or the plain dict
+`trace_events` turns a per-rank result (`dse.training.chakra.ranks_result.RanksResult`, or the plain dict
 ``dse iterate --json --timeline`` prints for per-rank traces: ``classes`` and ``spans``) into the
 JSON object format of the Trace Event Format, which ui.perfetto.dev and chrome://tracing load;
 `write_trace` writes it atomically (`dse.core.files.write_atomic`). `ranks_view` reads and checks

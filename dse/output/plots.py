@@ -263,7 +263,7 @@ def plot_sweep_file(
     kind: str | None = None,
 ) -> SweepPlotData:
     """Read a sweep CSV and draw it: `sweep_plot_data` then `draw_sweep`; returns the data drawn."""
-    from dse.explore.sweep import read_rows
+    from dse.explore.sweep.sweeps import read_rows
 
     figure_path(out)  # a bad output is refused before the CSV is read
     data = sweep_plot_data(read_rows(csv_path), x, y, hue, facet, mean=mean, kind=kind)

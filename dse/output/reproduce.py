@@ -44,8 +44,8 @@ from dse.core.progress import progress_bar as _bar
 from dse.core.progress import wanted
 from dse.core.topology import Topology, parse_topology
 from dse.costs import get_cost_model
-from dse.explore.sweep import read_rows, run_sweep
-from dse.explore.sweepfile import parse_sweep
+from dse.explore.sweep.file import parse_sweep
+from dse.explore.sweep.sweeps import read_rows, run_sweep
 from dse.sim.spec import CollectiveSpec
 from dse.training.iteration import end_to_end_markdown, end_to_end_rows
 

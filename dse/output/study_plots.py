@@ -1,6 +1,6 @@
 """Figures of a study's report: each figure's data in one function, its drawing in another.
 
-Every objective is named with its unit and shown in it (`dse.explore.study_units`: ``time (ms) with
+Every objective is named with its unit and shown in it (`dse.explore.study.units`: ``time (ms) with
 themis+scf``, ``cost ($)``, ``time x cost (ms·$)``); the journal's values are converted here.
 
 - history: one panel per objective, titled with its name and direction: every complete trial's
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dse.core.files import atomic_output
-from dse.explore.study_units import BW_PARAM, bandwidths, constraint_limits, shown
+from dse.explore.study.units import BW_PARAM, bandwidths, constraint_limits, shown
 from dse.output.study_report import feasible
 
 #: An objective's direction, as Optuna names it (`StudyDirection.name.lower()`).

@@ -1,7 +1,7 @@
 """Reports of dse studies: CSV files of the trials and of the best (or the Pareto front), and figures.
 
 The report speaks the study's terms rather than Optuna's, every number with its unit
-(`dse.explore.study_units`):
+(`dse.explore.study.units`):
 
 - each objective is a column named by its metric and unit suffix: ``time_themis_scf_ns``,
   ``bw_utilization_themis_scf_pct`` (0-100), ``gap_themis_scf_pct``, ``cost_usd``,
@@ -27,12 +27,12 @@ from typing import Any
 
 from dse.core.errors import InputError
 from dse.core.files import atomic_output, check_output_dir, check_outputs_in, output_folder
-from dse.explore.storage import load_study, redact, trial_params, trial_record
-from dse.explore.study_units import BW_PARAM, bandwidths, constraint_limits, number, record_columns, shown, study_ids
+from dse.explore.study.storage import load_study, redact, trial_params, trial_record
+from dse.explore.study.units import BW_PARAM, bandwidths, constraint_limits, number, record_columns, shown, study_ids
 
 
 def objective_names(study: Any) -> list[str]:
-    """The study's objective ids (`dse.explore.study_units.objective_ids`)."""
+    """The study's objective ids (`dse.explore.study.units.objective_ids`)."""
     return study_ids(study)
 
 
@@ -45,7 +45,7 @@ def trial_row(trial: Any, names: list[str]) -> dict[str, Any]:
     """One CSV row: the trial number, its objectives (`names`: their ids) in their columns' units,
     its record and bandwidths in GB/s, the design's choices (sampled or fixed by the space;
     bandwidth parameters left out) and whether it is feasible. Trials of either layout
-    (`dse.explore.storage`) give the same row."""
+    (`dse.explore.study.storage`) give the same row."""
     r: dict[str, Any] = {"trial": trial.number}
     for name, v in zip(names, trial.values):
         s = shown(name)

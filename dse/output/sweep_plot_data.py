@@ -26,7 +26,7 @@ from typing import Any
 from dse.core.errors import InputError
 from dse.core.quantities import TEXT_COLUMNS, Quantity, quantity
 
-#: Columns of a sweep CSV that are per-row outputs or bookkeeping, not parameters (dse.explore.sweep
+#: Columns of a sweep CSV that are per-row outputs or bookkeeping, not parameters (dse.explore.sweep.sweeps
 #: writes them; the unsuffixed `bw_utilization` and `gap` are the names of CSVs written before units).
 OUTPUT_COLUMNS: frozenset[str] = frozenset(
     {

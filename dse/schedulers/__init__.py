@@ -21,12 +21,10 @@ SCHEDULERS: LazyRegistry[type[Scheduler]] = LazyRegistry(
         (cls.name, cls)
         for cls in (BaselineScheduler, ThemisScheduler, RoundRobinScheduler, RandomScheduler, FixedScheduler)
     ),
-    {
-        "lp_guided": "dse.schedulers.lp_guided",  # its LP needs PuLP and HiGHS: imported on its first lookup
-        # the exact optimum: CP-SAT, and dse's bounds to prove it, so it lives in the bounds layer
-        # and registers itself when this entry is first looked up (docs/architecture.md)
-        "optimal": "dse.bounds.optimal_scheduler",
-    },
+    {"lp_guided": "dse.schedulers.lp_guided"},  # its LP needs PuLP and HiGHS: imported on its first lookup
+    # Schedulers of layers above and of other packages: the modules their packages declare under
+    # this entry-point group (dse's own: `optimal`, in the bounds layer, pyproject.toml).
+    group="dse.schedulers",
 )
 QUEUES: tuple[str, ...] = ("fifo", "scf")
 

@@ -11,7 +11,7 @@ from dse.sim.simulate import TimelineEntry
 @dataclass(frozen=True)
 class Point:
     """What one evaluation ran, in canonical form: the parameters a `Result` reports and the
-    columns a sweep's CSV row names them by (`dse.explore.sweep`). Declared once, here."""
+    columns a sweep's CSV row names them by (`dse.explore.sweep.sweeps`). Declared once, here."""
 
     topology: str
     collective: str

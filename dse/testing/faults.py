@@ -308,7 +308,7 @@ def file_argv(kind: str, rng: random.Random, folder: Path) -> tuple[list[str], l
 # ------------------------------------------------------------------ damaged sweep CSVs
 def sweep_reference(folder: Path) -> tuple[Path, bytes]:
     """A small sweep file and its uninterrupted CSV (one job: rows in point order)."""
-    from dse.explore.sweep import run_sweep
+    from dse.explore.sweep.sweeps import run_sweep
 
     spec = folder / "ref.toml"
     spec.write_text(SWEEP)

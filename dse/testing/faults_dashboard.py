@@ -1,7 +1,7 @@
 """Fault campaign "dashboard HTTP API": random requests to `dse study dashboard`, read-only.
 
 Each case (`case`) runs a small study journal (two studies of `studies/bw_split_4d.toml`, a few
-trials each), serves one of them in-process on 127.0.0.1 port 0 (`dse.explore.study_dashboard`)
+trials each), serves one of them in-process on 127.0.0.1 port 0 (`dse.explore.study.dashboard`)
 and sends a random sequence of requests: a method among GET, HEAD, POST, PUT, PATCH, DELETE,
 OPTIONS and a few others (some lower-case, which bottle routes as upper-case), a path from
 optuna-dashboard's own route table (`routes`, read from the installed package, so a new route is
@@ -55,8 +55,8 @@ GARBAGE = (b"", b"{", b"null", b"[]", b"\xff\xfe", b"[" * 5000, b'{"state": 3}',
 def make_journal(folder: Path, trials: tuple[int, int] = (3, 2)) -> tuple[str, list[str]]:
     """A journal in `folder` with the two studies of `STUDY_FILE`, `trials` complete trials each,
     and their names in the file's order."""
-    from dse.explore.studies import load_studies
-    from dse.explore.study_workers import run_study
+    from dse.explore.study.studies import load_studies
+    from dse.explore.study.workers import run_study
 
     url = str(folder / "d.journal")
     specs = load_studies(STUDY_FILE)
@@ -69,7 +69,7 @@ def routes() -> list[tuple[str, str]]:
     """(method, rule) of every route of the installed optuna-dashboard's application."""
     from optuna.storages import InMemoryStorage
 
-    from dse.explore.study_dashboard import require
+    from dse.explore.study.dashboard import require
 
     app = require().wsgi(InMemoryStorage())
     return sorted({(r.method, r.rule) for r in app.routes})
@@ -123,7 +123,7 @@ def stall(port: int, rng: random.Random) -> socket.socket:
 
 def _ids(url: str, names: list[str]) -> dict[str, tuple[int, list[int]]]:
     """Each study's id and its trials' ids."""
-    from dse.explore.storage import load_study
+    from dse.explore.study.storage import load_study
 
     out = {}
     for name in names:
@@ -177,7 +177,7 @@ def _request(rng: random.Random, rules: list[str], pick: Callable[[str], str]) -
 
 def case(rng: random.Random, folder: Path) -> list[str]:
     """One seeded random sequence of requests to a read-only dashboard; the broken promises."""
-    from dse.explore.study_dashboard import dashboard_server
+    from dse.explore.study.dashboard import dashboard_server
 
     url, names = make_journal(folder, (rng.randint(1, 4), rng.randint(1, 3)))
     shown, other = rng.sample(names, 2)

@@ -45,8 +45,8 @@ from typing import Any
 from dse.testing.faults import Campaign
 from dse.testing.faults_files import snapshot
 from dse.testing.faults_traces import TIMEOUT, delimited, messages, run_dse
-from dse.training import chakra_schema as cs
-from dse.training.chakra_frames import frames
+from dse.training.chakra import schema as cs
+from dse.training.chakra.frames import frames
 from dse.training.pipeline_traces import write_pipeline_traces
 
 DAMAGES = (

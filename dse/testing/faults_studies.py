@@ -122,8 +122,8 @@ def stored_study(url: str, name: str) -> tuple[dict | None, list[str], list]:
     """The definition a journal stores for study `name`, its directions, and its trials."""
     import optuna
 
-    from dse.explore.storage import open_storage
-    from dse.explore.study_workers import DEFINITION_ATTR
+    from dse.explore.study.storage import open_storage
+    from dse.explore.study.workers import DEFINITION_ATTR
 
     storage = open_storage(url, must_exist=True)
     study = optuna.load_study(study_name=name, storage=storage)
@@ -133,7 +133,7 @@ def stored_study(url: str, name: str) -> tuple[dict | None, list[str], list]:
 
 def concurrent_case(rng: random.Random, folder: Path) -> list[str]:
     """One case of "concurrent studies of one name" (module docstring)."""
-    from dse.explore.studies import load_studies
+    from dse.explore.study.studies import load_studies
 
     k = rng.choice((2, 2, 3))
     if rng.random() < 0.5:

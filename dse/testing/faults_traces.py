@@ -46,7 +46,7 @@ from pathlib import Path
 
 from dse.testing.faults import ASTRA_WORKLOAD, ROOT, SPACE_TOML, STUDY_TOML, SWEEP, Campaign, outcome_problems
 from dse.testing.faults_files import snapshot
-from dse.training.chakra_frames import frames
+from dse.training.chakra.frames import frames
 
 TRACES = sorted((ROOT / "tests" / "data" / "chakra").glob("*.et"))
 T4 = "4D-Ring_FC_Ring_SW"
@@ -168,7 +168,7 @@ def messages(data: bytes) -> list[bytes]:
 
 def _edit_node(rng: random.Random, msgs: list[bytes], limit_nodes: int) -> int:
     """One semantic edit of a random node; or how many times to repeat the nodes (else 1)."""
-    from dse.training import chakra_schema as cs
+    from dse.training.chakra import schema as cs
 
     if len(msgs) < 2:
         return 1
@@ -239,7 +239,7 @@ def damaged_trace(rng: random.Random, limit_nodes: int, most: int = 8 << 20) -> 
 def gzip_bomb(rng: random.Random, path: Path, size: int) -> None:
     """A gzip stream of `size` decompressed bytes: zeros, or a metadata then one valid node repeated,
     at a random level, sometimes in several members; written a block at a time."""
-    from dse.training import chakra_schema as cs
+    from dse.training.chakra import schema as cs
 
     node = cs.ChakraNode(id=rng.choice((0, 7)), name="n", type=cs.COMP, duration_micros=1)
     node.data_deps.extend([0] * rng.choice((0, 1, 300)))

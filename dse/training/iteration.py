@@ -50,7 +50,7 @@ from dse.costs import CostModel, get_cost_model
 from dse.schedulers import Scheduler, get_scheduler, parse_queue
 from dse.sim.simulate import policy_code
 from dse.sim.spec import simulation_steps
-from dse.training.chakra_read import ChakraTrace
+from dse.training.chakra.read import ChakraTrace
 from dse.training.iteration_engine import RESOURCE_NAMES, RULES, Engine, resource_of
 from dse.training.iteration_planner import MIB, Planner, chunk_count
 from dse.training.placement import group_topology
@@ -208,8 +208,8 @@ def iterate(
 
 def _check_single_rank(trace: Workload | ChakraTrace) -> Workload | ChakraTrace:
     """The workload, if it can run on one representative NPU: a trace's sends, receives, memory
-    nodes, group collectives and compute without a duration run per rank (`dse.training.ranks_run`)."""
-    from dse.training.chakra_read import needs_ranks
+    nodes, group collectives and compute without a duration run per rank (`dse.training.chakra.ranks_run`)."""
+    from dse.training.chakra.read import needs_ranks
 
     if isinstance(trace, ChakraTrace) and needs_ranks(trace):
         raise InputError(

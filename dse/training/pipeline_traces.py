@@ -41,7 +41,7 @@ no rank file is empty (ASTRA-sim aborts on one).
 
 **Speed.** The ranks of one stage differ only in their own rank and their peers: each stage's messages
 are encoded once, and per rank only its sends and receives are re-serialized with their ranks set
-(`_StageTemplate`); the files are written in one pass (`dse.training.chakra_write.write_rank_files`).
+(`_StageTemplate`); the files are written in one pass (`dse.training.chakra.write.write_rank_files`).
 Durations are whole microseconds in ``duration_micros`` (a fraction is kept exactly in
 ``dse_duration_ns``, as every dse export does).
 """
@@ -61,8 +61,8 @@ from dse.core.errors import InputError
 from dse.core.files import check_output_file, output_target, write_atomic
 from dse.core.limits import MAX_NS, check_input, check_work
 from dse.core.units import parse_int, parse_positive, parse_size
-from dse.training import chakra_schema as cs
-from dse.training.chakra_write import HEADER, MAX_RANK_FILES, check_prefix, encode_graph, frame, write_rank_files
+from dse.training.chakra import schema as cs
+from dse.training.chakra.write import HEADER, MAX_RANK_FILES, check_prefix, encode_graph, frame, write_rank_files
 from dse.training.workload_graph import COMM, COMPUTE, RECV, SEND, Graph, Node
 from dse.training.workloads import ALL
 

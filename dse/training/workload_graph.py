@@ -57,7 +57,7 @@ from dse.training.placement import PartScope
 from dse.training.workloads import ALL, SLOTS, Workload
 
 COMPUTE, COMM, MARK, REPLAY = "compute", "comm", "mark", "replay"
-#: per-rank traces only (`dse.training.ranks_sim`): a point-to-point send or receive, a memory access
+#: per-rank traces only (`dse.training.chakra.ranks_sim`): a point-to-point send or receive, a memory access
 SEND, RECV, MEM = "send", "recv", "mem"
 #: ASTRA-sim 1.0's issue priorities of a collective (`Sys::get_priority`): the configured policy
 #: (``none``), last-in-first-out, first-in-first-out, or ahead of everything

@@ -284,7 +284,7 @@ class Workload:
 # ----- loading ---------------------------------------------------------------------------------
 def load_workload(spec: str | Path | Workload | Mapping[str, Any] | Any) -> Workload | Any:
     """A `Workload` from a file (ASTRA-sim text or ``.toml``), a generator spec, a dict or itself;
-    or a `dse.training.chakra_read.ChakraTrace` from a Chakra trace (a ``.et`` file or the prefix of one).
+    or a `dse.training.chakra.read.ChakraTrace` from a Chakra trace (a ``.et`` file or the prefix of one).
 
     A string that names no existing file is a bundled workload's name (`BUNDLED`, any case) or a
     generator spec (it starts with ``resnet152`` or ``transformer``).
@@ -294,7 +294,7 @@ def load_workload(spec: str | Path | Workload | Mapping[str, Any] | Any) -> Work
     if type(spec).__name__ == "ChakraTrace":
         return spec
     if isinstance(spec, (str, Path)) and str(spec).strip():
-        from dse.training.chakra_read import is_trace_path, load_trace  # the trace reader builds on the graph module
+        from dse.training.chakra.read import is_trace_path, load_trace  # the trace reader builds on the graph module
 
         if is_trace_path(spec):
             return load_trace(spec)

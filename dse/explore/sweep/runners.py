@@ -1,0 +1,160 @@
+"""Parallel runners for sweeps: in process, a pool of forked worker processes, or a dask cluster.
+
+A runner takes a function and a list of tasks and yields the function's results in any order
+(`Runner`); `dse.explore.sweep.sweeps.run_sweep` takes one as a parameter. `process_runner` is the default:
+
+- workers are forked (no named semaphores or temporary folders in /dev/shm), ignore Ctrl-C (the
+  parent gets it, stops the pool and keeps what is finished), and are killed by the kernel when the
+  parent dies (``PR_SET_PDEATHSIG`` on Linux), so a ``kill -9`` of a sweep leaves no orphans;
+- a worker that dies mid-task stops the run with a `RunError` (rows already written are kept);
+- a run stopped early (Ctrl-C, an error) ends its workers and the pool's management thread before
+  it returns (`_stop`), so nothing of the pool is left for the interpreter's exit;
+- `process_runner` starts at most as many workers as tasks; `dse.explore.sweep.sweeps.check_jobs` caps the
+  count asked for at `dse.core.limits.input_limit("processes")`, as `dask_runner`'s local cluster is.
+
+`dask_runner` hands the tasks to a dask.distributed cluster through joblib's dask backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from dse.core.errors import InputError, RunError
+from dse.core.limits import check_input
+
+Runner = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]]
+_PR_SET_PDEATHSIG = 1
+
+
+def serial_runner(func: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
+    """Every task in this process, in order."""
+    for t in tasks:
+        yield func(t)
+
+
+def _worker_init(parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    with contextlib.suppress(Exception):  # Linux only; elsewhere workers may outlive a killed parent
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+
+def process_runner(jobs: int) -> Runner:
+    """Up to `jobs` forked worker processes (one task at a time in process when `jobs` is 1)."""
+
+    def run(func: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
+        if jobs <= 1 or len(tasks) <= 1:
+            yield from serial_runner(func, tasks)
+            return
+        pool = ProcessPoolExecutor(
+            min(jobs, len(tasks)),
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_worker_init,
+            initargs=(os.getpid(),),
+        )
+        # the workers are forked at the first submit: keep a Ctrl-C from reaching them before they ignore it
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            pending: set[Future] = {pool.submit(func, tasks[0])}
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        try:
+            pending |= {pool.submit(func, t) for t in tasks[1:]}
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    yield f.result()
+        except BrokenProcessPool:
+            _stop(pool)
+            raise RunError(
+                "a worker process died (killed, or out of memory); what was finished is kept: "
+                "run the same command again to resume"
+            ) from None
+        except BaseException:  # Ctrl-C, an error in a task, or the consumer stopped early
+            _stop(pool)
+            raise
+        pool.shutdown(wait=True)
+
+    return run
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started, end the workers now, and wait for the pool's management thread.
+
+    That thread notices the killed workers and closes the pool's wake-up pipe. Left running, it
+    raced the interpreter's exit: `concurrent.futures`' exit hook checked that the pipe was open,
+    the thread closed it, and the hook's write failed with ``OSError: [Errno 9] Bad file
+    descriptor``, printed as a traceback after the one interrupted line (about one Ctrl-C in 8 of
+    ``dse sweep --jobs 2``). Joined here, the pipe is closed before the hook runs, which then skips it.
+    The call queue's feeder thread is not joined at exit (`cancel_join_thread`): with the workers
+    killed, a task it was writing into the full pipe would block that join for ever."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
+    calls = getattr(pool, "_call_queue", None)
+    if calls is not None:  # its feeder thread may be blocked writing a task no worker will read:
+        with contextlib.suppress(Exception):  # then joining it at the interpreter's exit never returns
+            calls.cancel_join_thread()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        with contextlib.suppress(Exception):
+            p.kill()
+    for p in processes:
+        with contextlib.suppress(Exception):
+            p.join(5)
+    if manager is not None:
+        manager.join(10)
+
+
+def dask_runner(jobs: int, scheduler_address: str | None = None) -> Runner:
+    """Tasks on a dask.distributed cluster (joblib's dask backend); without an address, a local
+    cluster of `jobs` single-threaded worker processes is started for the run."""
+    try:
+        import distributed  # noqa: F401
+        from joblib import Parallel, delayed, parallel_config
+    except ImportError:
+        raise InputError("backend", "dask is not installed", "pip install 'dse[dask]'") from None
+
+    def run(func: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
+        from distributed import Client
+
+        try:
+            client = (
+                Client(scheduler_address, timeout="10s")
+                if scheduler_address
+                else Client(n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None)
+            )
+        except OSError as e:
+            raise InputError("scheduler_address", f"cannot reach {scheduler_address!r}: {e}") from None
+        try:
+            with parallel_config(backend="dask"):
+                yield from Parallel(n_jobs=-1, return_as="generator_unordered")(delayed(func)(t) for t in tasks)
+        finally:
+            client.close()
+
+    return run
+
+
+BACKENDS = ("processes", "dask")
+
+
+def get_runner(backend: str, jobs: int, scheduler_address: str | None = None) -> Runner:
+    """The runner of a backend name: ``processes`` (default) or ``dask``; `jobs` above the process
+    limit (`dse.core.limits.input_limit`) is one line."""
+    check_input("processes", jobs, "jobs", "worker processes")
+    if backend == "processes":
+        if scheduler_address:
+            raise InputError("scheduler_address", "given without --backend dask", "--backend dask")
+        return process_runner(jobs)
+    if backend == "dask":
+        return dask_runner(jobs, scheduler_address)
+    raise InputError("backend", f"unknown backend {backend!r}", ", ".join(BACKENDS))

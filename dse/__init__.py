@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # the names for type checkers and IDEs; at run time `__getatt
     from dse.sim.evaluate import compare, evaluate
     from dse.sim.result import Result
     from dse.training.iteration import IterationResult, iterate
-    from dse.training.workloads import Workload, bundled_workloads, load_workload
+    from dse.training.workload_load import bundled_workloads, load_workload
+    from dse.training.workloads import Workload
 del TYPE_CHECKING
 
 __version__ = "0.1.0"
@@ -55,8 +56,8 @@ _LAZY: dict[str, str] = {
     "Topology": "core.topology",
     "parse_topology": "core.topology",
     "Workload": "training.workloads",
-    "bundled_workloads": "training.workloads",
-    "load_workload": "training.workloads",
+    "bundled_workloads": "training.workload_load",
+    "load_workload": "training.workload_load",
 }
 
 __all__ = [

@@ -54,7 +54,7 @@ import dse
 from dse.core.presets import PAPER_PRESETS
 from dse.training.chakra.read import load_trace
 from dse.training.iteration import iterate
-from dse.training.workloads import bundled_workloads, load_workload
+from dse.training.workload_load import bundled_workloads, load_workload
 
 DEFAULT = "transformer_1t_fused_only_t"
 ARTIFACT = (

@@ -61,12 +61,12 @@ def profile(spec, trials: int) -> None:
         prof = cProfile.Profile()
         prof.runcall(run_study, spec, trials=trials, storage=str(Path(d) / "bench.journal"))
     st = pstats.Stats(prof).stats  # (file, line, function) -> (calls, calls, own s, cumulative s, callers)
-    total = _cumulative(st, lambda k: k[2] == "run_study" and k[0].endswith("study_workers.py"))
+    total = _cumulative(st, lambda k: k[2] == "run_study" and k[0].endswith("study/workers.py"))
     fsync = sum(v[2] for k, v in st.items() if k[2] == "<built-in method posix.fsync>")
     writes = _cumulative(st, lambda k: k[2] == "append_logs")
     hooks = ("infer_relative_search_space", "sample_relative", "sample_independent", "before_trial", "after_trial")
-    sampler = _cumulative(st, lambda k: k[0].endswith("study_samplers.py") and k[2] in hooks)
-    bound = _cumulative(st, lambda k: k[2] == "fluid_bound" and k[0].endswith("study_trials.py"))
+    sampler = _cumulative(st, lambda k: k[0].endswith("study/samplers.py") and k[2] in hooks)
+    bound = _cumulative(st, lambda k: k[2] == "fluid_bound" and k[0].endswith("study/trials.py"))
     evaluation = _cumulative(st, lambda k: k[2] == "evaluate_many" and k[0].endswith("batch.py"))
     parts = [
         ("journal fsync", fsync),

@@ -252,7 +252,9 @@ def test_c_and_python_engines_agree(preset):
         plan = m.chunking(coll, size, chunks, topo, baseline=s.is_baseline)
         orders = s.orders(ScheduleProblem(topo, coll, plan, m, 3))
         plans = build_plans(m, topo, coll, orders, plan.sizes, "serialized", s.is_baseline)
-        kw = dict(queue=queue, rules=SimRules(m.scf_rule, shares_bandwidth=False, dim_tiebreak=True), timeline=True)
+        kw = dict(
+            queue=queue, rules=SimRules(m.rules.scf_rule, shares_bandwidth=False, dim_tiebreak=True), timeline=True
+        )
         a = simulate(plans, topo.ndims, engine="c", **kw)
         b = simulate(plans, topo.ndims, engine="python", **kw)
         assert a.time_ns == b.time_ns and a.timeline == b.timeline

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from dse import InputError, evaluate, lower_bounds
 from dse.bounds.api import chunk_types, ilp_bound
-from dse.bounds.flow import _flow_edges, _objective, _paths, _solve
+from dse.bounds.flow import flow_edges, flow_paths, objective_value, solve_counts
 from dse.bounds.grid import _grid_floor, _sum_reachable
 from dse.core.presets import PAPER_PRESETS
 from dse.sim.spec import CollectiveSpec
@@ -70,7 +70,7 @@ def _brute_force(spec, pipeline):
     best = math.inf
     for combo in itertools.combinations_with_replacement(range(len(types)), n):
         counts = [combo.count(i) for i in range(len(types))]
-        best = min(best, _objective(types, counts, 1, pipeline))
+        best = min(best, objective_value(types, counts, 1, pipeline))
     return best
 
 
@@ -175,7 +175,7 @@ def test_compare_is_deterministic(run_cli):
     assert runs[0] == runs[1]
 
 
-# --- the flow model and the whole-step floor (dse.bounds.grid._grid_floor, dse.bounds.flow._solve_flow) ---
+# --- the flow model and the whole-step floor (dse.bounds.grid._grid_floor, dse.bounds.flow.solve_flow) ---
 
 
 def _spec_types(topo, coll, chunks, mode, model="paper", size="64MiB"):
@@ -199,15 +199,15 @@ def test_flow_model_and_floor_agree_with_the_order_model(topo, coll, model, mode
     if model == "astra-sim":
         mode = "serialized"
     _, types, bw = _spec_types(topo, coll, chunks, mode, model)
-    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
-    by_flow = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES)
+    by_orders = solve_counts(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
+    by_flow = solve_counts(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES)
     assert by_orders.status == by_flow.status == "optimal"
     # both are proven bounds; HiGHS's tolerances may leave either up to ~1e-7 under the optimum
     assert by_flow.bound == pytest.approx(by_orders.bound, rel=1e-6)
-    if _flow_edges(types) is not None:  # the flow's mix is whole orders adding up to the chunks
+    if flow_edges(types) is not None:  # the flow's mix is whole orders adding up to the chunks
         assert sum(by_flow.mix.values()) == sum({t.size: t.count for t in types}.values())  # remainders too
-        assert _objective(types, list(by_flow.counts), 1, False) == pytest.approx(by_flow.bound, rel=1e-6)
-    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
+        assert objective_value(types, list(by_flow.counts), 1, False) == pytest.approx(by_flow.bound, rel=1e-6)
+    lp = solve_counts(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
     floor = _grid_floor(types, 1, bw, lp)
     assert lp * (1 - REL) <= floor <= by_orders.bound * (1 + 1e-6)
     # the whole method: LP, floor, then the flow MIP given the floor
@@ -218,7 +218,7 @@ def test_flow_model_and_floor_agree_with_the_order_model(topo, coll, model, mode
     # HiGHS may call a solve optimal with its dual bound a few ns (1e-7) under the optimum, its
     # tolerances; the bound stays valid (test_no_schedule_beats_a_bound), so compare to 1e-6 here
     assert res.bound == pytest.approx(by_orders.bound, rel=1e-6)
-    assert res.bound <= _objective(types, list(res.counts), 1, False) * (1 + REL) + 0.01
+    assert res.bound <= objective_value(types, list(res.counts), 1, False) * (1 + REL) + 0.01
 
 
 def test_floor_of_one_chunk_is_its_larger_phase():
@@ -227,7 +227,7 @@ def test_floor_of_one_chunk_is_its_larger_phase():
     dimension and a quarter on its second (twice, for all-reduce): the floor proves the whole-chunk
     optimum, 2 x 2^19 B / 12.5 B/ns."""
     _, types, bw = _spec_types("Ring(2,12.5,0)_Ring(2,12.5,0)", "all_reduce", 1, "overlapped", size=2**20)
-    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
+    lp = solve_counts(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
     assert lp == pytest.approx(0.75 * 2 * 2**19 / 12.5)
     assert _grid_floor(types, 1, bw, lp) == pytest.approx(2 * 2**19 / 12.5)
 
@@ -258,15 +258,15 @@ def test_sum_reachable_matches_enumeration(target, items):
 def test_paths_split_a_flow_into_whole_orders():
     # 3 chunks over dims {0,1,2}: 2 x order (0,1,2), 1 x order (2,0,1); edges are (set after d, d)
     flow = {(0, 2): 2, (4, 1): 2, (6, 0): 2, (0, 1): 1, (2, 0): 1, (3, 2): 1}
-    assert sorted(_paths(flow, 3)) == [((0, 1, 2), 2), ((2, 0, 1), 1)]
+    assert sorted(flow_paths(flow, 3)) == [((0, 1, 2), 2), ((2, 0, 1), 1)]
 
 
 def test_a_solve_highs_rejects_for_a_tiny_violation_is_solved_again():
     """HiGHS 1.15 finds this order model's optimum, then calls it a solve error for a 1e-6 row
     violation; `_run` solves it once more with tighter tolerances (the flow model agrees)."""
     _, types, _ = _spec_types("Ring(7,200,0)_Ring(2,200,0)_Ring(2,200,0)", "reduce_scatter", 7, "overlapped")
-    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
-    by_flow = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES)
+    by_orders = solve_counts(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
+    by_flow = solve_counts(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES)
     assert by_orders.status == by_flow.status == "optimal"
     assert by_orders.bound == pytest.approx(by_flow.bound, rel=1e-6)
 

@@ -349,7 +349,7 @@ SPLIT = "Ring(16,100,500)_Ring(16,100,500)_Ring(4,100,500)"  # a 128-NPU model-p
 )
 def test_export_import_is_the_identity(tmp_path: Path, workload: str, topo: str) -> None:
     from dse.training.workload_graph import compile_workload
-    from dse.training.workloads import load_workload
+    from dse.training.workload_load import load_workload
 
     wl = load_workload(workload)
     graph = wl.graph if workload.endswith(".et") else compile_workload(wl)

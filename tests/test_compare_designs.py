@@ -117,7 +117,7 @@ def test_cost_is_the_study_price_model(run_cli, tmp_path):
 
 def test_a_placement_is_applied_as_dse_iterate_applies_it(run_cli, tmp_path):
     from dse.training.placement_read import load_placement, with_placement
-    from dse.training.workloads import load_workload
+    from dse.training.workload_load import load_workload
 
     place = tmp_path / "place.toml"
     place.write_text("[placement]\nfwd = [4, 4, 0, 0]\nig = [4, 4, 0, 0]\nwg = [0, 2, 4, 8]\n")

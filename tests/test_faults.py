@@ -130,7 +130,7 @@ def test_the_damage_generator_makes_both_kinds(tmp_path):
 
 
 def test_output_size_skips_a_file_gone_as_it_is_counted(tmp_path, monkeypatch):
-    """The interrupted runs poll `_size` while dse renames its temporary files into place: one gone
+    """The interrupted runs poll `output_size` while dse renames its temporary files into place: one gone
     between being listed and its size read is skipped (it raised FileNotFoundError, failing the case)."""
     (tmp_path / "done.csv").write_bytes(b"x" * 10)
     tmp = tmp_path / ".out.csv.1.tmp"
@@ -144,4 +144,4 @@ def test_output_size_skips_a_file_gone_as_it_is_counted(tmp_path, monkeypatch):
         return seen
 
     monkeypatch.setattr(Path, "is_file", gone_once_seen)
-    assert interrupts._size(tmp_path) == 10
+    assert interrupts.output_size(tmp_path) == 10

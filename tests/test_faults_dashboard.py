@@ -69,7 +69,7 @@ def test_the_issues_attack_on_the_command_changes_nothing(kind, tmp_path, run_cl
         run_study(specs[0], trials=3, storage=url)
         run_study(specs[1], trials=2, storage=url)
         names = [s.name for s in specs]
-    ids = faults_dashboard._ids(url, names)
+    ids = faults_dashboard.study_and_trial_ids(url, names)
     before = path.read_bytes()
     cmd = [sys.executable, "-m", "dse", "study", "dashboard", names[0], "--storage", url, "--port", "0"]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

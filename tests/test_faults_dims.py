@@ -124,7 +124,7 @@ def test_the_limit_holds_for_every_form_and_its_variable_raises_it(tmp_path: Pat
 
 
 def test_round_up_prints_small_numbers_whole() -> None:
-    from dse.core.limits import _round_up
+    from dse.core.limits import round_up_text as _round_up
 
     assert [_round_up(x) for x in (1, 2.5, 3, 40, 9999)] == ["1", "3", "3", "40", "9999"]
     assert [_round_up(x) for x in (10_000, 3.2e8, 1e9)] == ["1e4", "4e8", "1e9"]

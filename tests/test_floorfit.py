@@ -1,4 +1,4 @@
-"""The search for a schedule at the whole-step floor (dse.bounds.floorfit, dse.bounds.floor._floor_search):
+"""The search for a schedule at the whole-step floor (dse.bounds.floorfit, dse.bounds.floor.floor_search):
 exact when it finds one, a proof when the exhaustive search finds none, and the ILP either way."""
 
 import itertools
@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from dse import evaluate, lower_bounds
 from dse.bounds.api import chunk_types, distinct_types, ilp_bound
-from dse.bounds.floor import _edge_steps, _floor_search
-from dse.bounds.floorfit import OutOfBudget, targets
-from dse.bounds.flow import _flow_edges, _objective, _solve
-from dse.bounds.grid import _Grid
+from dse.bounds.floor import _edge_steps, floor_search
+from dse.bounds.floorfit import OutOfBudget, exhaustive_flow, find_flow, targets
+from dse.bounds.flow import flow_edges, objective_value, solve_counts
+from dse.bounds.grid import Grid
 from dse.bounds.lattice import Lattice
 from dse.core.topology import Dim, Topology
 from dse.sim.spec import CollectiveSpec
@@ -48,8 +48,8 @@ def _setup(topo, chunks, *, coll="all_reduce", size="1GB", mode="overlapped"):
     spec = CollectiveSpec.parse(topo, collective=coll, size=size, chunks=chunks, latency_mode=mode)
     types = chunk_types(spec)
     bw = [spec.cost_model.bytes_per_ns(d) for d in spec.topology.dims]
-    grid = _Grid.of(types, 1, bw)
-    edges = _flow_edges(types)
+    grid = Grid.from_types(types, 1, bw)
+    edges = flow_edges(types)
     steps = _edge_steps(edges, grid, 1) if grid is not None and edges is not None else None
     return spec, types, bw, grid, edges, steps
 
@@ -84,7 +84,7 @@ def test_exhaustive_search_agrees_with_enumerating_every_mix(data, topo, chunks)
     some = sorted(made)[data.draw(st.integers(0, len(made) - 1))]
     shift = data.draw(st.lists(st.integers(-2, 2), min_size=nd, max_size=nd))
     for target in (list(some), [max(0, a + b) for a, b in zip(some, shift)]):
-        flow = lattice.exhaustive(chunks, target, budget=[10**6])
+        flow = exhaustive_flow(lattice, chunks, target, budget=[10**6])
         assert (flow is not None) == (tuple(target) in made)
         if flow is not None:
             assert _steps_of(flow, steps, nd) == (target, chunks)
@@ -97,12 +97,12 @@ def test_guided_search_is_exact_when_it_finds(topo, chunks):
     dimension's steps exactly the target (at the floor)."""
     _, types, bw, grid, _, steps = _setup(topo, chunks)
     assume(steps is not None)
-    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
+    lp = solve_counts(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
     t, caps, slack = next(grid.walk(lp))
     lattice = Lattice(steps, topo.ndims, list(grid.live))
     for target in targets(list(grid.wt), caps, slack, limit=2) or []:
         for how in ("projection", "central", 0, 1):
-            flow = lattice.find(chunks, target, how, budget=300)
+            flow = find_flow(lattice, chunks, target, how, budget=300)
             if flow is not None:
                 per_dim, n = _steps_of(flow, steps, topo.ndims)
                 assert n == chunks
@@ -125,7 +125,7 @@ def test_targets_are_every_step_vector_with_the_slack():
 
 def test_exhaustive_search_stops_at_its_budget():
     _, types, _, grid, _, steps = _setup("4D-Ring_FC_Ring_SW", 64)
-    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
+    lp = solve_counts(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
     _, caps, slack = next(grid.walk(lp))
     target = targets(list(grid.wt), caps, slack, limit=1)[0]
     full = [0] * 4
@@ -133,8 +133,8 @@ def test_exhaustive_search_stops_at_its_budget():
         full[d] = target[j]
     lattice = Lattice(steps, 4, list(grid.live))
     with pytest.raises(OutOfBudget):
-        lattice.exhaustive(64, full, budget=[3])
-    assert lattice.exhaustive(64, full, budget=[10**6]) is not None
+        exhaustive_flow(lattice, 64, full, budget=[3])
+    assert exhaustive_flow(lattice, 64, full, budget=[10**6]) is not None
 
 
 def test_a_paper_topology_is_solved_at_the_floor_without_branch_and_bound():
@@ -142,7 +142,7 @@ def test_a_paper_topology_is_solved_at_the_floor_without_branch_and_bound():
     b = lower_bounds("4D-Ring_FC_Ring_SW", size="1GB", chunks=64, pipeline=False, **WORK)
     assert any("without branch and bound" in n for n in b.notes)
     _, types, _, _, _, _ = _setup("4D-Ring_FC_Ring_SW", 64)
-    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
+    by_orders = solve_counts(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
     assert b.status == by_orders.status == "optimal"
     assert b.ilp_ns == pytest.approx(by_orders.bound, rel=1e-6)
     assert sum(b.mix.values()) == 64
@@ -154,11 +154,11 @@ def test_an_unreachable_floor_is_proven_and_stays_a_valid_bound():
     optimum, and the MIP solves the rest."""
     topo = "SW(16,200,700)_FC(8,50,500)_SW(2,400,1700)_SW(8,150,20)"
     _, types, bw, grid, edges, _ = _setup(topo, 64)
-    lp = _solve(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
+    lp = solve_counts(types, 1, relax=True, solver="highs", time_limit_s=math.inf).bound
     floor = grid.floor(lp)
-    proven, found = _floor_search(types, edges, grid, 1, lp)
+    proven, found = floor_search(types, edges, grid, 1, lp)
     assert found is None and proven > floor * (1 + 1e-9)
-    by_orders = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
+    by_orders = solve_counts(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
     assert by_orders.status == "optimal" and proven <= by_orders.bound * (1 + 1e-9)
     _, used, res = ilp_bound(types, 1, bw, time_limit_s=math.inf, node_limit=NODES)
     assert used == proven and not res.searched and res.bound == pytest.approx(by_orders.bound, rel=1e-6)
@@ -204,8 +204,8 @@ def test_four_dimension_bounds_match_the_solver_and_no_schedule_beats_them(topo,
     )
     spec = CollectiveSpec.parse(topo, collective=coll, size="64MiB", chunks=chunks, cost_model=model, latency_mode=mode)
     types = chunk_types(spec)
-    ilp = _solve(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
-    pipe = _solve(
+    ilp = solve_counts(types, 1, relax=False, solver="highs", time_limit_s=math.inf, node_limit=NODES, flow=False)
+    pipe = solve_counts(
         distinct_types(types, pipeline=True),
         1,
         relax=False,
@@ -257,7 +257,7 @@ def test_bounds_the_searches_settle_are_never_above_a_schedule_the_solver_finds(
     types = chunk_types(spec)
     for pipeline, bound in ((False, b.ilp_ns), (True, b.pipeline_ns)):
         kinds = distinct_types(types, pipeline=pipeline)
-        ref = _solve(
+        ref = solve_counts(
             kinds,
             1,
             relax=False,
@@ -269,6 +269,6 @@ def test_bounds_the_searches_settle_are_never_above_a_schedule_the_solver_finds(
         )
         counts = [round(c) for c in ref.counts]
         if sum(counts) == chunks:  # the solver has a mix (its incumbent)
-            assert bound <= _objective(kinds, counts, 1, pipeline) * (1 + 1e-9)
+            assert bound <= objective_value(kinds, counts, 1, pipeline) * (1 + 1e-9)
         if ref.status == "optimal" and b.status == "optimal":  # (both solvers may stop at the node limit)
             assert bound == pytest.approx(max(b.ilp_ns, ref.bound), rel=1e-6)

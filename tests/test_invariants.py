@@ -132,7 +132,7 @@ def test_c_and_python_engines_agree_exactly(topo, coll, sched, queue, model, mod
     plans = build_plans(m, topo, coll, orders, plan.sizes, lm, s.is_baseline)
     kw = dict(
         queue=queue,
-        rules=SimRules(m.scf_rule, shares_bandwidth=False, dim_tiebreak=dim_tiebreak),
+        rules=SimRules(m.rules.scf_rule, shares_bandwidth=False, dim_tiebreak=dim_tiebreak),
         active_chunks=active,
         timeline=True,
     )

@@ -13,7 +13,8 @@ from dse.core.presets import PRESETS
 from dse.sim.evaluate import evaluate
 from dse.training.iteration import chunk_count, end_to_end_markdown, end_to_end_rows, iterate, scope_dims
 from dse.training.iteration_engine import RULES
-from dse.training.workloads import ALL, DP, MP, Layer, Workload, load_workload
+from dse.training.workload_load import load_workload
+from dse.training.workloads import ALL, DP, MP, Layer, Workload
 
 T4 = "4D-Ring_FC_Ring_SW"
 GIB = 2**30
@@ -50,7 +51,7 @@ def test_one_collective_equals_evaluate(cost_model: str, scheduler: str, queue: 
     e = evaluate(T4, size=GIB, scheduler=scheduler, queue=queue, cost_model=cost_model)
     model = dse.get_cost_model(cost_model)
     # W_0 starts one state change after F_0; ASTRA-sim 2.x gives F_0 and W_0 (no compute) 1 ns each
-    tick = model.workload_tick + 2 * RULES[model.workload_rules].min_ns
+    tick = model.rules.workload_tick + 2 * RULES[model.rules.workload_rules].min_ns
     assert r.collectives[0].issue_ns == tick
     assert r.time_ns == pytest.approx(tick + e.time_ns, rel=1e-12)
     exposed = tick + e.time_ns  # F_0 and W_0 compute nothing: their 1 ns is time, not compute

@@ -257,7 +257,7 @@ def test_bundled_machines_resolve_and_carry_sources(name):
 
 def test_bundled_set_and_files_agree():
     assert sorted(p.stem for p in C.MACHINES_DIR.glob("*.toml")) == sorted(C.BUNDLED)
-    from dse.cli.nccl import _BUNDLED_HELP
+    from dse.cli.nccl import BUNDLED_HELP as _BUNDLED_HELP
 
     assert _BUNDLED_HELP == ", ".join(C.BUNDLED)
     h800 = C.resolve_calibration("H800-node").fitted_system()

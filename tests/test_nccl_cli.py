@@ -203,10 +203,11 @@ def test_docs_commands_run_as_printed(run_cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     commands = _doc_commands()
     assert len(commands) >= 7
+    (tmp_path / "out").mkdir()
     for argv in commands:
         assert argv[0] == "dse"
         code, _, err = run_cli(*argv[1:])
         assert code == 0, (argv, err)
-    assert read_calibration("h100.toml").rows == 32 and read_calibration("a100x3.toml").rows == 22
-    assert read_calibration("a100x3.toml").params == resolve_calibration("DGX-A100-HDRx3").params
-    assert len(_rows(tmp_path / "a100.csv")) == 28  # 8 B .. 1 GiB
+    assert read_calibration("out/h100.toml").rows == 32 and read_calibration("out/a100x3.toml").rows == 22
+    assert read_calibration("out/a100x3.toml").params == resolve_calibration("DGX-A100-HDRx3").params
+    assert len(_rows(tmp_path / "out" / "a100.csv")) == 28  # 8 B .. 1 GiB

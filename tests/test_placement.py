@@ -187,7 +187,7 @@ def _libra_files() -> dict[str, dict]:
     """LIBRA's bundled workloads, as the files say: name -> the TOML table."""
     import tomllib
 
-    from dse.training.workloads import libra_workloads
+    from dse.training.workload_load import libra_workloads
 
     return {name: tomllib.loads(path.read_text()) for name, path in libra_workloads().items()}
 
@@ -198,7 +198,7 @@ def test_a_placements_shape_is_its_groups_times_each_other_and_libras_networks()
     import math
     import tomllib
 
-    from dse.training.workloads import LIBRA_DIR
+    from dse.training.workload_load import LIBRA_DIR
 
     networks = tomllib.loads((LIBRA_DIR / "networks.toml").read_text())
     files = _libra_files()
@@ -224,7 +224,7 @@ OTHER_SHAPE = "4D-Ring_FC_Ring_SW"
 
 
 def test_a_placement_error_names_the_shape_needed_the_shape_given_and_placement() -> None:
-    from dse.training.workloads import load_workload
+    from dse.training.workload_load import load_workload
 
     with pytest.raises(InputError) as e:
         iterate(load_workload(GPT3_4D), OTHER_SHAPE)

@@ -213,7 +213,7 @@ def model_cases(draw):
 @given(model_cases())
 def test_c_equals_reference_on_the_models_phases(case):
     topo, kw, m, plans, seqs = case
-    run = dict(queue="fixed", service_order=seqs, rules=m.sim_rules, active_chunks=kw["active_chunks"], timeline=True)
+    run = dict(queue="fixed", service_order=seqs, rules=m.rules, active_chunks=kw["active_chunks"], timeline=True)
     c = simulate(plans, topo.ndims, engine="c", **run)
     p = simulate(plans, topo.ndims, engine="python", **run)
     assert bits(c) == bits(p)

@@ -210,7 +210,7 @@ def served(journal):
 
 
 def _ids(url: str) -> dict[str, tuple[int, list[int]]]:
-    from dse.testing.faults_dashboard import _ids as ids
+    from dse.testing.faults_dashboard import study_and_trial_ids as ids
 
     return ids(url, [NAME, OTHER])
 

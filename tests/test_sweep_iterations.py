@@ -16,7 +16,7 @@ from dse.explore.sweep.file import parse_sweep
 from dse.explore.sweep.sweeps import columns, load_sweep, read_rows, run_sweep
 from dse.training.iteration import iterate
 from dse.training.placement_read import load_placement, with_placement
-from dse.training.workloads import load_workload
+from dse.training.workload_load import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 T = "Ring(4,100,500)_FC(8,100,500)_SW(4,50,1000)"  # 4 x 8 leading: tiny_hybrid's group of 32 fits

@@ -9,8 +9,8 @@ import pytest
 
 from dse.training.iteration import iterate
 from dse.training.workload_formats import convert, figures_sha256, to_astra_text, to_toml
+from dse.training.workload_load import bundled_workloads, load_workload
 from dse.training.workload_read import load_toml_text
-from dse.training.workloads import bundled_workloads, load_workload
 
 SHARED_WL = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "astra-sim-1.0"
 BUNDLED = [
@@ -98,7 +98,7 @@ def test_cli_convert(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untype
 def test_cli_list(run_cli) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from dse.training.workloads import libra_workloads
+    from dse.training.workload_load import libra_workloads
 
     code, out, _ = run_cli("workload", "list", "--json")
     rows = {r["name"]: r for r in json.loads(out)}

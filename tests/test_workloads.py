@@ -11,7 +11,8 @@ import pytest
 from dse.core.errors import InputError
 from dse.training.generators import generate, parameter_count, resnet152, transformer
 from dse.training.workload_formats import to_astra_text
-from dse.training.workloads import ALL, DP, MP, Layer, Workload, load_workload
+from dse.training.workload_load import load_workload
+from dse.training.workloads import ALL, DP, MP, Layer, Workload
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -76,13 +76,16 @@ class ExactProblem:
 
     @property
     def nchunks(self) -> int:
+        """The number of chunks."""
         return len(self.sizes)
 
     @property
     def ndims(self) -> int:
+        """The number of dimensions of the topology."""
         return self.spec.topology.ndims
 
     def chunk_routes(self, k: int) -> tuple[Route, ...]:
+        """The routes chunk `k` may take (those of its size class)."""
         return self.routes[self.kinds[k]]
 
     def horizon(self) -> int:
@@ -96,6 +99,7 @@ class ExactProblem:
         return h
 
     def ns(self, steps: int | float) -> float:
+        """`steps` of the problem's time unit in ns (exact for a whole number of steps)."""
         return float(Fraction(steps) * self.unit) if isinstance(steps, int) else steps * float(self.unit)
 
 
@@ -136,7 +140,7 @@ def _route_phases(spec: CollectiveSpec, size: float, orders: int) -> int:
     topo, coll, model, mode = spec.topology, spec.collective, spec.cost_model, spec.latency_mode
     ascending = tuple(range(topo.ndims))
     total = orders * len(model.phases(topo, coll, ascending, size, latency_mode=mode))
-    if coll == ALL_REDUCE and model.baseline_ar_phase:
+    if coll == ALL_REDUCE and model.rules.baseline_ar_phase:
         total += len(model.phases(topo, coll, ascending, size, latency_mode=mode, baseline=True))
     return total
 
@@ -181,7 +185,7 @@ def _true_routes(
     else:
         orders = [tuple(range(nd))] if coll == ALL_TO_ALL else list(itertools.permutations(range(nd)))
     variants = [(o, False) for o in orders]
-    if coll == ALL_REDUCE and model.baseline_ar_phase and only is None:
+    if coll == ALL_REDUCE and model.rules.baseline_ar_phase and only is None:
         variants.append((tuple(range(nd)), True))
     return [
         (o, ar, model.phases(topo, coll, o, size, latency_mode=spec.latency_mode, baseline=ar, memo=memo))

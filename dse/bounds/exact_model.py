@@ -13,7 +13,8 @@ import math
 import time
 from typing import Any, NamedTuple
 
-from dse.bounds.exact import ExactProblem, Schedule, edge_table
+from dse.bounds.exact import ExactProblem, Schedule, edge_table, replay_steps
+from dse.bounds.exact_worker import WorkerDied, call
 from dse.core.collectives import ALL_REDUCE
 
 #: a phase's key among a chunk's start variables: its index in a route, or on the path its edge
@@ -290,12 +291,9 @@ class Job(NamedTuple):
 def solve(job: Job) -> SolveResult:
     """Run one solve in the CP-SAT worker process (`dse.bounds.exact_worker`: why it is apart).
 
-    A worker that dies in the middle of a solve (OR-Tools 9.15 once aborted with a heap error on a
-    64-chunk portfolio solve that ran cleanly when repeated) is replaced and the solve repeated
-    once; if it dies again the solve is reported as ``CRASHED``: nothing found, nothing proven,
-    its whole work limit spent."""
-    from dse.bounds.exact_worker import WorkerDied, call
-
+    A worker that dies in the middle of a solve (OR-Tools can abort on a solve that runs cleanly
+    when repeated) is replaced and the solve repeated once; if it dies again the solve is reported
+    as ``CRASHED``: nothing found, nothing proven, its whole work limit spent."""
     for _ in range(2):
         try:
             return call(job)
@@ -311,8 +309,6 @@ def run_job(job: Job) -> SolveResult:
     if "highspy" in sys.modules:
         raise RuntimeError("CP-SAT must not share a process with highspy (see dse.bounds.exact_worker)")
     from ortools.sat.python import cp_model
-
-    from dse.bounds.exact import replay_steps
 
     model = ExactModel(job.problem, fixed=job.fixed, lower=job.lower, upper=job.upper, objective=job.objective)
     if job.hint is not None and (rp := replay_steps(job.problem, job.hint)) is not None:

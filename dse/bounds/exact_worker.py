@@ -1,10 +1,10 @@
-"""The process CP-SAT runs in (`python -m dse.bounds.exact_worker`), and the client that feeds it.
+"""The client of the process CP-SAT runs in (`dse.bounds.exact_serve`): it starts the worker and feeds it jobs.
 
 OR-Tools ships its own HiGHS library under the same name (libhighs.so.1) as highspy's, of another
 version, and a process loads only the first of the two: CP-SAT in a process whose bounds use
 highspy fails to load (highspy first) or hands highspy the wrong HiGHS (OR-Tools first). So every
 CP-SAT solve runs in a worker process of its own that never imports highspy, started on the first
-solve and kept for the next (about a second to start). The worker holds itself to one core (the
+solve and kept for the next (it is slow to start). The worker holds itself to one core (the
 first its parent may use): the solves are single-threaded or interleave CP-SAT's subsolvers on it.
 Jobs and results cross its standard input and output as pickles; a plain subprocess rather than
 `multiprocessing`, so that a caller's script is never re-imported in the worker.
@@ -55,7 +55,7 @@ def _start() -> subprocess.Popen:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return subprocess.Popen(
-        [sys.executable, "-m", "dse.bounds.exact_worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+        [sys.executable, "-m", "dse.bounds.exact_serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
     )
 
 
@@ -74,30 +74,3 @@ def _stop() -> None:
 
 
 atexit.register(_stop)
-
-
-def _serve() -> None:
-    """The worker's loop: a job in, its result (or its error) out, until standard input closes."""
-    from dse.bounds.exact_model import run_job
-
-    if hasattr(os, "sched_setaffinity"):  # one core, whatever CP-SAT's portfolio asks for
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    while True:
-        try:
-            job = pickle.load(stdin)
-        except EOFError:
-            return
-        try:
-            answer: tuple[bool, Any] = (True, run_job(job))
-        except Exception as exc:  # sent back: the caller raises it with the worker's words
-            answer = (False, f"{type(exc).__name__}: {exc}")
-        pickle.dump(answer, stdout, protocol=pickle.HIGHEST_PROTOCOL)
-        stdout.flush()
-
-
-if __name__ == "__main__":
-    try:
-        _serve()
-    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the caller reports it
-        sys.exit(130)

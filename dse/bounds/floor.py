@@ -1,6 +1,6 @@
 """The load-only ILP settled at its whole-step floor (`dse.bounds.grid`) without a MIP solver.
 
-`_floor_search` takes the first time the floor's walk allows and runs the searches of
+`floor_search` takes the first time the floor's walk allows and runs the searches of
 `dse.bounds.floorfit` on the flow's lattice in grid steps: guided ones that usually find a schedule
 whose busiest dimension is at that time (then it is optimal), and exhaustive ones that either find
 one or prove that no schedule meets it. Both are bounded by node budgets; when they give up, the
@@ -13,15 +13,15 @@ import dataclasses
 import itertools
 from typing import TYPE_CHECKING
 
-from dse.bounds.flow import Edges, _mix, _objective, _paths, _Solution
-from dse.bounds.grid import _Grid
+from dse.bounds.flow import Edges, Solution, flow_paths, mix_of, objective_value
+from dse.bounds.grid import Grid
 from dse.schedulers.order_mix import ChunkType
 
 if TYPE_CHECKING:
     from dse.bounds.lattice import Edge, Lattice
 
 
-def _edge_steps(edges: Edges, grid: _Grid, slots: int) -> dict[tuple[int, int], int] | None:
+def _edge_steps(edges: Edges, grid: Grid, slots: int) -> dict[tuple[int, int], int] | None:
     """Each flow edge's load in whole grid steps above its dimension's base (0 where a dimension has
     no steps), or None when there is more than one chunk size, no dimension with steps, or a load
     off the grid."""
@@ -39,10 +39,10 @@ def _edge_steps(edges: Edges, grid: _Grid, slots: int) -> dict[tuple[int, int], 
     return steps
 
 
-def _floor_search(
+def floor_search(
     types: list[ChunkType],
     edges: Edges,
-    grid: _Grid,
+    grid: Grid,
     slots: int,
     start: float,
     *,
@@ -50,7 +50,7 @@ def _floor_search(
     at_least: float = 0.0,
     max_targets: int = 64,
     proof_budget: int = 20_000,
-) -> tuple[float, _Solution | None]:
+) -> tuple[float, Solution | None]:
     """The load-only ILP without a MIP solver, when it can be had cheaply (`dse.bounds.floorfit`).
 
     At the first candidate T of the whole-step walk from `start` (the floor): quick guided searches
@@ -64,7 +64,7 @@ def _floor_search(
     `fill` (ns per dimension): the pipeline bound's version. Each dimension's load plus its fill
     (the least head plus the least tail of any type) must fit under T, which makes T a lower bound
     on the pipeline objective; a schedule counts as found only if its whole pipeline objective
-    (`_objective`, the fill and drain of the types it uses and their paths) is at T too.
+    (`objective_value`, the fill and drain of the types it uses and their paths) is at T too.
 
     `start` must be a lower bound on the problem walked (the loads, plus `fill` if given): the walk
     only checks candidate times from there. `at_least`: another proven lower bound on the
@@ -111,7 +111,7 @@ def _oriented(steps: dict[Edge, int], nd: int) -> tuple[dict[Edge, int], bool]:
 
 
 class _FloorFit:
-    """The searches `_floor_search` runs for one floor: the lattice, and how a flow found on it
+    """The searches `floor_search` runs for one floor: the lattice, and how a flow found on it
     becomes a solution (orders un-flipped, checked against the time `limit` to meet)."""
 
     def __init__(
@@ -121,7 +121,7 @@ class _FloorFit:
         self.flip, self.pipeline, self.limit = flip, pipeline, limit
         self.index = {t.order: i for i, t in enumerate(types) if not t.ar_phase}
 
-    def search(self, aims: list[list[int]], proof_budget: int) -> tuple[_Solution | None, bool]:
+    def search(self, aims: list[list[int]], proof_budget: int) -> tuple[Solution | None, bool]:
         """Cheapest first: two guided searches (they find most schedules that meet the floor), a
         small exhaustive one (it proves most floors that no schedule meets), guided searches from
         sixteen perturbed guides, then larger exhaustive ones. Returns (solution, proven none)."""
@@ -143,21 +143,21 @@ class _FloorFit:
                 return found, proven
         return None, False
 
-    def solution(self, flow: dict[Edge, int]) -> _Solution | None:
+    def solution(self, flow: dict[Edge, int]) -> Solution | None:
         """The schedule of a flow the searches found, or None when its pipeline (fill, drain or
         paths) exceeds the limit (load-only: cannot happen)."""
         types = self.types
         counts = [0.0] * len(types)
-        for order, amount in _paths(flow, self.lattice.nd):
+        for order, amount in flow_paths(flow, self.lattice.nd):
             counts[self.index[order[::-1] if self.flip else order]] += amount
-        value = _objective(types, counts, self.slots, self.pipeline)
+        value = objective_value(types, counts, self.slots, self.pipeline)
         if sum(counts) != self.n or value > self.limit * (1 + 1e-9):
             return None
-        return _Solution(value, "optimal", _mix(types, counts), tuple(counts), searched=True)
+        return Solution(value, "optimal", mix_of(types, counts), tuple(counts), searched=True)
 
-    def exhaust(self, aims: list[list[int]], how: str | None, budget: int) -> tuple[_Solution | None, bool]:
+    def exhaust(self, aims: list[list[int]], how: str | None, budget: int) -> tuple[Solution | None, bool]:
         """An exhaustive search over every step vector in `aims`: (solution, proven none)."""
-        from dse.bounds.floorfit import OutOfBudget
+        from dse.bounds.floorfit import OutOfBudget, exhaustive_flow
 
         lattice = self.lattice
         left = [budget]  # shared by every step vector
@@ -169,17 +169,19 @@ class _FloorFit:
                 full = [0] * lattice.nd
                 for j, d in enumerate(lattice.live):
                     full[d] = target[j]
-                flow = lattice.exhaustive(self.n, full, budget=left, guide=guide)
+                flow = exhaustive_flow(lattice, self.n, full, budget=left, guide=guide)
                 if flow is not None:
                     return self.solution(flow), False  # (None, False) when its pipeline exceeds T
         except OutOfBudget:
             return None, False
         return None, True
 
-    def guided(self, aims: list[list[int]], hows: list, budget: int) -> _Solution | None:
+    def guided(self, aims: list[list[int]], hows: list, budget: int) -> Solution | None:
         """Guided searches for the first two step vectors, with each guide in `hows`."""
+        from dse.bounds.floorfit import find_flow
+
         for target, how in itertools.product(aims[:2], hows):
-            flow = self.lattice.find(self.n, target, how, budget=budget)
+            flow = find_flow(self.lattice, self.n, target, how, budget=budget)
             found = None if flow is None else self.solution(flow)
             if found is not None:
                 return found

@@ -1,17 +1,17 @@
 """A schedule that meets the load-only ILP's whole-step floor exactly, found without a MIP solver.
 
-The floor (`dse.bounds.grid._Grid`) is a proven lower bound on the load-only ILP, so a schedule whose
+The floor (`dse.bounds.grid.Grid`) is a proven lower bound on the load-only ILP, so a schedule whose
 busiest dimension is at the floor is optimal and nothing is left to prove. Finding one is an
 exact-fit problem (every dimension's load at its cap, to the grid step) that LP-based branch and
-bound is slow at (tens of milliseconds to seconds at 4-5 dimensions) and that this module's
-searches usually settle in a few hundred nodes. `dse.bounds.floor._floor_search` runs them.
+bound is slow at and that this module's searches usually settle in a few hundred nodes.
+`dse.bounds.floor.floor_search` runs them.
 
-They work on the ILP's flow over dimension sets (`dse.bounds.flow._flow_edges`) in whole grid steps,
+They work on the ILP's flow over dimension sets (`dse.bounds.flow.flow_edges`) in whole grid steps,
 the `Lattice` (`dse.bounds.lattice`): a chunk's order is a path from the empty set (no dimension
 after it) up to the full set, and edge (S, d) adds `steps[(S, d)]` to dimension d. A target gives
 each live dimension's steps exactly.
 
-`Lattice.find`, a guided search (`GuidedSearch`; not exhaustive: its None proves nothing):
+`find_flow`, a guided search (`GuidedSearch`; not exhaustive: its None proves nothing):
 
 1. A guide: real chunk counts per order that meet the target (`Lattice.guide`: a projection of
    the uniform mix, the most central counts by LP, or those moved towards a seeded random vertex).
@@ -24,7 +24,7 @@ each live dimension's steps exactly.
 3. At each leaf the two-dimension sets are split exactly (`LeafSearch`): one unknown per pair of
    dimensions, one equation per dimension, solved by an exhaustive search with interval pruning.
 
-`Lattice.exhaustive` (`ExhaustiveSearch`) tries every split instead (values nearest a guide, or the
+`exhaustive_flow` (`ExhaustiveSearch`) tries every split instead (values nearest a guide, or the
 middle, first): a schedule, or a proof that none meets the target. Both are bounded by node
 budgets, so they are deterministic and cheap when they give up; the caller then falls back to the
 MIP solver.
@@ -35,10 +35,32 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from dse.bounds.lattice import Edge, Lattice
+from dse.bounds.lattice import Edge, Lattice
+
+
+def find_flow(lattice: Lattice, n: int, target: list[int], how: str | int, *, budget: int) -> dict[Edge, int] | None:
+    """An integer flow of `n` chunks on `lattice` whose steps on each live dimension equal `target`,
+    or None when the guided search finds none within `budget` nodes; guided as `Lattice.guide(how)`.
+    `lattice.spent` is then the nodes it visited."""
+    real = lattice.guide(n, target, how)
+    if real is None:
+        return None  # not even real counts meet the targets
+    search = GuidedSearch(lattice, n, target, real, budget)
+    found = search.search()
+    lattice.spent = search.spent[0]
+    return found
+
+
+def exhaustive_flow(
+    lattice: Lattice, n: int, target: list[int], *, budget: list[int], guide: dict[Edge, float] | None = None
+) -> dict[Edge, int] | None:
+    """An integer flow of `n` chunks on `lattice` whose steps equal `target` on every dimension (give 0
+    where a dimension has no steps), or None when there is none: this search is exhaustive, so None
+    is a proof. `budget` is a one-item list of nodes left, spent in place (a budget several searches
+    share); raises `OutOfBudget` when it runs out. `guide`: real flows (`Lattice.guide`) whose shares
+    are tried first; without it, the middle of each range is."""
+    return ExhaustiveSearch(lattice, n, target, budget, guide).search()
 
 
 def targets(
@@ -48,7 +70,7 @@ def targets(
     lexicographic order of caps - m). None when the enumeration gives up after `max_visits` partial
     vectors: the list would then be neither complete nor `limit` long."""
     walk = _Targets(wt, caps, limit, max_visits)
-    walk.rec(0, slack, [])
+    walk.extend(0, slack, [])
     return None if walk.visits > max_visits and len(walk.out) < limit else walk.out
 
 
@@ -60,7 +82,9 @@ class _Targets:
         self.out: list[list[int]] = []
         self.visits = 0
 
-    def rec(self, j: int, rem: int, acc: list[int]) -> None:
+    def extend(self, j: int, rem: int, acc: list[int]) -> None:
+        """Every completion of `acc` (the steps taken off entries 0..j-1) that takes `rem` weighted
+        steps off entries j.. within their caps, appended to `out` (up to `limit`)."""
         wt, caps = self.wt, self.caps
         self.visits += 1
         if len(self.out) >= self.limit or self.visits > self.max_visits:
@@ -70,7 +94,7 @@ class _Targets:
                 self.out.append([c - s for c, s in zip(caps, acc + [rem // wt[j]])])
             return
         for s in range(min(rem // wt[j], caps[j]) + 1):
-            self.rec(j + 1, rem - s * wt[j], acc + [s])
+            self.extend(j + 1, rem - s * wt[j], acc + [s])
 
 
 class OutOfBudget(Exception):
@@ -78,7 +102,7 @@ class OutOfBudget(Exception):
 
 
 class GuidedSearch:
-    """One run of `Lattice.find` (module docstring): the chunks placed so far, top down, the steps
+    """One run of `find_flow` (module docstring): the chunks placed so far, top down, the steps
     their edges commit, and the least and most steps the open sets can still add."""
 
     def __init__(self, lattice: Lattice, n: int, target: list[int], real: dict[Edge, float], budget: int) -> None:
@@ -118,9 +142,9 @@ class GuidedSearch:
             g[s] = acc
         return g[lat.full], vec
 
-    def run(self) -> dict[Edge, int] | None:
+    def search(self) -> dict[Edge, int] | None:
         """The flow found, or None (none within the budget)."""
-        self.rec(0)
+        self.split_from(0)
         return self.found
 
     def apply(self, s: int, split: list[int], sign: int) -> None:
@@ -147,7 +171,7 @@ class GuidedSearch:
                 high[j] += m * (hic[j] + o[j])
                 committed[j] += m * o[j]
 
-    def rec(self, i: int) -> bool:
+    def split_from(self, i: int) -> bool:
         """Split the chunks of the i-th set (`Lattice.nodes`) and of those after it; True when done
         (a flow found, or the budget spent)."""
         lat, target, spent = self.lattice, self.target, self.spent
@@ -156,12 +180,12 @@ class GuidedSearch:
             return True  # out of budget: stop the search (found stays None)
         if i == len(lat.nodes):
             need = [t - c for t, c in zip(target, self.committed)]
-            self.found = LeafSearch(lat, self.count, need, spent, self.budget).run(self.flow)
+            self.found = LeafSearch(lat, self.count, need, spent, self.budget).complete(self.flow)
             return self.found is not None
         s = lat.nodes[i]
         c = self.count[s]
         if c == 0:
-            return self.rec(i + 1)
+            return self.split_from(i + 1)
         lo, hi, own, ds = lat.lo, lat.hi, lat.own, lat.members[s]
         through = self.through[s]
         share = [c * (self.real[(s ^ (1 << d), d)] / through if through > 1e-12 else 1.0 / len(ds)) for d in ds]
@@ -200,7 +224,7 @@ class GuidedSearch:
         self.apply(s, split, 1)
         for j in range(len(expect)):
             expect[j] += dE[j]
-        if self.rec(i + 1):
+        if self.split_from(i + 1):
             return True
         for j in range(len(expect)):
             expect[j] -= dE[j]
@@ -235,10 +259,10 @@ class LeafSearch:
                 rhi[i][j] = rhi[i + 1][j] + max(0, c * slope[j])
         self.m = [0] * P
 
-    def run(self, flow: dict[Edge, int]) -> dict[Edge, int] | None:
+    def complete(self, flow: dict[Edge, int]) -> dict[Edge, int] | None:
         """`flow` with the leaves' edges added, or None when no split meets `need`."""
         need, rlo, rhi = self.need, self.rlo, self.rhi
-        if any(not rlo[0][j] <= need[j] <= rhi[0][j] for j in range(len(need))) or not self.rec(0):
+        if any(not rlo[0][j] <= need[j] <= rhi[0][j] for j in range(len(need))) or not self.choose_from(0):
             return None
         out = dict(flow)
         k = 0
@@ -253,7 +277,7 @@ class LeafSearch:
                 out[(0, b)] += c - v
         return out
 
-    def rec(self, i: int) -> bool:
+    def choose_from(self, i: int) -> bool:
         """Choose m for pair i and those after it: m chunks through ({a}, b) then (∅, a), the rest
         through ({b}, a) then (∅, b)."""
         spent, need = self.spent, self.need
@@ -278,7 +302,7 @@ class LeafSearch:
         for v in _outward((lo_m + hi_m) // 2, lo_m, hi_m):
             for j in range(len(need)):
                 need[j] -= v * slope[j]
-            if self.rec(i + 1):
+            if self.choose_from(i + 1):
                 self.m[i] = v
                 return True
             for j in range(len(need)):
@@ -287,7 +311,7 @@ class LeafSearch:
 
 
 class ExhaustiveSearch:
-    """One run of `Lattice.exhaustive`: top down over the sets, as `GuidedSearch`, but every split is
+    """One run of `exhaustive_flow`: top down over the sets, as `GuidedSearch`, but every split is
     tried. The chunks at a set are given its dimensions one by one, each the whole range of counts
     that keeps every dimension's steps within what the chunks not yet placed can still add at least
     (`f_lo`) and at most (`f_hi`); `t` is each dimension's steps still to place."""
@@ -311,7 +335,7 @@ class ExhaustiveSearch:
         self.flow: dict[Edge, int] = {}
         self.cnt_s = 0  # chunks at the set being split
 
-    def run(self) -> dict[Edge, int] | None:
+    def search(self) -> dict[Edge, int] | None:
         """The flow, or None: a proof that none meets the target. Raises `OutOfBudget`."""
         if not self.node(0):
             return None
@@ -319,14 +343,15 @@ class ExhaustiveSearch:
         out.update(self.flow)
         return out
 
-    def tick(self) -> None:
+    def spend_node(self) -> None:
+        """Count one node against the shared budget; `OutOfBudget` once it is spent."""
         self.budget[0] -= 1
         if self.budget[0] < 0:
             raise OutOfBudget
 
     def node(self, pos: int) -> bool:
         """Split the first set from `pos` on (`Lattice.top_down`) that holds chunks, then the rest."""
-        self.tick()
+        self.spend_node()
         order, cnt, f_lo, f_hi = self.lattice.top_down, self.cnt, self.f_lo, self.f_hi
         while pos < len(order) and cnt[order[pos]] == 0:
             pos += 1
@@ -358,7 +383,7 @@ class ExhaustiveSearch:
 
     def split(self, s: int, ds: list[int], i: int, left: int, pos: int) -> bool:
         """Give x of the `left` chunks at s the dimension ds[i] next, then the rest."""
-        self.tick()
+        self.spend_node()
         t, f_lo, f_hi = self.t, self.f_lo, self.f_hi
         if i == len(ds):
             return all(f_lo[d] <= t[d] <= f_hi[d] for d in range(self.lattice.nd)) and self.node(pos + 1)

@@ -1,16 +1,16 @@
 """The LP and ILP models behind the bounds (PuLP; HiGHS in process, CBC as fallback) and how a
 solution becomes a proven lower bound.
 
-`_solve` counts chunks per type on the count model of `dse.schedulers.order_mix` (with the
+`solve_counts` counts chunks per type on the count model of `dse.schedulers.order_mix` (with the
 pipeline's fill, drain and path rows when asked). The load-only ILP runs instead as a flow over
-dimension sets (`_solve_flow`) where `_flow_edges` allows it:
+dimension sets (`solve_flow`) where `flow_edges` allows it:
 
 A chunk's order is a path through the subsets of dimensions (the dimensions it has still to visit
 after each step), and in every cost model here the load a chunk puts on dimension d depends only
 on the set of dimensions that come after d in its order. So the ILP can choose integer flows on
 the D·2^(D-1) edges of that lattice instead of counts of D! orders: the same optimum (an integer
 flow splits into whole paths), far fewer variables and none of the orders' symmetry. The flow is
-used whenever `_flow_edges` can check that property on the chunk types; otherwise the ILP counts
+used whenever `flow_edges` can check that property on the chunk types; otherwise the ILP counts
 orders.
 """
 
@@ -26,15 +26,18 @@ Edges = dict[float, dict[tuple[int, int], float]]  # per chunk size: (set after 
 
 
 @dataclass(frozen=True)
-class _Solution:
+class Solution:
+    """A solve's outcome: a proven lower bound (ns), the solver's status, the order mix and counts per type."""
+
     bound: float  # a proven lower bound on the optimum (ns)
     status: str  # "optimal", "time_limit", ...
     mix: dict[str, int]  # order label -> chunks (the incumbent's)
     counts: tuple[float, ...]  # per chunk type
-    searched: bool = False  # found by `_floor_search` (a schedule at the floor), not by the MIP solver
+    searched: bool = False  # found by `floor_search` (a schedule at the floor), not by the MIP solver
 
 
-def _highs_available() -> bool:
+def highs_available() -> bool:
+    """Whether highspy (HiGHS in process) can be imported."""
     try:
         import highspy  # noqa: F401
     except ImportError:
@@ -53,7 +56,7 @@ def distinct_types(types: list[ChunkType], *, pipeline: bool) -> list[ChunkType]
     return list(seen.values())
 
 
-def _objective(types: list[ChunkType], counts: list[float], slots: int, pipeline: bool) -> float:
+def objective_value(types: list[ChunkType], counts: list[float], slots: int, pipeline: bool) -> float:
     """The (pipeline) bound's objective for given whole or fractional counts: used to check a solution."""
     nd = len(types[0].load)
     loads = [sum(k * t.load[d] for k, t in zip(counts, types)) / slots for d in range(nd)]
@@ -66,7 +69,7 @@ def _objective(types: list[ChunkType], counts: list[float], slots: int, pipeline
     return best
 
 
-def _mix(types: list[ChunkType], counts: list[float]) -> dict[str, int]:
+def mix_of(types: list[ChunkType], counts: list[float]) -> dict[str, int]:
     """Order label -> whole chunks, for the types with any."""
     mix: dict[str, int] = {}
     for t, c in zip(types, counts):
@@ -75,7 +78,7 @@ def _mix(types: list[ChunkType], counts: list[float]) -> dict[str, int]:
     return mix
 
 
-def _solve(
+def solve_counts(
     types: list[ChunkType],
     slots: int,
     *,
@@ -86,15 +89,15 @@ def _solve(
     node_limit: int | None = None,
     lower: float = 0.0,
     flow: bool = True,
-) -> _Solution:
+) -> Solution:
     """Minimise the busiest dimension (plus, with `pipeline`, fill, drain and paths) over chunk counts.
 
     `lower`: a proven lower bound on the optimum (ns), given to the solver as T's lower bound. The
-    load-only ILP runs as a flow over dimension sets where `_flow_edges` allows it (and `flow`)."""
+    load-only ILP runs as a flow over dimension sets where `flow_edges` allows it (and `flow`)."""
     if flow and not relax and not pipeline:
-        edges = _flow_edges(types)
+        edges = flow_edges(types)
         if edges is not None:
-            return _solve_flow(
+            return solve_flow(
                 types, edges, slots, solver=solver, time_limit_s=time_limit_s, node_limit=node_limit, lower=lower
             )
     model = CountModel.build(types, slots, relax=relax, lower=lower)
@@ -102,7 +105,7 @@ def _solve(
     counts = run_model(
         model.prob, model.counts, relax=relax, solver=solver, time_limit_s=time_limit_s, node_limit=node_limit, gap=0.0
     )
-    mix = {} if relax else _mix(types, [round(c) for c in counts])
+    mix = {} if relax else mix_of(types, [round(c) for c in counts])
     return _read_solution(model.prob, types, counts, slots, relax, pipeline, solver, mix)
 
 
@@ -150,7 +153,7 @@ class _SizeFlow:
     extra: dict[int, Any]
 
 
-def _solve_flow(
+def solve_flow(
     types: list[ChunkType],
     edges: Edges,
     slots: int,
@@ -159,8 +162,8 @@ def _solve_flow(
     time_limit_s: float,
     node_limit: int | None,
     lower: float,
-) -> _Solution:
-    """The load-only ILP as integer flows over dimension sets, one per chunk size (see `_flow_edges`)."""
+) -> Solution:
+    """The load-only ILP as integer flows over dimension sets, one per chunk size (see `flow_edges`)."""
     prob, flows, variables = _flow_model(types, edges, slots, lower)
     values = iter(
         run_model(
@@ -179,7 +182,7 @@ def _solve_flow(
         if placed + sum(flow[(0, d)] for d in range(nd)) != part.n:
             continue  # no solution to read (a limit hit before any was found)
         index = {t.order: i for i, t in enumerate(types) if t.size == part.size and not t.ar_phase}
-        for order, amount in _paths(flow, nd):
+        for order, amount in flow_paths(flow, nd):
             counts[index[order]] += amount
         for i in list(part.extra) + list(index.values()):
             if counts[i] > 0:
@@ -231,7 +234,7 @@ def _read_solution(
     pipeline: bool,
     solver: str,
     mix: dict[str, int],
-) -> _Solution:
+) -> Solution:
     """A proven lower bound from the solve: exact when optimal, the dual bound when cut short."""
     import pulp
 
@@ -239,14 +242,14 @@ def _read_solution(
         return _read_highs(prob.solverModel, types, counts, slots, relax, pipeline, mix)
     # CBC through PuLP: no dual bound is exposed; a proven optimum, else nothing beyond the LP
     if prob.sol_status == pulp.LpSolutionOptimal:
-        value = _objective(types, counts if relax else [round(c) for c in counts], slots, pipeline)
-        return _Solution(value, "optimal", mix, tuple(counts))
-    return _Solution(0.0, pulp.LpSolution.get(prob.sol_status, "unknown").lower().replace(" ", "_"), mix, tuple(counts))
+        value = objective_value(types, counts if relax else [round(c) for c in counts], slots, pipeline)
+        return Solution(value, "optimal", mix, tuple(counts))
+    return Solution(0.0, pulp.LpSolution.get(prob.sol_status, "unknown").lower().replace(" ", "_"), mix, tuple(counts))
 
 
 def _read_highs(
     h: Any, types: list[ChunkType], counts: list[float], slots: int, relax: bool, pipeline: bool, mix: dict[str, int]
-) -> _Solution:
+) -> Solution:
     """`_read_solution` from HiGHS's own model status, objective and dual bound."""
     import highspy
 
@@ -254,19 +257,19 @@ def _read_highs(
     info = h.getInfo()
     if ms == highspy.HighsModelStatus.kOptimal:
         if relax:
-            return _Solution(info.objective_function_value / SCALE, "optimal", mix, tuple(counts))
-        exact = _objective(types, [round(c) for c in counts], slots, pipeline)
+            return Solution(info.objective_function_value / SCALE, "optimal", mix, tuple(counts))
+        exact = objective_value(types, [round(c) for c in counts], slots, pipeline)
         dual = info.mip_dual_bound / SCALE
-        return _Solution(min(exact, max(dual, 0.0)), "optimal", mix, tuple(counts))
+        return Solution(min(exact, max(dual, 0.0)), "optimal", mix, tuple(counts))
     status = {
         highspy.HighsModelStatus.kTimeLimit: "time_limit",
         highspy.HighsModelStatus.kSolutionLimit: "node_limit",
     }.get(ms, str(ms).rsplit(".", 1)[-1].lstrip("k").lower())
     dual = info.mip_dual_bound / SCALE if not relax else 0.0
-    return _Solution(dual if math.isfinite(dual) else 0.0, status, mix, tuple(counts))
+    return Solution(dual if math.isfinite(dual) else 0.0, status, mix, tuple(counts))
 
 
-def _flow_edges(types: list[ChunkType]) -> Edges | None:
+def flow_edges(types: list[ChunkType]) -> Edges | None:
     """Per chunk size, edge loads (set of dimensions after d as a bit mask, d) -> busy ns on d, when
     every order's load on d depends only on that set and every order is present; else None (see
     the module docstring). Types that are not orders (ASTRA-sim's AR composition) become variables
@@ -291,7 +294,7 @@ def _flow_edges(types: list[ChunkType]) -> Edges | None:
     return out
 
 
-def _paths(flow: dict[tuple[int, int], int], nd: int) -> list[tuple[tuple[int, ...], int]]:
+def flow_paths(flow: dict[tuple[int, int], int], nd: int) -> list[tuple[tuple[int, ...], int]]:
     """Split an integer flow into whole paths: (order, chunks), lowest dimensions first."""
     flow = dict(flow)
     full = (1 << nd) - 1
@@ -312,10 +315,10 @@ def _paths(flow: dict[tuple[int, int], int], nd: int) -> list[tuple[tuple[int, .
         out.append((tuple(d for _, d in reversed(rev)), int(amount)))
 
 
-def _fluid_highs(types: list[ChunkType], slots: int, extra: list[float] | None = None) -> float | None:
-    """The fluid LP's value straight through highspy (the PuLP model of `_solve` costs ~1 ms more
-    to build than HiGHS takes to solve it); None if HiGHS does not call it optimal. `extra`: ns
-    added to each dimension's load (fill and drain, for the pipeline bound)."""
+def fluid_highs(types: list[ChunkType], slots: int, extra: list[float] | None = None) -> float | None:
+    """The fluid LP's value straight through highspy, or None if HiGHS does not call it optimal.
+    `extra`: ns added to each dimension's load (fill and drain, for the pipeline bound). Building the
+    PuLP model of `solve_counts` costs more than HiGHS takes to solve this small LP."""
     import numpy as np
 
     from dse.bounds.lattice import highs_lp

@@ -33,7 +33,7 @@ def _float_gcd(values: list[float], rel: float = 1e-9) -> float:
 
 
 @dataclass(frozen=True)
-class _Grid:
+class Grid:
     """Whole grid steps of one chunk size (module docstring): dimension d's load is n·base_d + unit_d·m_d
     with a whole m_d, and Σ wt_d·m_d = need in every schedule."""
 
@@ -46,7 +46,7 @@ class _Grid:
     top: tuple[int, ...]  # most steps per live dimension (every chunk at its most)
 
     @classmethod
-    def of(cls, types: list[ChunkType], slots: int, bytes_per_ns: list[float]) -> _Grid | None:
+    def from_types(cls, types: list[ChunkType], slots: int, bytes_per_ns: list[float]) -> Grid | None:
         """The grid of `types`, or None when their loads are not whole steps with a fixed weighted sum."""
         if not types or len({t.size for t in types}) != 1:
             return None
@@ -142,7 +142,7 @@ def _grid_floor(types: list[ChunkType], slots: int, bytes_per_ns: list[float], s
     invalid. Applies to one chunk size (otherwise returns `start`); ASTRA-sim's AR composition is
     one more row, kept when it passes the same checks.
     """
-    grid = _Grid.of(types, slots, bytes_per_ns)
+    grid = Grid.from_types(types, slots, bytes_per_ns)
     if grid is None:
         return start
     return grid.floor(start)

@@ -2,8 +2,8 @@
 guides its searches follow, and the small dense LPs (HiGHS, in process) that build them.
 
 A chunk's order is a path from the empty set (no dimension after it) up to the full set, and edge
-(S, d) adds `steps[(S, d)]` to dimension d (`dse.bounds.floor._edge_steps`). The searches on it are
-in `dse.bounds.floorfit`.
+(S, d) adds `steps[(S, d)]` to dimension d (`dse.bounds.floor`). The searches on it
+(`find_flow`, `exhaustive_flow`) are in `dse.bounds.floorfit`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import itertools
 from typing import Any
 
 import numpy as np
-
-from dse.bounds.floorfit import ExhaustiveSearch, GuidedSearch
 
 Edge = tuple[int, int]  # (bit mask of the dimensions after d, d)
 
@@ -71,7 +69,7 @@ class Lattice:
                 slope[li[b]] += steps[(1 << a, b)] - steps[(0, b)]
             self.pairs.append(((1 << a) | (1 << b), a, b, base, slope))
         self._central: dict = {}  # (target, n) -> central counts, shared by the guides built on them
-        self.spent = 0  # nodes the last `find` visited (for tuning and benchmarks)
+        self.spent = 0  # nodes the last `dse.bounds.floorfit.find_flow` on it visited (for tuning)
 
     def guide(self, n: int, target: list[int], how: str | int) -> dict[Edge, float] | None:
         """Real flows of `n` chunks meeting `target`, or None when no real counts do. `how`:
@@ -100,28 +98,6 @@ class Lattice:
             for e in es:
                 real[e] += c
         return real
-
-    def find(self, n: int, target: list[int], how: str | int, *, budget: int) -> dict[Edge, int] | None:
-        """An integer flow of `n` chunks whose steps on each live dimension equal `target`, or None
-        when the guided search (`dse.bounds.floorfit`) finds none within `budget` nodes; guided as
-        `guide(how)`. `spent` is then the nodes it visited."""
-        real = self.guide(n, target, how)
-        if real is None:
-            return None  # not even real counts meet the targets
-        search = GuidedSearch(self, n, target, real, budget)
-        found = search.run()
-        self.spent = search.spent[0]
-        return found
-
-    def exhaustive(
-        self, n: int, target: list[int], *, budget: list[int], guide: dict[Edge, float] | None = None
-    ) -> dict[Edge, int] | None:
-        """An integer flow of `n` chunks whose steps equal `target` on every dimension (give 0 where a
-        dimension has no steps), or None when there is none: this search is exhaustive, so None is a
-        proof. `budget` is a one-item list of nodes left, spent in place (a budget several searches
-        share); raises `OutOfBudget` when it runs out. `guide`: real flows (`Lattice.guide`) whose
-        shares are tried first; without it, the middle of each range is (`dse.bounds.floorfit`)."""
-        return ExhaustiveSearch(self, n, target, budget, guide).run()
 
 
 def _projection(V: np.ndarray, b: np.ndarray) -> np.ndarray:

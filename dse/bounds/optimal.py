@@ -42,9 +42,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Unpack
 
-from dse.bounds.api import CollectiveRecord, bounds_for
 from dse.bounds.exact import ExactProblem, Schedule, build_problem, exact_refusal
 from dse.bounds.exact_model import Job, SolveResult, solve
+from dse.bounds.relaxations import CollectiveRecord, bounds_for
 from dse.core.errors import InputError
 from dse.core.topology import Topology
 from dse.core.units import parse_int
@@ -107,6 +107,7 @@ class OptimalSchedule(CollectiveRecord):
         }
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready fields, with its gap, orders as digit strings and lists for tuples."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["gap"] = self.gap
         d["orders"] = ["".join(map(str, o)) if len(o) <= 10 else list(o) for o in self.orders]
@@ -167,7 +168,7 @@ def optimal_for(
         problem = build_problem(spec)
     else:
         problem = build_problem(spec, orders=[tuple(o) for r in runs.values() for o in r.orders])
-    best = _Search(problem, work, time_limit, seed, node_limit, refused).run(runs)
+    best = _Search(problem, work, time_limit, seed, node_limit, refused).search(runs)
     if time_limit is None:
         if len(_SOLVED) >= 64:
             _SOLVED.clear()
@@ -229,7 +230,8 @@ class _Search:
         self.spent = 0.0
         self.dse_bound = 0.0
 
-    def run(self, runs: dict[str, Result]) -> OptimalSchedule:
+    def search(self, runs: dict[str, Result]) -> OptimalSchedule:
+        """The search's steps 1 to 5 (module docstring) from the seeds' `runs`, and its record."""
         for name, res in runs.items():
             self._seed(name, res)
         bounds = bounds_for(self.p.spec, node_limit=self.node_limit, time_limit_s=math.inf)
@@ -415,5 +417,5 @@ def replay_ns(p: ExactProblem, schedule: Schedule) -> float:
         spec.latency_mode,
         [r.ar_phase for r in routes],
     )
-    out = simulate(plans, p.ndims, queue="fixed", rules=spec.cost_model.sim_rules, service_order=schedule.service)
+    out = simulate(plans, p.ndims, queue="fixed", rules=spec.cost_model.rules, service_order=schedule.service)
     return out.time_ns

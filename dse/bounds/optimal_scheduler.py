@@ -30,6 +30,7 @@ class OptimalScheduler(Scheduler):
         return f"OptimalScheduler(work={self.work!r})"
 
     def schedule(self, problem: ScheduleProblem) -> ChunkSchedule:
+        """The solved schedule as chunk orders, AR flags and per-dimension service order (`solve`)."""
         best = self.solve(problem)
         return ChunkSchedule(list(best.orders), best.ar_phase, best.service_order)
 

@@ -4,12 +4,13 @@ side (dse.output.compare_designs): iteration time, exposed communication, BW uti
 from __future__ import annotations
 
 import argparse
+import json
 
 from dse.cli.parser import add_calibration, cost_model_arg
 
 
 def add_compare_designs_parser(sub: argparse._SubParsersAction) -> None:
-    """Register the `compare-designs` subcommand on a subparsers object (dse.cli.main hooks it)."""
+    """Register the `compare-designs` subcommand on `sub`."""
     p = sub.add_parser(
         "compare-designs",
         help="one training workload on several networks: iteration time, exposed communication, "
@@ -50,8 +51,6 @@ def add_compare_designs_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_compare_designs(args: argparse.Namespace) -> int:
     """Check every input, run the workload on each design, print the table or JSON, draw the plot."""
-    import json
-
     from dse.output.compare_designs import (
         check_designs,
         compare_designs,
@@ -59,10 +58,9 @@ def cmd_compare_designs(args: argparse.Namespace) -> int:
         comparison_table,
         draw_comparison,
     )
+    from dse.output.plots import figure_path
 
     if args.plot is not None:
-        from dse.output.plots import figure_path
-
         figure_path(args.plot, "--plot")  # refused before any work
     how = {"scheduler": args.scheduler, "queue": args.queue, "cost_model": cost_model_arg(args), "chunks": args.chunks}
     checked = check_designs(args.workload, args.designs, placement=args.placement, cost=args.cost, **how)

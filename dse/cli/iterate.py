@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from dse.cli.iterate_ranks import add_rank_options, cmd_iterate_ranks, wants_ranks
+from dse.cli.iterate_ranks import add_rank_options
 from dse.cli.parser import add_calibration, cost_model_arg
 from dse.core.errors import InputError
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read the name)
-if TYPE_CHECKING:
-    from dse.training.iteration import IterationResult
-
 
 def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
-    """Register the `iterate` subcommand on a subparsers object (dse.cli.main hooks it)."""
+    """Register the `iterate` subcommand on `sub` (with the per-rank options of `add_rank_options`)."""
     p = sub.add_parser("iterate", help="training iterations: layers' compute overlapping their collectives")
     p.add_argument(
         "workload",
@@ -57,8 +53,18 @@ def add_iterate_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_iterate(args: argparse.Namespace) -> int:
-    """Run `dse.iterate` and print a table or one JSON object; `InputError` propagates (exit 2)."""
+    """Run `dse.iterate` on the workload and print a summary table (and with --collectives every
+    collective) or one JSON object; --plot FILE also draws each resource's nodes. A per-rank trace
+    runs per rank (`dse.cli.ranks_run.iterate_per_rank`). `InputError` propagates (exit 2)."""
+    from dse.cli.iterate_report import print_iteration
+    from dse.cli.ranks_run import iterate_per_rank, wants_ranks
+    from dse.output.iteration_timeline import iteration_plot_data
+    from dse.output.plots import figure_path
+    from dse.output.timeline_plot import draw_timelines
     from dse.training.iteration import iterate
+    from dse.training.placement_read import load_placement, with_placement
+    from dse.training.workload_load import load_workload
+    from dse.training.workloads import Workload
 
     if not args.topology:
         raise InputError("topology", "missing", "a preset name or a notation")
@@ -67,18 +73,13 @@ def cmd_iterate(args: argparse.Namespace) -> int:
             "--timeline", "given without --json", "--json --timeline, or --plot FILE.png to draw the nodes"
         )
     if args.plot is not None:
-        from dse.output.plots import figure_path
-
         figure_path(args.plot, "plot")  # refused before any work
     if wants_ranks(args):
-        return cmd_iterate_ranks(args)
+        return iterate_per_rank(args)
     if args.trace is not None:
         raise InputError("--trace", "given for a single-rank run", "a per-rank trace (PREFIX.<rank>.et for every rank)")
     workload = args.workload
     if args.placement is not None:
-        from dse.training.placement_read import load_placement, with_placement
-        from dse.training.workloads import Workload, load_workload
-
         wl = load_workload(workload)
         if not isinstance(wl, Workload):
             raise InputError(
@@ -96,80 +97,6 @@ def cmd_iterate(args: argparse.Namespace) -> int:
         nodes=args.timeline or args.plot is not None,
     )
     if args.plot is not None:
-        from dse.output.iteration_timeline import iteration_plot_data
-        from dse.output.timeline_plot import draw_timelines
-
         draw_timelines([iteration_plot_data(res.as_dict())], args.plot)
-    _print_result(res, args)
+    print_iteration(res, args)
     return 0
-
-
-def _print_result(res: IterationResult, args: argparse.Namespace) -> None:
-    """One JSON object, or the notes, the summary table, what its BW utilisation is measured
-    against (`dse.output.report.utilization_note`) and, on request, the collectives."""
-    import json
-
-    from dse.output.report import footnote, utilization_line, utilization_note
-
-    if args.json:
-        d = res.as_dict(details=args.collectives)
-        if not args.timeline:
-            d.pop("nodes", None)
-        d["bw_utilization_note"] = utilization_note(res.cost_model, iteration=True)
-        print(json.dumps(d))
-        return
-    for note in res.notes:
-        print(f"note: {note}")
-    print(_summary_table(res))
-    print(footnote(utilization_line(res.cost_model, iteration=True)))
-    if args.collectives and res.collectives:
-        print()
-        print(_collectives_table(res))
-
-
-def _summary_table(res: IterationResult) -> str:
-    """The iteration's quantities, one per row."""
-    from dse.core.units import format_time
-    from dse.output.report import format_table, schedule_cell
-
-    rows = [
-        ("workload", res.workload),
-        ("topology", res.topology),
-        *([("split for the model-parallel group", res.logical_topology)] if res.logical_topology else []),
-        ("scheduler / queue", schedule_cell(res.scheduler, res.queue, res.cost_model)),
-        ("iterations", res.iterations),
-        ("iteration time", format_time(res.time_ns)),
-        ("compute", format_time(res.compute_ns) + (f" (CPU {format_time(res.cpu_ns)})" if res.cpu_ns else "")),
-        ("communication in flight", format_time(res.comm_ns)),
-        (
-            "exposed communication",
-            f"{format_time(res.exposed_comm_ns)} ({res.exposed_comm_ns / res.time_ns:.1%})" if res.time_ns else "0",
-        ),
-        ("BW utilisation (while communicating)", f"{res.bw_utilization:.1%}"),
-        ("collectives", len(res.collectives)),
-    ]
-    return format_table(("quantity", "value"), rows, align="ll")
-
-
-def _collectives_table(res: IterationResult) -> str:
-    """Every collective: pass, layer, slot, what, where, and when it was issued and done."""
-    from dse.core.units import format_size, format_time
-    from dse.output.report import format_table
-
-    body = [
-        (
-            c.iteration,
-            c.layer,
-            c.slot,
-            c.collective,
-            format_size(c.size_bytes),
-            ",".join(map(str, c.dims)),
-            c.chunks,
-            format_time(c.issue_ns),
-            format_time(c.end_ns + c.delay_ns),
-        )
-        for c in res.collectives
-    ]
-    return format_table(
-        ("it", "layer", "slot", "collective", "size", "dims", "chunks", "issued", "done"), body, align="rllllrrrr"
-    )

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 
 def add_libra_parser(sub: argparse._SubParsersAction) -> None:
-    """Register the `libra-compare` subcommand (dse.cli.main hooks it)."""
+    """Register the `libra-compare` subcommand on `sub`."""
     p = sub.add_parser(
         "libra-compare", help="LIBRA's per-dimension bandwidths for a training workload against a dse study's"
     )
@@ -28,8 +29,8 @@ def add_libra_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_libra_compare(args: argparse.Namespace) -> int:
-    import json
-
+    """Run a dse study per LIBRA case (network, workload, constraint set) into --out, resuming it, and
+    print LIBRA's bandwidths against the study's as a markdown table, or one JSON list."""
     from dse.core.files import output_folder
     from dse.core.units import parse_int
     from dse.costs import get_cost_model

@@ -101,6 +101,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        """A usage error: raised as one `InputError` (`dse.cli.main.main` prints it, exit 2)."""
         raise InputError(self.prog, message)
 
 
@@ -135,3 +136,42 @@ def given_topology(args: argparse.Namespace) -> str | None:
     if args.topology and args.topology_pos:
         raise InputError("topology", "given twice (positional and --topology)", "one of them")
     return args.topology or args.topology_pos
+
+
+def add_topology(p: argparse.ArgumentParser) -> None:
+    """The topology of a one-collective command: a positional ``TOPOLOGY`` or ``-t``/``--topology``
+    (`given_topology` reads them, `required_topology` insists on one)."""
+    p.add_argument("topology_pos", nargs="?", metavar="TOPOLOGY", help="preset name or notation")
+    p.add_argument("-t", "--topology", help="preset name or notation (same as the positional argument)")
+
+
+def required_topology(args: argparse.Namespace) -> str:
+    """The topology the command line names (`given_topology`); neither given is one `InputError`."""
+    spec = given_topology(args)
+    if not spec:
+        raise InputError(
+            "topology", "missing", "a preset name (dse topologies) or a notation such as Ring(4,375,20)_SW(8,100,1700)"
+        )
+    return spec
+
+
+def add_collective_options(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
+    """The collective's flags (the keywords of `dse.sim.spec.SpecArgs`, ``--seed`` and ``--json``);
+    `seed=False` for a command with no randomness (`dse bound`)."""
+    p.add_argument("--collective", default="all_reduce", help="one of {collectives} (default all_reduce)")
+    p.add_argument("--size", required=True, help="bytes per NPU, e.g. 1GB, 256MiB, 1e9")
+    p.add_argument("--chunks", default="64", help="chunks per collective (default 64)")
+    p.add_argument("--cost-model", default="paper", help="one of {cost_models} (default paper)")
+    add_calibration(p)
+    p.add_argument("--latency-mode", default=None, help="overlapped or serialized (default: the cost model's)")
+    p.add_argument("--active-chunks", default="1", help="phases a dimension serves at once (default 1)")
+    if seed:
+        p.add_argument(
+            "--seed",
+            default="0",
+            help="seed of the random scheduler, lp_guided's search and the exact solver (default 0; "
+            "with the solver, dse optimal, at most 2^31-1)",
+        )
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of the table (every number unrounded)"
+    )

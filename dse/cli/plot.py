@@ -7,7 +7,7 @@ import argparse
 
 
 def add_plot_parser(sub: argparse._SubParsersAction) -> None:
-    """Register the `plot` subcommand and its kinds on a subparsers object (dse.cli.main hooks it)."""
+    """Register the `plot` subcommand and its kinds (sweep, timeline) on `sub`."""
     p = sub.add_parser(
         "plot", help="figures: a sweep CSV (dse plot sweep) or one evaluation's phases (dse plot timeline)"
     )
@@ -87,7 +87,8 @@ def cmd_plot_sweep(args: argparse.Namespace) -> int:
 
 def cmd_plot_timeline(args: argparse.Namespace) -> int:
     """Draw the timeline of a `dse evaluate` or `dse iterate` JSON result: a per-rank one (spans of
-    rank classes) as a panel per class, saying what the figure leaves out; any other as before."""
+    rank classes) as a panel per class, saying what the figure leaves out; any other as its per-dimension
+    or per-resource timeline."""
     from dse.output.ranks_timeline import plot_ranks_result
     from dse.output.timeline_plot import plot_timeline_result, read_result
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from dse.core.errors import InputError
 
 
 def add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the `reproduce` subcommand on `sub`."""
     p = sub.add_parser("reproduce", help="reproduce a paper's experiments (themis)")
     p.add_argument("paper", help="which paper: themis")
     p.add_argument("--out", default=None, help="output folder (default studies/out/reproduce-themis-MODEL)")
@@ -26,11 +28,11 @@ def add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    """Run (or resume) the Themis paper's experiments into --out and print the summary's head, each
+    experiment's points and the folder; a paper other than themis is an `InputError`."""
     from dse.core.units import parse_int
     from dse.costs import get_cost_model
-    from dse.output.reproduce import run
+    from dse.output.reproduce import reproduce_themis
 
     if args.paper.strip().lower() != "themis":
         raise InputError("paper", f"unknown paper {args.paper!r}", "themis")
@@ -38,7 +40,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     jobs = -1 if str(args.jobs).strip() == "-1" else parse_int(args.jobs, "--jobs", minimum=1)
     default = f"studies/out/reproduce-themis-{model}{'-quick' if args.quick else ''}"
     out = default if args.out is None else args.out  # "" is refused as an empty path, not read as "."
-    res = run(out, cost_model=model, jobs=jobs, quick=args.quick, progress=args.progress)
+    res = reproduce_themis(out, cost_model=model, jobs=jobs, quick=args.quick, progress=args.progress)
     folder = Path(res["out"])
     print((folder / "summary.md").read_text().split("## Per topology")[0].rstrip())
     print()

@@ -2,7 +2,7 @@
 
 What they print names every objective with its unit and gives its values in it (`time (ms) with
 themis+scf`, `cost ($)`, `time x cost (ms·$) with themis+scf`: `dse.explore.study.units`); the
-journal keeps its values as stored (ns, fractions, $), so a study run before prints the same way.
+journal keeps its values as stored (ns, fractions, $), so every journal prints the same way.
 
 `show`, `report`, `list` and `dashboard` find a study where `run` put it when no --storage is given:
 ``studies/out/<name up to its first dot>.journal`` under the current folder (`dse.explore.study.storage.storage_for`).
@@ -14,12 +14,11 @@ processes the storage that way.
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
 
 from dse.core.errors import InputError
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read the name)
-if TYPE_CHECKING:
-    from typing import Any
 
 STORAGE_HELP = (
     "journal file, sqlite:///file.db or postgresql+psycopg://... (default: "
@@ -31,14 +30,13 @@ STORAGE_HELP = (
 
 def storage_arg(args: argparse.Namespace) -> str | None:
     """`--storage`, else the environment variable ``DSE_STORAGE`` (if set and not empty), else None."""
-    import os
-
     if args.storage is not None:
         return str(args.storage)
     return os.environ.get("DSE_STORAGE", "").strip() or None
 
 
 def add_study_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `dse study` and its actions on `sub`; `dse study` alone prints its help, exit 2."""
     p = sub.add_parser("study", help="design-space search with Optuna: run, show, report, list, dashboard")
     ssub = p.add_subparsers(dest="study_command", metavar="STUDY_COMMAND", parser_class=type(p))
 
@@ -100,6 +98,7 @@ def add_study_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_dashboard_parser(ssub: argparse._SubParsersAction) -> None:
+    """Register `dse study dashboard` on the study actions `ssub`."""
     d = ssub.add_parser(
         "dashboard",
         help="serve optuna-dashboard on one study, read-only (pip install '.[dashboard]')",
@@ -127,32 +126,10 @@ def _add_dashboard_parser(ssub: argparse._SubParsersAction) -> None:
     d.set_defaults(func=cmd_study_dashboard)
 
 
-def _best_text(res: dict[str, Any]) -> str:
-    """A study's best trial, its objective named with its unit, or its Pareto front's size."""
-    from dse.explore.study.units import shown
-
-    if "best_value" in res:
-        s = shown(res.get("best_metric") or "")
-        return f"best {s.name} = {s.text(res['best_value'])} (trial {res['best_trial']}): {res['best_topology']}"
-    if "pareto_size" in res:
-        return f"Pareto front of {res['pareto_size']} designs over {' and '.join(res.get('objectives', []))}"
-    return ""
-
-
-def run_line(res: dict[str, Any]) -> str:
-    """The line `dse study run` prints for one study (one that needed no trial says so)."""
-    if res["complete_before"] >= res["asked"]:
-        return (
-            f"{res['study']}: already {res['complete']} complete trials (asked for {res['asked']}); nothing to run "
-            f"on {res['storage']}; {_best_text(res)}"
-        )
-    trials = f"{res['complete']} complete trials ({res['failed']} failed)"
-    return f"{res['study']}: {trials} on {res['storage']}; {_best_text(res)}"
-
-
 def cmd_study_run(args: argparse.Namespace) -> int:
-    import json
-
+    """Run each study of the file (or --only one) until it has --trials complete trials, resuming
+    what its storage holds, and print one line per study (--json: one JSON list; --quiet: nothing)."""
+    from dse.cli.study_lines import run_line
     from dse.core.progress import wanted
     from dse.core.units import parse_int
     from dse.explore.study.studies import load_studies
@@ -181,6 +158,8 @@ def cmd_study_run(args: argparse.Namespace) -> int:
 
 
 def cmd_study_report(args: argparse.Namespace) -> int:
+    """Write the study's trials, its best rows or Pareto front (CSV) and figures to --out, and print
+    how many rows, each file written and the notes."""
     from dse.explore.study.storage import storage_for
     from dse.output.study_report import write_report
 
@@ -196,8 +175,8 @@ def cmd_study_report(args: argparse.Namespace) -> int:
 
 
 def cmd_study_show(args: argparse.Namespace) -> int:
-    import json
-
+    """Print the study's objectives and constraints with their units and its --top best designs (or
+    its Pareto front), or one JSON object with --json."""
     from dse.core.units import parse_int
     from dse.explore.study.storage import redact, storage_for
     from dse.explore.study.units import shown
@@ -219,8 +198,8 @@ def cmd_study_show(args: argparse.Namespace) -> int:
 
 
 def cmd_study_list(args: argparse.Namespace) -> int:
-    import json
-
+    """Print the studies on --storage (default: every journal in studies/out/) as a table, or one
+    JSON list with --json; no journal to read is an `InputError`."""
     from dse.explore.study.storage import STUDIES_OUT, default_journals
     from dse.explore.study.units import shown
     from dse.explore.study.workers import list_studies
@@ -257,8 +236,8 @@ def cmd_study_list(args: argparse.Namespace) -> int:
 
 
 def cmd_study_dashboard(args: argparse.Namespace) -> int:
-    import sys
-
+    """Serve optuna-dashboard on one study (read-only unless --allow-writes) until Ctrl-C: one line
+    saying where, warnings on stderr; exit 0, Ctrl-C included."""
     from dse.core.units import parse_int
     from dse.explore.study.dashboard import require, serve
     from dse.explore.study.storage import redact, storage_for
@@ -269,9 +248,11 @@ def cmd_study_dashboard(args: argparse.Namespace) -> int:
     mode = "editing allowed" if args.allow_writes else "read-only"
 
     def announce(page: str) -> None:
+        """Say where the dashboard is served."""
         print(f"{args.name}: optuna-dashboard ({mode}) on {redact(url)} at {page} (Ctrl-C stops it)", flush=True)
 
     def warn(line: str) -> None:
+        """One warning line on stderr."""
         print(f"dse: warning: {line}", file=sys.stderr, flush=True)
 
     try:

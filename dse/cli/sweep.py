@@ -8,7 +8,7 @@ import argparse
 
 
 def add_sweep_parser(sub: argparse._SubParsersAction) -> None:
-    """Register the `sweep` subcommand on a subparsers object (dse.cli.main hooks it)."""
+    """Register the `sweep` subcommand on `sub`."""
     p = sub.add_parser("sweep", help="evaluate every point of a TOML sweep file in parallel, into a resumable CSV")
     p.add_argument(
         "file",

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 
 def add_validate_parser(sub: argparse._SubParsersAction) -> None:
-    """Register `dse validate` on a subparsers object (dse.cli.main hooks it)."""
+    """Register `dse validate` and its model `nccl` on `sub`."""
     p = sub.add_parser("validate", help="the nccl model's error on public measurements it was not calibrated on")
     vsub = p.add_subparsers(dest="validate_command", metavar="MODEL", required=True, parser_class=type(p))
     q = vsub.add_parser(
@@ -20,15 +21,13 @@ def add_validate_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_validate_nccl(args: argparse.Namespace) -> int:
     """Print the validation table (`dse.costs.nccl.validation.validation_table`), its last line the summary."""
-    from dataclasses import asdict
+    from dataclasses import asdict  # here, not at the top: it loads inspect, which `dse --help` does not need
 
     from dse.costs.nccl.validation import validation_table
     from dse.output.nccl_report import machine_errors, validation_text
 
     table = validation_table()
     if args.json:
-        import json
-
         out = {
             "cases": [asdict(c) for c in table.cases],
             "machines": [asdict(m) for m in machine_errors(table)],

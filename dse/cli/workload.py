@@ -3,34 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import math
-from typing import Required, TypedDict
+import json
+import os
+import re
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read the name)
-if TYPE_CHECKING:
-    from dse.training.workloads import Workload
-
-
-class _Row(TypedDict, total=False):
-    """One line of `dse workload list`. `fits`: the NPUs per dimension of the topology a placed
-    workload needs (`Placement.shape`; None, printed ``*``: a dimension no group spans, of any
-    size), or ``"any"``; a generator's parallelism and fit are its default options', with no layer
-    figures."""
-
-    name: Required[str]
-    kind: Required[str]
-    parallelism: Required[str]
-    model_parallel_group: Required[int | None]
-    placement: Required[dict[str, list[int]] | None]
-    fits: Required[list[int | None] | str]
-    layers: int
-    collectives: int
-    compute_ns: float
-    origin: Required[str]
+from dse.core.errors import InputError
 
 
 def add_workload_parser(sub: argparse._SubParsersAction) -> None:
-    """Register the `workload` subcommand on a subparsers object (dse.cli.main hooks it)."""
+    """Register the `workload` subcommand and its actions (list, convert, export, pipeline) on `sub`."""
     p = sub.add_parser(
         "workload",
         help="the bundled workloads; convert a workload file to dse TOML (or back), or export it as a Chakra trace",
@@ -71,6 +52,7 @@ def add_workload_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_pipeline_parser(wsub: argparse._SubParsersAction) -> None:
+    """Register `dse workload pipeline` on the workload actions `wsub`."""
     q = wsub.add_parser(
         "pipeline",
         help="write per-rank Chakra traces of a pipeline-parallel iteration (GPipe or 1F1B, data-parallel "
@@ -106,103 +88,24 @@ def _add_pipeline_parser(wsub: argparse._SubParsersAction) -> None:
     q.set_defaults(func=cmd_workload_pipeline)
 
 
-def _listing() -> list[_Row]:
-    """Every workload `dse iterate` takes by name: the bundled ones, LIBRA's (`libra_*`, placed) and
-    the generators (with their default options)."""
-    from dse.training.generators import GENERATORS, generate
-    from dse.training.workloads import bundled_workloads, libra_workloads, load_workload
-
-    rows: list[_Row] = []
-    for kind, found in (("bundled", bundled_workloads()), ("libra", libra_workloads())):
-        for name, path in found.items():
-            wl = load_workload(path)
-            row = _parallelism(name, kind, wl)
-            row["layers"] = len(wl.layers)
-            row["collectives"] = sum(1 for layer in wl.layers for s in ("fwd", "ig", "wg") if layer.comm(s))
-            row["compute_ns"] = wl.compute_ns
-            row["origin"] = wl.origin
-            rows.append(row)
-    for name, fn in GENERATORS.items():
-        row = _parallelism(name, "generator", generate(name))
-        row["origin"] = (fn.__doc__ or "").strip().splitlines()[0]
-        rows.append(row)
-    return rows
-
-
-def _parallelism(name: str, kind: str, wl: Workload) -> _Row:
-    """A row's name, kind, parallelism, model-parallel group, placement and the shape it fits."""
-    placement = wl.placement
-    return {
-        "name": name,
-        "kind": kind,
-        "parallelism": wl.parallelism,
-        "model_parallel_group": wl.model_parallel_group,
-        "placement": None if placement is None else placement.to_table(),
-        "fits": "any"
-        if placement is None
-        else [n if used else None for n, used in zip(placement.shape(), placement.involved(), strict=True)],
-        "origin": "",
-    }
-
-
-def _groups_text(row: _Row) -> str:
-    """The parallelism column: the strategy, then the model- and data-parallel groups' NPUs."""
-    table = row["placement"]
-    if table is not None:
-        mp = math.prod(math.lcm(max(f, 1), max(i, 1)) for f, i in zip(table["fwd"], table["ig"], strict=True))
-        dp = math.prod(max(w, 1) for w in table["wg"])
-        groups = " x ".join(f"{what} {n}" for what, n in (("mp", mp), ("dp", dp)) if n > 1)
-        return f"{row['parallelism']}, {groups}" if groups else row["parallelism"]
-    group = row["model_parallel_group"]
-    return f"{row['parallelism']}, mp {group}" if group else row["parallelism"]
-
-
-def _fits_text(row: _Row) -> str:
-    fits = row["fits"]
-    if isinstance(fits, list):
-        return "x".join("*" if n is None else str(n) for n in fits)
-    group = row["model_parallel_group"]
-    return f"any of >= {group} NPUs" if group else "any"
-
-
-#: what `dse workload list`'s columns mean, printed under its table
-LIST_NOTE = (
-    "fits: NPUs per dimension of the topology a placed workload was made for (*: any size; another "
-    "topology: --placement FILE); any: every topology, a model-parallel group (mp) taking its leading "
-    "dimensions, split if need be. mp x dp: the NPUs of a model- and a data-parallel group. "
-    "Generators: with their default options."
-)
-
-
 def cmd_workload_list(args: argparse.Namespace) -> int:
-    import json
+    """Print every workload `dse iterate` takes by name (bundled, LIBRA's, the generators) as a table
+    with a note on its columns, or one JSON list with --json."""
+    from dse.cli.workload_list import LIST_NOTE, workload_rows, workload_table
+    from dse.output.report import footnote
 
-    from dse.core.units import format_time
-    from dse.output.report import footnote, format_table
-
-    rows = _listing()
+    rows = workload_rows()
     if args.json:
         print(json.dumps(rows))
         return 0
-    body = [
-        (
-            r["name"],
-            r["kind"],
-            _groups_text(r),
-            _fits_text(r),
-            r.get("layers", "-"),
-            r.get("collectives", "-"),
-            format_time(float(r["compute_ns"])) if "compute_ns" in r else "-",
-        )
-        for r in rows
-    ]
-    heads = ("name", "kind", "parallelism", "fits", "layers", "collectives", "compute")
-    print(format_table(heads, body, align="llllrrr"))
+    print(workload_table(rows))
     print(footnote(LIST_NOTE))
     return 0
 
 
 def cmd_workload_convert(args: argparse.Namespace) -> int:
+    """Write the workload as dse TOML or ASTRA-sim 1.0 text (by --out's suffix), losslessly, and
+    print one line: the file, the workload's name, its layers and parallelism."""
     from dse.training.workload_formats import convert
 
     wl = convert(args.source, args.out, origin=args.origin, force=args.force)
@@ -212,7 +115,8 @@ def cmd_workload_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_workload_export(args: argparse.Namespace) -> int:
-    from dse.core.errors import InputError
+    """Write the workload as a Chakra trace, one file per rank, and print the files, nodes,
+    collectives and ranks, then notes (a --format other than chakra is an `InputError`)."""
     from dse.training.chakra.write import export_chakra
 
     if str(args.format).strip().lower() != "chakra":
@@ -229,11 +133,16 @@ def cmd_workload_export(args: argparse.Namespace) -> int:
 
 
 def cmd_workload_pipeline(args: argparse.Namespace) -> int:
-    import os
-
+    """Write per-rank Chakra traces of a pipeline-parallel iteration and print the files, the
+    pipeline's shape and where its data-parallel all-reduce runs."""
+    from dse.core.topology import parse_topology
     from dse.training.pipeline_traces import write_pipeline_traces
 
     folder, name = os.path.split(str(args.prefix))
+    given: str | None = args.topology
+    dims: str | list[int] | None = given  # NPUs per dimension as given (8x16x8), or a topology's
+    if given is not None and not re.fullmatch(r"[0-9x, ]+", given):
+        dims = [d.npus for d in parse_topology(given).dims]
     rep = write_pipeline_traces(
         folder or ".",
         name,
@@ -245,7 +154,7 @@ def cmd_workload_pipeline(args: argparse.Namespace) -> int:
         bwd_us=args.bwd_us,
         activation_bytes=args.activation,
         grad_bytes=args.grads,
-        topology_dims=_pipeline_dims(args.topology),
+        topology_dims=dims,
         groups=args.groups,
         force=args.force,
     )
@@ -262,14 +171,3 @@ def cmd_workload_pipeline(args: argparse.Namespace) -> int:
         on = ",".join(str(d) for d, f in enumerate(rep.involved_dim) if f)
         print(f"data-parallel all-reduce on dimension{'s' if ',' in on else ''} {on} of {dims} (involved_dim)")
     return 0
-
-
-def _pipeline_dims(value: str | None) -> str | list[int] | None:
-    """`--topology`: NPUs per dimension as given (``8x16x8``), or those of a topology or network YAML."""
-    import re
-
-    if value is None or re.fullmatch(r"[0-9x, ]+", value):
-        return value
-    from dse.core.topology import parse_topology
-
-    return [d.npus for d in parse_topology(value).dims]

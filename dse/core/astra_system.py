@@ -168,6 +168,7 @@ def read_json_object(path: str | Path, field: str) -> dict[str, Any]:
     text = read_text(path, field)
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        """The object of `items`, refusing a key given twice."""
         out: dict[str, Any] = {}
         for k, v in items:
             if k in out:
@@ -176,6 +177,7 @@ def read_json_object(path: str | Path, field: str) -> dict[str, Any]:
         return out
 
     def constant(name: str) -> Any:
+        """Refuse NaN and Infinity."""
         raise InputError(where, f"{name} is not a JSON number", "finite numbers")
 
     try:

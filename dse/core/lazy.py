@@ -14,6 +14,7 @@ def lazy_submodules(package: str) -> Callable[[str], Any]:
     to import raises its own error."""
 
     def getattr_(name: str) -> Any:
+        """The submodule `name` of the package, imported now; AttributeError if there is none."""
         if name.isidentifier() and not name.startswith("_"):
             try:
                 return importlib.import_module(f"{package}.{name}")

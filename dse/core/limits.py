@@ -8,11 +8,10 @@ run finishes in minutes, not hours:
   times (latencies, compute) up to 1e15 ns, bandwidths from 1e-9 to 1e9 GB/s, at most 2^40 NPUs.
   Within them no result can overflow; a non-finite result is still refused as a last resort.
 - **Work** (`check_work`): before a run, dse estimates the steps it will take (chunk-phases the
-  simulator handles, packets a cost model replays, queue scans that grow with the chunks; about a
-  third of a microsecond each with the C engine) and refuses a run above `max_work()`, 2e7 steps by
-  default: measured, 2.5 million chunks of a 4D all-reduce (paper model, Themis+SCF) take 8 s and
-  560 MB. The environment variable ``DSE_MAX_WORK`` raises or lowers it for every command and
-  every worker process (``DSE_MAX_WORK=1e9 dse ...``).
+  simulator handles, packets a cost model replays, queue scans that grow with the chunks) and
+  refuses a run above `max_work()`, 2e7 steps by default (seconds of one core;
+  docs/reliability.md has the figure). The environment variable ``DSE_MAX_WORK`` raises or lowers
+  it for every command and every worker process (``DSE_MAX_WORK=1e9 dse ...``).
 - **Sizes of inputs** (`input_limit`), checked before anything is read or built: bytes of a text
   or TOML file (`MAX_TEXT_BYTES`), bytes of one Chakra rank file after decompression
   (`MAX_TRACE_BYTES`), nodes of one Chakra rank's graph (`MAX_TRACE_NODES`), dimensions of a
@@ -114,7 +113,7 @@ def check_input(kind: str, amount: float, field: str, what: str) -> None:
         raise InputError(
             field,
             f"{amount:,.0f} {what}, more than the limit of {limit:,} {what}",
-            f"a smaller input; or raise the limit: {env}={_round_up(amount)} dse ...",
+            f"a smaller input; or raise the limit: {env}={round_up_text(amount)} dse ...",
         )
 
 
@@ -127,13 +126,13 @@ def check_work(steps: float, what: str) -> None:
         raise InputError(
             "work",
             f"this run needs about {steps:.2g} steps ({what}), more than the limit of {limit:.2g}",
-            f"fewer chunks, NPUs or iterations; or raise the limit: {WORK_ENV}={_round_up(steps)} dse ...",
+            f"fewer chunks, NPUs or iterations; or raise the limit: {WORK_ENV}={round_up_text(steps)} dse ...",
         )
 
 
-def _round_up(x: float) -> str:
-    """A short number at least `x`, for the message: 3.2e8 -> '4e8'; below 10,000 a whole number
-    (40 -> '40', 2.5 -> '3')."""
+def round_up_text(x: float) -> str:
+    """A short number at least `x`, for a message naming a limit to raise: 3.2e8 -> '4e8'; below
+    10,000 a whole number (40 -> '40', 2.5 -> '3')."""
     if x < 10_000:
         return str(max(1, math.ceil(x)))
     exp = math.floor(math.log10(x))

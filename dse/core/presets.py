@@ -1,5 +1,6 @@
 """The named topologies: the Themis paper's six (and their artifact variants), systems, and what
-`dse topologies` lists (docs/model.md §3.3). Each is parsed from its notation by `dse.core.topology`."""
+`dse topologies` lists (docs/model.md §3.3). Each is parsed from its notation by `dse.core.topology_model`;
+`dse.core.topology.parse_topology` finds them by name."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dse.core.errors import InputError
-from dse.core.topology import Topology, parse_notation
+from dse.core.topology_model import Topology, parse_notation
 
 _PRESET_INDEX: dict[str, str] = {}
 
@@ -71,7 +72,7 @@ PAPER_PRESETS: tuple[str, ...] = tuple(PRESETS)
 
 #: `NAME@artifact` for each paper preset: the same network at the artifact's 1 ns link latency, the
 #: configuration behind the paper's figures and the one `dse reproduce themis --cost-model
-#: astra-sim-1` runs (`dse.output.reproduce.topology_for`). Every command accepts these names.
+#: astra-sim-1` runs (`dse.output.reproduce_experiments.topology_for`). Every command accepts these names.
 ARTIFACT_PRESETS: dict[str, Topology] = {
     f"{n}{ARTIFACT_SUFFIX}": Topology(PRESETS[n].with_latency(1).dims, name=f"{n}{ARTIFACT_SUFFIX}")
     for n in PAPER_PRESETS

@@ -7,8 +7,8 @@ so that a reader can report a bad value as ``file:line``. A file that is not YAM
 
 Size: the file is read by `dse.core.files.read_text` (special files refused, ``DSE_MAX_TEXT_BYTES``),
 then refused above a 64th of that limit (`YAML_SHARE`: 1 MiB by default; LIBRA's files are under
-2 KB) before it is parsed, since a YAML node costs about 300 bytes and a few microseconds to
-compose (a 1 MiB flow list of numbers: 2 s and 150 MB with LibYAML, 17 s without). LibYAML's
+2 KB) before it is parsed, since composing YAML nodes costs far more memory and time than the
+text they come from. LibYAML's
 loader is used when PyYAML has it, the pure-Python one otherwise (the same nodes and marks).
 Aliases are not expanded: a constructed alias is the object its anchor built, shared.
 """
@@ -23,7 +23,7 @@ import yaml
 
 from dse.core.errors import InputError
 from dse.core.files import read_text
-from dse.core.limits import _round_up, input_limit
+from dse.core.limits import input_limit, round_up_text
 
 #: the largest YAML file: this share of ``DSE_MAX_TEXT_BYTES`` (module docstring)
 YAML_SHARE = 64
@@ -68,7 +68,7 @@ def read_yaml_mapping(path: str | Path, field_name: str) -> dict[str, YamlEntry]
             f"{path}",
             f"{len(text):,} characters, more than the limit of {cap:,} for a YAML file "
             f"(1/{YAML_SHARE} of the text limit)",
-            f"a smaller file; or raise the limit: DSE_MAX_TEXT_BYTES={_round_up(len(text) * YAML_SHARE)} dse ...",
+            f"a smaller file; or raise the limit: DSE_MAX_TEXT_BYTES={round_up_text(len(text) * YAML_SHARE)} dse ...",
         )
     try:
         root = yaml.compose(text, Loader=_LOADER)

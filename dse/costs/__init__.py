@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from dse.core.errors import InputError
+from dse.core.registry import LazyRegistry
 from dse.costs.astra_sim import AstraSimModel
 from dse.costs.astra_sim1 import AstraSim1Model
 from dse.costs.base import ChunkPlan, CostModel, Phase, SimRules
-from dse.costs.nccl.cost_model import NcclModel
 from dse.costs.paper import PaperModel
 
-COST_MODELS: dict[str, type[CostModel]] = {
-    PaperModel.name: PaperModel,
-    AstraSimModel.name: AstraSimModel,
-    AstraSim1Model.name: AstraSim1Model,
-    NcclModel.name: NcclModel,
-}
+#: The cost models by name. `nccl` (its tables, log reader and calibrations) loads on its first lookup:
+#: the module registers `NcclModel` here, so `dse evaluate` under another model does not import it.
+COST_MODELS: LazyRegistry[type[CostModel]] = LazyRegistry(
+    ((cls.name, cls) for cls in (PaperModel, AstraSimModel, AstraSim1Model)),
+    {"nccl": "dse.costs.nccl.cost_model"},
+)
+
+
+def __getattr__(name: str) -> Any:
+    """`NcclModel`, imported on first use (the module's other names are plain attributes)."""
+    if name == "NcclModel":
+        return COST_MODELS["nccl"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_cost_model(model: str | CostModel) -> CostModel:
@@ -54,7 +62,7 @@ def _calibrated_nccl(calibration: str) -> CostModel:
     if hit is None:
         if not calibration:
             raise InputError("cost_model", "'nccl:' names no calibration", "nccl:NAME (a bundled machine) or nccl:FILE")
-        hit = _SHARED[key] = NcclModel(resolve_calibration(calibration), label=key)
+        hit = _SHARED[key] = COST_MODELS["nccl"](resolve_calibration(calibration), label=key)  # type: ignore[call-arg]
     return hit
 
 

@@ -31,7 +31,7 @@ today's numbers. The shape tables' C kernel does not cost reductions, so a model
 `batch_kernel` and is costed in Python.
 
 Workloads (`dse.training.iteration`): Themis keeps node 0's one load state across collectives
-(`themis_across = "astra-sim-2"`, `dse.training.iteration_planner`), which needs the NPU that issues each
+(`SimRules.themis_across` "astra-sim-2", `dse.training.iteration_planner`), which needs the NPU that issues each
 collective first (`lead_after`), and a finished collective holds its dimension until the nodes it
 frees are issued (`ResourceRules.end_before_release`).
 """
@@ -43,24 +43,28 @@ import math
 from dse.core.collectives import A2A, AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, RS
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
-from dse.costs.base import ChunkPlan, CostModel, is_power_of_two, log2_int
+from dse.costs.base import ChunkPlan, CostModel, SimRules, is_power_of_two, log2_int
 
 GIB = 2**30
 
 
 class AstraSimModel(CostModel):
+    """ASTRA-sim 2.x's analytical network backend, reproduced to the ns (module docstring)."""
+
     name = "astra-sim"
     description = "ASTRA-sim 2.x analytical backend, to the ns (GB = 2^30 B, 10 ns endpoint delay)"
     latency_modes = ("serialized",)
     default_latency_mode = "serialized"
-    scf_rule = "astra-sim"
-    themis_flavor = "offline_greedy"
-    themis_across = "astra-sim-2"
-    fixed_splits = True
-    workload_rules = "astra-sim-2"
-    shares_bandwidth = False
-    ag_input_shard = True
-    baseline_ar_phase = True
+    rules = SimRules(
+        scf_rule="astra-sim",
+        shares_bandwidth=False,
+        themis_flavor="offline_greedy",
+        ag_input_shard=True,
+        baseline_ar_phase=True,
+        fixed_splits=True,
+        themis_across="astra-sim-2",
+        workload_rules="astra-sim-2",
+    )
     batch_kernel = "astra-sim"
 
     def __init__(self, endpoint_delay_ns: int = 10, local_mem_bytes_per_s: float | None = None) -> None:
@@ -164,6 +168,8 @@ class AstraSimModel(CostModel):
         return (index + hops) % p
 
     def bandwidth_time(self, dim: Dim, kind: str, c: float) -> float:
+        """The ns OfflineGreedy charges a phase of `kind` on a chunk of `c` bytes: the bytes it sends
+        over the dimension's bandwidth."""
         p = dim.npus
         sent = c * (p - 1) if kind == AG else c * (p - 1) / p * (2 if kind == AR else 1)
         return sent / (dim.bandwidth * GIB / 1e9)  # the OfflineGreedy tracker ignores the parallel messages

@@ -9,7 +9,7 @@ docs/model.md §4.3 describes it, so that Themis' published numbers can be repro
 - Phases (§4.3): packets released from a refill scheme, each release costing 1 ns plus, if the packet
   is reduced, proc(m) = 3·⌊m/500000⌋; ring and halving-doubling send one message at a time, direct
   sends all P−1 at once. A phase's tie key (`Phase.tie`) is its final event's registration, last
-  receive and last send; with `dim_tiebreak` the simulator then orders same-tick ends as §6.3 says.
+  receive and last send; with `SimRules.dim_tiebreak` the simulator then orders same-tick ends as §6.3 says.
 - Chunks (§5.1): ⌊S/splits⌋ bytes each plus a true-size remainder chunk; Themis charges every chunk
   at ⌊S/splits⌋. The baseline all-reduce runs one AR phase on the last dim.
 - Schedulers (§5.5, §6.2): the baseline (FIFO) and Themis' OfflineGreedy (FIFO and smallest-first,
@@ -39,7 +39,7 @@ from functools import lru_cache
 from dse.core.collectives import A2A, AG, AR, RS
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
-from dse.costs.base import ChunkPlan, CostModel, Phase, is_power_of_two, log2_int
+from dse.costs.base import ChunkPlan, CostModel, Phase, SimRules, is_power_of_two, log2_int
 
 GIB = 2**30
 #: NPU memory bandwidth for the reduction's one write and two reads, B/ns
@@ -83,6 +83,7 @@ def phase_timing(dim: Dim, kind: str, c: int) -> tuple[int, tuple[int, int, int]
     switch = dim.kind == "switch"
 
     def msg(m: int, distance: int) -> int:
+        """ns of one message of `m` bytes to the peer `distance` away, truncated as 1.0 does."""
         t = int(_hops(dim, distance) * lat)
         t = int(t + m / rate)
         t = int(t + 2 * nic)
@@ -144,17 +145,19 @@ class AstraSim1Model(CostModel):
     description = "ASTRA-sim 1.0 (Themis artifact), to the ns: per-link rates, packet refills, 1 ns releases"
     latency_modes = ("serialized",)
     default_latency_mode = "serialized"
-    scf_rule = "astra-sim"
-    themis_flavor = "offline_greedy"
-    shares_bandwidth = False
-    ag_input_shard = True
-    baseline_ar_phase = True
-    dim_tiebreak = True
-    phase_ties = True
-    workload_tick = 1.0
-    fixed_splits = True
-    themis_across = "astra-sim-1"
-    issue_priorities = True
+    rules = SimRules(
+        scf_rule="astra-sim",
+        shares_bandwidth=False,
+        dim_tiebreak=True,
+        themis_flavor="offline_greedy",
+        ag_input_shard=True,
+        baseline_ar_phase=True,
+        phase_ties=True,
+        workload_tick=1.0,
+        fixed_splits=True,
+        themis_across="astra-sim-1",
+        issue_priorities=True,
+    )
     batch_kernel = "astra-sim-1"  # dse/sim/_kernels.c: phase_timing and greedy_bandwidth, to the bit
     shape_fields = ("links", "nic_latency", "router_latency")  # the kernel's per-dim constants
 
@@ -229,9 +232,11 @@ class AstraSim1Model(CostModel):
         return effective * (dim.bandwidth / dim.links)
 
     def bytes_per_ns(self, dim: Dim, collective: str | None = None) -> float:
+        """The greedy bandwidth (`greedy_bandwidth`) in bytes per ns."""
         return self.greedy_bandwidth(dim) * GIB / 1e9
 
     def bandwidth_time(self, dim: Dim, kind: str, c: float) -> float:
+        """The ns Themis charges a phase of `kind` on a chunk of `c` bytes at the greedy bandwidth."""
         p = dim.npus
         sent = c * (p - 1) if kind == AG else c * (p - 1) / p * (2 if kind == AR else 1)
         return sent / self.bytes_per_ns(dim)

@@ -3,9 +3,9 @@
 A cost model answers three questions for the simulator (docs/model.md §4):
 how a collective of `size` bytes is cut into chunks (`chunking`), which phases one chunk runs for a
 given dimension order and what each costs (`phases`), and the bandwidth-only time of a phase that
-load trackers such as Themis charge (`bandwidth_time`). It also declares the rules of the simulator
-it was calibrated against: latency modes, the smallest-chunk-first insertion rule, and whether
-concurrent phases on one dimension share its bandwidth.
+load trackers such as Themis charge (`bandwidth_time`). It also declares its latency modes and, as
+one frozen `SimRules` (`CostModel.rules`), the dialect of the simulator it was calibrated against:
+queue and tie rules, bandwidth sharing, the Themis flavour and the workload rules.
 
 Subclasses implement the private hooks `_phase_cost`, `_shrink` and, where they differ,
 `_chunk_sizes` and `_check`; the public methods validate once and call them.
@@ -60,14 +60,44 @@ class ChunkPlan:
 
 @dataclass(frozen=True)
 class SimRules:
-    """How a cost model's phases run on the simulator's servers, as one object (`simulate` takes
-    it): the smallest-chunk-first rule ("priority": ties by arrival, or "astra-sim"), whether
-    phases running at once on a dimension share its bandwidth, and whether same-tick completions go
-    lower dimension first (ASTRA-sim 1.0)."""
+    """The simulator dialect a cost model implies: how its phases queue, tie and share bandwidth, how
+    its Themis and baseline run, and how a workload's collectives are issued. One frozen value per
+    model (`CostModel.rules`), which the schedulers, the bounds and the iteration engine read and
+    `simulate` takes whole; the defaults are the `paper` model's.
 
+    One class rather than a `SimRules` inside a larger dialect object: every field is a rule of the
+    simulator the model was calibrated against, and one value keeps them from drifting apart.
+    """
+
+    #: smallest-chunk-first rule: "priority" (ties by arrival) or "astra-sim" (docs/model.md §6.2)
     scf_rule: str = "priority"
+    #: do phases running at once on one dimension share its bandwidth?
     shares_bandwidth: bool = True
+    #: same-tick completions: the lower dimension first, after the phases' tie keys (ASTRA-sim 1.0)
     dim_tiebreak: bool = False
+    #: Themis flavour: "load_tracker" (the paper's Algorithm 1) or "offline_greedy" (ASTRA-sim)
+    themis_flavor: str = "load_tracker"
+    #: all-gather `size` is the input shard (ASTRA-sim) rather than the per-NPU output (paper)
+    ag_input_shard: bool = False
+    #: the baseline's all-reduce runs one AR phase on the last dimension (ASTRA-sim)
+    baseline_ar_phase: bool = False
+    #: its phases carry tie keys (`Phase.tie`); if not, the engine keeps smaller events
+    phase_ties: bool = False
+    #: ns per workload state change: a compute starts this long after the previous one, or after
+    #: the collective it waited for at the previous one's end (ASTRA-sim 1.0: one cycle)
+    workload_tick: float = 0.0
+    #: a workload's collectives always get the requested chunk count, whatever their size
+    #: (ASTRA-sim's preferred-dataset-splits); otherwise no chunk is smaller than `min_chunk_bytes`
+    fixed_splits: bool = False
+    #: Themis loads across a workload's collectives: "carry" (one tracker for the whole run),
+    #: "reset" (every collective from zero loads), "astra-sim-1" (ASTRA-sim 1.0's node-0 rule) or
+    #: "astra-sim-2" (2.x's node-0 rule, decided per issue by which NPU issues first, `lead_after`)
+    themis_across: str = "carry"
+    #: collectives of a workload enter the dims' queues by ASTRA-sim 1.0's issue priorities
+    issue_priorities: bool = False
+    #: which nodes of a workload run at once on one NPU (`dse.training.workload_graph.ResourceRules`):
+    #: "dse" (collectives overlap each other) or "astra-sim-2" (one collective at a time)
+    workload_rules: str = "dse"
 
 
 class CostModel(ABC):
@@ -77,36 +107,8 @@ class CostModel(ABC):
     description: ClassVar[str] = ""
     latency_modes: ClassVar[tuple[str, ...]] = LATENCY_MODES
     default_latency_mode: ClassVar[str] = "overlapped"
-    #: smallest-chunk-first rule: "priority" (ties by arrival) or "astra-sim" (docs/model.md §6.2)
-    scf_rule: ClassVar[str] = "priority"
-    #: Themis flavour: "load_tracker" (the paper's Algorithm 1) or "offline_greedy" (ASTRA-sim)
-    themis_flavor: ClassVar[str] = "load_tracker"
-    #: do phases running at once on one dimension share its bandwidth?
-    shares_bandwidth: ClassVar[bool] = True
-    #: all-gather `size` is the input shard (ASTRA-sim) rather than the per-NPU output (paper)
-    ag_input_shard: ClassVar[bool] = False
-    #: the baseline's all-reduce runs one AR phase on the last dimension (ASTRA-sim)
-    baseline_ar_phase: ClassVar[bool] = False
-    #: same-tick completions: the lower dimension first, after the phases' tie keys (ASTRA-sim 1.0)
-    dim_tiebreak: ClassVar[bool] = False
-    #: its phases carry tie keys (`Phase.tie`); if not, the engine keeps smaller events
-    phase_ties: ClassVar[bool] = False
-    # ----- training iterations (`dse.training.iteration`) ------------------------------------------------
-    #: ns per workload state change: a compute starts this long after the previous one, or after
-    #: the collective it waited for at the previous one's end (ASTRA-sim 1.0: one cycle)
-    workload_tick: ClassVar[float] = 0.0
-    #: a workload's collectives always get the requested chunk count, whatever their size
-    #: (ASTRA-sim's preferred-dataset-splits); otherwise no chunk is smaller than `min_chunk_bytes`
-    fixed_splits: ClassVar[bool] = False
-    #: Themis loads across a workload's collectives: "carry" (one tracker for the whole run),
-    #: "reset" (every collective from zero loads), "astra-sim-1" (ASTRA-sim 1.0's node-0 rule) or
-    #: "astra-sim-2" (2.x's node-0 rule, decided per issue by which NPU issues first, `lead_after`)
-    themis_across: ClassVar[str] = "carry"
-    #: collectives of a workload enter the dims' queues by ASTRA-sim 1.0's issue priorities
-    issue_priorities: ClassVar[bool] = False
-    #: which nodes of a workload run at once on one NPU (`dse.training.workload_graph.ResourceRules`):
-    #: "dse" (collectives overlap each other) or "astra-sim-2" (one collective at a time)
-    workload_rules: ClassVar[str] = "dse"
+    #: the simulator dialect this model implies (queue rules, tie-breaks, Themis flavour, workload rules)
+    rules: ClassVar[SimRules] = SimRules()
     #: the C kernel that computes exactly what `_make_phase`, `bandwidth_time` and `greedy_bandwidth`
     #: do, for many points at once (`dse.sim.compiled`, dse/sim/_kernels.c; "paper", "astra-sim",
     #: "astra-sim-1"); None: they are called per point
@@ -126,11 +128,6 @@ class CostModel(ABC):
         """How results and CSV rows name this model: its name, plus its configuration where it has one
         (``nccl:NAME``); `dse.costs.get_cost_model` takes it back."""
         return self.name
-
-    @property
-    def sim_rules(self) -> SimRules:
-        """This model's `SimRules`."""
-        return SimRules(self.scf_rule, self.shares_bandwidth, self.dim_tiebreak)
 
     # ----- validation -------------------------------------------------------------------
     def check(self, topology: Topology, collective: str, latency_mode: str | None, active_chunks: int) -> str:
@@ -167,7 +164,7 @@ class CostModel(ABC):
     # ----- phases -----------------------------------------------------------------------
     def start_bytes(self, collective: str, chunk: float, topology: Topology) -> float:
         """Bytes per NPU a chunk holds when its first phase starts."""
-        if collective == ALL_GATHER and not self.ag_input_shard:
+        if collective == ALL_GATHER and not self.rules.ag_input_shard:
             return chunk / topology.npus
         return chunk
 
@@ -176,7 +173,7 @@ class CostModel(ABC):
     ) -> list[tuple[int, str]]:
         """The (dim, kind) steps of one chunk with dimension order `order` (docs/model.md §5.2)."""
         if collective == ALL_REDUCE:
-            if baseline and self.baseline_ar_phase:
+            if baseline and self.rules.baseline_ar_phase:
                 inner = order[:-1]
                 return [(d, RS) for d in inner] + [(order[-1], AR)] + [(d, AG) for d in inner[::-1]]
             return [(d, RS) for d in order] + [(d, AG) for d in order[::-1]]
@@ -261,8 +258,10 @@ class CostModel(ABC):
 
 
 def is_power_of_two(n: int) -> bool:
+    """Whether `n` is 1, 2, 4, 8, ..."""
     return n >= 1 and (n & (n - 1)) == 0
 
 
 def log2_int(n: int) -> int:
+    """The base-2 logarithm of `n`, rounded down (exact for a power of two)."""
     return int(math.log2(n))

@@ -171,6 +171,14 @@ def group_collective_ns(
     return max(group_collective_ends_ns(model, topology, collective, size, members, **kw))
 
 
+def _check_counts(**counts: int) -> None:
+    """Each of `counts` (size in bytes, splits, active chunks) is an integer of at least 1."""
+    for field, v in counts.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            what = "a byte count" if field == "size" else "a count"
+            raise InputError(field, f"{v!r} is not {what}", "an integer from 1")
+
+
 def group_collective_ends_ns(
     model: CostModel,
     topology: Topology,
@@ -188,11 +196,7 @@ def group_collective_ends_ns(
     if not isinstance(model, AstraSimModel):
         raise InputError("cost_model", f"{model.name!r} maps a group to its dimensions instead", "astra-sim")
     members = _check_group(topology, collective, members)
-    for field, v in (("splits", splits), ("active_chunks", active_chunks)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise InputError(field, f"{v!r} is not a count", "an integer from 1")
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise InputError("size", f"{size!r} is not a byte count", "an integer from 1")
+    _check_counts(splits=splits, active_chunks=active_chunks, size=size)
     n = len(members)
     t0 = [0.0] * n if starts is None else [float(s) for s in starts]
     if len(t0) != n or not all(0 <= s <= MAX_NS for s in t0):
@@ -217,6 +221,7 @@ def group_collective_ends_ns(
     cache: dict[tuple[int, int, int], int] = {}
 
     def tm(i: int, j: int, m: int) -> int:
+        """The ns of an m-byte message from member i to member j (remembered)."""
         hit = cache.get((i, j, m))
         if hit is None:
             a, b = coords(topology, members[i]), coords(topology, members[j])
@@ -340,7 +345,7 @@ def _direct_ends(
 ) -> list[float]:
     """One chunk of the direct algorithm on a group (`AllToAll.cc` over a Local ring), replayed
     event by event: each member's bundles, sends, posted receives and their matching."""
-    return _DirectReplay(collective, c, starts, tm, red).run()
+    return _DirectReplay(collective, c, starts, tm, red).replay()
 
 
 class _DirectState:
@@ -380,6 +385,7 @@ class _DirectReplay:
         self.order = 0
 
     def push(self, t: float, what: int, who: int) -> None:
+        """Schedule event `what` of member `who` at `t`, after those already at `t`."""
         self.order += 1
         heapq.heappush(self.heap, (t, self.order, what, who))
 
@@ -430,7 +436,8 @@ class _DirectReplay:
         if s.left == 0 and s.free == n and math.isnan(self.ends[i]):
             self.ends[i] = t
 
-    def run(self) -> list[float]:
+    def replay(self) -> list[float]:
+        """Every member's end (ns), replaying the messages' events in time order."""
         for i, t in enumerate(self.starts):
             for _ in range(self.n):
                 self.insert(i, t)

@@ -10,18 +10,23 @@ from __future__ import annotations
 
 from dse.core.collectives import AG, AR, RS
 from dse.core.topology import Dim
-from dse.costs.base import CostModel, Phase
+from dse.costs.base import CostModel, Phase, SimRules
 
 
 class PaperModel(CostModel):
+    """The Themis paper's aggregate-bandwidth model (module docstring)."""
+
     name = "paper"
     description = "Themis paper: aggregate per-NPU bandwidth, steps x latency (1 GB/s = 1 B/ns)"
+    rules = SimRules()  # the defaults: dse's own queue rules, shared bandwidth, the load tracker
     batch_kernel = "paper"
 
     def bytes_per_ns(self, dim: Dim, collective: str | None = None) -> float:
+        """The dimension's aggregate GB/s per NPU, which is bytes per ns."""
         return dim.bandwidth
 
     def bandwidth_time(self, dim: Dim, kind: str, c: float) -> float:
+        """The bandwidth term of a phase of `kind` on a chunk of `c` bytes: bytes sent over the aggregate bandwidth."""
         p = dim.npus
         if kind == AG:
             return c * (p - 1) / dim.bandwidth

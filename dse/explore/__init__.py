@@ -1,5 +1,6 @@
-"""Exploring designs: sweep files and parallel sweeps, search spaces, Optuna studies and their
-storage, and the hardware cost model."""
+"""Exploring designs: Optuna studies with their search spaces and storages (`study`), sweep files
+and parallel sweeps (`sweep`), LIBRA's bandwidth allocation (`libra`), and the hardware cost model
+(`hwcost`)."""
 
 from dse.core.lazy import lazy_submodules
 

@@ -41,6 +41,7 @@ class DesignRow:
     cost_usd: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The row as a dict of its fields, without `cost_usd` when it is None."""
         d = dict(self.__dict__)
         if self.cost_usd is None:
             d.pop("cost_usd")
@@ -103,7 +104,8 @@ def check_designs(
     from dse.costs import get_cost_model
     from dse.schedulers import get_scheduler, parse_queue
     from dse.training.iteration import check_fit
-    from dse.training.workloads import Workload, load_workload
+    from dse.training.workload_load import load_workload
+    from dse.training.workloads import Workload
 
     prices = load_prices(cost) if cost is not None else None
     get_cost_model(cost_model)

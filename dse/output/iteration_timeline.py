@@ -15,7 +15,7 @@ from typing import Any, TypeGuard
 
 from dse.core.errors import InputError
 from dse.core.units import format_time
-from dse.output.timeline_plot import Bar, Lane, TimelinePlotData, _rows
+from dse.output.timeline_lanes import Bar, Lane, TimelinePlotData, stack_rows
 
 LANES = (("gpu", "GPU compute"), ("cpu", "CPU"), ("net", "communication"))
 STYLES = {
@@ -50,7 +50,7 @@ def iteration_plot_data(d: Mapping[str, Any], field_: str = "RESULT.json") -> Ti
         items = per[r]
         if not items:
             continue
-        rows, nrows = _rows([(a, b) for _, _, a, b in items])
+        rows, nrows = stack_rows([(a, b) for _, _, a, b in items])
         lane = Lane(len(lanes), label, nrows)
         for (i, kind, a, b), row in zip(items, rows):
             color = STYLES[kind][1]

@@ -32,6 +32,7 @@ class CandidateRow:
     vs_chosen: float
 
     def to_dict(self) -> dict[str, object]:
+        """The candidate as a JSON object, one key per field."""
         return {
             "algo": self.algo,
             "proto": self.proto,

@@ -6,7 +6,7 @@ JSON object format of the Trace Event Format, which ui.perfetto.dev and chrome:/
 `write_trace` writes it atomically (`dse.core.files.write_atomic`). `ranks_view` reads and checks
 such a result once, for this module and for `dse.output.ranks_timeline`.
 
-The choices made where the issue is silent:
+The choices made here:
 
 - **A process per rank class.** ``pid`` is the class index + 1 (some viewers treat pid 0 as the
   idle process), named ``class K: ranks 0-3,8`` (`rank_ranges`: runs of consecutive ranks, long
@@ -45,7 +45,7 @@ from dse.core.files import check_output_file, write_atomic
 from dse.core.network_yaml import is_network_file
 from dse.core.topology import Topology, parse_topology
 from dse.core.units import format_time
-from dse.output.timeline_plot import _rows
+from dse.output.timeline_lanes import stack_rows
 
 NEEDS = "a per-rank result: dse iterate --json --timeline of a per-rank trace (classes and spans)"
 _FIXED_LANES = {
@@ -283,7 +283,7 @@ def _class_events(c: ClassInfo, spans: list[LaneSpan], topology: Topology | None
     tid = 0
     for lane in sorted(by_lane, key=lane_order):
         items = sorted(by_lane[lane], key=lambda s: (s.start_ns, s.end_ns, s.name))
-        rows, nrows = _rows([(s.start_ns, s.end_ns) for s in items])
+        rows, nrows = stack_rows([(s.start_ns, s.end_ns) for s in items])
         title, cat = lane_title(lane, topology), lane_category(lane)
         per_row: list[list[LaneSpan]] = [[] for _ in range(nrows)]
         for s, r in zip(items, rows):
@@ -333,6 +333,7 @@ def trace_json(trace: Mapping[str, Any]) -> str:
     """The text of a trace: keys sorted, one event per line, ending in a newline (same input, same bytes)."""
 
     def dump(x: Any) -> str:
+        """`x` as compact JSON, keys sorted (NaN and infinity refused)."""
         return json.dumps(x, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
     events = ",\n".join(dump(e) for e in trace["traceEvents"])

@@ -8,7 +8,7 @@ the Perfetto trace). Pure data, no matplotlib; `draw_ranks_timeline` draws it wi
 `dse.output.timeline_plot.draw_timelines` (one time axis, its unit in the label), and
 `plot_ranks_file` does both for a JSON file.
 
-The choices made where the issue is silent:
+The choices made here:
 
 - Every panel has the same lanes, the union of those the drawn classes use, so classes compare
   row by row; spans that overlap on a lane are drawn on separate rows of it.
@@ -43,7 +43,8 @@ from dse.output.perfetto import (
     ranks_view,
     result_topology,
 )
-from dse.output.timeline_plot import Bar, Lane, TimelinePlotData, _rows, draw_timelines, read_result
+from dse.output.timeline_lanes import Bar, Lane, TimelinePlotData, stack_rows
+from dse.output.timeline_plot import draw_timelines, read_result
 
 MAX_CLASSES = 8
 MAX_SPANS = 50_000
@@ -117,7 +118,7 @@ def _panel(
     out = []
     for d, name in enumerate(lanes):
         items = by_lane[name]
-        rows, nrows = _rows([(s.start_ns, s.end_ns) for _, s in items])
+        rows, nrows = stack_rows([(s.start_ns, s.end_ns) for _, s in items])
         lane = Lane(d, lane_title(name, topo), nrows)
         label, color = STYLES.get(lane_category(name), OTHER_STYLE)
         for (i, s), row in zip(items, rows):

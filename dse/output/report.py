@@ -220,6 +220,9 @@ def _closed_form_head(head: list[tuple[str, str]], result: Result, topology: Top
 
 @dataclass(frozen=True)
 class ComparisonRow:
+    """One schedule's row of a comparison: its time, its bandwidth utilisation (capped and not), its
+    speed-up over the baseline and its gap to the bound (None: not computed)."""
+
     scheduler: str
     queue: str
     time_ns: float
@@ -229,6 +232,8 @@ class ComparisonRow:
     bw_utilization_uncapped: float | None = None
 
     def to_dict(self) -> dict[str, object]:
+        """The row as a JSON object (`speedup_vs_baseline_fifo`; the uncapped utilisation is the capped
+        one when not given)."""
         return {
             "scheduler": self.scheduler,
             "queue": self.queue,

@@ -31,96 +31,45 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from decimal import Decimal
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dse.bounds.api import ideal_ns
 from dse.core.errors import raise_if_interrupted
 from dse.core.files import atomic_output, check_output_dir, check_outputs_in, output_folder, write_atomic
-from dse.core.presets import ARTIFACT_SUFFIX, PAPER_PRESETS, PRESET_INFO, PRESETS
+from dse.core.presets import PAPER_PRESETS
 from dse.core.progress import progress_bar as _bar
 from dse.core.progress import wanted
-from dse.core.topology import Topology, parse_topology
 from dse.costs import get_cost_model
 from dse.explore.sweep.file import parse_sweep
 from dse.explore.sweep.sweeps import read_rows, run_sweep
+from dse.output.reproduce_experiments import (
+    EXPERIMENTS,
+    GANTT_CASE,
+    QUICK_SIZES_GIB,
+    QUICK_TOPOLOGIES,
+    SCHEDULES,
+    SIZES_GIB,
+    run_as,
+    sweeps,
+    topology_for,
+)
+from dse.output.reproduce_figures import (
+    chunk_data,
+    draw_chunks,
+    draw_timeline,
+    draw_utilization,
+    timeline_data,
+    utilization_data,
+)
 from dse.sim.spec import CollectiveSpec
 from dse.training.iteration import end_to_end_markdown, end_to_end_rows
 
-SCHEDULES = ("baseline+fifo", "themis+fifo", "themis+scf", "lp_guided+scf")
-SIZES_GIB = tuple(Decimal("0.10") + Decimal("0.05") * i for i in range(19))
-CHUNK_TOPOLOGIES = ("3D-SW_SW_SW_hetero", "4D-Ring_FC_Ring_SW")
-CHUNKS = (4, 8, 16, 32, 64, 128, 256, 512)
-QUICK_TOPOLOGIES = PAPER_PRESETS[:2]
-QUICK_SIZES_GIB = SIZES_GIB[::9]
-QUICK_CHUNK_TOPOLOGIES = CHUNK_TOPOLOGIES[:1]
-QUICK_CHUNKS = (4, 64, 512)
 PAPER = {"baseline_util": 0.5631, "themis_util": 0.9514, "speedup_geomean": 1.72}
-GANTT_CASE = ("3D-SW_SW_SW_hetero", "0.25GiB", 16)
 
 
-def topology_for(name: str, cost_model: str) -> Topology:
-    """A paper preset as the experiment uses it, the same hardware in every model.
-
-    Under `astra-sim-1`: the preset ``NAME@artifact`` (the artifact's 1 ns links, as the paper's
-    own runs; `dse.core.presets.ARTIFACT_PRESETS`, the one definition). Under `astra-sim`: each
-    fully-connected dimension's bandwidth divided by P−1, because ASTRA-sim 2.x reads an FC
-    bandwidth as per link (its P−1 direct messages each run at it).
-    """
-    t = PRESETS[name]
-    if cost_model == "astra-sim-1":
-        return parse_topology(f"{name}{ARTIFACT_SUFFIX}")
-    if cost_model == "astra-sim":
-        dims = tuple(replace(d, bandwidth=d.bandwidth / (d.npus - 1)) if d.kind == "fc" else d for d in t.dims)
-        return Topology(dims, name=f"{name}@FC-per-link")
-    return t
-
-
-def run_as(name: str, cost_model: str) -> str:
-    """What `topology_for` makes of a paper preset under a model, in words (reports say it)."""
-    if cost_model == "astra-sim-1":
-        return f"{name}{ARTIFACT_SUFFIX}: {PRESET_INFO[name + ARTIFACT_SUFFIX].what}"
-    if cost_model == "astra-sim":
-        return f"{name}@FC-per-link: Table 2, each FC dimension's bandwidth / (P-1) (ASTRA-sim 2.x reads it per link)"
-    return f"{name}: {PRESET_INFO[name].what}"
-
-
-def sweeps(cost_model: str, quick: bool = False) -> dict[str, dict[str, Any]]:
-    """The two sweep tables (`quick`: two topologies, three sizes, three chunk counts)."""
-    names = QUICK_TOPOLOGIES if quick else PAPER_PRESETS
-    sizes = QUICK_SIZES_GIB if quick else SIZES_GIB
-    chunk_topos = QUICK_CHUNK_TOPOLOGIES if quick else CHUNK_TOPOLOGIES
-    chunks = QUICK_CHUNKS if quick else CHUNKS
-    return {
-        "single_allreduce": {
-            "topology": [topology_for(n, cost_model).notation() for n in names],
-            "size": [f"{s}GiB" for s in sizes],
-            "chunks": 64,
-            "schedules": list(SCHEDULES),
-            "cost_model": cost_model,
-            "bounds": True,
-            "bounds_time_limit": 60.0,
-            "bounds_node_limit": 100,
-        },
-        "chunks": {
-            "topology": [topology_for(n, cost_model).notation() for n in chunk_topos],
-            "size": "0.1GiB",
-            "chunks": list(chunks),
-            "schedules": list(SCHEDULES),
-            "cost_model": cost_model,
-            "bounds": True,
-            "bounds_time_limit": 60.0,
-            "bounds_node_limit": 100,
-        },
-    }
-
-
-EXPERIMENTS = {"single_allreduce": "single all-reduce", "chunks": "chunk sensitivity"}
-
-
-def run(
+def reproduce_themis(
     out: str | Path, *, cost_model: str = "paper", jobs: int = 1, quick: bool = False, progress: bool | None = None
 ) -> dict[str, Any]:
     """Run (or resume) both experiments and the training iterations into `out`, and write the
@@ -134,18 +83,18 @@ def run(
     out = check_output_dir(out, "out")
     check_outputs_in(out, output_files(model), "out")
     with output_folder(out, "out"):
-        return _run(out, model, jobs=jobs, quick=quick, progress=progress)
+        return _reproduce_in(out, model, jobs=jobs, quick=quick, progress=progress)
 
 
 def output_files(model: str) -> tuple[str, ...]:
-    """Every file `run` writes in its folder under cost model `model`."""
+    """Every file `reproduce_themis` writes in its folder under cost model `model`."""
     files = [f"{name}{ext}" for name in EXPERIMENTS for ext in (".raw.csv", ".csv")]
     files += ["end_to_end.csv", "summary.md", "utilization.png", "chunks.png", "timeline.png"]
     return (*files, *(() if model == "astra-sim-1" else ("end_to_end_astra-sim-1.csv",)))
 
 
-def _run(out: Path, model: str, *, jobs: int, quick: bool, progress: bool | None) -> dict[str, Any]:
-    """`run` in its checked, existing folder."""
+def _reproduce_in(out: Path, model: str, *, jobs: int, quick: bool, progress: bool | None) -> dict[str, Any]:
+    """`reproduce_themis` in its checked, existing folder."""
     counts, tables = _run_sweeps(out, model, jobs=jobs, quick=quick, progress=progress)
     summary = summarize(tables["single_allreduce"])
     raise_if_interrupted()
@@ -209,15 +158,6 @@ def _run_sweeps(
 
 def _draw_figures(tables: dict[str, list[dict[str, Any]]], model: str, out: Path) -> list[Path]:
     """The utilisation, chunk and timeline figures."""
-    from dse.output.reproduce_figures import (
-        chunk_data,
-        draw_chunks,
-        draw_timeline,
-        draw_utilization,
-        timeline_data,
-        utilization_data,
-    )
-
     return [
         draw_utilization(utilization_data(tables["single_allreduce"]), out / "utilization.png"),
         draw_chunks(chunk_data(tables["chunks"]), out / "chunks.png"),
@@ -311,6 +251,9 @@ def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 @dataclass(frozen=True)
 class Summary:
+    """What `summary.md` reports, by `summarize`: per topology and schedule, and overall per schedule,
+    the mean utilisation, the speed-ups over baseline+FIFO and the mean gap to the bound."""
+
     per_topology: dict[str, dict[str, dict[str, float]]]  # topology -> schedule -> figures
     overall: dict[str, dict[str, float]]  # schedule -> figures
 

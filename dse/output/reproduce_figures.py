@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.core.files import atomic_output
-from dse.output.reproduce import GANTT_CASE, topology_for
+from dse.output.reproduce_experiments import GANTT_CASE, topology_for
 from dse.sim.evaluate import evaluate
 
 
@@ -31,7 +31,7 @@ def chunk_data(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[tuple
 
 def timeline_data(model: str) -> list[Any]:
     """The per-dimension phases of baseline+FIFO and Themis+SCF on one case: one
-    `dse.output.timeline_plot.TimelinePlotData` each, the same as `dse evaluate --plot` draws."""
+    `dse.output.timeline_lanes.TimelinePlotData` each, the same as `dse evaluate --plot` draws."""
     from dse.core.units import format_size, format_time
     from dse.output.timeline_plot import result_timeline_data
 
@@ -58,6 +58,8 @@ def _plt() -> Any:
 
 
 def draw_utilization(data: dict[str, dict[str, list[tuple[float, float]]]], path: Path) -> Path:
+    """`utilization_data` drawn to `path` (PNG): one panel per topology, utilisation against size per
+    schedule."""
     plt = _plt()
     topos = list(data)
     cols = 3
@@ -83,6 +85,8 @@ def draw_utilization(data: dict[str, dict[str, list[tuple[float, float]]]], path
 
 
 def draw_chunks(data: dict[str, dict[str, list[tuple[int, float]]]], path: Path) -> Path:
+    """`chunk_data` drawn to `path` (PNG): one panel per topology, utilisation against chunks per
+    schedule."""
     plt = _plt()
     fig, axes = plt.subplots(1, max(1, len(data)), figsize=(6 * max(1, len(data)), 4), squeeze=False)
     for ax, topo in zip(axes.flat, data):

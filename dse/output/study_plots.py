@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dse.core.files import atomic_output
+from dse.explore.study.storage import feasible
 from dse.explore.study.units import BW_PARAM, bandwidths, constraint_limits, shown
-from dse.output.study_report import feasible
 
 #: An objective's direction, as Optuna names it (`StudyDirection.name.lower()`).
 Direction = Literal["minimize", "maximize"]
@@ -55,6 +55,7 @@ class HistoryPanel:
 
     @property
     def title(self) -> str:
+        """The panel's title: the objective's name and its direction (``time (ms) with themis+scf, minimized``)."""
         return f"{self.name}, {self.direction}d"
 
 

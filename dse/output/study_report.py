@@ -5,8 +5,8 @@ The report speaks the study's terms rather than Optuna's, every number with its 
 
 - each objective is a column named by its metric and unit suffix: ``time_themis_scf_ns``,
   ``bw_utilization_themis_scf_pct`` (0-100), ``gap_themis_scf_pct``, ``cost_usd``,
-  ``iteration_time_x_cost_themis_scf_ms_usd``; the journal keeps its values and ids as they were
-  (``time_ns_themis_scf``), so a study run before reports the same;
+  ``iteration_time_x_cost_themis_scf_ms_usd``; the journal's values and ids stay as stored
+  (``time_ns_themis_scf``): only the report names them so;
 - the record's columns end in their unit too (``time_themis_ns``, ``bound_ns``, ``cost_usd``,
   ``bw_utilization_pct``, ``gap_pct``);
 - the bandwidth of dimension i (from the innermost) is ``bw<i>_GBps``, read from the trial's
@@ -27,18 +27,14 @@ from typing import Any
 
 from dse.core.errors import InputError
 from dse.core.files import atomic_output, check_output_dir, check_outputs_in, output_folder
-from dse.explore.study.storage import load_study, redact, trial_params, trial_record
+from dse.explore.study.storage import feasible, load_study, redact, trial_params, trial_record
 from dse.explore.study.units import BW_PARAM, bandwidths, constraint_limits, number, record_columns, shown, study_ids
+from dse.output.study_plots import write_figures
 
 
 def objective_names(study: Any) -> list[str]:
     """The study's objective ids (`dse.explore.study.units.objective_ids`)."""
     return study_ids(study)
-
-
-def feasible(trial: Any) -> bool:
-    """Whether a trial meets every constraint (a constraint value <= 0 is met)."""
-    return all(v <= 0 for v in trial.constraints.values())
 
 
 def trial_row(trial: Any, names: list[str]) -> dict[str, Any]:
@@ -79,6 +75,7 @@ class Report:
 
 
 def complete_trials(study: Any) -> list[Any]:
+    """The study's complete trials, in Optuna's order."""
     from optuna.trial import TrialState
 
     return [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
@@ -144,8 +141,6 @@ def write_report(name: str, url: str, out_dir: str | Path) -> Report:
     before the study is read (a FIFO, device, socket or folder where a file goes is refused; a
     symlink is followed); the folder is created once the study is found, and removed again if
     nothing could be written in it."""
-    from dse.output.study_plots import write_figures
-
     out = check_output_dir(out_dir, "out")
     check_outputs_in(out, REPORT_FILES, "out")
     study, rep = report_data(name, url)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,9 @@ from dse.core.errors import InputError
 from dse.core.files import atomic_output, read_text
 from dse.core.topology import Dim, Topology, parse_topology
 from dse.core.units import format_size, format_time
+from dse.output.iteration_timeline import iteration_plot_data
 from dse.output.plots import figure_path
+from dse.output.timeline_lanes import Bar, Lane, TimelinePlotData, stack_rows
 from dse.sim.simulate import TimelineEntry
 
 # What each phase kind is called and drawn in (dse.core.collectives: RS, AG, AR, A2A).
@@ -41,60 +42,9 @@ _KIND_NAMES = {"ring": "Ring", "fc": "FC", "switch": "SW"}
 _TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
 
 
-@dataclass(frozen=True)
-class Bar:
-    """One phase on a lane: its chunk and kind, from `start` to `end` (ns), on row `row`, in `color`."""
-
-    chunk: int
-    kind: str
-    start: float
-    end: float
-    row: int
-    color: str
-
-
-@dataclass
-class Lane:
-    """One dimension: its label, how many rows its overlapping phases need, and its bars."""
-
-    dim: int
-    label: str
-    rows: int
-    bars: list[Bar] = field(default_factory=list)
-
-
-@dataclass
-class TimelinePlotData:
-    """What `draw_timelines` draws for one evaluation: a title, its time, lanes and legend.
-
-    `legend` is (label, colour) for exactly the colours the bars use, in `PHASE_STYLES` order."""
-
-    title: str
-    time_ns: float
-    lanes: list[Lane]
-    legend: list[tuple[str, str]]
-    shared: bool = False
-
-
 def lane_label(i: int, dim: Dim) -> str:
     """``dim 0: Ring(4) 375 GB/s``."""
     return f"dim {i}: {_KIND_NAMES.get(dim.kind, dim.kind)}({dim.npus}) {dim.bandwidth:g} GB/s"
-
-
-def _rows(spans: list[tuple[float, float]]) -> tuple[list[int], int]:
-    """A row per span such that spans on one row do not overlap (first free row, in start order)."""
-    order = sorted(range(len(spans)), key=lambda k: (spans[k][0], spans[k][1], k))
-    ends: list[float] = []
-    rows = [0] * len(spans)
-    for k in order:
-        a, b = spans[k]
-        r = next((j for j, e in enumerate(ends) if e <= a), len(ends))
-        if r == len(ends):
-            ends.append(b)
-        else:
-            ends[r] = b
-        rows[k] = r
-    return rows, max(1, len(ends))
 
 
 def timeline_plot_data(
@@ -110,7 +60,7 @@ def timeline_plot_data(
     lanes = []
     for d, (dim, es) in enumerate(zip(topology.dims, per_dim)):
         spans = [(e.start, e.end if shared else e.start + e.busy) for e in es]
-        rows, nrows = _rows(spans)
+        rows, nrows = stack_rows(spans)
         lane = Lane(d, lane_label(d, dim), nrows)
         for e, (a, b), r in zip(es, spans, rows):
             color = PHASE_STYLES.get(e.kind, OTHER_STYLE)[1]
@@ -168,7 +118,7 @@ def result_timeline_data(result: Any, topology: Topology, title: str | None = No
 def _shares(cost_model: str, active: int) -> bool:
     from dse.costs import get_cost_model
 
-    return active > 1 and get_cost_model(cost_model).shares_bandwidth
+    return active > 1 and get_cost_model(cost_model).rules.shares_bandwidth
 
 
 _NEEDS = "a JSON object written by dse evaluate --json --timeline"
@@ -316,7 +266,5 @@ def plot_timeline_file(path: str | Path, out: str | Path) -> Path:
 def plot_timeline_result(d: Any, path: str | Path, out: str | Path) -> Path:
     """`plot_timeline_file` on the JSON `d` already read from `path`."""
     if isinstance(d, Mapping) and "nodes" in d and "timeline" not in d:  # dse iterate --json --timeline
-        from dse.output.iteration_timeline import iteration_plot_data
-
         return draw_timelines([iteration_plot_data(d, str(path))], out)
     return draw_timelines([json_timeline_data(d, str(path))], out)

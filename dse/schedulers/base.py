@@ -57,14 +57,17 @@ class ScheduleProblem:
 
     @property
     def ndims(self) -> int:
+        """The number of dimensions of the topology."""
         return self.topology.ndims
 
     @property
     def nchunks(self) -> int:
+        """The number of chunks to schedule."""
         return len(self.chunks.sizes)
 
 
 def ascending(ndims: int) -> Order:
+    """The order 0, 1, ..., ndims - 1 (innermost dimension first)."""
     return tuple(range(ndims))
 
 

@@ -14,7 +14,7 @@ pipeline fills and drains, and interleaving the mix by running deficit lands 1-8
 
 Because Themis's orders are a starting point and changes are kept only when not slower, lp_guided
 is never behind Themis under the same queue and cost model. The search is deterministic for a seed
-and costs `budget` simulations (~50 us each at 64 chunks with the C engine).
+and costs at most `budget` + 3 simulations (`LPGuidedScheduler.simulations`).
 
 This scheduler needs the LP over dimension orders (`dse.schedulers.order_mix`) and a simulator,
 which the sim layer passes in with the problem (`ScheduleProblem.simulate`). It is loaded on its
@@ -41,6 +41,8 @@ from dse.schedulers.themis import ThemisScheduler
 
 @register_scheduler
 class LPGuidedScheduler(Scheduler):
+    """Realises the fluid LP's order mix in whole chunks and sequences it by simulation (module docstring)."""
+
     name = "lp_guided"
     description = "the LP-optimal order mix, sequenced by simulation (ours, beyond the paper)"
 
@@ -53,6 +55,7 @@ class LPGuidedScheduler(Scheduler):
         return f"LPGuidedScheduler(budget={self.budget})"
 
     def simulations(self) -> int:
+        """The most simulations one schedule costs: the three starts and the `budget` moves."""
         return self.budget + 3
 
     def _orders(self, problem: ScheduleProblem) -> list[Order]:
@@ -64,21 +67,21 @@ class LPGuidedScheduler(Scheduler):
             raise InputError(
                 "scheduler", f"lp_guided cannot run here: {reason}", "at most 8 dimensions, or another scheduler"
             )
-        mix = _OrderMix.of(problem)
-        run = _Sequences(problem, mix.orders, problem.simulator()).time
+        mix = _OrderMix.for_problem(problem)
+        time_of = _Sequences(problem, mix.orders, problem.simulator()).time
         index = {o: i for i, o in enumerate(mix.orders)}
         starts = [
             _deficit_sequence(mix.counts, problem.nchunks),
             _balanced_sequence(mix.counts, mix.loads, problem.nchunks),
             [index[o] for o in ThemisScheduler().orders(problem)],
         ]
-        return [mix.orders[i] for i in self._improve(problem, run, starts, len(mix.orders))]
+        return [mix.orders[i] for i in self._improve(problem, time_of, starts, len(mix.orders))]
 
     def _improve(
-        self, problem: ScheduleProblem, run: Callable[[list[int]], float], starts: list[list[int]], norders: int
+        self, problem: ScheduleProblem, time_of: Callable[[list[int]], float], starts: list[list[int]], norders: int
     ) -> list[int]:
         """The fastest start, improved by `budget` seeded moves, each kept when it is not slower."""
-        best_t, _, best = min((run(s), k, s) for k, s in enumerate(starts))
+        best_t, _, best = min((time_of(s), k, s) for k, s in enumerate(starts))
         best = list(best)
         n = problem.nchunks
         rng = random.Random(problem.seed)
@@ -87,7 +90,7 @@ class LPGuidedScheduler(Scheduler):
             cand = _neighbour(rng, best, edge, norders)
             if cand is None:
                 continue
-            t = run(cand)
+            t = time_of(cand)
             if t <= best_t:
                 best_t, best = t, cand
         return best
@@ -102,13 +105,14 @@ class _OrderMix:
     counts: list[int]  # chunks per type, summing to the problem's
 
     @classmethod
-    def of(cls, problem: ScheduleProblem) -> _OrderMix:
+    def for_problem(cls, problem: ScheduleProblem) -> _OrderMix:
+        """The mix of the problem's most common chunk size: the fluid LP's fractions rounded to whole chunks."""
         model = problem.cost_model
         mode = problem.latency_mode or model.default_latency_mode
         types = types_for_plan(model, problem.topology, problem.collective, problem.chunks, mode, ar_phase=False)
         main_size = Counter(problem.chunks.sizes).most_common(1)[0][0]
         main = [t for t in types if t.size == main_size]
-        slots = 1 if model.shares_bandwidth else problem.active_chunks
+        slots = 1 if model.rules.shares_bandwidth else problem.active_chunks
         counts = _round_mix(fluid_mix(main, slots, time_limit_s=10.0), problem.nchunks)
         return cls([t.order for t in main], [t.load for t in main], counts)
 
@@ -124,6 +128,7 @@ class _Sequences:
         self.plans: dict[tuple[int, float], Sequence[Phase]] = {}
 
     def plan(self, i: int, size: float) -> Sequence[Phase]:
+        """The phases of a chunk of `size` bytes on order index `i` (built once)."""
         p = self.plans.get((i, size))
         if p is None:
             problem = self.problem
@@ -133,6 +138,7 @@ class _Sequences:
         return p
 
     def time(self, seq: list[int]) -> float:
+        """The simulated ns of the chunks run on the orders of `seq`, in issue order."""
         return self.simulate(self.problem, [self.plan(i, s) for i, s in zip(seq, self.problem.chunks.sizes)])
 
 

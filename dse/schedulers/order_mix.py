@@ -51,6 +51,7 @@ class ChunkType:
 
     @property
     def label(self) -> str:
+        """The order as digits (comma-separated beyond ten dimensions), ``/AR`` for the AR composition."""
         s = "".join(map(str, self.order)) if len(self.order) <= 10 else ",".join(map(str, self.order))
         return s + ("/AR" if self.ar_phase else "")
 
@@ -75,7 +76,7 @@ def types_for_plan(
     else:
         orders = list(itertools.permutations(range(nd)))
     variants = [(o, False) for o in orders]
-    if coll == ALL_REDUCE and model.baseline_ar_phase and ar_phase:
+    if coll == ALL_REDUCE and model.rules.baseline_ar_phase and ar_phase:
         variants.append((tuple(range(nd)), True))
     memo: dict = {}
     out = []
@@ -172,8 +173,8 @@ def run_model(
         import highspy
 
         if prob.solverModel.getModelStatus() == highspy.HighsModelStatus.kSolveError:
-            # HiGHS 1.15 can find the optimum, then reject it for a 1e-6 row violation (seen on a
-            # seven-chunk 3D order model): solve once more with a tighter feasibility tolerance
+            # HiGHS can find the optimum, then reject it for a 1e-6 row violation: solve once more
+            # with a tighter feasibility tolerance
             tight = {"mip_feasibility_tolerance": 1e-9, "primal_feasibility_tolerance": 1e-9}
             values = _solve_with(prob, _highs(True, time_limit_s, gap, {**tight, **extra}), variables)
     return values

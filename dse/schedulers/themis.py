@@ -1,6 +1,6 @@
 """Themis (Rashidi et al., ISCA 2022): balance the dimensions' loads chunk by chunk.
 
-Two flavours, chosen by the cost model (`CostModel.themis_flavor`):
+Two flavours, chosen by the cost model (`SimRules.themis_flavor` of `CostModel.rules`):
 
 - ``load_tracker`` (the paper's Algorithm 1, docs/model.md §5.4; `paper` model). One predicted busy
   time per dimension, reset per collective (``seed_latency=True`` seeds each with the dimension's
@@ -27,6 +27,8 @@ MIB = 2**20
 
 
 class ThemisScheduler(Scheduler):
+    """Themis: each chunk takes the order that balances the dimensions' loads (module docstring)."""
+
     name = "themis"
     description = "Themis: least-loaded dimension first (the paper's Algorithm 1)"
 
@@ -38,7 +40,7 @@ class ThemisScheduler(Scheduler):
         return f"ThemisScheduler(seed_latency={self.seed_latency})"
 
     def _orders(self, problem: ScheduleProblem) -> list[Order]:
-        if problem.cost_model.themis_flavor == "offline_greedy":
+        if problem.cost_model.rules.themis_flavor == "offline_greedy":
             return offline_greedy_orders(problem)
         return self._load_tracker_orders(problem)
 

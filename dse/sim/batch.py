@@ -61,11 +61,13 @@ class BatchResult:
 
     @property
     def dim_busy_ns(self) -> list[tuple[float, ...]]:
+        """Per point, each dimension's busy ns, as `Result.dim_busy_ns`."""
         self._rows()
         return self._busy
 
     @property
     def dim_bytes(self) -> list[tuple[float, ...]]:
+        """Per point, the bytes each dimension sent, as `Result.dim_bytes`."""
         self._rows()
         return self._sent
 
@@ -88,6 +90,7 @@ class BatchResult:
         return r
 
     def results(self) -> list[Result]:
+        """Every point's `Result`, in the points' order."""
         return [self.result(i) for i in range(len(self))]
 
     def metrics(self, i: int) -> Metrics:
@@ -154,6 +157,7 @@ class _Group:
     checked: set[int] = field(default_factory=set)  # chunk counts whose work was checked
 
     def add(self, i: int, p: RunSpec) -> None:
+        """Append point `i` (its work checked once per chunk count) to the vectors."""
         spec = p.spec
         if spec.chunks not in self.checked:  # the work depends on the chunks, not the size
             spec.check_work(queue=p.queue)
@@ -286,7 +290,9 @@ def _vectorised(bandwidths: Any, latencies: Any, common: Mapping[str, Any]) -> B
     if not n or not compilable(base):
         return evaluate_many([vec[i].spec.topology for i in range(n)], **common)
     base.spec.check_work(queue=base.queue)
-    runs = CACHE.run(CACHE.shape(base), array("q", [base.spec.size]) * n, array("q", [base.spec.chunks]) * n, bw, lat)
+    runs = CACHE.run_batch(
+        CACHE.shape(base), array("q", [base.spec.size]) * n, array("q", [base.spec.chunks]) * n, bw, lat
+    )
     res = BatchResult(vec)
     res._fill(runs, range(n))
     for i in sorted(runs.python):
@@ -330,7 +336,7 @@ def evaluate_many(
             g = groups[id(shape)] = _Group(shape)
         g.add(i, p)
     for g in groups.values():
-        runs = CACHE.run(g.shape, g.sizes, g.chunks, g.bw, g.lat)
+        runs = CACHE.run_batch(g.shape, g.sizes, g.chunks, g.bw, g.lat)
         res._fill(runs, g.index)
         for k in sorted(runs.python):
             _in_python(res, g.index[k], prepared[g.index[k]])

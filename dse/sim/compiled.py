@@ -55,7 +55,7 @@ MAX_SHAPES, MAX_CALLS = 256, 1024
 
 
 def _engine() -> Any:
-    return engine_front._engine
+    return engine_front.c_engine_module()
 
 
 def _field_names() -> tuple[str, ...]:
@@ -76,9 +76,9 @@ def compilable(p: RunSpec) -> bool:
     kernel = KERNELS.get(type(model))
     if kernel is None or model.batch_kernel != kernel[0]:
         return False
-    if spec.active_chunks > 1 and not model.shares_bandwidth:
+    if spec.active_chunks > 1 and not model.rules.shares_bandwidth:
         return False
-    if model.themis_flavor == "offline_greedy" and not getattr(eng, "HAVE_INT128", 0):
+    if model.rules.themis_flavor == "offline_greedy" and not getattr(eng, "HAVE_INT128", 0):
         return False  # OfflineGreedy's exact arithmetic needs 128-bit integers
     if kernel[1] == 3 and any(d.links is None or not 1 <= d.links < KERNEL_INTS for d in spec.topology.dims):
         return False
@@ -115,7 +115,7 @@ class Shape:
         self.themis = type(sched) is ThemisScheduler and spec.collective != ALL_TO_ALL
         model = spec.cost_model
         if self.themis:
-            self.tracker = LOAD_TRACKER if model.themis_flavor == "load_tracker" else OFFLINE_GREEDY
+            self.tracker = LOAD_TRACKER if model.rules.themis_flavor == "load_tracker" else OFFLINE_GREEDY
             self.perms: list[Order] = list(permutations(range(self.nd)))
             self.prefix: list[int] = []
         else:
@@ -165,16 +165,16 @@ class Shape:
             "kernel": kernel,
             "coll": COLLECTIVE_CODES[coll],
             "baseline": int(sched.is_baseline),
-            "policy": policy_code(p.queue, model.scf_rule),
+            "policy": policy_code(p.queue, model.rules.scf_rule),
             "slots": spec.active_chunks,
-            "shared": int(spec.active_chunks > 1 and model.shares_bandwidth),
-            "dimkey": int(model.dim_tiebreak),
+            "shared": int(spec.active_chunks > 1 and model.rules.shares_bandwidth),
+            "dimkey": int(model.rules.dim_tiebreak),
             "base": order_id.get(baseline_order(coll, nd), -1),
             "seed_latency": int(load and sched.seed_latency),  # type: ignore[attr-defined]
             "serialized": int(spec.latency_mode == "serialized"),
-            "ag_div": int(coll == ALL_GATHER and not model.ag_input_shard),
+            "ag_div": int(coll == ALL_GATHER and not model.rules.ag_input_shard),
             "fifo_a2a": int(kernel == 3),  # astra-sim-1 queues an all-to-all phase FIFO as an AR one
-            "tied": int(model.phase_ties),
+            "tied": int(model.rules.phase_ties),
             "npus": topo.npus,
             "endpoint": int(getattr(model, "endpoint_delay_ns", 0)),
             "thr_frac": float(sched.threshold_fraction) if load else 0.0,  # type: ignore[attr-defined]
@@ -252,6 +252,7 @@ class CompiledCache:
         self.calls: dict[tuple, Any] = {}
 
     def clear(self) -> None:
+        """Forget every shape and call."""
         self.shapes.clear()
         self.calls.clear()
 
@@ -285,7 +286,7 @@ class CompiledCache:
                 continue
             return One(time, busy, sent, list(map(shape.perms.__getitem__, ids)))
 
-    def run(self, shape: Shape, sizes: array, chunks: array, bw: array, lat: array) -> Runs:
+    def run_batch(self, shape: Shape, sizes: array, chunks: array, bw: array, lat: array) -> Runs:
         """Run points of one shape (size and chunk count each, bandwidths GB/s and latencies ns, nd a
         point, flat) in the engine; a point it declines is listed in `Runs.python`."""
         n, nd = len(sizes), shape.nd

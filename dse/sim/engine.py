@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from dse.costs.base import Phase
 from dse.sim import engine_ref
@@ -26,6 +27,11 @@ DEFAULT = os.environ.get("DSE_ENGINE", "auto")
 def c_engine_built() -> bool:
     """Is the C engine built (setup.py compiles it when a C compiler is there)?"""
     return _engine is not None
+
+
+def c_engine_module() -> Any:
+    """The C engine's extension module (`dse.sim._engine`), or None when it is not built."""
+    return _engine
 
 
 def _graph_args(g: EngineGraph) -> tuple:

@@ -46,7 +46,7 @@ def run(net: NetRules, plans: Sequence[tuple[Phase, ...]]) -> EngineOutput:
     """The collective whose chunks are `plans`, on the flow loop (`runs_here` must hold)."""
     if not runs_here(net, plans):
         raise ValueError("the flow loop runs one collective on servers with smallest-first queues only")
-    return _Flow(net, plans).go()
+    return _Flow(net, plans).simulate()
 
 
 class _Flow:
@@ -68,6 +68,7 @@ class _Flow:
         self.bytes, self.seq, self.entries = 0.0, 0, 0
 
     def phase(self, c: int) -> Phase:
+        """Chunk c's current phase."""
         return self.plans[c][self.pos[c]]
 
     def enqueue(self, d: int, c: int) -> None:
@@ -112,6 +113,7 @@ class _Flow:
             self.enqueue(d, c)
 
     def refill(self, d: int, t: float) -> None:
+        """Dim d starts its first waiting phase at `t`, or goes idle."""
         if self.queue[d]:
             self.start(d, self.queue[d].pop(0)[2], t)
         else:
@@ -127,6 +129,7 @@ class _Flow:
         return best
 
     def step(self, d: int) -> None:
+        """Handle dim d's next event: a first arrival, a completion or a release, then refill."""
         c = self.serving[d]
         if c is None:  # idle: its first arrival starts
             t, _, c = heapq.heappop(self.inbox[d])
@@ -150,7 +153,8 @@ class _Flow:
         if moved >= 0 and moved != d and self.serving[moved] is None:
             self.start(moved, c, t)
 
-    def go(self) -> EngineOutput:
+    def simulate(self) -> EngineOutput:
+        """Issue every chunk at 0 and run the events to the end; the engine's numbers."""
         for c, plan in enumerate(self.plans):  # issued at 0, in chunk order
             d = plan[0].dim
             if self.serving[d] is None:

@@ -126,6 +126,17 @@ class IssueHooks(Protocol):
         """A node was resumed by a collective (its last dependency, strictly after every other)."""
 
 
+class TimelineEntry(NamedTuple):
+    """One phase as it ran: `start`..`end` is the whole phase, busy its server time."""
+
+    chunk: int
+    dim: int
+    kind: str
+    start: float
+    end: float
+    busy: float
+
+
 class LogEntry(NamedTuple):
     """One phase as it ran: chunk, its step index, start, and end (when the chunk moved on)."""
 

@@ -90,10 +90,11 @@ class _FixedPlans:
         self.plans = plans
 
     def issue(self, node: int, t: float, lead: int) -> tuple[Sequence[tuple[Phase, ...]], int]:
+        """The plans, at priority 0, whatever the node."""
         return self.plans, 0
 
     def resumed(self) -> None:  # pragma: no cover - a one-node graph resumes nothing
-        pass
+        """Nothing to do: a single collective resumes no node."""
 
 
 SINGLE = EngineGraph(kinds=(N_COMM,), resources=(NET,), durations=(0.0,), delays=(0.0,), succ=((),), end=0)
@@ -111,10 +112,10 @@ def run(
     if graph is None:
         graph, hooks = SINGLE, _FixedPlans(plans or [])
     assert hooks is not None
-    return _Run(net, graph, hooks, record).go()
+    return _EngineRun(net, graph, hooks, record).simulate()
 
 
-class _Run:
+class _EngineRun:
     """The state of one run; `go` is the event loop (module docstring)."""
 
     def __init__(self, net: NetRules, graph: EngineGraph, hooks: IssueHooks, record: bool) -> None:
@@ -169,6 +170,7 @@ class _Run:
 
     # ----- the network -------------------------------------------------------------------------
     def push(self, t: float, cls: int, tie: tuple, kind: int, a: int, b: int) -> None:
+        """Schedule an event at `t`, ordered by (t, class, tie key, insertion)."""
         heapq.heappush(self.heap, (t, cls, tie, self.counter, kind, a, b))
         self.counter += 1
 
@@ -205,6 +207,7 @@ class _Run:
         return ph.dim
 
     def refill(self, d: int, t: float) -> None:
+        """Start waiting phases on dimension d at `t` while it has free slots (by its service order if fixed)."""
         if self.seq is not None:
             self.refill_fixed(d, t)
             return
@@ -234,6 +237,7 @@ class _Run:
                 raise ServiceStall(d, self.next[d], seq[self.next[d]])
 
     def start_phase(self, c: int, d: int, t: float) -> None:
+        """Dimension d starts chunk c's current phase at `t`: its busy time, bytes and end event."""
         ph = self.plans[c][self.pos[c]]
         self.running[d] += 1
         self.busy[d] += ph.busy
@@ -433,7 +437,8 @@ class _Run:
                 self.node_lead[s] = self.lead
                 self.push(t + dur, 3, NO_TIE, COMPUTE_DONE, s, r)
 
-    def go(self) -> EngineOutput:
+    def simulate(self) -> EngineOutput:
+        """Run the graph (or the single collective) to its end and return its numbers."""
         n = len(self.g.kinds)
         for i in [i for i in range(n) if self.need[i] == 0]:  # the roots, fixed before any is released
             self.need[i] = 1

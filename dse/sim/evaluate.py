@@ -46,7 +46,7 @@ def evaluate(topology: Topology | str | CollectiveSpec, *, timeline: bool = Fals
     if call is None:
         p = RunSpec.parse(topology, **run)
         if key is not None:
-            call = _Call.of(p, run["size"])
+            call = _Call.validated(p, run["size"])
             CACHE.remember(key, call)
     else:
         p = call.run if run["size"] == call.size else call.run.resized(run["size"])
@@ -99,7 +99,7 @@ class _Call:
     sized: tuple[float, float, float]  # `size_constants` at the first size
 
     @classmethod
-    def of(cls, p: RunSpec, size: object) -> _Call:
+    def validated(cls, p: RunSpec, size: object) -> _Call:
         """What to remember of `p`, validated from a call whose size argument was `size`."""
         spec = p.spec
         topo, model = spec.topology, spec.cost_model
@@ -170,12 +170,12 @@ def evaluate_prepared(p: RunSpec, *, timeline: bool = False) -> Result:
             model, topo, spec.collective, chunk_orders, plan.sizes, spec.latency_mode, sched.is_baseline
         )
     # phases that overlap on a dimension at full bandwidth each: busy time is their union (`Result`)
-    overlapping = active > 1 and not model.shares_bandwidth
+    overlapping = active > 1 and not model.rules.shares_bandwidth
     out = simulate(
         phase_plans,
         topo.ndims,
         queue=p.queue,
-        rules=model.sim_rules,
+        rules=model.rules,
         active_chunks=active,
         timeline=timeline or overlapping,
         service_order=service,
@@ -270,7 +270,7 @@ def busy_union(timeline: Sequence[TimelineEntry], ndims: int) -> tuple[float, ..
 
 def _warn_capped(model: CostModel, active: int, raw: float) -> None:
     """One line saying why a BW utilisation above 100 % is shown as 100 %."""
-    if not model.shares_bandwidth and active > 1:
+    if not model.rules.shares_bandwidth and active > 1:
         why = (
             f"the {model.name} model runs up to {active} phases at once on a dimension, each at the full "
             "bandwidth (congestion-unaware), so more bytes move than the dimensions' bandwidth allows"
@@ -291,10 +291,10 @@ def _warn_capped(model: CostModel, active: int, raw: float) -> None:
 def size_constants(shape: tuple[int, ...], coll: str, nbytes: int, model: CostModel) -> tuple[float, float, float]:
     """What a `Result` takes from the point's size on a topology of this `shape` (`Topology.shape`):
     the bytes one NPU must send, the data algbw counts, and busbw's factor."""
-    need = nominal_bytes_sent(coll, nbytes, shape, ag_input_shard=model.ag_input_shard)
+    need = nominal_bytes_sent(coll, nbytes, shape, ag_input_shard=model.rules.ag_input_shard)
     n = math.prod(shape)
     # nccl-tests: algbw over the per-NPU data (AG: its output); busbw scales by the bytes on the wire
-    data = nbytes * n if coll == ALL_GATHER and model.ag_input_shard else nbytes
+    data = nbytes * n if coll == ALL_GATHER and model.rules.ag_input_shard else nbytes
     factor = 2 * (n - 1) / n if coll == ALL_REDUCE else (n - 1) / n
     return need, data, factor
 
@@ -356,7 +356,7 @@ def make_result(
     need, total_bw, data, factor, label = consts or result_constants(topo, spec.collective, spec.size, model)
     m = result_metrics(p, t, need, total_bw, data, factor)
     busy = out.dim_busy_ns
-    if active > 1 and not model.shares_bandwidth and out.timeline is not None:
+    if active > 1 and not model.rules.shares_bandwidth and out.timeline is not None:
         busy = busy_union(out.timeline, topo.ndims)
     return Result.from_fields(
         {

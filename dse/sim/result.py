@@ -101,7 +101,7 @@ class Result(Point):
     @classmethod
     def from_fields(cls, values: dict[str, Any]) -> Result:
         """`Result(**values)` for `values` holding every field by name, made without the dataclass's
-        field-by-field `__init__` (about ten times faster: `evaluate`'s every call makes one)."""
+        field-by-field `__init__` (`evaluate`'s every call makes one, so it is kept cheap)."""
         if len(values) != len(RESULT_FIELDS):
             raise TypeError(f"Result needs its {len(RESULT_FIELDS)} fields, got {sorted(values)}")
         r = object.__new__(cls)

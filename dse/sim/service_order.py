@@ -32,11 +32,7 @@ from collections.abc import Sequence
 
 from dse.core.errors import InputError
 from dse.costs.base import Phase
-from dse.sim.engine_io import ServiceStall
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
-if TYPE_CHECKING:
-    from dse.sim.simulate import TimelineEntry  # simulate imports this module
+from dse.sim.engine_io import ServiceStall, TimelineEntry
 
 #: per dimension, the chunk ids it serves, in order
 ServiceOrder = tuple[tuple[int, ...], ...]

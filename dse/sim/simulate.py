@@ -32,7 +32,7 @@ from typing import NamedTuple
 from dse.costs.base import Phase, SimRules
 from dse.schedulers.base import ScheduleProblem
 from dse.sim import engine as _engine_front
-from dse.sim.engine_io import FIFO, SCF_ASTRA, SCF_PRIORITY, NetRules, ServiceStall, policy_code
+from dse.sim.engine_io import FIFO, SCF_ASTRA, SCF_PRIORITY, NetRules, ServiceStall, TimelineEntry, policy_code
 from dse.sim.service_order import check_service_order, parse_service_order, stall_error
 
 __all__ = [
@@ -45,17 +45,6 @@ __all__ = [
     "schedule_time",
     "simulate",
 ]
-
-
-class TimelineEntry(NamedTuple):
-    """One phase as it ran: `start`..`end` is the whole phase, busy its server time."""
-
-    chunk: int
-    dim: int
-    kind: str
-    start: float
-    end: float
-    busy: float
 
 
 class SimOutput(NamedTuple):
@@ -90,7 +79,7 @@ def simulate(
     dimension or a string such as ``"0,1,1,0|1,0,0,1"``. It is checked against the plans (each
     chunk once per phase it has on the dimension) and a sequence the chunks' orders make impossible
     is refused when the run finds it; both are one-line `InputError`s (`dse.sim.service_order`).
-    `rules`: the cost model's `SimRules` (`CostModel.sim_rules`): its smallest-first rule, whether
+    `rules`: the cost model's `SimRules` (`CostModel.rules`): its smallest-first rule, whether
     concurrent phases share a dimension's bandwidth, and whether same-tick ends go lower dimension
     first (ASTRA-sim 1.0). `engine`: ``"auto"`` (C when it is built), ``"c"`` or ``"python"``; all
     give the same numbers.
@@ -129,7 +118,7 @@ def schedule_time(problem: ScheduleProblem, plans: Sequence[Sequence[Phase]]) ->
         plans,
         problem.ndims,
         queue=problem.queue,
-        rules=problem.cost_model.sim_rules,
+        rules=problem.cost_model.rules,
         active_chunks=problem.active_chunks,
     )
     return out.time_ns

@@ -210,7 +210,7 @@ def simulation_steps(
     phases = 2 * topology.ndims if collective == ALL_REDUCE else topology.ndims
     steps = float(chunks) * phases
     what = [f"{chunks:,} chunks x {phases} phases"]
-    if queue == "scf" and model.scf_rule == "astra-sim":
+    if queue == "scf" and model.rules.scf_rule == "astra-sim":
         scan = float(chunks) ** 2 * phases / _SCAN_DIVISOR
         steps += scan
         if scan >= 0.1 * steps:

@@ -28,9 +28,11 @@ class CostModelConformance:
 
     @pytest.fixture
     def cost_model(self):  # pragma: no cover - overridden
+        """The cost model under test; a subclass returns its own."""
         raise NotImplementedError
 
     def test_phases_are_positive_and_keyed(self, cost_model) -> None:
+        """Every phase takes time, sends bytes, has a positive key and names one of the dimensions."""
         for spec, coll in itertools.product(TOPOLOGIES, COLLECTIVES):
             t = parse_topology(spec)
             mode = cost_model.check(t, coll, None, 1)
@@ -40,16 +42,18 @@ class CostModelConformance:
                     assert 0 <= ph.dim < t.ndims
 
     def test_volume_does_not_depend_on_order(self, cost_model) -> None:
+        """The bytes sent over all phases are the collective's nominal volume in every dimension order."""
         for spec, coll in itertools.product(TOPOLOGIES, COLLECTIVES):
             t = parse_topology(spec)
             mode = cost_model.check(t, coll, None, 1)
             size = 2**24 * t.npus  # divisible all the way down
-            want = nominal_bytes_sent(coll, size, t.shape, ag_input_shard=cost_model.ag_input_shard)
+            want = nominal_bytes_sent(coll, size, t.shape, ag_input_shard=cost_model.rules.ag_input_shard)
             for order in itertools.permutations(range(t.ndims)):
                 got = sum(ph.sent for ph in cost_model.phases(t, coll, order, size, latency_mode=mode))
                 assert math.isclose(got, want, rel_tol=1e-12), (spec, coll, order)
 
     def test_chunking_covers_the_size(self, cost_model) -> None:
+        """The chunks cover the whole size, with one charge per chunk."""
         t = parse_topology(TOPOLOGIES[1])
         for coll, size, chunks in itertools.product((ALL_REDUCE, ALL_GATHER), (10**6, 2**20 + 3), (1, 7, 64)):
             for baseline in (False, True):
@@ -58,11 +62,13 @@ class CostModelConformance:
                 assert len(plan.sizes) == len(plan.charges) >= 1
 
     def test_bandwidth_time_grows_with_bytes(self, cost_model) -> None:
+        """A phase of more bytes takes longer on every dimension."""
         t = parse_topology(TOPOLOGIES[1])
         for dim in t.dims:
             for kind in ("RS", "AG"):
                 assert 0 < cost_model.bandwidth_time(dim, kind, 1000) < cost_model.bandwidth_time(dim, kind, 2000)
 
     def test_unknown_latency_mode_is_rejected(self, cost_model) -> None:
+        """An unknown latency mode is an `InputError`."""
         with pytest.raises(InputError):
             cost_model.check(parse_topology(TOPOLOGIES[0]), ALL_REDUCE, "sometimes", 1)

@@ -1,5 +1,5 @@
 """Fault injection: malformed input, damaged files and interrupted runs, each checked against what dse
-promises (the README's reliability section). Used by `tests/test_faults.py` (hypothesis drives the
+promises (docs/reliability.md). Used by `tests/test_faults.py` (hypothesis drives the
 choices) and `scripts/fault_campaign.py` (a seeded campaign that counts the cases).
 
 Every case returns a list of problems (empty: handled as promised):

@@ -121,8 +121,8 @@ def stall(port: int, rng: random.Random) -> socket.socket:
     return s
 
 
-def _ids(url: str, names: list[str]) -> dict[str, tuple[int, list[int]]]:
-    """Each study's id and its trials' ids."""
+def study_and_trial_ids(url: str, names: list[str]) -> dict[str, tuple[int, list[int]]]:
+    """The storage's ids of the studies `names` at `url`: per name, the study's id and its trials' ids."""
     from dse.explore.study.storage import load_study
 
     out = {}
@@ -137,6 +137,7 @@ def _picker(rng: random.Random, ids: dict[str, tuple[int, list[int]]]) -> Callab
     trial_ids = [t for _, ts in ids.values() for t in ts]
 
     def number(pool: list[int]) -> str:
+        """An id from `pool` or a bad one, in one of the forms a URL may carry it."""
         n = rng.choice(pool + [-1, 7, 10**30])
         form = rng.random()
         if form < 0.1:
@@ -147,6 +148,7 @@ def _picker(rng: random.Random, ids: dict[str, tuple[int, list[int]]]) -> Callab
         return str(n)
 
     def pick(name: str) -> str:
+        """A value for the route parameter `name`, valid or not."""
         if name == "study_id":
             return number(study_ids)
         if name == "trial_id":
@@ -181,7 +183,7 @@ def case(rng: random.Random, folder: Path) -> list[str]:
 
     url, names = make_journal(folder, (rng.randint(1, 4), rng.randint(1, 3)))
     shown, other = rng.sample(names, 2)
-    ids = _ids(url, names)
+    ids = study_and_trial_ids(url, names)
     before = Path(url).read_bytes()
     rules = sorted({rule for _, rule in routes()})
     pick, problems, err = _picker(rng, ids), [], io.StringIO()

@@ -1,4 +1,4 @@
-"""Fault class "many dimensions and big enumerations" (issue 33): topologies of 1 to 40 dimensions.
+"""Fault class "many dimensions and big enumerations": topologies of 1 to 40 dimensions.
 
 What grows with the dimensions is enumerated only after it is counted: the dimension orders of
 the exact problem (`dse.bounds.exact.exact_refusal`), of the ILP and the fluid LP
@@ -86,6 +86,7 @@ def run_limited(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, s
     process of the session left after the run ends is killed and noted on stderr."""
 
     def limit() -> None:
+        """Cap the child's address space at `MEMORY` (run in the child before it executes)."""
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
 
     proc = subprocess.Popen(

@@ -56,12 +56,14 @@ class Replay:
         self.answers = answers
 
     def issue(self, node: int, t: float, lead: int) -> Any:
+        """The recorded (plans, priority) of `node`; a KeyError for a node never issued."""
         for entry in self.answers:
             if entry[0] == node:
                 return entry[1]
         raise KeyError(node)
 
     def resumed(self) -> None:
+        """Nothing: a replay has no scheduler state to resume."""
         return None
 
 
@@ -73,11 +75,13 @@ class _Recorder:
         self.answers: dict[int, tuple[list, Any]] = {}
 
     def issue(self, node: int, t: float, lead: int) -> Any:
+        """The real hooks' answer for `node`, kept (its first answer) in `answers`."""
         r = self.hooks.issue(node, t, lead)
         self.answers.setdefault(node, (list(r[0]), r[1]))
         return r
 
     def resumed(self) -> None:
+        """Pass the resumption on to the real hooks."""
         self.hooks.resumed()
 
 
@@ -129,15 +133,17 @@ class _Spy:
         return getattr(self.real, name)
 
     def run(self, *a: Any) -> Any:
+        """The C module's `run` (the name the engine front calls), recorded with its hooks as a `Replay`."""
         if a[11] is None:
             self.calls.append(("run", a, None))
             return self.real.run(*a)
-        rec = _Recorder(a[11])
-        out = self.real.run(*a[:11], rec, *a[12:])
-        self.calls.append(("run", (*a[:11], Replay(tuple(rec.answers.items())), *a[12:]), None))
+        recorder = _Recorder(a[11])
+        out = self.real.run(*a[:11], recorder, *a[12:])
+        self.calls.append(("run", (*a[:11], Replay(tuple(recorder.answers.items())), *a[12:]), None))
         return out
 
     def batch_table(self, *a: Any) -> Any:
+        """The C module's `batch_table`; a shape parsed with fields is kept for the calls made on it."""
         cap = self.real.batch_table(*a)
         if a:
             self.shapes[id(cap)] = (cap, a[0], [False])
@@ -154,6 +160,7 @@ class _Spy:
             self.calls.append(("batch_costs", (fields, *one), None))
 
     def batch_run(self, cap: Any, points: tuple, outs: tuple) -> Any:
+        """The C module's `batch_run`, recorded (with its outputs after) on a shape parsed while recording."""
         if id(cap) not in self.shapes or not points[0]:  # a shape parsed before the capture: not recorded
             return self.real.batch_run(cap, points, outs)
         points, before = tuple(map(_copy, points)), tuple(map(_copy, outs))
@@ -164,6 +171,7 @@ class _Spy:
         return None
 
     def batch_one(self, cap: Any, *point: Any) -> Any:
+        """The C module's `batch_one`, recorded with what it returned on a shape parsed while recording."""
         got = self.real.batch_one(cap, *point)
         if id(cap) in self.shapes:
             point = tuple(map(_copy, point))

@@ -1,4 +1,4 @@
-"""Fault classes of dse's outputs (issue 33): special files where an output goes, short writes and
+"""Fault classes of dse's outputs: special files where an output goes, short writes and
 full disks. Each case runs real `dse` commands in a subprocess (so a FIFO opened by mistake cannot
 hang the caller: every run has a timeout) in an empty folder, and returns the promises it broke.
 
@@ -242,8 +242,8 @@ def _place(rng: random.Random, folder: Path, name: str) -> tuple[Path, tuple[str
     if out.endswith(".0.et"):  # one file of a trace's set: a rank file or the groups file
         return folder / rng.choice(sorted(reference(name))), REFUSED + FOLLOWED
     if not out.endswith("/"):
-        return folder / out, REFUSED + (FOLLOWED if name != "optimal --plot" else ())  # a 5 s solve: refusals
-    if name == "reproduce --quick" or rng.random() < 0.3:  # a reproduction runs 4 s: refusals only
+        return folder / out, REFUSED + (FOLLOWED if name != "optimal --plot" else ())  # a slow solve: refusals
+    if name == "reproduce --quick" or rng.random() < 0.3:  # a slow reproduction: refusals only
         return folder / out.rstrip("/"), tuple(k for k in REFUSED if k != "dir")
     (folder / out).mkdir()
     return folder / out / rng.choice(sorted(reference(name))), REFUSED + FOLLOWED

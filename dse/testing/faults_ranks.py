@@ -1,4 +1,4 @@
-"""Fault class of per-rank traces (issue 34): damaged and inconsistent per-rank trace sets.
+"""Fault class of per-rank traces: damaged and inconsistent per-rank trace sets.
 
 Each case writes a small pipeline trace set with `dse.training.pipeline_traces` (2 to 4 stages x 1
 to 3 data-parallel ranks, 1 to 3 microbatches, GPipe or 1F1B, the data-parallel all-reduce on
@@ -76,6 +76,7 @@ class RankSetCase:
     groups: bool
 
     def rank_file(self, rank: int) -> Path:
+        """The path of rank `rank`'s file."""
         return self.folder / f"t.{rank}.et"
 
     def argv(self, cost_model: str) -> list[str]:
@@ -123,6 +124,7 @@ def read_nodes(path: Path) -> tuple[bytes, list[Any]]:
 
 
 def write_nodes(path: Path, head: bytes, nodes: list[Any]) -> None:
+    """Write a trace file: the metadata message `head`, then `nodes`, each length-prefixed."""
     path.write_bytes(delimited(head) + b"".join(delimited(n.SerializeToString()) for n in nodes))
 
 

@@ -274,6 +274,7 @@ def fake_server(behaviour: str) -> Iterator[int]:
     stop = threading.Event()
 
     def serve() -> None:
+        """Accept connections until `stop` is set and answer each as `behaviour` says."""
         while not stop.is_set():
             try:
                 conn, _ = sock.accept()

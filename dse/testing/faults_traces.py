@@ -1,4 +1,4 @@
-"""Fault classes of dse's inputs (issue 33): crafted Chakra traces, and special files as inputs.
+"""Fault classes of dse's inputs: crafted Chakra traces, and special files as inputs.
 
 Each case runs real `dse` commands in a subprocess (``python -m dse``) in an empty folder, with
 ``RLIMIT_AS`` at 1 GiB (a run that needs more dies with a MemoryError, which the promise forbids)
@@ -153,6 +153,7 @@ def delimited(body: bytes) -> bytes:
 
 
 def varint(n: int) -> bytes:
+    """`n` (at least 0) as a protobuf varint: 7 bits a byte, lowest first."""
     out = bytearray()
     while n >= 0x80:
         out.append(n & 0x7F | 0x80)

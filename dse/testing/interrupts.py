@@ -154,7 +154,7 @@ def kill_command(target: str, folder: Path) -> tuple[list[str], Path, Callable[[
     return dse + ["reproduce", "themis", "--quick", "--jobs", "2", "--out", str(out)], out, lambda: _digest(out)
 
 
-def _size(out: Path) -> int:
+def output_size(out: Path) -> int:
     """Bytes written so far: the output file, or every file of an output folder (a temporary file
     renamed or removed while it is counted is skipped: an atomic write in progress)."""
     if out.is_dir():
@@ -175,7 +175,7 @@ def kill_case(target: str, sig: int, at: float, folder: Path, reference: tuple[o
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     tree = RunTree(p.pid)
-    while p.poll() is None and _size(out) < at * total:
+    while p.poll() is None and output_size(out) < at * total:
         tree.scan(every=0.1)
         time.sleep(0.002)
     tree.scan()
@@ -212,7 +212,7 @@ def kill_reference(target: str, folder: Path) -> tuple[object, int]:
     subprocess.run(
         cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True, capture_output=True, timeout=300
     )
-    result = read(), _size(out)
+    result = read(), output_size(out)
     if out.is_dir():
         shutil.rmtree(out)
     else:

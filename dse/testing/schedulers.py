@@ -51,9 +51,11 @@ class SchedulerConformance:
 
     @pytest.fixture
     def make_scheduler(self):  # pragma: no cover - overridden
+        """A factory of the scheduler under test; a subclass returns its own."""
         raise NotImplementedError
 
     def test_one_valid_permutation_per_chunk(self, make_scheduler) -> None:
+        """One order per chunk, each a permutation of the dimensions."""
         for problem in _problems():
             orders = make_scheduler().orders(problem)
             assert len(orders) == problem.nchunks
@@ -61,15 +63,18 @@ class SchedulerConformance:
                 assert sorted(o) == list(range(problem.ndims)), (problem.collective, o)
 
     def test_deterministic_for_a_seed(self, make_scheduler) -> None:
+        """The same problem (and seed) gives the same orders."""
         for problem in _problems():
             assert make_scheduler().orders(problem) == make_scheduler().orders(problem)
 
     def test_all_to_all_is_ascending(self, make_scheduler) -> None:
+        """An all-to-all runs its dimensions in ascending order."""
         for problem in _problems():
             if problem.collective == ALL_TO_ALL:
                 assert set(make_scheduler().orders(problem)) == {tuple(range(problem.ndims))}
 
     def test_every_chunk_is_simulated(self, make_scheduler) -> None:
+        """`dse.evaluate` with the scheduler simulates every chunk and takes time."""
         from dse import evaluate
 
         for topo in TOPOLOGIES[:4]:

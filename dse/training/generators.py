@@ -1,6 +1,6 @@
 """Generated workloads: ResNet-152 (data parallel) and a Megatron-style Transformer (hybrid).
 
-Spec strings ``name[:key=value,...]`` (`generate`) are what `dse.training.workloads.load_workload` and
+Spec strings ``name[:key=value,...]`` (`generate`) are what `dse.training.workload_load.load_workload` and
 ``dse iterate`` accept: ``resnet152:batch=64,efficiency=0.5``, ``transformer:layers=8,mp=32``.
 Only ``layers`` makes a workload long: the Transformer's layer count is checked against the work
 limit before any layer is built (`dse.training.workloads.check_layers`); the other options only
@@ -49,6 +49,7 @@ def resnet152(
     layers: list[Layer] = []
 
     def add(name: str, cin: int, cout: int, k: int, hw_out: int, *, bn: bool = True) -> None:
+        """Append a k x k convolution layer (with batch norm if `bn`) of `cin` to `cout` channels."""
         params = k * k * cin * cout + (2 * cout if bn else cout)
         flops = 2.0 * k * k * cin * cout * hw_out * hw_out * batch
         t = flops / rate

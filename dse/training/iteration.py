@@ -1,4 +1,4 @@
-"""Training iterations: a workload's compute overlapping its collectives on the network (issues #8, #16).
+"""Training iterations: a workload's compute overlapping its collectives on the network.
 
 `iterate(workload, topology)` runs one or more training passes of a `Workload` on one
 representative NPU and returns an `IterationResult`. Three steps, each in its own module:
@@ -19,7 +19,7 @@ representative NPU and returns an `IterationResult`. Three steps, each in its ow
    cost model (`dse.training.iteration_planner` builds each collective's chunk phases).
 
 What belongs to one simulator lives in its cost model, not here: ASTRA-sim 1.0's one-tick workload
-state changes (`CostModel.workload_tick`), its 64 splits whatever a collective's size
+state changes (`SimRules.workload_tick` of `CostModel.rules`), its 64 splits whatever a collective's size
 (`fixed_splits`), its Themis loads kept across collectives (`themis_across`), its issue priorities
 (`issue_priorities`), its direct all-to-all (the `astra-sim-1` phases). Other models cut a
 collective into `chunks` chunks of at least `min_chunk_bytes` (1 MiB): a 64 MiB collective or
@@ -55,7 +55,8 @@ from dse.training.iteration_engine import RESOURCE_NAMES, RULES, Engine, resourc
 from dse.training.iteration_planner import MIB, Planner, chunk_count
 from dse.training.placement import group_topology
 from dse.training.workload_graph import COMM, MARK, Graph, compile_workload, repeat_graph
-from dse.training.workloads import ALL, SLOTS, Workload, load_workload
+from dse.training.workload_load import load_workload
+from dse.training.workloads import ALL, SLOTS, Workload
 
 __all__ = ["CollectiveRun", "IterationResult", "chunk_count", "iterate", "scope_dims"]
 
@@ -167,8 +168,7 @@ def iterate(
     collectives every pass of a layer workload runs (a lower bound), then exactly on the graph."""
     wl = _check_single_rank(load_workload(workload))
     topo = parse_topology(topology)
-    model = get_cost_model(cost_model)
-    q = parse_queue(queue)
+    model, q = get_cost_model(cost_model), parse_queue(queue)
     iterations = parse_int(iterations, "iterations", minimum=1)
     chunks = parse_int(chunks, "chunks", minimum=1)
     min_chunk_bytes = parse_int(min_chunk_bytes, "min_chunk_bytes", minimum=1)
@@ -178,14 +178,15 @@ def iterate(
     planner = Planner(logical, k, model, sched, q, chunks, min_chunk_bytes)
     if not isinstance(wl, ChakraTrace):
         _check_least_work(wl, planner, q, ideal, iterations)
-    one = wl.graph if isinstance(wl, ChakraTrace) else compile_workload(wl, passes=1, tick=model.workload_tick)
+    one = wl.graph if isinstance(wl, ChakraTrace) else compile_workload(wl, passes=1, tick=model.rules.workload_tick)
     steps, what = graph_steps(one, planner, q, ideal)
     check_work(steps * iterations, f"{iterations} iteration(s) of {what}")
     graph = one if iterations == 1 else _passes(wl, one, iterations, model)
+    rules = model.rules
     engine = Engine(
-        graph, planner, policy_code(q, model.scf_rule), model.dim_tiebreak, ideal, RULES[model.workload_rules]
+        graph, planner, policy_code(q, rules.scf_rule), rules.dim_tiebreak, ideal, RULES[rules.workload_rules]
     )
-    total = engine.run()
+    total = engine.simulate()
     if not math.isfinite(total):  # the input ranges (dse.core.limits) keep every time finite: a last guard
         raise InputError(
             "workload", f"the iteration's time is not finite ({total})", "times and sizes within dse.core.limits"
@@ -271,7 +272,7 @@ def _passes(wl: Workload | ChakraTrace, one: Graph, iterations: int, model: Cost
     """The graph of `iterations` passes: a trace's pass repeated, a workload compiled for them all."""
     if isinstance(wl, ChakraTrace):
         return repeat_graph(one, iterations)
-    return compile_workload(wl, passes=iterations, tick=model.workload_tick)
+    return compile_workload(wl, passes=iterations, tick=model.rules.workload_tick)
 
 
 def _per_pass(engine: Engine, total: float, iterations: int, bytes_per_ns: float) -> dict[str, float]:

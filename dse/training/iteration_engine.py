@@ -12,7 +12,7 @@ What the engine does with them, event by event, is written in `dse.sim.engine_re
   communication) is in flight; a mark is done at once.
 - An issued collective's chunks enter the queues of their first dimensions in chunk order and share
   the per-dimension queues with every collective in flight (FIFO or the cost model's
-  smallest-first rule). With `CostModel.issue_priorities` a phase entering a FIFO queue (or an
+  smallest-first rule). With `SimRules.issue_priorities` a phase entering a FIFO queue (or an
   all-reduce or all-to-all phase under smallest-first) goes behind the waiting phases of equal or
   higher priority (ASTRA-sim 1.0's `insert_stream`). The collective ends when its last chunk
   does, and counts as done its `delay` later.
@@ -111,10 +111,12 @@ class Engine:
         return plans, self.planner.priority(node.policy)
 
     def resumed(self) -> None:
+        """The engine's hook: the workload was resumed by a collective's completion."""
         self.planner.resumed_by_collective()
 
-    def run(self) -> float:
-        """Run the graph; returns the end node's time."""
+    def simulate(self) -> float:
+        """Run the graph on the engine and return the end node's time; the per-node times and the
+        busy totals are kept on the object."""
         planner, nodes = self.planner, self.graph.nodes
         ideal_ns: list[float] | None = None
         ideal_bytes = 0.0
@@ -129,9 +131,9 @@ class Engine:
             planner.topo.ndims,
             self.policy,
             dim_tiebreak=self.dim_tiebreak,
-            issue_priorities=planner.model.issue_priorities,
+            issue_priorities=planner.model.rules.issue_priorities,
             track_lead=planner.tracks_lead,
-            tieless=not planner.model.phase_ties,
+            tieless=not planner.model.rules.phase_ties,
         )
         out = engine_front.run(net, engine_graph(self.graph, self.rules, ideal_ns), self, engine=self.engine)
         self.start, self.end = list(out.node_start), list(out.node_end)

@@ -5,8 +5,8 @@ dimension if the model-parallel group needs one, `dse.training.placement`), the 
 chunking and phases, the scheduler's orders and Themis' loads across collectives, and the issue
 priorities. The cost model decides the rules that differ between simulators:
 
-- chunks: `chunks` per collective, or none smaller than `min_chunk_bytes` (`CostModel.fixed_splits`);
-- Themis across collectives (`CostModel.themis_across`): ``carry``, one load tracker for the whole
+- chunks: `chunks` per collective, or none smaller than `min_chunk_bytes` (`SimRules.fixed_splits`);
+- Themis across collectives (`SimRules.themis_across`): ``carry``, one load tracker for the whole
   run, each collective charging its own dims (the paper's Algorithm 1); ``reset``, every
   collective from zero loads; ``astra-sim-1`` and ``astra-sim-2``, ASTRA-sim's one OfflineGreedy
   state over all logical dims (node 0's), reset only when node 0 issues a collective at a new
@@ -17,7 +17,7 @@ priorities. The cost model decides the rules that differ between simulators:
   first waits for a collective, another node after it (docs/model.md §9.3); in 2.x, the NPU the
   engine's same-tick order puts first (`lead`, the issuing event's first NPU, `lead_after`). An
   all-to-all never consults the loads, but resets them;
-- priorities (`CostModel.issue_priorities`): ASTRA-sim 1.0 gives each collective a priority when
+- priorities (`SimRules.issue_priorities`): ASTRA-sim 1.0 gives each collective a priority when
   it is issued (last-in-first-out counts up, first-in-first-out down, ``highest`` above all) and a
   phase entering a first-in-first-out queue goes behind the waiting phases of equal or higher
   priority; otherwise every collective has priority 0 (arrival order).
@@ -55,6 +55,7 @@ class _CarryingThemis:
         self.loads = [d.steps * d.latency if sched.seed_latency else 0.0 for d in topology.dims]
 
     def orders(self, problem: ScheduleProblem, dims: tuple[int, ...]) -> list[tuple[int, ...]]:
+        """Each chunk's dimension order, from the loads carried over from earlier collectives on `dims`."""
         model, coll = problem.cost_model, problem.collective
         sub = problem.topology.dims
         base = baseline_order(coll, len(sub))
@@ -82,6 +83,8 @@ class _NodeZeroGreedy:
     def orders(
         self, problem: ScheduleProblem, dims: tuple[int, ...], t: float, node0_first: bool | None = None
     ) -> list[tuple[int, ...]]:
+        """Each chunk's dimension order from the shared greedy state, reset at a new tick as node 0's rule
+        says (`node0_first`, when given, sets whether node 0 leads)."""
         coll = problem.collective
         new_tick = t != self.last_reset
         if node0_first is not None:
@@ -131,7 +134,7 @@ class Planner:
         self.tracks_lead = False
         self._lead_maps: dict[tuple, tuple[int, tuple[int, ...]]] = {}
         if isinstance(sched, ThemisScheduler):
-            across, flavor = model.themis_across, model.themis_flavor
+            across, flavor = model.rules.themis_across, model.rules.themis_flavor
             if across == "carry" and flavor == "load_tracker":
                 self.carrying = _CarryingThemis(sched, topology)
             elif across in ("astra-sim-1", "astra-sim-2") and flavor == "offline_greedy":
@@ -159,13 +162,14 @@ class Planner:
         return hit
 
     def nchunks(self, nbytes: int) -> int:
-        if self.model.fixed_splits:
+        """How many chunks a collective of `nbytes` is split into."""
+        if self.model.rules.fixed_splits:
             return max(1, min(self.chunks, nbytes))
         return chunk_count(nbytes, self.chunks, self.min_chunk)
 
     def priority(self, policy: str) -> int:
         """The collective's queue priority (ASTRA-sim 1.0's `get_priority`; 0 without `issue_priorities`)."""
-        if not self.model.issue_priorities:
+        if not self.model.rules.issue_priorities:
             return 0
         if policy == "highest":
             return HIGHEST
@@ -202,7 +206,7 @@ class Planner:
         _, sub, _ = self.scope(scope)
         if sub is None:
             return 0.0, 0.0
-        need = nominal_bytes_sent(coll, nbytes, sub.shape, ag_input_shard=self.model.ag_input_shard)
+        need = nominal_bytes_sent(coll, nbytes, sub.shape, ag_input_shard=self.model.rules.ag_input_shard)
         return need / sum(self.model.bytes_per_ns(d, coll) for d in sub.dims), need
 
     def plans(

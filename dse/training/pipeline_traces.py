@@ -67,7 +67,7 @@ from dse.training.workload_graph import COMM, COMPUTE, RECV, SEND, Graph, Node
 from dse.training.workloads import ALL
 
 SCHEDULES = ("gpipe", "1f1b")
-#: steps of `check_work` per node written (encoding and writing one node take about 2 us)
+#: steps of `check_work` per node written (encoding it and writing it)
 STEPS_PER_NODE = 6
 _DIMS = re.compile(r"\s*[0-9]+(\s*[x,]\s*[0-9]+)*\s*")
 
@@ -90,6 +90,7 @@ class Pipeline:
 
     @property
     def ranks(self) -> int:
+        """The NPU count: stages x data-parallel replicas."""
         return self.stages * self.dp
 
     def dp_dims(self) -> int | None:

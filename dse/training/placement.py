@@ -31,6 +31,7 @@ def split_dim(dim: Dim, first: int) -> tuple[Dim, Dim]:
         return replace(dim, npus=first), replace(dim, npus=second)
 
     def part(k: int) -> Dim:
+        """The part of `dim` with `k` NPUs, its bandwidth and links cut in proportion."""
         share = (k - 1) / (dim.npus - 1)
         links = None if dim.links is None else max(1, round(dim.links * share))
         return replace(dim, npus=k, bandwidth=dim.bandwidth * share, links=links)
@@ -83,6 +84,7 @@ class PartScope:
 
     @property
     def dims(self) -> tuple[int, ...]:
+        """The physical dimensions the scope spans."""
         return tuple(d for d, _ in self.parts)
 
     def topology(self, topology: Topology) -> Topology | None:

@@ -1,6 +1,6 @@
 """Writing workloads: dse's native TOML and ASTRA-sim 1.0's text, losslessly (``dse workload convert``).
 
-Reading is `dse.training.workloads.load_workload`; this module is its inverse. A converted file carries a line
+Reading is `dse.training.workload_load.load_workload`; this module is its inverse. A converted file carries a line
 of origin and ``source_sha256``, the SHA-256 of the source's figures (`figures_sha256`: the
 ASTRA-sim text's tokens, one line per line, single-spaced), so anyone can check, without the
 source, that the TOML still holds every figure: render it back with `to_astra_text` and compare the
@@ -18,15 +18,9 @@ from typing import Any
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
 from dse.core.errors import InputError
 from dse.core.files import check_output_file, read_text, write_atomic
+from dse.training.workload_load import load_workload, looks_like_toml
 from dse.training.workload_read import load_toml_text, parse_astra_text
-from dse.training.workloads import (
-    LAYER0_IG_STRATEGIES,
-    SLOTS,
-    Layer,
-    Workload,
-    load_workload,
-    looks_like_toml,
-)
+from dse.training.workloads import LAYER0_IG_STRATEGIES, SLOTS, Layer, Workload
 
 _ASTRA_NAMES = {
     ALL_REDUCE: "ALLREDUCE",

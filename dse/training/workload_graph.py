@@ -13,12 +13,12 @@ files, dse's TOML, the generators), and the Chakra front-end for execution trace
 
 - **Forward**, layers 0..n-1: F_L starts after F_{L-1} and after layer L's weight-gradient
   collective of the previous pass (its weights must be updated). After F_L its fwd collective is
-  issued; the forward of layer `Workload.fwd_gate(L)` (L+1, or the first top-MLP layer for the DLRM
+  issued; the forward of layer `Workload.fwd_consumer(L)` (L+1, or the first top-MLP layer for the DLRM
   embedding's all-to-all) waits for it.
 - **Backward**: ``DATA``, ``MICRO`` and ``HYBRID_DLRM`` run W_{n-1}, I_{n-1}, W_{n-2}, ...,
   W_0; the model-parallel strategies run I_{n-1}, W_{n-1}, ..., I_0, W_0. Each issues its
   collective when its compute ends (the DLRM embedding's ig collective after I_{k+1}). An ig
-  collective is awaited before I_{ig_gate(L)}, or at the pass's end when that compute does not run.
+  collective is awaited before I_{ig_consumer(L)}, or at the pass's end when that compute does not run.
 - **Layer 0's input gradient** is not computed: nothing consumes it. A workload that is a slice of
   a model (`Workload.layer0_input_gradient`, set by ASTRA-sim 1.0's model-parallel strategies, whose
   loops compute it) computes it and issues its collective.
@@ -41,8 +41,7 @@ files, dse's TOML, the generators), and the Chakra front-end for execution trace
 Size: `compile_workload` and `repeat_graph` count the nodes they would build first (`graph_nodes`:
 the layers' computes and collectives, and the forwards each recompute re-runs, which grow with
 the square of the layers) and refuse more than the work limit allows (`dse.core.limits.check_work`,
-`BUILD_STEPS_PER_NODE` steps a node: a node and its edges take about 6 us to build, and about
-300 bytes).
+`BUILD_STEPS_PER_NODE` steps a node, which covers building the node and its edges).
 """
 
 from __future__ import annotations
@@ -153,6 +152,7 @@ class Graph:
         return i
 
     def comms(self) -> Iterator[Node]:
+        """The collective nodes, in index order."""
         return (n for n in self.nodes if n.kind == COMM)
 
 
@@ -225,7 +225,7 @@ def _forward(
         c = _comm(g, wl, it, li, "fwd", last)
         if c is not None:
             all_comms.append(c)
-            fwd_wait.setdefault(min(wl.fwd_gate(li), n), []).append((c, tick))
+            fwd_wait.setdefault(min(wl.fwd_consumer(li), n), []).append((c, tick))
     return last, fwd_wait.pop(n, [])
 
 
@@ -258,11 +258,11 @@ def _backward(
                     if c is None:
                         continue
                     all_comms.append(c)
-                    gate = wl.ig_gate(src)
+                    consumer = wl.ig_consumer(src)
                     if not wg_first:
                         after_w.append((c, tick))
-                    elif 0 <= gate < li and (gate > 0 or wl.layer0_input_gradient):
-                        ig_wait.setdefault(gate, []).append((c, tick))
+                    elif 0 <= consumer < li and (consumer > 0 or wl.layer0_input_gradient):
+                        ig_wait.setdefault(consumer, []).append((c, tick))
                     else:
                         late.append((c, tick))
             else:

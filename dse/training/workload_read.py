@@ -1,7 +1,9 @@
 """Reading workload files: the ASTRA-sim 1.0 text format and the native TOML form (or a mapping).
 
-`dse.training.workloads` describes both formats and `load_workload`, which picks the reader. Every
-error names the file and the field, or the line for the text format.
+`dse.training.workload_load` describes both formats and holds `load_workload`, which picks the
+reader. Every error names the file and the field, or the line for the text format. A TOML text is
+refused before it is parsed when it may hold more values than the work limit allows (`check_toml`,
+`TOML_STEPS_PER_VALUE` steps per value).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from dse.training.workloads import (
     Layer,
     Workload,
     check_layers,
-    check_toml,
 )
+
+#: Work to parse one TOML value, in steps of `check_work`.
+TOML_STEPS_PER_VALUE = 16
 
 #: Makes the error of one line: (problem, allowed=None) -> InputError.
 LineError = Callable[..., InputError]
@@ -51,6 +55,7 @@ def parse_astra_text(text: str, source: str = "workload") -> Workload:
     """Parse the ASTRA-sim 1.0 text format; errors name `source` and the line number."""
 
     def err(lineno: int, problem: str, allowed: str | None = None) -> InputError:
+        """The error of line `lineno`."""
         return InputError(f"{source}:{lineno}", problem, allowed)
 
     numbered = text_lines(text, source)
@@ -203,6 +208,13 @@ WORKLOAD_KEYS = (
 _LAYER_KEYS = {"name", "dependency", "wg_update"} | {f"{s}_{k}" for s in SLOTS for k in ("compute", "comm", "bytes")}
 
 
+def check_toml(text: str, what: str) -> None:
+    """Refuse, before parsing it, a TOML text that may hold more values than the work limit allows:
+    every value of a TOML file stands after a newline, a comma or an opening bracket."""
+    values = 1 + sum(text.count(c) for c in "\n,[{")
+    check_work(values * TOML_STEPS_PER_VALUE, f"parsing up to {values:,} TOML values of {what}")
+
+
 def parse_toml(text: str, source: str) -> dict[str, Any]:
     """A TOML text as a dict, refused first if it may hold more values than the work limit allows
     (`check_toml`); invalid or too deeply nested TOML is one `InputError` naming `source`."""
@@ -216,7 +228,8 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
 
 
 def load_toml_text(text: str, source: str = "workload") -> Workload:
-    """Parse the native TOML form (`dse.training.workloads`)."""
+    """Parse the native TOML form (`dse.training.workload_load`) into a `Workload` named after the
+    file's stem unless it names itself; errors name `source`."""
     data = parse_toml(text, source)
     wl = workload_from_mapping(data, source)
     return replace(wl, name=wl.name if "name" in data else Path(source).stem, source=source)

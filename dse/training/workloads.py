@@ -2,58 +2,15 @@
 
 A `Workload` is what one training iteration runs on every NPU: per layer a forward compute, an
 input-gradient (``ig``) compute and a weight-gradient (``wg``) compute, each optionally followed
-by a collective, and a weight update. `dse.training.iteration` turns it into a timeline.
+by a collective, and a weight update. `dse.training.iteration` turns it into a timeline. This
+module is the model only: `dse.training.workload_load.load_workload` picks the reader for a file,
+a bundled name or a generator spec, and its docstring describes the formats.
 
-Three ways to get one (`load_workload`; the file readers are in `dse.training.workload_read`):
-
-- the ASTRA-sim 1.0 text format (`load_workload("x.txt")`): line 1 the parallelism strategy and
-  its options (``model_parallel_NPU_group: N``, the checkpoint lists), line 2
-  the layer count, then one line per layer, whitespace separated (tabs or runs of spaces)::
-
-      name dependency fwd_compute fwd_type fwd_bytes ig_compute ig_type ig_bytes
-           wg_compute wg_type wg_bytes wg_update_time
-
-  compute times in cycles (= ns), bytes per NPU, types NONE/ALLREDUCE/ALLGATHER/REDUCESCATTER/
-  ALLTOALL. The activation-recompute lists of line 1 (``checkpoints: 2 0 9
-  checkpoint_initiates: 2 17 8``, each a count then layer indices) are kept in `Workload`. A
-  damaged line raises `InputError` naming the file and the line number.
-- the native TOML form (``*.toml``, see `workloads/*.toml` in the repository)::
-
-      name = "tiny"
-      parallelism = "DATA"            # or MODEL, HYBRID (needs model_parallel_group), HYBRID_DLRM, ...
-      model_parallel_group = 128      # HYBRID only: NPUs per model-parallel group
-      dlrm_last_bottom = 7            # HYBRID_DLRM only (the number after HYBRID_DLRM in ASTRA-sim)
-      checkpoints = [0, 9]            # activation recompute: layers whose outputs are kept ...
-      checkpoint_initiates = [17, 8]  # ... and the layers whose backward re-runs the forward from them
-      layer0_input_gradient = false   # true: a slice of a model, layer 0's input gradient is needed
-      origin = "converted from ..."   # free text: where the figures come from
-      source_sha256 = "..."           # of the source's figures (`dse.training.workload_formats.figures_sha256`)
-      [[layers]]
-      name = "conv1"
-      fwd_compute = 1000              # ns; every field below is optional (0 / "none")
-      fwd_comm = "none"               # none, all_reduce, all_gather, reduce_scatter, all_to_all
-      fwd_bytes = 0                   # bytes per NPU
-      ig_compute = 1000
-      ig_comm = "none"
-      ig_bytes = 0
-      wg_compute = 1000
-      wg_comm = "all_reduce"
-      wg_bytes = 1048576
-      wg_update = 10                  # ns
-
-- a bundled workload by name (`BUNDLED`, ``dse workload list``): the Themis artifact's six
-  ASTRA-sim 1.0 files converted to TOML by ``dse workload convert``, e.g. ``"gnmt_fp16_fused"``;
-- the built-in generators, by spec string: ``"resnet152"`` or ``"transformer"``, with options
-  after a colon: ``"resnet152:batch=64,efficiency=0.5"``, ``"transformer:layers=8,mp=32"``
-  (see `resnet152` and `transformer`).
-
-Size (issue 33): every form is refused before it is read or built when it would take more than
-the work limit (`dse.core.limits.check_work`, ``DSE_MAX_WORK``) or more than `MAX_LAYERS` layers:
-`check_layers` charges `READ_STEPS_PER_LAYER` steps per layer (an ASTRA-sim text line takes about
-20 us to parse and check, a generated layer 7 us; a step is a third of a microsecond), from the
-layer count line, the tables or the generator's options, before any layer is built; a TOML
-form first `TOML_STEPS_PER_VALUE` per value it may hold (`check_toml`: 3 to 6 us each with
-tomllib); compiling the graph is checked by `dse.training.workload_graph`.
+Size: every front-end refuses a workload before it reads or builds its layers when it would take
+more than the work limit (`dse.core.limits.check_work`, ``DSE_MAX_WORK``) or have more than
+`MAX_LAYERS` layers: `check_layers` charges `READ_STEPS_PER_LAYER` steps per layer, counted from
+the layer count line, the tables or the generator's options; compiling the graph is checked by
+`dse.training.workload_graph`.
 
 Where the collectives run (`Workload.scope`): in ``DATA``, ``MODEL``, ``MICRO`` and
 ``HYBRID_DLRM`` every collective spans all dimensions; in the other hybrid strategies the fwd and
@@ -63,14 +20,9 @@ wg collective is data-parallel (the remaining dims).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, field
 
 from dse.core.errors import InputError
-from dse.core.files import read_text
 from dse.core.limits import MAX_BYTES, MAX_LAYERS, MAX_NS, check_work
 from dse.training.placement import PartScope, Placement
 
@@ -101,9 +53,8 @@ LAYER0_IG_STRATEGIES = (
     "HYBRID_TRANSFORMER_FWD_IN_BCKWD",
 )
 _TEXT_NAMES = {"model_parallel_group": "model_parallel_NPU_group"}
-#: Work to read one layer, and to parse one TOML value (module docstring), in steps of `check_work`.
+#: Work to read or generate one layer (module docstring), in steps of `check_work`.
 READ_STEPS_PER_LAYER = 64
-TOML_STEPS_PER_VALUE = 16
 
 
 def check_layers(n: int, what: str) -> None:
@@ -112,13 +63,6 @@ def check_layers(n: int, what: str) -> None:
     if n > MAX_LAYERS:
         raise InputError(f"{what}: layers", f"{n:,} layers", f"at most {MAX_LAYERS:,}")
     check_work(n * READ_STEPS_PER_LAYER, f"reading {n:,} layers of {what}")
-
-
-def check_toml(text: str, what: str) -> None:
-    """Refuse, before parsing it, a TOML text that may hold more values than the work limit allows:
-    every value of a TOML file stands after a newline, a comma or an opening bracket."""
-    values = 1 + sum(text.count(c) for c in "\n,[{")
-    check_work(values * TOML_STEPS_PER_VALUE, f"parsing up to {values:,} TOML values of {what}")
 
 
 @dataclass(frozen=True)
@@ -174,7 +118,7 @@ class Workload:
     model_parallel_group: int | None = None
     source: str = field(default="", compare=False)
     #: ``HYBRID_DLRM k``: the last bottom-MLP layer; the embedding (layer 0) collectives overlap
-    #: the bottom MLP (layers 1..k), see `fwd_gate` and `ig_source`
+    #: the bottom MLP (layers 1..k), see `fwd_consumer` and `ig_source`
     dlrm_last_bottom: int | None = None
     #: activation recompute (ASTRA-sim 1.0's ``checkpoints:`` / ``checkpoint_initiates:``): layer
     #: indices whose outputs are kept, and the layers whose backward first re-runs the forward
@@ -233,7 +177,7 @@ class Workload:
             return ALL
         return DP if slot == "wg" else MP
 
-    def fwd_gate(self, li: int) -> int:
+    def fwd_consumer(self, li: int) -> int:
         """The layer whose forward compute waits for layer `li`'s fwd collective (n: the backward).
 
         Layer li+1 (it consumes li's output); in ``HYBRID_DLRM k`` the embedding's (layer 0)
@@ -256,7 +200,7 @@ class Workload:
             return k + 1
         return li
 
-    def ig_gate(self, li: int) -> int:
+    def ig_consumer(self, li: int) -> int:
         """The layer whose input-gradient compute waits for layer `li`'s ig collective (-1: none).
 
         Layer li-1 (back-propagation continues through it); the DLRM embedding's own (layer 0).
@@ -279,74 +223,3 @@ class Workload:
             start = max(c for c in self.checkpoints if c < li)
             total += sum(layer.fwd_compute for layer in self.layers[start:li])
         return total
-
-
-# ----- loading ---------------------------------------------------------------------------------
-def load_workload(spec: str | Path | Workload | Mapping[str, Any] | Any) -> Workload | Any:
-    """A `Workload` from a file (ASTRA-sim text or ``.toml``), a generator spec, a dict or itself;
-    or a `dse.training.chakra.read.ChakraTrace` from a Chakra trace (a ``.et`` file or the prefix of one).
-
-    A string that names no existing file is a bundled workload's name (`BUNDLED`, any case) or a
-    generator spec (it starts with ``resnet152`` or ``transformer``).
-    """
-    if isinstance(spec, Workload):
-        return spec
-    if type(spec).__name__ == "ChakraTrace":
-        return spec
-    if isinstance(spec, (str, Path)) and str(spec).strip():
-        from dse.training.chakra.read import is_trace_path, load_trace  # the trace reader builds on the graph module
-
-        if is_trace_path(spec):
-            return load_trace(spec)
-    from dse.training import workload_read as read  # the readers build on this module's classes
-
-    if isinstance(spec, Mapping):
-        return read.workload_from_mapping(spec, "workload")
-    if not isinstance(spec, (str, Path)):
-        raise InputError("workload", f"{spec!r} is not a workload", "a file path, a generator spec or a Workload")
-    if not str(spec).strip():
-        raise InputError("workload", "an empty path", "a workload file, a bundled workload or a generator")
-    path = Path(spec)
-    if not (path.exists() or path.is_symlink()):  # a broken link or a loop: read_text names the problem
-        bundled = bundled_workloads()
-        named = {k.lower(): v for k, v in (bundled | libra_workloads()).items()}.get(str(spec).strip().lower())
-        if named is not None:  # errors name it as the user did, not its path in the package
-            wl = read.load_toml_text(read_text(named, "workload"), str(named))
-            return replace(wl, source=f"bundled workload {str(spec).strip()}")
-        from dse.training.generators import GENERATORS, generate  # generators build on this module's classes
-
-        gen = str(spec).strip().split(":", 1)[0].lower().replace("-", "").replace("_", "")
-        if gen in GENERATORS:
-            return generate(str(spec))
-        raise InputError(
-            "workload",
-            f"no such file {str(spec)!r}",
-            f"a workload file, a bundled workload ({', '.join(bundled)}, and LIBRA's {', '.join(libra_workloads())}; "
-            f"dse workload list shows them) or a generator ({', '.join(GENERATORS)})",
-        )
-    text = read_text(path, "workload")
-    if path.suffix.lower() == ".toml" or looks_like_toml(text):
-        return read.load_toml_text(text, str(path))
-    return read.parse_astra_text(text, str(path))
-
-
-#: Where the bundled workloads live (package data): TOML files converted by ``dse workload convert``.
-BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "workloads"
-LIBRA_DIR = BUNDLED_DIR.parent / "libra"
-
-
-def libra_workloads() -> dict[str, Path]:
-    """LIBRA's workloads with their placements (converted by scripts/convert_libra.py), by name:
-    ``libra_gpt_3_4d`` is GPT-3 placed by its communicator file for LIBRA's 4D network."""
-    found = sorted(LIBRA_DIR.glob("*.toml"))
-    return {f"libra_{p.stem}": p for p in found if p.stem != "networks"}
-
-
-def bundled_workloads() -> dict[str, Path]:
-    """The bundled workloads, name (file stem) -> path, sorted by name."""
-    return {p.stem: p for p in sorted(BUNDLED_DIR.glob("*.toml"), key=lambda p: p.stem.lower())}
-
-
-def looks_like_toml(text: str) -> bool:
-    """Whether a workload file's text is the TOML form (it has a ``[[layers]]`` table), whatever its suffix."""
-    return bool(re.search(r"^[ \t]*\[\[layers\]\]", text, re.M))  # not \s*: it would span lines, in quadratic time

@@ -20,6 +20,7 @@ from typing import ClassVar
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
+from dse.costs import COST_MODELS
 from dse.costs.base import CostModel
 from dse.costs.nccl.calibration import Calibration
 from dse.costs.nccl.model import NcclParams, NcclPrediction, NcclSystem, predict, predict_time
@@ -45,6 +46,7 @@ class NcclModel(CostModel):
     )
     closed_form: ClassVar[bool] = True
     latency_modes: ClassVar[tuple[str, ...]] = ("overlapped",)
+    rules = CostModel.rules  # the default SimRules: iterations issue and overlap collectives as dse does
 
     def __init__(self, calibration: Calibration | None = None, label: str = "nccl") -> None:
         if calibration is not None and not isinstance(calibration, Calibration):
@@ -60,6 +62,7 @@ class NcclModel(CostModel):
 
     @property
     def label(self) -> str:
+        """``nccl`` with NCCL's own parameters, ``nccl:NAME`` with a calibration (the name it was given by)."""
         return self._label
 
     def system(self, topology: Topology, *, fabric: bool = True) -> tuple[NcclSystem, NcclParams | None]:
@@ -119,6 +122,7 @@ class NcclModel(CostModel):
         )
 
     def bandwidth_time(self, dim: Dim, kind: str, c: float) -> float:
+        """Refused (`InputError`): a closed-form model has no per-phase bandwidth time."""
         raise InputError(
             "cost_model", "nccl has no chunk phases (it is closed form)", "paper, astra-sim or astra-sim-1"
         )
@@ -126,3 +130,6 @@ class NcclModel(CostModel):
     def bytes_per_ns(self, dim: Dim, collective: str | None = None) -> float:
         """The dimension's line rate per GPU: GB/s = bytes per ns."""
         return dim.bandwidth
+
+
+COST_MODELS[NcclModel.name] = NcclModel  # the registry's lazy entry for "nccl" (dse.costs)

@@ -44,7 +44,7 @@ from dse.explore.libra.small_lp import SmallLp
 SENSES = ("==", "<=", ">=")
 #: relative tolerance of `LinearConstraint.holds` and `BandwidthPolytope.contains`
 TOLERANCE = 1e-9
-#: LIBRA's constraint sets (its README and inputs/constraints), and the issue's total alone
+#: LIBRA's constraint sets (its README and inputs/constraints), and one total alone
 LIBRA_CONSTRAINTS: dict[str, tuple[str, ...]] = {
     "total_bw_500gbps": ("sum == 500",),
     "multiple_constraints": ("sum == 1000", "bw0 == 500", "bw0 >= bw1", "bw1 >= bw2", "bw2 + bw3 == 200"),
@@ -74,6 +74,7 @@ class LinearConstraint:
             raise InputError(where, "no bandwidth left once the terms are collected", "a constraint on bw0, bw1, ...")
 
     def lhs(self, bw: Sequence[float]) -> float:
+        """The left-hand side at `bw`: Σ coeffs[d]·bw[d]."""
         return math.fsum(c * b for c, b in zip(self.coeffs, bw))
 
     def holds(self, bw: Sequence[float], tol: float = TOLERANCE) -> bool:
@@ -240,6 +241,7 @@ class BandwidthPolytope:
 
     @property
     def upper(self) -> float:
+        """Every bandwidth's upper bound: `maximum`, or infinity without one."""
         return math.inf if self.maximum is None else float(self.maximum)
 
     def lp(self) -> SmallLp:

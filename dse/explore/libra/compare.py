@@ -36,10 +36,11 @@ from dse.explore.study.studies import StudySpec
 from dse.explore.study.workers import run_study
 from dse.explore.study.workload import WorkloadTarget, measure_workload
 from dse.training.libra_read import read_libra_workload
-from dse.training.workloads import Workload, load_workload
+from dse.training.workload_load import load_workload
+from dse.training.workloads import Workload
 
 BUNDLED = Path(__file__).resolve().parents[2] / "data" / "libra"
-#: the workloads of the comparison (the issue's three) and every workload LIBRA ships a communicator for
+#: the workloads compared by default, and every workload LIBRA ships a communicator for
 DEFAULT_WORKLOADS = ("GPT_3", "MSFT_1T", "Turing_NLG")
 ALL_WORKLOADS = (*DEFAULT_WORKLOADS, "ResNet_50")
 #: LIBRA's communicator file of each workload, per network (its file names differ in case)
@@ -69,15 +70,19 @@ class LibraCase:
 
     @property
     def name(self) -> str:
+        """The case's name: ``WORKLOAD_<n>d_<constraint set>``."""
         return f"{self.workload.name}_{self.network.ndims}d_{self.constraint_set}"
 
     def latencies(self) -> tuple[float, ...]:
+        """Each dimension's latency (ns), its price tier's in `TIER_LATENCY_NS` (0 for an unknown tier)."""
         return tuple(TIER_LATENCY_NS.get(t, 0.0) for t in self.network.tiers)
 
     def topology(self, bandwidths: tuple[float, ...]) -> Topology:
+        """The case's network as a dse topology with these per-NPU bandwidths (GB/s) and `latencies`."""
         return self.network.topology(bandwidths, self.latencies())
 
     def polytope(self) -> BandwidthPolytope:
+        """The allocations the case's constraints allow, every bandwidth at least `MINIMUM_GBPS`."""
         return BandwidthPolytope.parse(list(self.constraints), self.network.ndims, minimum=MINIMUM_GBPS)
 
 

@@ -57,10 +57,12 @@ class LibraNetwork:
 
     @property
     def ndims(self) -> int:
+        """The number of dimensions."""
         return len(self.kinds)
 
     @property
     def total_npus(self) -> int:
+        """The NPU count: the product of every dimension's."""
         return math.prod(self.npus)
 
     def topology(self, bandwidths: Sequence[float], latencies: Sequence[float] | None = None) -> Topology:

@@ -57,9 +57,11 @@ class SmallLp:
         return self.nrows - 1
 
     def set_row_bounds(self, row: int, lower: float, upper: float) -> None:
+        """Set row `row` to lower <= Σ coeffs·x <= upper (±inf: no bound)."""
         self.h.changeRowBounds(row, _clip(lower), _clip(upper))
 
     def set_col_bounds(self, col: int, lower: float, upper: float) -> None:
+        """Set column `col` to lower <= x_col <= upper (±inf: no bound)."""
         self.h.changeColBounds(col, _clip(lower), _clip(upper))
 
     def set_cost(self, cost: Sequence[float] | np.ndarray) -> None:
@@ -80,10 +82,12 @@ class SmallLp:
 
     @property
     def objective(self) -> float:
+        """The objective's value at the last solve's solution."""
         return float(self.h.getInfo().objective_function_value)
 
     @property
     def x(self) -> np.ndarray:
+        """The last solve's solution, one value per column."""
         return np.asarray(self.h.getSolution().col_value, dtype=float)
 
     @property

@@ -87,6 +87,7 @@ class LibraProblem:
         return self.const + comm
 
     def dollars(self, bw: Sequence[float]) -> float:
+        """C(bw) = c·bw + c0, the network's cost ($) of allocation `bw` (a problem with a cost only)."""
         assert self.cost is not None
         return math.fsum(c * b for c, b in zip(self.cost[0], bw)) + self.cost[1]
 
@@ -104,6 +105,7 @@ class Solution:
 
     @property
     def gap(self) -> float:
+        """The relative gap (value - lower) / value, at least 0 (0 for a value of 0)."""
         return max(0.0, (self.value - self.lower) / self.value) if self.value > 0 else 0.0
 
 
@@ -153,6 +155,7 @@ class CuttingPlanes:
 
     @property
     def budget_left(self) -> bool:
+        """Whether the LP budget (`max_lps` solves) allows another solve."""
         return self.lp.solves < self.max_lps
 
     def solve(self, tol: float, kappa: float | None = None) -> Level:
@@ -259,7 +262,9 @@ class _CostSearch:
         value, where = envelope_min(lines, self.p.const, a, b)
         return value / _SCALE, where, k1, k2
 
-    def run(self) -> Solution:
+    def search(self) -> Solution:
+        """The branch and bound over the cost κ (module docstring): the best allocation found, its value
+        and the proven lower bound, to the tolerance or until the LP budget is spent."""
         width = self.hi - self.lo
         if width <= 1e-12 * max(abs(self.hi), 1.0):
             k = (self.lo + self.hi) / 2
@@ -286,4 +291,4 @@ class _CostSearch:
 
 def solve_time_x_cost(problem: LibraProblem, tol: float, max_lps: int) -> Solution:
     """min T·C/1e10 over the polytope (module docstring)."""
-    return _CostSearch(problem, tol, max_lps).run()
+    return _CostSearch(problem, tol, max_lps).search()

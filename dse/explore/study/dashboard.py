@@ -61,17 +61,20 @@ class _StoppableHandler(ServerHandler):
     request_handler: WSGIRequestHandler
 
     def handle_error(self) -> None:
+        """A Ctrl-C is raised again (it stops the server); any other error is answered as wsgiref does."""
         if isinstance(sys.exc_info()[1], KeyboardInterrupt):
             raise
         super().handle_error()
 
     def log_exception(self, exc_info: Any) -> None:
+        """The error as one `log_line`, nothing for a client that stalled or left."""
         if not _client_gone(exc_info[1]):
             from dse.explore.study.dashboard_guard import log_line
 
             log_line(f"{type(exc_info[1]).__name__}: {exc_info[1]}")
 
     def close(self) -> None:
+        """Close the request, with a 500 status in wsgiref's log if none was answered."""
         if self.status is None:  # stopped before an answer began: wsgiref's request log needs a status
             self.status = "500 Interrupted"
         super().close()
@@ -85,10 +88,12 @@ class _QuietHandler(WSGIRequestHandler):
     server: WSGIServer  # `make_server`'s
 
     def setup(self) -> None:
+        """wsgiref's setup, with the server's `connection_timeout` on the connection."""
         super().setup()
         self.connection.settimeout(getattr(self.server, "connection_timeout", None))
 
     def log_message(self, format: str, *args: Any) -> None:
+        """Nothing: no line on stderr per request."""
         pass
 
     def handle(self) -> None:
@@ -130,10 +135,12 @@ class DashboardServer(socketserver.ThreadingMixIn, WSGIServer):
     max_connections = MAX_CONNECTIONS
 
     def server_activate(self) -> None:
+        """Listen, with `max_connections` free connection slots."""
         self._slots = threading.BoundedSemaphore(self.max_connections)
         super().server_activate()
 
     def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve the connection in a thread of its own if a slot is free, else answer 503 and close it."""
         if not self._slots.acquire(blocking=False):
             try:
                 request.sendall(_BUSY)  # a few bytes into an empty socket buffer: does not block
@@ -148,6 +155,7 @@ class DashboardServer(socketserver.ThreadingMixIn, WSGIServer):
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
+        """Serve the connection, then free its slot."""
         try:
             super().process_request_thread(request, client_address)
         finally:
@@ -250,13 +258,14 @@ def serve(
     server, page = dashboard_server(name, url, host, port, allow_writes=allow_writes)
     failed: list[BaseException] = []
 
-    def run() -> None:
+    def serve_in_thread() -> None:
+        """Serve until `server.shutdown()`; an exception is kept in `failed` for the main thread."""
         try:
             server.serve_forever()
         except BaseException as e:  # handed to the main thread, which raises it
             failed.append(e)
 
-    thread = threading.Thread(target=run, name="dse-dashboard", daemon=True)
+    thread = threading.Thread(target=serve_in_thread, name="dse-dashboard", daemon=True)
     try:
         for line in risks(name, host, allow_writes):
             warn(line)

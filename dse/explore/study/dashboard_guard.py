@@ -9,8 +9,8 @@ one layer misses is still caught by the other:
   study id or name, or a trial of another study, raises `KeyError` (optuna-dashboard answers 404).
   Read-only (the default), every write method raises `ReadOnlyError`; with ``--allow-writes`` writes
   to the named study and its trials go through, but never to a finished trial (Optuna's journal
-  storage appends such a change before it finds the trial finished: the issue's "tell answered 500
-  yet appended a record"). It never creates a study (a rename is a create and a delete).
+  storage appends such a change before it finds the trial finished). It never creates a study (a
+  rename is a create and a delete).
 - What it shows (`dse.explore.study.units`): objectives named with their units (``time (ms) with
   themis+scf``, ``cost ($)``) and valued in them, as ``dse study show`` prints them; each
   dimension's bandwidth in GB/s (``bw0 (GB/s)`` ...) as the parameters, in place of the weights a
@@ -97,6 +97,7 @@ def log_line(text: str) -> None:
 
 class _OneLine(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
+        """The record's first line as one `log_line` (its level name if it has no message)."""
         try:
             lines = record.getMessage().strip().splitlines()
         except Exception:  # a record whose arguments do not fit its format
@@ -161,6 +162,7 @@ class StudyView(BaseStorage):
 
     # ---- reads: the named study only, in the units people read (module docstring)
     def get_all_studies(self) -> list[FrozenStudy]:
+        """The named study alone, its objectives named with their units."""
         out = []
         for s in self._base.get_all_studies():
             if s._study_id == self._id:
@@ -170,18 +172,24 @@ class StudyView(BaseStorage):
         return out
 
     def get_study_id_from_name(self, study_name: str) -> int:
+        """The named study's id; any other name raises `KeyError`."""
         return self._study(self._base.get_study_id_from_name(study_name))
 
     def get_study_name_from_id(self, study_id: int) -> str:
+        """The named study's name; any other id raises `KeyError`."""
         return self._base.get_study_name_from_id(self._study(study_id))
 
     def get_study_directions(self, study_id: int) -> list[StudyDirection]:
+        """The named study's directions; any other id raises `KeyError`."""
         return self._base.get_study_directions(self._study(study_id))
 
     def get_study_user_attrs(self, study_id: int) -> dict[str, Any]:
+        """The named study's user attributes; any other id raises `KeyError`."""
         return self._base.get_study_user_attrs(self._study(study_id))
 
     def get_study_system_attrs(self, study_id: int) -> dict[str, Any]:
+        """The named study's system attributes, its objectives named with their units; any other id
+        raises `KeyError`."""
         attrs = self._base.get_study_system_attrs(self._study(study_id))
         n = len(self._base.get_study_directions(study_id))
         return dashboard_study_attrs(attrs, self._base.get_study_user_attrs(study_id), n)
@@ -189,63 +197,80 @@ class StudyView(BaseStorage):
     def get_all_trials(
         self, study_id: int, deepcopy: bool = True, states: Container[TrialState] | None = None
     ) -> list[FrozenTrial]:
+        """The named study's trials, valued in the units shown; any other id raises `KeyError`."""
         trials = self._base.get_all_trials(self._study(study_id), deepcopy=deepcopy, states=states)
         return dashboard_trials(trials, self._ids())
 
     def get_n_trials(self, study_id: int, state: tuple[TrialState, ...] | TrialState | None = None) -> int:
+        """How many trials the named study has (in `state`); any other id raises `KeyError`."""
         return self._base.get_n_trials(self._study(study_id), state)
 
     def get_best_trial(self, study_id: int) -> FrozenTrial:
+        """The named study's best trial, valued in the units shown; any other id raises `KeyError`."""
         return super().get_best_trial(self._study(study_id))  # over `get_all_trials`: values as shown
 
     def get_trial_id_from_study_id_trial_number(self, study_id: int, trial_number: int) -> int:
+        """The id of the named study's trial number `trial_number`; any other study raises `KeyError`."""
         return self._base.get_trial_id_from_study_id_trial_number(self._study(study_id), trial_number)
 
     def get_trial(self, trial_id: int) -> FrozenTrial:
+        """A trial of the named study, valued in the units shown; any other trial raises `KeyError`."""
         trial = self._base.get_trial(self._trial(trial_id))
         return dashboard_trials([trial], self._ids())[0]
 
     def get_trial_number_from_id(self, trial_id: int) -> int:
+        """A trial's number; a trial of another study raises `KeyError`."""
         return self._base.get_trial_number_from_id(self._trial(trial_id))
 
     def get_trial_param(self, trial_id: int, param_name: str) -> float:
+        """A parameter of a trial of the named study; any other trial raises `KeyError`."""
         return self._base.get_trial_param(self._trial(trial_id), param_name)
 
     def get_trial_params(self, trial_id: int) -> dict[str, Any]:
+        """The parameters of a trial of the named study; any other trial raises `KeyError`."""
         return self._base.get_trial_params(self._trial(trial_id))
 
     def get_trial_user_attrs(self, trial_id: int) -> dict[str, Any]:
+        """The user attributes of a trial of the named study; any other trial raises `KeyError`."""
         return self._base.get_trial_user_attrs(self._trial(trial_id))
 
     def get_trial_system_attrs(self, trial_id: int) -> dict[str, Any]:
+        """The system attributes of a trial of the named study; any other trial raises `KeyError`."""
         return self._base.get_trial_system_attrs(self._trial(trial_id))
 
     def remove_session(self) -> None:
+        """The real storage's `remove_session`."""
         self._base.remove_session()
 
     # ---- writes: refused read-only; the named study only otherwise; never a new study
     def create_new_study(self, directions: Sequence[StudyDirection], study_name: str | None = None) -> int:
+        """Always `ReadOnlyError`: the view shows one study and creates none."""
         raise ReadOnlyError("this dashboard shows one study: it creates none")
 
     def delete_study(self, study_id: int) -> None:
+        """Delete the named study if writes are allowed (else `ReadOnlyError`; another id: `KeyError`)."""
         self._write()
         self._base.delete_study(self._study(study_id))
 
     def set_study_user_attr(self, study_id: int, key: str, value: Any) -> None:
+        """Set a user attribute of the named study if writes are allowed (else `ReadOnlyError`)."""
         self._write()
         self._base.set_study_user_attr(self._study(study_id), key, value)
 
     def set_study_system_attr(self, study_id: int, key: str, value: Any) -> None:
+        """Set a system attribute of the named study if writes are allowed (else `ReadOnlyError`)."""
         self._write()
         self._base.set_study_system_attr(self._study(study_id), key, value)
 
     def create_new_trial(self, study_id: int, template_trial: FrozenTrial | None = None) -> int:
+        """A new trial of the named study if writes are allowed (else `ReadOnlyError`); its id."""
         self._write()
         return self._base.create_new_trial(self._study(study_id), template_trial)
 
     def set_trial_param(
         self, trial_id: int, param_name: str, param_value_internal: float, distribution: BaseDistribution
     ) -> None:
+        """Set a parameter of an unfinished trial of the named study if writes are allowed."""
         self._base.set_trial_param(self._updatable(trial_id), param_name, param_value_internal, distribution)
 
     def set_trial_state_values(self, trial_id: int, state: TrialState, values: Sequence[float] | None = None) -> bool:
@@ -256,12 +281,15 @@ class StudyView(BaseStorage):
         return self._base.set_trial_state_values(self._updatable(trial_id), state, values)
 
     def set_trial_intermediate_value(self, trial_id: int, step: int, intermediate_value: float) -> None:
+        """Set an intermediate value of an unfinished trial of the named study if writes are allowed."""
         self._base.set_trial_intermediate_value(self._updatable(trial_id), step, intermediate_value)
 
     def set_trial_user_attr(self, trial_id: int, key: str, value: Any) -> None:
+        """Set a user attribute of an unfinished trial of the named study if writes are allowed."""
         self._base.set_trial_user_attr(self._updatable(trial_id), key, value)
 
     def set_trial_system_attr(self, trial_id: int, key: str, value: Any) -> None:
+        """Set a system attribute of an unfinished trial of the named study if writes are allowed."""
         self._base.set_trial_system_attr(self._updatable(trial_id), key, value)
 
 
@@ -345,6 +373,8 @@ def guard(app: WSGIApp, view: StudyView, *, writes: bool, hosts: Container[str] 
     docstring; `hosts`: the names a ``Host`` header may carry besides loopback ones (None: any)."""
 
     def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """Answer a refused request (module docstring) itself; pass any other to `app`, a read without
+        its body, an error in it answered 500 and logged as one line."""
         head = str(environ.get("REQUEST_METHOD", "")).upper() == "HEAD"
         try:
             refused = _refusal(view, environ, writes, hosts)

@@ -1,7 +1,7 @@
 """The journal file backend of dse studies: Optuna's journal format, fsynced once per finished trial.
 
 Optuna's `JournalFileBackend` fsyncs every record it appends; a trial appends one per parameter,
-attribute and state change, and those fsyncs were a large share of a study's time. `SyncedJournal` reads the
+attribute and state change, so a study would wait on the disk once per record. `SyncedJournal` reads the
 file as Optuna's backend does (it is one) and writes the same bytes, under the same lock, but
 fsyncs only the records that finish a trial or change a study:
 
@@ -57,6 +57,7 @@ class SyncedJournal(JournalFileBackend):
         self._path, self._writers = file_path, lock
 
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        """Append `logs` in one write under the writers' lock, fsynced if any of them `needs_sync`."""
         data = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode("utf-8")
         self._writers.acquire()
         try:

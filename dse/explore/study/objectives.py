@@ -64,6 +64,7 @@ class Objective:
 
     @property
     def label(self) -> str:
+        """How a study's user attribute names it: ``time[themis+scf]``, or ``cost``."""
         return self.metric if self.metric == "cost" else f"{self.metric}[{self.scheduler}+{self.queue}]"
 
     @property

@@ -1,7 +1,7 @@
 """Progress of `dse study run`: a bar of complete trials out of the target, one per study.
 
 The bar counts what the storage holds, not what this process did: a worker reports the complete
-trials it counts under the storage's gate before each new trial, and a parent running several
+trials it counts under the storage's lock before each new trial, and a parent running several
 worker processes polls the storage's count (`CompleteCount`). Either way a trial is counted once,
 however many processes finish trials, and a resumed study starts its bar at the trials it already
 has. The bar is tqdm's on stderr; its shape comes from the terminal, or 80x20 when the terminal
@@ -39,6 +39,7 @@ class TrialBar:
             self._bar.update(complete - self._bar.n)
 
     def close(self) -> None:
+        """Close the bar (its last state stays on the terminal)."""
         self._bar.close()
 
 
@@ -62,6 +63,7 @@ class CompleteCount:
         the workers, which read the same storage, report the failure)."""
 
         def poll() -> None:
+            """Move the bar to the storage's count; a failed read leaves it where it is."""
             try:
                 bar.show(self())
             except InputError:

@@ -12,7 +12,7 @@ or which gives any of the per-rank keys below, runs every rank of that trace on 
     cost_model = "astra-sim"                                        # the default for a per-rank trace
     # remote_memory = "mem.json"; without a system file: chunks, peak_tflops and mem_gbps (roofline)
 
-Paths are relative to the study file's folder. Choices where the issue is silent:
+Paths are relative to the study file's folder. The choices made here:
 
 - **A system file fixes the configuration.** ASTRA-sim's system file sets the scheduler, the queue
   and the chunks (`preferred-dataset-splits`), so a study with one measures that one
@@ -96,7 +96,7 @@ class RankTrace:
         """The (scheduler, queue) pairs each trial measures: the system file's, else `DEFAULT_RUNS`."""
         return DEFAULT_RUNS if self.fixed is None else ((self.fixed[0], self.fixed[1]),)
 
-    def run(self, topology: Topology, cost_model: str, scheduler: str, queue: str, chunks: int) -> RanksResult:
+    def iterate(self, topology: Topology, cost_model: str, scheduler: str, queue: str, chunks: int) -> RanksResult:
         """Every rank on `topology`; with a system file, the file's scheduler, queue and chunks
         (the arguments are then not used)."""
         from dse.training.chakra.ranks_run import iterate_ranks
@@ -170,7 +170,7 @@ def measure_ranks(
         "bandwidths_GBps": [d.bandwidth for d in topo.dims],  # exact (the notation rounds them)
     }
     for s, q in trace.runs():
-        res = trace.run(topo, cost_model, s, q, chunks)
+        res = trace.iterate(topo, cost_model, s, q, chunks)
         last = res.finish_ns_by_rank.index(res.time_ns)
         record[f"iteration_{s}_{q}_ns"] = res.time_ns
         record[f"exposed_comm_{s}_{q}_ns"] = res.exposed_ns_by_rank[last]
@@ -210,7 +210,7 @@ def ranks_metric(
             f'scheduler = "{fs}" and queue = "{fq}" in every objective and constraint',
         )
     else:
-        t = trace.run(topo, cost_model, s, q, chunks).time_ns
+        t = trace.iterate(topo, cost_model, s, q, chunks).time_ns
     return t if metric == "iteration_time" else t * float(record["cost_usd"])
 
 

@@ -12,8 +12,8 @@ trials complete, and so what each draws, depends on timing; the total is still e
 The relative search space (the parameters every finished trial shares, which multivariate TPE and
 NSGA-II sample jointly) draws nothing at random, and Optuna works it out incrementally, from the
 trials finished since the last call. A sampler built afresh for every trial would work it out from
-all the trials each time, so a study of n trials would compare parameters O(n²) times (some 40 %
-of a 500-trial TPE study's time). `ResumableSampler` therefore asks one long-lived sampler of the
+all the trials each time, so a study of n trials would compare parameters O(n²) times.
+`ResumableSampler` therefore asks one long-lived sampler of the
 same kind for it, and the per-trial seeded one for everything that draws.
 """
 
@@ -36,6 +36,7 @@ class _BruteForce(optuna.samplers.BruteForceSampler):
     exhausted = False
 
     def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+        """Optuna's `after_trial`; a grid exhausted sets `exhausted` instead of stopping the study."""
         try:
             super().after_trial(study, trial, state, values)
         except RuntimeError:
@@ -74,21 +75,27 @@ class ResumableSampler(BaseSampler):
         self._spaces = _FACTORIES[name](trial_seed(seed, 0))  # long-lived: the relative search space only
 
     def before_trial(self, study: Any, trial: Any) -> None:
+        """Build the trial's own sampler, seeded by `trial_seed(seed, index)`, and pass the call on."""
         self._inner = _FACTORIES[self.name](trial_seed(self.seed, self.index))
         self._inner.before_trial(study, trial)
 
     def infer_relative_search_space(self, study: Any, trial: Any) -> Any:
+        """The relative search space, from the long-lived sampler (module docstring)."""
         return self._spaces.infer_relative_search_space(study, trial)
 
     def sample_relative(self, study: Any, trial: Any, search_space: Any) -> Any:
+        """The trial's sampler's joint draw over `search_space`."""
         return self._inner.sample_relative(study, trial, search_space)
 
     def sample_independent(self, study: Any, trial: Any, param_name: str, param_distribution: Any) -> Any:
+        """The trial's sampler's draw of one parameter."""
         return self._inner.sample_independent(study, trial, param_name, param_distribution)
 
     def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+        """The trial's sampler's `after_trial`; `exhausted` once a brute-force grid is."""
         self._inner.after_trial(study, trial, state, values)
         self.exhausted = self.exhausted or getattr(self._inner, "exhausted", False)
 
     def reseed_rng(self) -> None:  # the seeds are fixed by design
+        """Nothing: the seeds are fixed by design (`trial_seed`)."""
         pass

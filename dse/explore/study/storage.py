@@ -19,17 +19,17 @@
   as ``password=***`` in every message and result that carries a storage URL or a driver's error
   (and the URL's password, 4 characters or more, wherever the driver repeats it). An in-memory
   SQLite URL, or ``:memory:``, is refused (it lives in one process; workers and reports need one storage).
-- `gate`: the lock under which a worker counts trials and creates one (a file lock beside a journal
+- `storage_lock`: the lock under which a worker counts trials and creates one (a file lock beside a journal
   or SQLite file, a PostgreSQL advisory lock otherwise).
 - `fail_dead`: running trials whose worker process on this host is gone are marked failed, so the
   next worker replaces them. Each running trial records its worker's host and process id.
 
 What a trial holds (`trial_record`, `trial_params`): its sampled parameters, the worker that runs
-it (`WORKER_ATTR`, written under the gate right after the trial is created) and, once measured,
+it (`WORKER_ATTR`, written under `storage_lock` right after the trial is created) and, once measured,
 one user attribute `RECORD_ATTR` ("dse"): a dict of the design's record (topology, times, bound,
 cost...) and, under `FIXED_KEY`, the choices its space leaves no freedom in (a kind, a chunk count
 or a scheduler with one allowed value), which are not Optuna parameters since they would cost one
-journal append each and tell a sampler nothing. Studies written before this layout (the record as
+journal append each and tell a sampler nothing. Studies of layout 1 (the record as
 separate user attributes, every choice a parameter) are read as they are: both functions take
 either layout, trial by trial, and such a study keeps writing every choice as a parameter
 (`LAYOUT_ATTR`), so its samplers see the same parameters in every trial.
@@ -60,8 +60,8 @@ from dse.explore.study.storage_urls import network_timeouts, redact  # noqa: F40
 WORKER_ATTR = "dse_worker"
 RECORD_ATTR = "dse"  # a trial's record, one dict (one journal append); see the module docstring
 FIXED_KEY = "fixed_params"  # in the record: the choices the space fixed, by parameter name
-LAYOUT_ATTR = "dse_layout"  # a study's trial layout: absent on studies written before layouts
-LAYOUT = 2  # fixed choices in the record, not parameters; 1 (a study begun before): all parameters
+LAYOUT_ATTR = "dse_layout"  # a study's trial layout: absent on a layout-1 study
+LAYOUT = 2  # fixed choices in the record, not parameters; layout 1: every choice a parameter
 SQLITE = "sqlite:///"
 _TAIL = 1 << 20  # how much of a journal's end to read when looking for damage
 _NOT_JOURNAL = "a journal file written by dse study run, or a new file name"
@@ -141,7 +141,7 @@ def open_storage(url: str, *, must_exist: bool = False, repair: bool = False) ->
         return _open_sqlite(url, must_exist)
     if url.startswith("postgresql"):
         try:
-            with gate(url, "storage-init"):
+            with storage_lock(url, "storage-init"):
                 return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": network_timeouts(url)})
         except ImportError as e:
             raise _missing_driver(url, e) from None
@@ -204,7 +204,7 @@ def _open_sqlite(url: str, must_exist: bool) -> Any:
     lock = Path(f"{path}.dse-lock")
     new_lock = not lock.exists()
     try:
-        with output_folder(path.parent, "storage"), gate(url, "storage-init"):
+        with output_folder(path.parent, "storage"), storage_lock(url, "storage-init"):
             new_db = not path.exists()
             try:
                 return optuna.storages.RDBStorage(url)
@@ -249,12 +249,13 @@ def reading(url: str) -> Iterator[None]:
         raise InputError("storage", f"{redact(url)}: {_error_text(e, url)}") from None
 
 
-def _record(line: bytes) -> bool:
+def _is_record(line: bytes) -> bool:
+    """Whether `line` is one of Optuna's journal records (a JSON object with an ``op_code``)."""
     try:
-        rec = json.loads(line)
+        parsed = json.loads(line)
     except ValueError:
         return False
-    return isinstance(rec, dict) and "op_code" in rec
+    return isinstance(parsed, dict) and "op_code" in parsed
 
 
 #: The longest first record a journal may have (Optuna's create-study record is under 1 KiB).
@@ -292,7 +293,7 @@ def check_journal(path: Path, *, repair: bool) -> None:
             if not first.startswith(b'{"op_code":'):
                 raise InputError("storage", f"{path} is not an Optuna journal", _NOT_JOURNAL)
             keep = 0
-        elif not _record(first):
+        elif not _is_record(first):
             raise InputError("storage", f"{path} is not an Optuna journal", _NOT_JOURNAL)
         else:
             keep = _intact_end(tail, start)
@@ -352,8 +353,8 @@ def _intact_end(tail: bytes, start: int) -> int | None:
     while end > 0:
         prev = tail.rfind(b"\n", 0, end - 1) + 1
         if prev == 0 and start > 0:
-            return None if not _record(tail[:end]) else start + end  # the first line here may be partial
-        if _record(tail[prev:end]):
+            return None if not _is_record(tail[:end]) else start + end  # the first line here may be partial
+        if _is_record(tail[prev:end]):
             return start + end
         end = prev
     return start if start == 0 else None
@@ -370,11 +371,13 @@ class FlockLock:
         self._file: Any = None
 
     def acquire(self) -> bool:
+        """Take the lock, waiting as long as another process holds it; True."""
         self._file = open(self._path, "a")
         fcntl.flock(self._file, fcntl.LOCK_EX)
         return True
 
     def release(self) -> None:
+        """Release the lock (nothing if it is not held)."""
         if self._file is not None:
             fcntl.flock(self._file, fcntl.LOCK_UN)
             self._file.close()
@@ -382,7 +385,7 @@ class FlockLock:
 
 
 @contextlib.contextmanager
-def gate(url: str, name: str) -> Iterator[None]:
+def storage_lock(url: str, name: str) -> Iterator[None]:
     """An exclusive lock named `name` on the storage at `url`, across processes and machines."""
     if url.startswith("postgresql"):
         import psycopg
@@ -413,16 +416,16 @@ def gate(url: str, name: str) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def me() -> str:
+def worker_id() -> str:
     """This worker, as running trials record it: ``host:pid``."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def fail_dead(study: Any) -> int:
-    """Mark failed the running trials whose worker is gone; call it under `gate`.
+    """Mark failed the running trials whose worker is gone; call it under `storage_lock`.
 
     A trial of this host whose process no longer exists is gone; so is a running trial with no
-    worker recorded at all, since a worker records itself under the gate right after creating it."""
+    worker recorded at all, since a worker records itself under `storage_lock` right after creating it."""
     from optuna.trial import TrialState
 
     host = socket.gethostname()
@@ -456,6 +459,11 @@ def trial_params(trial: Any) -> dict[str, Any]:
     if not fixed:
         return dict(trial.params)
     return dict(sorted({**trial.params, **fixed}.items(), key=lambda kv: _suggest_rank(kv[0])))
+
+
+def feasible(trial: Any) -> bool:
+    """Whether a trial meets every constraint (a constraint value <= 0 is met)."""
+    return all(v <= 0 for v in trial.constraints.values())
 
 
 _CHOICES = ("dims", "shape", "kind", "bw", "chunks", "scheduler", "queue")  # as SearchSpace.suggest draws them

@@ -80,6 +80,7 @@ class StudySpec:
 
     @property
     def directions(self) -> list[str]:
+        """Each objective's direction, ``minimize`` or ``maximize``, in order."""
         return [o.direction for o in self.objectives]
 
     def definition(self) -> dict[str, str]:
@@ -176,7 +177,7 @@ def _training(table: dict[str, Any], space: SearchSpace, base: Path) -> Workload
     target = parse_workload_target(table, base)
     design, _ = space.first_design()
     try:
-        target.run(design, "themis", "scf")
+        target.iterate(design, "themis", "scf")
     except InputError as e:
         raise InputError("workload", f"the space's first design {design.notation()} cannot run it: {e}") from None
     return target

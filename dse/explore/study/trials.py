@@ -55,14 +55,14 @@ def fluid_bound(topo: Topology, collective: str, size: int, chunks: int, cost_mo
     The LP weighs each dimension's load, which is its bytes over its bandwidth: two designs of one
     shape, collective, size, chunk count and cost model with other bandwidths have other bounds,
     so a design (the exact topology, bandwidths and latencies included) is the widest valid key.
-    What does not depend on the bandwidths (the chunk plan and the orders) costs some 15 µs of the
-    1 ms a bound takes. A hit needs a design seen before in this process: a discrete space's, a
+    What does not depend on the bandwidths (the chunk plan and the orders) is a small part of a
+    bound's cost. A hit needs a design seen before in this process: a discrete space's, a
     repeated draw, or the first (random) trials of a study's variants, which share their seeds."""
     cspec = CollectiveSpec.parse(topo, collective=collective, size=size, chunks=chunks, cost_model=cost_model)
     return fluid_bound_ns(cspec)  # the ideal alone beyond LP_ORDER_TYPES chunk types, counted first
 
 
-def _run(topo: Topology, spec: StudySpec, chunks: int, scheduler: str, queue: str) -> Result:
+def _evaluate_design(topo: Topology, spec: StudySpec, chunks: int, scheduler: str, queue: str) -> Result:
     """One design under one schedule, as the study's collective."""
     return evaluate(
         topo,
@@ -86,7 +86,7 @@ def metric_value(
     elif scheduler == "baseline" and queue == "fifo" and metric == "time":
         t, u = record["time_baseline_ns"], None
     else:
-        r = _run(topo, spec, chunks, scheduler, queue)
+        r = _evaluate_design(topo, spec, chunks, scheduler, queue)
         t, u = r.time_ns, r.bw_utilization
     if metric == "time":
         return t
@@ -97,7 +97,7 @@ def metric_value(
             )
         return t / record["bound_ns"] - 1.0
     if u is None:
-        u = _run(topo, spec, chunks, scheduler, queue).bw_utilization
+        u = _evaluate_design(topo, spec, chunks, scheduler, queue).bw_utilization
     return u
 
 
@@ -133,6 +133,7 @@ def objective(spec: StudySpec, trial: Any, layout: int = LAYOUT) -> list[float]:
     record = measure(spec, topo, chunks) if target is None else measure_workload(target, topo, spec.prices)
 
     def value(metric: str, s: str, q: str) -> float:
+        """The value of `metric` measured with scheduler `s` and queue `q` on the trial's design."""
         if target is not None:
             return workload_metric(target, topo, metric, s, q, record)
         return metric_value(spec, topo, chunks, metric, s, q, record)

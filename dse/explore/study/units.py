@@ -82,6 +82,7 @@ class Shown:
 
     @property
     def unit(self) -> Unit:
+        """The metric's `Unit`; for a name dse did not write, the name itself, unscaled."""
         return UNITS[self.metric] if self.metric else Unit(self.id, "", 1.0, "", 1.0)
 
     @property
@@ -137,7 +138,7 @@ def number(v: float) -> str:
 
 def objective_ids(metric_names: Sequence[str] | None, labels: Sequence[Any] | None, n: int) -> list[str]:
     """A study's objective ids: its Optuna metric names, else derived from the labels that studies
-    run before metric names were set keep in their user attribute ``objectives``, else
+    without metric names keep in their user attribute ``objectives``, else
     ``objective_<i>``."""
     if metric_names and len(metric_names) == n:
         return list(metric_names)
@@ -267,7 +268,7 @@ def dashboard_study_attrs(system_attrs: dict[str, Any], user_attrs: dict[str, An
 
 def constraint_limits(system_attrs: dict[str, Any], trials: Sequence[Any], ids: Sequence[str]) -> dict[str, float]:
     """The largest allowed value (stored unit) of each constrained objective, by objective id: read
-    from the study's definition, else (a study begun before definitions were stored) worked out
+    from the study's definition, else (a study with no stored definition) worked out
     from a trial's objective value and its constraint (value minus limit) for ``cost``."""
     definition = system_attrs.get(DEFINITION_ATTR)
     text = definition.get("constraints", "") if isinstance(definition, dict) else ""

@@ -12,10 +12,10 @@ the same trials as one never interrupted.
 
 A study's name is bound to its definition (`dse.explore.study.studies.StudySpec.definition`) in its
 storage: `create_study` stores the definition as the study's system attribute `DEFINITION_ATTR`
-when it creates the study, under the storage's gate, and refuses, in one line naming the study
+when it creates the study, under `storage_lock`, and refuses, in one line naming the study
 and the first field that differs, to run a definition other than the stored one under that name.
-Two commands racing to create one name with different definitions: the gate lets one create it,
-the other finds it and is refused. A study created before definitions were stored is checked on
+Two commands racing to create one name with different definitions: the lock lets one create it,
+the other finds it and is refused. A study with no stored definition is checked on
 what it holds (its directions and objective names) and, if they agree, bound to the definition
 that resumes it.
 
@@ -51,14 +51,14 @@ from dse.explore.study.storage import (
     WORKER_ATTR,
     default_storage,
     fail_dead,
-    gate,
     load_study,
-    me,
     open_storage,
     reading,
     redact,
+    storage_lock,
     study_names,
     trial_record,
+    worker_id,
 )
 from dse.explore.study.studies import StudySpec
 from dse.explore.study.trials import objective, probe
@@ -67,12 +67,12 @@ from dse.explore.study.units import METRIC_NAMES_ATTR as _METRIC_NAMES
 
 
 def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
-    """Create the study on `url`, or load it if it exists (under the storage's gate)."""
+    """Create the study on `url`, or load it if it exists (under `storage_lock`)."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = open_storage(url, repair=repair)
-    with gate(url, spec.name), reading(url):
+    with storage_lock(url, spec.name), reading(url):
         bind = check_definition(storage, spec, url)
         study = optuna.create_study(
             study_name=spec.name,
@@ -98,8 +98,8 @@ def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
 
 def check_definition(storage: Any, spec: StudySpec, url: str) -> bool:
     """Refuse `spec` if study `spec.name` on `storage` was created from another definition (module
-    docstring); call it under the gate. Returns whether the definition is still to be stored: a
-    new study, or one created before definitions were stored whose directions and objective names
+    docstring); call it under `storage_lock`. Returns whether the definition is still to be stored: a
+    new study, or one with no stored definition whose directions and objective names
     agree with `spec`'s."""
     try:
         sid = storage.get_study_id_from_name(spec.name)
@@ -123,6 +123,7 @@ def check_definition(storage: Any, spec: StudySpec, url: str) -> bool:
 
 def _other_definition(spec: StudySpec, url: str, field: str, there: Any, here: str) -> InputError:
     def clip(v: Any) -> str:
+        """`v` as a quoted text of at most 60 characters."""
         text = str(v)
         return repr(text if len(text) <= 60 else text[:57] + "...")
 
@@ -152,7 +153,7 @@ def work(spec: StudySpec, url: str, trials: int, progress: Callable[[int], None]
     done = failures = 0
     while True:
         raise_if_interrupted()
-        with gate(url, spec.name), reading(url):
+        with storage_lock(url, spec.name), reading(url):
             fail_dead(study)
             states = [t.state for t in study.get_trials(deepcopy=False)]
             complete = states.count(TrialState.COMPLETE)
@@ -163,7 +164,7 @@ def work(spec: StudySpec, url: str, trials: int, progress: Callable[[int], None]
                 return done
             sampler.index = complete
             trial = study.ask()
-            trial.set_user_attr(WORKER_ATTR, me())
+            trial.set_user_attr(WORKER_ATTR, worker_id())
         try:
             values = objective(spec, trial, written)
         except InputError as e:  # a design the cost model rejects: failed, replaced by another
@@ -217,7 +218,7 @@ def run_study(
     bar = TrialBar(spec.name, n, before) if progress and before < n else None
     try:
         with storage_failures(url):
-            ran = _run(spec, url, n, workers if before < n else 1, bar)
+            ran = _optimize(spec, url, n, workers if before < n else 1, bar)
     finally:
         if bar is not None:
             bar.close()
@@ -250,7 +251,7 @@ def check_workers(workers: int, field: str = "--workers") -> None:
     check_input("processes", workers, field, "worker processes")
 
 
-def _run(spec: StudySpec, url: str, n: int, workers: int, bar: TrialBar | None) -> int:
+def _optimize(spec: StudySpec, url: str, n: int, workers: int, bar: TrialBar | None) -> int:
     """The trials this process ran (-1: several workers ran them)."""
     if workers <= 1:
         return work(spec, url, n, bar.show if bar else None)

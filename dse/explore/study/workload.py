@@ -40,7 +40,8 @@ from dse.explore.study.toml_fields import check_keys
 from dse.training.chakra.ranks_result import RanksResult
 from dse.training.iteration import IterationResult, iterate
 from dse.training.placement_read import load_placement, with_placement
-from dse.training.workloads import Workload, load_workload
+from dse.training.workload_load import load_workload
+from dse.training.workloads import Workload
 
 WORKLOAD_TABLE_KEYS = {"file", "placement", "cost_model", "calibration", "chunks", *RANK_KEYS}
 
@@ -54,11 +55,11 @@ class WorkloadTarget:
     cost_model: str
     chunks: int = 64
 
-    def run(self, topology: Topology, scheduler: str, queue: str) -> IterationResult | RanksResult:
+    def iterate(self, topology: Topology, scheduler: str, queue: str) -> IterationResult | RanksResult:
         """One training iteration of the workload on `topology` (a per-rank trace with a system
         file: with the file's scheduler and queue)."""
         if isinstance(self.workload, RankTrace):
-            return self.workload.run(topology, self.cost_model, scheduler, queue, self.chunks)
+            return self.workload.iterate(topology, self.cost_model, scheduler, queue, self.chunks)
         return self.iterate_layers(topology, scheduler, queue)
 
     def iterate_layers(self, topology: Topology, scheduler: str, queue: str) -> IterationResult:

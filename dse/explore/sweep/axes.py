@@ -67,6 +67,7 @@ class Axes:
 
     @property
     def swept(self) -> bool:
+        """Whether any bandwidth or latency is swept."""
         return self.bandwidth != ((),) or self.latency != ((),)
 
     def variants(self, topo: Topology) -> Iterator[Topology]:

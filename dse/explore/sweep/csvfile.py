@@ -369,6 +369,7 @@ class SweepFile:
         self.written += len(rows)
 
     def close(self) -> None:
+        """Close the file (releasing its lock); a file this run created and left empty is removed."""
         if self.fd < 0:
             return
         if self.created and self.written == 0 and os.fstat(self.fd).st_size == 0:

@@ -178,6 +178,7 @@ def _iteration_pair(v: object) -> tuple[str, str]:
 
 def _str(parse: Callable[[str], Any]) -> Callable[[Any], Any]:
     def inner(v: object) -> Any:
+        """`parse(v)` of a string `v`; anything else is one `InputError`."""
         if not isinstance(v, str):
             raise InputError("value", f"{v!r} is not a string")
         return parse(v)

@@ -120,7 +120,8 @@ def beside(spec: str, base: Path | None, always: bool = False) -> str:
 def workload_of(spec: str, placement: str) -> Any:
     """The workload `spec` names, with `placement` applied (``""``: none); cached, so the sweep's
     checks read each file once and forked workers inherit what the checks read."""
-    from dse.training.workloads import Workload, load_workload
+    from dse.training.workload_load import load_workload
+    from dse.training.workloads import Workload
 
     wl = load_workload(spec)
     if not placement:

@@ -52,7 +52,8 @@ def _worker_init(parent: int) -> None:
 def process_runner(jobs: int) -> Runner:
     """Up to `jobs` forked worker processes (one task at a time in process when `jobs` is 1)."""
 
-    def run(func: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
+    def map_forked(func: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
+        """`func` of every task, in the order they finish, from at most `jobs` forked workers."""
         if jobs <= 1 or len(tasks) <= 1:
             yield from serial_runner(func, tasks)
             return
@@ -85,17 +86,15 @@ def process_runner(jobs: int) -> Runner:
             raise
         pool.shutdown(wait=True)
 
-    return run
+    return map_forked
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Cancel what has not started, end the workers now, and wait for the pool's management thread.
 
-    That thread notices the killed workers and closes the pool's wake-up pipe. Left running, it
-    raced the interpreter's exit: `concurrent.futures`' exit hook checked that the pipe was open,
-    the thread closed it, and the hook's write failed with ``OSError: [Errno 9] Bad file
-    descriptor``, printed as a traceback after the one interrupted line (about one Ctrl-C in 8 of
-    ``dse sweep --jobs 2``). Joined here, the pipe is closed before the hook runs, which then skips it.
+    That thread notices the killed workers and closes the pool's wake-up pipe; joined here, it does
+    so before `concurrent.futures`' exit hook runs, which then skips the pipe (a thread left running
+    races the hook, whose write then fails with ``OSError: [Errno 9] Bad file descriptor``).
     The call queue's feeder thread is not joined at exit (`cancel_join_thread`): with the workers
     killed, a task it was writing into the full pipe would block that join for ever."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
@@ -124,7 +123,8 @@ def dask_runner(jobs: int, scheduler_address: str | None = None) -> Runner:
     except ImportError:
         raise InputError("backend", "dask is not installed", "pip install 'dse[dask]'") from None
 
-    def run(func: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
+    def map_on_dask(func: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
+        """`func` of every task, in the order they finish, on the cluster (closed afterwards)."""
         from distributed import Client
 
         try:
@@ -141,7 +141,7 @@ def dask_runner(jobs: int, scheduler_address: str | None = None) -> Runner:
         finally:
             client.close()
 
-    return run
+    return map_on_dask
 
 
 BACKENDS = ("processes", "dask")

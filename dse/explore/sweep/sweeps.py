@@ -8,8 +8,8 @@ exactly one row per point (`point` is its index in the sweep file's expansion). 
 completion order; sort by `point` for the sweep's order (with one job they come in that order).
 
 The work is spread in batches of points by a runner (`dse.explore.sweep.runners`: forked worker processes by
-default, or a `dask.distributed` cluster), so the per-task overhead stays small next to ~0.1-1 ms
-per collective; a training iteration (`dse.explore.sweep.iterations`) is a task of its own. Workers
+default, or a `dask.distributed` cluster), so the per-task overhead stays small next to the
+points' own work; a training iteration (`dse.explore.sweep.iterations`) is a task of its own. Workers
 return each point's results and the parent writes them after the point's parameter cells
 (`Sweep.params`).
 

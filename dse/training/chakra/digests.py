@@ -3,8 +3,8 @@
 The single-rank path runs one rank's file, the representative NPU; ASTRA-sim runs each NPU's own
 (as does dse's per-rank path, `dse.training.chakra.rankset`, which reads them all). `check_ranks`
 counts the rank files beside it (``PREFIX.<rank>.et``, by name) and notes those that differ from it
-in anything but node ids. Only a note depends on them, so only what is cheap is done (issue 33:
-a FIFO or a gzip bomb named like a rank file must not hang or blow up a good rank 0):
+in anything but node ids. Only a note depends on them, so only what is cheap is done (a FIFO or a
+gzip bomb named like a rank file must not hang or blow up a good rank 0):
 
 - the first `CHECK_RANKS` other files, in rank order, are compared until `CHECK_BYTES` of them
   (decompressed) have been read; at least one is always compared, and the rest are not read;
@@ -32,7 +32,7 @@ from typing import Any
 from dse.core.errors import InputError
 from dse.core.limits import input_limit
 from dse.training.chakra.frames import Buffer, read_trace
-from dse.training.chakra.read import parse, positions
+from dse.training.chakra.messages import parse, positions
 
 CHECK_RANKS = 64
 CHECK_BYTES = 32 * 2**20

@@ -1,7 +1,7 @@
 """Bounded reading of Chakra trace files: their bytes (gzipped or not) and their length-prefixed messages.
 
-A crafted trace must be refused in seconds and well under 1 GB (issue 33: a 16 KB gzip took 160 s
-and 9.4 GB). Every limit here is checked before the memory it guards is taken:
+A crafted trace (a small gzip bomb, a huge length prefix) must be refused in seconds and well under
+1 GB. Every limit here is checked before the memory it guards is taken:
 
 - **The file** goes through `dse.core.files.read_bytes` with the ``trace_bytes`` limit: a FIFO, a
   device or a socket is refused without blocking, and no more than ``DSE_MAX_TRACE_BYTES`` is read.
@@ -32,7 +32,8 @@ from pathlib import Path
 
 from dse.core.errors import InputError
 from dse.core.files import read_bytes
-from dse.core.limits import _round_up, check_input, input_limit
+from dse.core.limits import check_input, input_limit
+from dse.core.limits import round_up_text as _round_up
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: a message may take this share of the decompressed-size limit (and at least `MIN_MESSAGE_CAP`)
@@ -119,6 +120,7 @@ def frames(data: Buffer, path: str, node_id: Callable[[int, int], str] | None = 
     starts, ends = array("Q"), array("Q")
 
     def where(k: int) -> str:
+        """What an error calls message `k`: the metadata, or the node after the one before it."""
         if k == 0:
             return f"{path}: the global metadata"
         before = f"message {k - 1}" if node_id is None else node_id(starts[k - 1], ends[k - 1])

@@ -17,7 +17,7 @@ Choices where ASTRA-sim 2.x or the issue are silent or lenient:
   ASTRA-sim's default group of all NPUs and become `Node.group` ``""``;
 - a ``COMP_NODE`` with ``num_ops`` but no duration (``duration_micros`` 0 and no ``dse_duration_ns``)
   is untimed (`Node.timed` False, duration 0): the roofline times it; without ``num_ops`` it is a
-  compute of its duration, as before (0 ns when none: ASTRA-sim replays it for 1 ns);
+  compute of its duration (0 ns when none: ASTRA-sim replays it for 1 ns);
 - a memory node needs ``tensor_size`` (ASTRA-sim reads it);
 - a process-group description in a ``METADATA_NODE`` (`process_groups`) that cannot be read is
   left out, with a note, as ASTRA-sim does.

@@ -73,25 +73,38 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dse.core.collectives import A2A, AG, ALL_REDUCE, AR, RS
 from dse.core.errors import InputError
 from dse.core.limits import check_work
 from dse.core.topology import Topology
+from dse.costs import CostModel
 from dse.costs.p2p import message_ns
+from dse.schedulers import Scheduler
 from dse.training.iteration_planner import Planner
 from dse.training.workload_graph import Node
 from dse.training.workloads import ALL
-
-if TYPE_CHECKING:  # `dse.training.chakra.ranks_costs` calls this module: no import at run time
-    from dse.training.chakra.ranks_costs import RankCosts
 
 #: event kinds of the global queue: a rank's callbacks of a tick, a message's arrival, a receive's
 #: callback, a member's issue
 _CALLS, _ARRIVE, _RECEIVED, _ISSUE = range(4)
 #: estimated engine steps per message (`check_work`)
 _STEPS_PER_MESSAGE = 6
+
+
+class CollectiveSetup(Protocol):
+    """What the replay needs of a run: the network, the cost model, the scheduler, the queue rule
+    (``fifo`` or ``scf``), the chunks per collective and their smallest size, and the NPU count
+    (`dse.training.chakra.ranks_costs.RankCosts` is one)."""
+
+    topology: Topology
+    model: CostModel
+    scheduler: Scheduler
+    queue: str
+    chunks: int
+    min_chunk_bytes: int
+    npus: int
 
 
 class NeverFinishes(InputError):
@@ -102,7 +115,7 @@ class NeverFinishes(InputError):
         self.ranks = ranks
 
 
-def apart_ends(costs: RankCosts, node: Node, members: tuple[int, ...], starts: Sequence[float]) -> list[float]:
+def apart_ends(costs: CollectiveSetup, node: Node, members: tuple[int, ...], starts: Sequence[float]) -> list[float]:
     """When each member (in `members`' order) finishes the collective `node` on whole dimensions
     (its ``scope``, or every dimension when `members` are all the NPUs) when member k issues it at
     ``starts[k]`` ns with its communication slot free, under the ``astra-sim`` model (module
@@ -121,10 +134,10 @@ def apart_ends(costs: RankCosts, node: Node, members: tuple[int, ...], starts: S
         float(msgs) * len(members) * _STEPS_PER_MESSAGE,
         f"{node.collective} on {len(members)} NPUs replayed rank by rank",
     )
-    return _Replay(costs, str(node.collective), members, plans, starts).run(node)
+    return _Replay(costs, str(node.collective), members, plans, starts).member_ends(node)
 
 
-def _chunk_plans(costs: RankCosts, coll: str, size: int, scope: Any) -> list[list[tuple[Any, int]]]:
+def _chunk_plans(costs: CollectiveSetup, coll: str, size: int, scope: Any) -> list[list[tuple[Any, int]]]:
     """Each chunk's phases as (`Phase`, bytes per NPU at the phase's start), dse's plans for the
     collective issued by all members together."""
     model = costs.model
@@ -195,9 +208,11 @@ class _Algo:
         self.to = self.frm = (self.idx + o) % self.p if o == 0 or (self.idx // o) % 2 == 0 else (self.idx - o) % self.p
 
     def rank_at(self, idx: int) -> int:
+        """The rank at position `idx` of this phase's ring or group."""
         return self.base + idx * self.stride
 
     def init(self) -> None:
+        """Start the phase: insert a window's worth of packets."""
         for _ in range(self.window):
             self.insert()
 
@@ -269,7 +284,7 @@ class _Replay:
     """The event loop of `apart_ends` (module docstring)."""
 
     def __init__(
-        self, costs: RankCosts, coll: str, members: tuple[int, ...], plans: list, starts: Sequence[float]
+        self, costs: CollectiveSetup, coll: str, members: tuple[int, ...], plans: list, starts: Sequence[float]
     ) -> None:
         self.costs, self.topology, self.coll, self.members = costs, costs.topology, coll, members
         self.plans = plans
@@ -296,6 +311,7 @@ class _Replay:
 
     # ----- ASTRA-sim's event machinery -----------------------------------------------------------
     def push(self, t: float, kind: int, arg: Any) -> None:
+        """Schedule an event of `kind` at `t`; events of one tick run in the order pushed."""
         heapq.heappush(self.heap, (t, self.seq, kind, arg))
         self.seq += 1
 
@@ -325,6 +341,7 @@ class _Replay:
         del self.calls[key]
 
     def send(self, algo: _Algo, dst: int, size: int) -> None:
+        """`sim_send`: the k-th message (chunk, source, `dst`, `size`) arrives `message_ns` later."""
         src = self.members[algo.m]
         key = (algo.ch, src, dst, size)
         k = self.counts[("s", *key)] = self.counts.get(("s", *key), 0) + 1
@@ -335,6 +352,7 @@ class _Replay:
         self.push(self.now + t, _ARRIVE, ((*key, k), entry))
 
     def post(self, algo: _Algo, src: int, size: int) -> None:
+        """`sim_recv`: the k-th receive of its key completes at once if its message is in, else on arrival."""
         key = (algo.ch, src, self.members[algo.m], size)
         k = self.counts[("r", *key)] = self.counts.get(("r", *key), 0) + 1
         entry = self.track.get((*key, k))
@@ -347,6 +365,7 @@ class _Replay:
             self.track[(*key, k)] = [algo, False]
 
     def arrive(self, key: tuple, entry: list) -> None:
+        """A message arrives: its posted receive completes, or it waits for one."""
         if entry[0] is not None:
             del self.track[key]
             entry[0].got()
@@ -355,6 +374,7 @@ class _Replay:
 
     # ----- streams and queues (Sys.cc) -----------------------------------------------------------
     def issue(self, m: int) -> None:
+        """Member m issues the collective: each chunk enters its first phase's queue, in order."""
         for ch in range(len(self.plans)):
             self.proceed(m, ch)
 
@@ -393,6 +413,7 @@ class _Replay:
         return float(self.plans[ch][self.pos[m][ch]][0].key)
 
     def removed(self, m: int, d: int) -> None:
+        """A phase left member m's queue of dimension d: its slot is free for the next."""
         self.running[m][d] -= 1
         self.refill(m, d)
 
@@ -407,7 +428,8 @@ class _Replay:
             assert algo is not None
             algo.init()
 
-    def run(self, node: Node) -> list[float]:
+    def member_ends(self, node: Node) -> list[float]:
+        """Run the events to the end; each member's end, in member order. `NeverFinishes` if some never end."""
         for m, t in enumerate(self.starts):
             self.push(t, _ISSUE, m)
         while self.heap:

@@ -30,6 +30,7 @@ from dse.core.topology import Topology
 from dse.costs import CostModel
 from dse.schedulers import Scheduler
 from dse.sim.simulate import policy_code
+from dse.training.chakra.ranks_apart import NeverFinishes, apart_ends
 from dse.training.iteration_engine import RULES, Engine
 from dse.training.iteration_planner import Planner
 from dse.training.workload_graph import COMM, Graph, Node
@@ -92,6 +93,7 @@ class RankCosts:
         return self._scope_members(rank, dims)
 
     def scope_dims(self, scope: Any) -> tuple[int, ...]:
+        """The dimensions of a node's scope: all for ``all``, else those given that the topology has."""
         nd = self.topology.ndims
         if scope == ALL:
             return tuple(range(nd))
@@ -170,8 +172,6 @@ class RankCosts:
         (ASTRA-sim never finishes such a run): refused under baseline + FIFO, where the reference
         runs confirm it; under Themis or smallest-first (no reference run), or beyond the work
         limit, None (dse's own rule then runs) with a note."""
-        from dse.training.chakra.ranks_apart import NeverFinishes, apart_ends
-
         key = (node.collective, node.size, node.scope, members, rel)
         hit = self._apart.get(key)
         if hit is None:
@@ -215,11 +215,13 @@ class RankCosts:
         planner = Planner(self.topology, 0, self.model, self.scheduler, self.queue, self.chunks, self.min_chunk_bytes)
         g = Graph()
         g.end = g.add(Node(COMM, "collective", collective=collective, size=size, scope=scope))
-        rules = RULES[self.model.workload_rules]
-        engine = Engine(g, planner, policy_code(self.queue, self.model.scf_rule), self.model.dim_tiebreak, False, rules)
-        return engine.run()
+        dialect = self.model.rules
+        rules = RULES[dialect.workload_rules]
+        engine = Engine(g, planner, policy_code(self.queue, dialect.scf_rule), dialect.dim_tiebreak, False, rules)
+        return engine.simulate()
 
     def message_ns(self, src: int, dst: int, size: int) -> float:
+        """The time of a `size`-byte message from `src` to `dst` (`dse.costs.p2p.message_ns`), cached."""
         key = (src, dst, size)
         hit = self._msg.get(key)
         if hit is None:

@@ -88,7 +88,7 @@ def iterate_ranks(
         tuple(ClassProgram(c.ranks, c.graph, c.peers, c.groups, tuple(c.ids)) for c in ranks.classes),
         tuple(ranks.class_of),
     )
-    out = simulate(program, costs, RULES.get(model.workload_rules, ASTRA2_RULES), spans=spans, classes=by_class)
+    out = simulate(program, costs, RULES.get(model.rules.workload_rules, ASTRA2_RULES), spans=spans, classes=by_class)
     return _result(ranks, topo, model.name, (sched.name, q, run["chunks"]), program, out, warnings, costs.notes)
 
 

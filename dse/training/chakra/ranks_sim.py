@@ -119,7 +119,7 @@ def _resource(kind: str, cpu: bool) -> int:
 
 
 class Simulator:
-    """One run (module docstring); `run()` returns a `SimOutput`."""
+    """One run (module docstring); `simulate()` returns a `SimOutput`."""
 
     def __init__(
         self, program: Program, costs: RankCosts, rules: ResourceRules, spans: bool = False, classes: bool = True
@@ -156,18 +156,22 @@ class Simulator:
 
     # ----- set-up ----------------------------------------------------------------------------------
     def node(self, r: int, i: int):  # noqa: ANN201 - a Node
+        """Node i of rank r's graph (its class's)."""
         return self.p.classes[self.p.class_of[r]].graph.nodes[i]
 
     def peer(self, r: int, i: int) -> int:
+        """The other end of send or receive node i on rank r."""
         c = self.p.class_of[r]
         return self.p.classes[c].peers[self.slot_of[r]][self.static[c].peer_at[i]]
 
     def group(self, r: int, i: int) -> str:
+        """The communicator group of collective node i on rank r ("": none)."""
         c = self.p.class_of[r]
         groups = self.p.classes[c].groups
         return groups[self.slot_of[r]][self.static[c].group_at[i]] if groups else ""
 
     def node_label(self, r: int, i: int) -> str:
+        """What an error calls node i of rank r: its trace id and name."""
         cls = self.p.classes[self.p.class_of[r]]
         nid = cls.ids[i] if i < len(cls.ids) else i
         return f"node {nid} ({cls.graph.nodes[i].name!r})"
@@ -225,6 +229,7 @@ class Simulator:
 
     # ----- the loop --------------------------------------------------------------------------------
     def push(self, t: float, cls: int, r: int, i: int, res: int) -> None:
+        """Schedule the end of node i on rank r at `t`; ties go by `cls`, then by the order pushed."""
         heapq.heappush(self.heap, (t, cls, self.counter, r, i, res))
         self.counter += 1
 
@@ -261,6 +266,7 @@ class Simulator:
             self.begin(r, heapq.heappop(q)[2], FREE, t)
 
     def begin(self, r: int, i: int, res: int, t: float) -> None:
+        """Start node i on rank r at `t` on resource `res`, and schedule its end (or its meeting)."""
         node = self.node(r, i)
         self.start[r][i] = t
         kind = node.kind
@@ -279,6 +285,7 @@ class Simulator:
             self.push(t + max(dur, self.rules.min_ns), _END_COMPUTE, r, i, res)
 
     def send(self, r: int, i: int, t: float) -> None:
+        """Send node i of rank r at `t`: it ends, and its message reaches its receive, `message_ns` later."""
         node = self.node(r, i)
         dst = self.peer(r, i)
         arrive = t + self.costs.message_ns(r, dst, node.size)
@@ -303,6 +310,7 @@ class Simulator:
             self.push(max(post, arrive), _END_COMM, other[0], other[1], FREE)
 
     def post(self, r: int, i: int, t: float) -> None:
+        """Post receive node i of rank r at `t`: it ends at the later of `t` and its message's arrival."""
         arrive = self.arrival.pop((r, i), None)
         if arrive is None:
             self.posted[(r, i)] = t
@@ -366,7 +374,8 @@ class Simulator:
     def _first(self, r: int) -> bool:
         return self.p.classes[self.p.class_of[r]].ranks[0] == r
 
-    def run(self) -> SimOutput:
+    def simulate(self) -> SimOutput:
+        """Run every rank from time 0 to the end; refuses a run that stops with nodes left."""
         active = self.prepare()
         for r in active:
             need = self.need[r]
@@ -431,7 +440,7 @@ def simulate(
 ) -> SimOutput:
     """Run `program` (module docstring): one rank per class where that is exact (`ranks_classes`)
     and `classes` allows it, else every rank; the same numbers either way."""
-    return Simulator(program, costs, rules, spans, classes).run()
+    return Simulator(program, costs, rules, spans, classes).simulate()
 
 
 def ranks_by_class(program: Program, values: Sequence[float]) -> list[float]:

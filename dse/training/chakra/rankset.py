@@ -30,12 +30,11 @@ differs from an earlier one only in the values of its ``comm_src``, ``comm_dst``
 attributes (`dse.training.chakra.nodes.skeleton`: the earlier one's bytes without them were checked
 to parse as it without them) reuses its conversion with its own values; and a rank whose node
 sequence matches an earlier rank's up to peers and groups reuses its graph. So the work grows with
-the distinct node messages and the distinct graphs, plus a dictionary look-up per node: 1,024
-rank files of 178 nodes (a pipeline of 8 stages x 128 ranks) take about 0.8 s.
+the distinct node messages and the distinct graphs, plus a dictionary look-up per node.
 
 Choices: ranks are alike only when their node names, ids aside, are equal too (a name shows in a
 timeline); a class's `RankClassGraph.ids` are its first rank's (alike ranks may number their nodes
-differently); the number of rank files must be the topology's NPU count, as issue 34 asks (ASTRA-sim
+differently); the number of rank files must be the topology's NPU count (ASTRA-sim
 reads the first NPU-count files and ignores the others); a rank file in the folder named
 ``PREFIX.<rank>.et`` with a leading zero (``PREFIX.01.et``) is no rank file (ASTRA-sim opens
 ``PREFIX.1.et``).
@@ -56,8 +55,9 @@ from dse.core.limits import check_work
 from dse.training.chakra import schema as cs
 from dse.training.chakra.frames import GZIP_MAGIC, Budget, frames, gunzip
 from dse.training.chakra.link import Linker
+from dse.training.chakra.messages import decode_message, node_namer
 from dse.training.chakra.nodes import NodeConverter, check_peer, process_groups, rank_values, skeleton, verify_skeleton
-from dse.training.chakra.read import RANK_FILE, _message, dropped_note, node_namer, rank_numbers
+from dse.training.chakra.read import RANK_FILE, dropped_note, rank_numbers
 from dse.training.workload_graph import COMM, RECV, SEND, Graph, Node
 
 #: work steps (`check_work`) per node of a rank file that is parsed, and per rank file
@@ -276,8 +276,8 @@ class _Reader:
         check_work(self.nodes * READ_STEPS_PER_NODE, f"reading {self.nodes:,} nodes in {self.parsed:,} rank files")
         head = data[starts[0] : ends[0]]
         if head not in self.metas:
-            meta = _message(cs.GlobalMetadata, head, f"{where}: the global metadata")
-            self.metas[head] = (meta, any(a.name == "schema" for a in meta.attr))  # as `chakra_read.parse`
+            meta = decode_message(cs.GlobalMetadata, head, f"{where}: the global metadata")
+            self.metas[head] = (meta, any(a.name == "schema" for a in meta.attr))  # as `messages.node_messages`
         meta, pytorch = self.metas[head]
         budget = Budget(where)
         budget.take(0, len(meta.attr))
@@ -316,7 +316,7 @@ class _Reader:
                     budget.take(t.deps if pytorch else t.all_deps, t.attrs)
                     return t, v
         after = f"{where}: the node after {'the metadata' if prev is None else f'node {prev.nid}'}"
-        msg = _message(cs.ChakraNode, b, after)
+        msg = decode_message(cs.ChakraNode, b, after)
         budget.take(len(msg.data_deps) + (0 if pytorch else len(msg.ctrl_deps)), len(msg.attr))
         node = self.convert.convert(msg, msg.id)
         e = _Entry(node, msg.id, msg, self.convert.own)
@@ -394,6 +394,7 @@ class _Reader:
                 )
 
     def result(self, prefix: str) -> RankSet:
+        """The `RankSet` of the files added so far, its classes of alike ranks in first-seen order."""
         classes = tuple(
             RankClassGraph(tuple(ranks), graph, ids, tuple(peers), tuple(groups))
             for (graph, ids), (ranks, peers, groups) in zip(self.graphs, self.members, strict=True)

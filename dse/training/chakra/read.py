@@ -40,7 +40,7 @@ attributes dse reads, names and scopes shared between nodes). Problems are found
 the framing (truncation, lengths, node count), then each node in file order (damage, type,
 attributes), then ids and dependencies in id order (a duplicate, a missing or self dependency),
 then cycles. The dependencies become edges as each node is read (`dse.training.chakra.link`), and
-the cyclic garbage collector waits while the graph is built (`chakra_frames.gc_paused`).
+the cyclic garbage collector waits while the graph is built (`dse.training.chakra.frames.gc_paused`).
 
 Rank 0 is the representative NPU: every NPU runs its own file in ASTRA-sim, and this path models
 one. When the other rank files differ from it in anything but node ids, `notes` says so
@@ -55,22 +55,18 @@ from __future__ import annotations
 
 import os
 import re
-from array import array
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from google.protobuf.message import DecodeError
 
 from dse.core.errors import InputError
-from dse.training.chakra import schema as cs
-from dse.training.chakra.frames import Budget, Buffer, frames, gc_paused, read_trace
+from dse.training.chakra.digests import check_ranks
+from dse.training.chakra.frames import Buffer, gc_paused, read_trace
 from dse.training.chakra.link import Linker
+from dse.training.chakra.messages import node_messages
 from dse.training.chakra.nodes import CHAKRA_TYPE, SIMULATED, NodeConverter
 from dse.training.workload_graph import COMM, COMPUTE, MEM, RECV, SEND, Graph
 
-__all__ = ["CHAKRA_TYPE", "SIMULATED", "ChakraTrace", "is_trace_path", "load_trace", "needs_ranks", "parse"]
+__all__ = ["CHAKRA_TYPE", "SIMULATED", "ChakraTrace", "is_trace_path", "load_trace", "needs_ranks"]
 #: a rank file's name: PREFIX.<rank>.et (or .et.gz)
 RANK_FILE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>0|[1-9][0-9]*)\.et(?P<gz>\.gz)?$")
 
@@ -128,8 +124,6 @@ def load_trace(spec: str | Path) -> ChakraTrace:
     """Read a Chakra trace (module docstring): a rank's ``.et`` file or the prefix of its rank files.
 
     A FIFO, a device or a socket (as the file or a rank file beside it) is one `InputError`."""
-    from dse.training.chakra.digests import check_ranks  # it parses other ranks with this module
-
     path = Path(spec)
     if not os.path.lexists(path) and os.path.lexists(f"{spec}.0.et"):
         path = Path(f"{spec}.0.et")
@@ -183,101 +177,3 @@ def dropped_note(dropped: int) -> tuple[str, ...]:
         f"a trace converted from PyTorch: its {dropped:,} control dependencies (each operator's parent "
         "in PyTorch's call tree, not an order) are left out; its data dependencies order it",
     )
-
-
-def node_namer(view: memoryview) -> Callable[[int, int], str]:
-    """What an error calls the node message at ``view[a:b]``: ``node ID``, or a damaged node."""
-
-    def node_id(a: int, b: int) -> str:
-        try:
-            return f"node {cs.ChakraNode.FromString(view[a:b]).id}"
-        except DecodeError:
-            return "a damaged node"
-
-    return node_id
-
-
-def node_messages(data: Buffer, path: str, pytorch: bool) -> tuple[Any, bool, int, Iterator[tuple[Any, Any, Any]]]:
-    """A trace's metadata, whether it is a PyTorch trace (its metadata names PyTorch's ``schema``;
-    only asked when `pytorch`), its node count, and its node messages parsed one at a time (each
-    with its data and control dependencies), each counted against the totals (`Budget`: its
-    control dependencies only when not a PyTorch trace) before it is yielded. The framing and the
-    metadata are checked first."""
-    view = memoryview(data)
-    starts, ends = frames(data, path, node_namer(view))
-    budget = Budget(path)
-    meta = _message(cs.GlobalMetadata, view[starts[0] : ends[0]], f"{path}: the global metadata")
-    budget.take(0, len(meta.attr))
-    pytorch = pytorch and any(a.name == "schema" for a in meta.attr)  # PyTorch's trace schema version
-    return meta, pytorch, len(starts) - 1, _messages(view, starts, ends, budget, pytorch, path)
-
-
-def _messages(
-    view: memoryview, starts: array, ends: array, budget: Budget, pytorch: bool, path: str
-) -> Iterator[tuple[Any, Any, Any]]:
-    new, take, msg = cs.ChakraNode.FromString, budget.take, None
-    for k in range(1, len(starts)):
-        try:
-            msg = new(view[starts[k] : ends[k]])
-        except DecodeError as e:
-            prev = "the metadata" if msg is None else f"node {msg.id}"
-            raise InputError(f"{path}: the node after {prev}", f"a damaged message ({e})", "a Chakra trace") from None
-        data, ctrl = msg.data_deps, msg.ctrl_deps
-        take(len(data) + (0 if pytorch else len(ctrl)), len(msg.attr))
-        yield msg, data, ctrl
-
-
-@dataclass
-class Parsed:
-    """A rank's messages, parsed one at a time for a comparison (`parse`): its metadata, per node
-    (in file order) a digest of its content, its id and its dependencies: node k's data
-    dependencies are ``deps[cut[2k]:cut[2k+1]]``, its control ones ``deps[cut[2k+1]:cut[2k+2]]``."""
-
-    meta: Any
-    ids: array = field(default_factory=lambda: array("Q"))
-    deps: array = field(default_factory=lambda: array("Q"))
-    cut: array = field(default_factory=lambda: array("Q", [0]))
-    nodes: list = field(default_factory=list)
-
-
-def parse(data: Buffer, path: str, content: Callable[[Any, int], Any]) -> Parsed:
-    """Parse a trace's bytes for a comparison: `content(msg, id)` per node (a digest), its id and
-    every dependency (control ones too, as in any trace), checked as `read_graph` checks them."""
-    meta, _, _, messages = node_messages(data, path, pytorch=False)
-    out = Parsed(meta)
-    ids, deps, cut, nodes = out.ids, out.deps, out.cut, out.nodes
-    for msg, data, ctrl in messages:
-        deps.extend(data)
-        cut.append(len(deps))
-        deps.extend(ctrl)
-        cut.append(len(deps))
-        nid = msg.id
-        ids.append(nid)
-        nodes.append(content(msg, nid))
-    return out
-
-
-def _message(cls: Any, body: memoryview | bytes, where: str) -> Any:
-    try:
-        return cls.FromString(body)
-    except DecodeError as e:
-        raise InputError(where, f"a damaged message ({e})", "a Chakra trace") from None
-
-
-def positions(ids: array, path: str) -> tuple[Any, Any]:
-    """The nodes' order by id (file positions) and a function from an id to its place in that
-    order (None for an id the trace does not have); a duplicate id is an `InputError`."""
-    n = len(ids)
-    if all(a < b for a, b in zip(ids, ids[1:])):  # ids rising in file order (every writer's)
-        if n and ids[-1] - ids[0] == n - 1:  # and consecutive: no table needed
-            base = ids[0]
-            return range(n), lambda d: d - base if 0 <= d - base < n else None
-        return range(n), {i: j for j, i in enumerate(ids)}.get
-    index: dict[int, int] = {}
-    for k, i in enumerate(ids):
-        if i in index:
-            raise InputError(f"{path}: node {i}", "a duplicate node id", "one node per id")
-        index[i] = k
-    order = sorted(index)
-    where = {i: j for j, i in enumerate(order)}
-    return [index[i] for i in order], where.get

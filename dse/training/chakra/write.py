@@ -57,7 +57,8 @@ from dse.training.chakra import schema as cs
 from dse.training.chakra.read import CHAKRA_TYPE, ChakraTrace
 from dse.training.placement import PLACEMENT_SLOTS, PartScope, group_topology
 from dse.training.workload_graph import COMM, COMPUTE, MARK, MEM, RECV, REPLAY, SEND, Graph, Node, compile_workload
-from dse.training.workloads import ALL, DP, MP, Workload, load_workload
+from dse.training.workload_load import load_workload
+from dse.training.workloads import ALL, DP, MP, Workload
 
 VERSION = "0.0.4"
 MAX_RANK_FILES = 1_048_576
@@ -156,6 +157,7 @@ def _deps_without_marks(graph: Graph) -> list[list[int]]:
     memo: dict[int, list[int]] = {}
 
     def resolved(i: int) -> list[int]:  # the non-mark nodes a mark stands for
+        """The non-mark nodes that node i depends on through marks, memoised."""
         out = memo.get(i)
         if out is None:
             out = []

@@ -110,9 +110,19 @@ def workspaces(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path
                 shutil.copytree(REPO / d, ws / d, ignore=shutil.ignore_patterns("out"))
             os.symlink(REPO / "dse", ws / "dse")
             made[page] = ws
+            FIRST_FILES[page] = _files(ws)
         return made[page]
 
     return workspace
+
+
+#: Each page's workspace files before its first command (`workspaces`), for the last test below.
+FIRST_FILES: dict[str, set[str]] = {}
+
+
+def _files(folder: Path) -> set[str]:
+    """Every file under `folder` (relative paths), not following the dse/ link."""
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.parts[-1] != "dse"}
 
 
 def test_the_readme_is_a_short_front_door() -> None:
@@ -201,3 +211,15 @@ def test_page_python_block(
 ) -> None:
     monkeypatch.chdir(workspaces(page))
     exec(compile(code, f"{page}:{line}", "exec"), {"__name__": "docs"})
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_name)
+def test_a_page_left_nothing_outside_the_ignored_folders(page: Path, workspaces: Callable[[str], Path]) -> None:
+    """After every command and Python block of a page ran (the tests above), the only new files in its
+    workspace are under `out/` or `studies/out/`: run from the repository, the examples leave nothing
+    untracked."""
+    name = _page_name(page)
+    if name not in FIRST_FILES:
+        pytest.skip(f"{name} runs nothing")
+    new = _files(workspaces(name)) - FIRST_FILES[name]
+    assert sorted(f for f in new if not f.startswith(OUTPUT_FOLDERS)) == []

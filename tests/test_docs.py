@@ -223,3 +223,14 @@ def test_a_page_left_nothing_outside_the_ignored_folders(page: Path, workspaces:
         pytest.skip(f"{name} runs nothing")
     new = _files(workspaces(name)) - FIRST_FILES[name]
     assert sorted(f for f in new if not f.startswith(OUTPUT_FOLDERS)) == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_name)
+def test_every_module_a_page_names_exists(page: Path) -> None:
+    """The `dse/...` paths and `dse.x.y` names a page cites exist (tests/test_architecture.py's checks),
+    so a guide cannot point a reader at a module that moved."""
+    from tests.test_architecture import cited_paths, dotted_name_exists
+
+    text = page.read_text()
+    assert sorted(p for p in cited_paths(text) if not (REPO / p).exists()) == []
+    assert sorted(n for n in set(re.findall(r"`(dse(?:\.\w+)+)", text)) if not dotted_name_exists(n)) == []

@@ -40,12 +40,10 @@ def iterate_per_rank(args: argparse.Namespace) -> int:
         raise InputError("--iterations", "given with a per-rank trace", "1 (a per-rank trace is one iteration)")
     if args.scheduler == "ideal":
         raise InputError("--scheduler", "ideal is not run per rank", "a scheduler name")
-    outputs = [a for a in (args.trace, args.plot) if a is not None]
-    if outputs:
-        if args.plot is not None:
-            figure_path(args.plot, "plot")
-        if args.trace is not None:
-            check_trace_path(args.trace)
+    if args.plot is not None:
+        figure_path(args.plot, "plot")
+    if args.trace is not None:
+        check_trace_path(args.trace)
     res = iterate_ranks(
         args.workload,
         args.topology,

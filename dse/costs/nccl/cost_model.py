@@ -46,7 +46,6 @@ class NcclModel(CostModel):
     )
     closed_form: ClassVar[bool] = True
     latency_modes: ClassVar[tuple[str, ...]] = ("overlapped",)
-    rules = CostModel.rules  # the default SimRules: iterations issue and overlap collectives as dse does
 
     def __init__(self, calibration: Calibration | None = None, label: str = "nccl") -> None:
         if calibration is not None and not isinstance(calibration, Calibration):

@@ -203,6 +203,23 @@ def test_bad_files_name_the_key(tmp_path, good_text, change, key):
         assert e.value.field == f"{bad}: {key}", str(e.value)
 
 
+def test_a_file_written_before_the_curves_floor_loads_as_it_predicted(tmp_path, good_text):
+    """Files of this format written before `e_min_multi` existed lack it: they load with 0, the pure
+    curve they were fitted with, and predict what they did; a bad value of it is still refused."""
+    assert "\ne_min_multi = 0.0" in good_text
+    old = tmp_path / "old.toml"
+    old.write_text(good_text.replace("\ne_min_multi = 0.0", ""))
+    new = tmp_path / "new.toml"
+    new.write_text(good_text)
+    calib = C.read_calibration(old)
+    assert calib == C.read_calibration(new) and calib.params.e_min_multi == 0.0
+    bad = tmp_path / "bad.toml"
+    bad.write_text(good_text.replace("e_min_multi = 0.0", "e_min_multi = 2.0"))
+    with pytest.raises(InputError) as e:
+        C.read_calibration(bad)
+    assert e.value.field == f"{bad}: params.e_min_multi"
+
+
 def test_a_file_without_params_is_refused(tmp_path, good_text):
     bad = tmp_path / "bad.toml"
     bad.write_text(good_text.split("\n[params]")[0])

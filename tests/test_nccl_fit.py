@@ -286,3 +286,17 @@ def test_fit_recovers_the_multi_node_curve(no_prior: None) -> None:
     four = dataclasses.replace(system, nodes=4)
     moved = F.transfer(result.params, default_params(four), "inter")
     assert (moved.s_half_multi_bytes, moved.k_multi) == (result.params.s_half_multi_bytes, result.params.k_multi)
+
+
+def test_fit_finds_the_multi_node_curves_floor_from_rows_across_nodes(no_prior: None) -> None:
+    """Two nodes whose curve has a floor of 0.05: the fit, started without a floor and from each of
+    FLOOR_STARTS, lands on the rows (floor fitted, the best start kept) and the floor travels with the
+    network tier. One node's rows never fit it: it stays 0 (the pure curve)."""
+    truth = dataclasses.replace(default_params(A100_2N), s_half_multi_bytes=16 * 2.0**20, k_multi=0.7, e_min_multi=0.05)
+    result = F.fit_details(A100_2N, [_synthetic(A100_2N, truth)])
+    assert "floor_multi" in result.fitted
+    assert result.cost < 1e-4 * result.cost_start
+    moved = F.transfer(result.params, default_params(dataclasses.replace(A100_2N, nodes=4)), "inter")
+    assert moved.e_min_multi == result.params.e_min_multi > 0
+    one = F.fit_details(A100, [_synthetic(A100, _truth(A100))])
+    assert "floor_multi" not in one.fitted and one.params.e_min_multi == 0.0

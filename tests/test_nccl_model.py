@@ -36,6 +36,7 @@ from dse.costs.nccl.tables import (
 
 GiB = 2**30
 MiB = 2**20
+KiB = 2**10
 # 8 x H100 SXM, NVSwitch, NVLink4: 18 links x 25 GB/s per direction (NVIDIA's H100 datasheet).
 H100 = NcclSystem("hopper", 8, nvlink_GBps=450.0, nvlink_links=18)
 # 2 x AWS p5: 32 x 100 Gb/s EFA per node (aws_p5_2node_allreduce.txt header).
@@ -171,6 +172,34 @@ def test_tree_and_nvls_tree_across_nodes_take_the_multi_node_curve() -> None:
     assert ring[0] == ring[1]
     one = predict(H100, "all_reduce", s, params=dataclasses.replace(default_params(H100), s_half_multi_bytes=1e9))
     assert one.time_ns == predict(H100, "all_reduce", s).time_ns  # one node: no multi-node algorithm
+
+
+@pytest.mark.parametrize("floor", [0.002, 0.05, 0.3])
+def test_the_multi_node_curves_floor_bounds_its_extra_time(floor: float) -> None:
+    """With a floor f the curve's extra time is per_byte·S·(1 - f)·S_half^k / (S^k + f·S_half^k): at
+    most S·(1/f - 1) bandwidth-bytes (tiny messages stay latency-bound), never above the pure curve's,
+    and the same as it for S >> S_half; f = 0 is the pure curve."""
+    two = dataclasses.replace(H100, nodes=2, nics_per_node=8, nic_GBps=50.0)
+    q = default_params(two)
+    assert q.e_min_multi == 0.0
+    floored, flat = dataclasses.replace(q, e_min_multi=floor), dataclasses.replace(q, s_half_multi_bytes=0.0)
+    sh, k = q.s_half_multi_bytes, q.k_multi
+    for s in (8, 4 * KiB, MiB, 64 * MiB, 16 * GiB):
+        times = [
+            predict(two, "all_reduce", s, params=p, algo="tree", proto="Simple").time_ns for p in (q, floored, flat)
+        ]
+        latency = next(
+            c.latency_ns
+            for c in predict(two, "all_reduce", s, params=flat).candidates
+            if c.algo == "tree" and c.proto == "Simple"
+        )
+        per_byte = (times[2] - latency) / (s / tree_factor(TREE_SIZE_FACTOR[2], s))
+        extra = per_byte * s * (1 - floor) * sh**k / (s**k + floor * sh**k)
+        assert times[1] == pytest.approx(times[2] + extra, rel=1e-9)
+        assert times[2] <= times[1] <= times[0] * (1 + 1e-12)
+        assert times[1] - times[2] <= per_byte * s * (1 / floor - 1) * (1 + 1e-9)
+    big = [predict(two, "all_reduce", 1 << 40, params=p, algo="tree", proto="Simple").time_ns for p in (q, floored)]
+    assert big[1] == pytest.approx(big[0], rel=1e-3)
 
 
 @pytest.mark.parametrize("collective", COLLECTIVES)

@@ -17,25 +17,29 @@ from dse.costs.nccl.model import NcclParams, NcclSystem, default_params
 #: that makes any case worse than this fails. The overall ceiling likewise.
 CEILINGS = {
     ("file", "dgxc_h100", "p5_1node"): 0.08,
-    ("sizes", "p5_1node", "p5_1node"): 0.074,
+    ("sizes", "p5_1node", "p5_1node"): 0.075,
     ("scale", "p5_1node", "p5_2node"): 0.11,
     ("scale", "dgxc_h100", "nebius_h100"): 0.125,
     ("sizes", "nebius_h100", "nebius_h100"): 0.06,
-    ("sizes", "p5_2node", "p5_2node"): 0.062,
-    ("file", "nebius_h100", "p5_2node"): 0.171,
+    ("sizes", "p5_2node", "p5_2node"): 0.059,
+    ("file", "nebius_h100", "p5_2node"): 0.172,
     ("file", "nebius_h100", "dell_h200"): 0.109,
     ("file", "nebius_h100", "oci_h100"): 0.015,
-    ("sizes", "dell_h200", "dell_h200"): 0.121,
-    ("sizes", "lambda_b200", "lambda_b200"): 0.068,
+    ("sizes", "dell_h200", "dell_h200"): 0.071,
+    ("sizes", "lambda_b200", "lambda_b200"): 0.069,
     ("file", "a100_blog_g8", "a100_dkh"): 0.096,
-    ("file", "a100_blog_g8", "a100_oci"): 0.133,
+    ("file", "a100_blog_g8", "a100_oci"): 0.134,
     ("scale", "a100_blog_g1", "crusoe_a100"): 0.177,
-    ("sizes", "crusoe_a100", "crusoe_a100"): 0.089,
-    ("sizes", "p4de_2node", "p4de_2node"): 0.097,
+    ("sizes", "crusoe_a100", "crusoe_a100"): 0.091,
+    ("sizes", "p4de_2node", "p4de_2node"): 0.073,
     ("sizes", "v100_blog", "v100_blog"): 0.035,
-    ("file", "v100_blog", "v100_oci"): 0.045,
+    ("file", "v100_blog", "v100_oci"): 0.046,
+    ("sizes", "xe9680_h100", "xe9680_h100"): 0.103,
+    ("scale", "dgxc_h100", "xe9680_h100"): 0.223,
+    ("sizes", "oci_oke_a100", "oci_oke_a100"): 0.063,
+    ("scale", "a100_blog_g1", "oci_oke_a100"): 0.211,
 }
-OVERALL_CEILING = 0.105
+OVERALL_CEILING = 0.117
 SUMMARY = re.compile(r"nccl: geometric-mean error (\d+\.\d) % over (\d+) held-out measurements from (\d+) machines")
 
 
@@ -81,8 +85,10 @@ def test_every_case_stays_under_its_measured_ceiling(spied: tuple[V.ValidationTa
         assert 0 < case.fit_gm <= case.fit_max
         assert case.fit_gm < CEILINGS[spec], (spec, case.fit_gm)
     assert table.gm < OVERALL_CEILING
-    # Calibration helps where the defaults are far off: never worse than NCCL's own tuner by much.
-    assert sum(c.fit_gm < c.default_gm for c in table.cases) >= len(table.cases) - 3
+    # Calibrating on a machine's own rows always beats NCCL's own tuner on its other rows; carried to
+    # another machine or scale it can be worse (5 of the 13 transfers, docs/nccl.md "Where it misses").
+    assert all(c.fit_gm < c.default_gm for c in table.cases if c.split == "sizes")
+    assert sum(c.fit_gm < c.default_gm for c in table.cases) >= len(table.cases) - 5
 
 
 def test_g8_cases_are_predicted_with_their_launch_latency(

@@ -47,6 +47,9 @@ _KEYS = (
 )  # fmt: skip
 _OPTIONAL = ("nvlink_links", "nics_per_node")
 _PARAM_FIELDS = tuple(f.name for f in fields(NcclParams))
+#: `NcclParams` fields added after files of this format were first written, each with the value that
+#: predicts what such a file predicted when it was written (a file without it still loads, unchanged).
+_ADDED_PARAMS: dict[str, float] = {"e_min_multi": 0.0}
 _LAT3 = tuple(f.name for f in fields(NcclParams) if f.type == "Lat3")
 _LOG_ENTRY = re.compile(r"^(.+) sha256:([0-9a-f]{64})$")
 _MAX_TEXT = 100_000  # characters of one string in the file (sources are a few hundred)
@@ -391,9 +394,11 @@ def _topology(data: dict[str, Any], shown: str) -> str:
 
 
 def _params(table: object, shown: str) -> NcclParams:
-    """`NcclParams` from the [params] table: every field, numbers (Lat3: three), NcclParams' ranges."""
+    """`NcclParams` from the [params] table: every field, numbers (Lat3: three), NcclParams' ranges;
+    a field added since the format began may be missing (`_ADDED_PARAMS`: its value then)."""
     if not isinstance(table, dict):
         raise InputError(f"{shown}: params", "not a table", "a [params] table")
+    table = {**_ADDED_PARAMS, **table}
     keys = set(table)
     for name in sorted(keys ^ set(_PARAM_FIELDS)):
         problem = "unknown key" if name in keys else "missing"

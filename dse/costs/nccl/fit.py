@@ -9,13 +9,15 @@ tier (ring and tree hops of all protocols, NVLS's hops; the bases stay NCCL's); 
 network's **own latency per hop** (`net_latency_ns`, from the `network` kind's default); the
 **efficiencies** e_* of the algorithms the starting parameters choose for the rows; the **efficiency
 curve** (s_half, k): e(S) = e_max·S^k/(S^k + s_half^k); and across nodes, when tree or NVLSTree run,
-the multi-node curve (`s_half_multi_bytes`, `k_multi`) from its default.
+the multi-node curve (`s_half_multi_bytes`, `k_multi`) from its default, and its floor (`e_min_multi`).
 
 A parameter is fitted only when the rows can tell it: its tier exists, its algorithm ran, and moving
-it moves some row's time beyond what the ones before it do (`_identifiable`); the others keep their
-starting values. The solver is a small bounded Levenberg-Marquardt in numpy, started from the given
-parameters with s_half at 256 KiB and again at 16 MiB (k at 0.8), each by plain least squares and then
-the robust residuals, best of the two (deterministic). A fit worse than the start returns the start.
+it moves some row's time beyond what the ones before it do (`identifiable`); the others keep their
+starting values. The solver (`dse.costs.nccl.solver`) is a small bounded Levenberg-Marquardt in numpy,
+started from the given parameters with s_half at 256 KiB and again at 16 MiB (k at 0.8), and with
+rows across nodes each of those also with the floor fitted from each of `FLOOR_STARTS`; each start
+runs plain least squares and then the robust residuals, and the best fit wins (deterministic). A fit
+worse than the start returns the start.
 
 Rows are skipped, and counted, when #wrong > 0, a warning names their line, their run warns of a
 failure (timeout, NCCL/CUDA failure, a FAILED footer), their time is missing, or their size is 0.
@@ -41,6 +43,7 @@ from dse.core.errors import InputError
 from dse.core.files import read_toml
 from dse.costs.nccl.logs import NcclTestsRun, implied_ranks, read_nccl_tests
 from dse.costs.nccl.model import COLLECTIVES, NcclParams, NcclSystem, default_params, predict, predict_time
+from dse.costs.nccl.solver import Residuals, identifiable, levenberg_marquardt, robust
 
 #: Bounds of the fitted quantities: hop-latency scales, efficiencies, s_half (bytes), k.
 SCALE_BOUNDS = (0.05, 20.0)
@@ -56,8 +59,11 @@ PRIOR_SIGMA = 4.0
 PRIOR_NET_US = 20.0
 S_HALF_BOUNDS_BYTES = (1.0, 1e11)
 K_BOUNDS = (0.1, 1.0)
-#: Residuals (log time) beyond this are weighed about linearly, not squared (`robust`)
-ROBUST_SCALE = 0.05
+#: The multi-node curve's floor (`NcclParams.e_min_multi`): its bounds, and the values each fit with
+#: rows across nodes starts it from besides not fitting it (0: the pure curve); the floor barely moves
+#: the calibrated cost between them, so the starts decide where it lands, and the best fit wins.
+FLOOR_BOUNDS = (1e-4, 0.5)
+FLOOR_STARTS = (0.002, 0.02, 0.2)
 #: Bounds of the network's own latency per hop, us (0: NCCL's NET table alone).
 NET_LATENCY_BOUNDS_US = (0.0, 1000.0)
 #: Starting values of s_half tried when the starting parameters have none (NCCL's tuner: 0).
@@ -65,10 +71,6 @@ S_HALF_STARTS_BYTES = (256 * 1024.0, 16 * 1024.0 * 1024.0)
 #: Starting k of a tier without a curve: at k = 1 the curve is a constant latency, which the
 #: identifiability test could not tell from the hop latencies.
 K_START = 0.8
-MAX_ITERATIONS = 100
-#: Smallest change of log-times (2-norm over the rows) a unit change of a coordinate must make,
-#: beyond what the coordinates before it make, for it to be fitted (`_identifiable`).
-MIN_SENSITIVITY = 1e-2
 _FAILURE = re.compile(r"Test (?:timeout|NCCL failure|CUDA failure|failure)|error:|FAILED")
 _LINE = re.compile(r"^line (\d+):")
 _HOPS = {
@@ -200,18 +202,18 @@ def fit_details(
     y = np.log([s.time_ns for s in rows])
     cost_start = _cost(system, start, rows, y)
     best: tuple[float, NcclParams, tuple[str, ...]] = (cost_start, start, ())
-    for s_half in _s_half_starts(start):
-        names = _candidates(system, start, rows)
-        x0, lo, hi = _vector(start, names, s_half)
-        keep = _identifiable(_residuals(system, start, names, rows, y, plain=True), x0, lo, hi, len(rows))
+    for s_half, floor in _starts(system, start, rows):
+        names = _candidates(system, start, rows, floor > 0)
+        x0, lo, hi = _vector(start, names, s_half, floor)
+        keep = identifiable(_residuals(system, start, names, rows, y, plain=True), x0, lo, hi, len(rows))
         told = {n for n, k in zip(names, keep) if k}
         names = tuple(n for n in names if n in told and (n[:2] != "k_" or f"s_half_{n[2:]}" in told))  # k needs s_half
         if not names:
             continue
-        x0, lo, hi = _vector(start, names, s_half)
+        x0, lo, hi = _vector(start, names, s_half, floor)
         # least squares first (a wide basin), then the robust weighing from there (`robust`)
-        x = _levenberg_marquardt(_residuals(system, start, names, rows, y, plain=True), x0, lo, hi)
-        x = _levenberg_marquardt(_residuals(system, start, names, rows, y), x, lo, hi)
+        x = levenberg_marquardt(_residuals(system, start, names, rows, y, plain=True), x0, lo, hi)
+        x = levenberg_marquardt(_residuals(system, start, names, rows, y), x, lo, hi)
         fitted = _params(start, names, x)
         cost = _cost(system, fitted, rows, y)
         if cost < best[0]:
@@ -228,7 +230,7 @@ def transfer(source: NcclParams, target: NcclParams, tier: str) -> NcclParams:
         raise InputError("tier", f"{tier!r} is not a tier", "intra, inter")
     names = (*_HOPS[tier], *(f"e_{a}_{tier}" for a in ("ring", "tree", "nvls")), f"s_half_{tier}_bytes", f"k_{tier}")
     if tier == "inter":
-        names = (*names, "net_latency_ns", "s_half_multi_bytes", "k_multi")
+        names = (*names, "net_latency_ns", "s_half_multi_bytes", "k_multi", "e_min_multi")
     return replace(target, **{n: getattr(source, n) for n in names})
 
 
@@ -318,10 +320,10 @@ def _tiers(system: NcclSystem) -> tuple[str, ...]:
     return tuple(t for t, on in (("intra", system.gpus_per_node > 1), ("inter", system.nodes > 1)) if on)
 
 
-def _candidates(system: NcclSystem, start: NcclParams, rows: Sequence[Sample]) -> tuple[str, ...]:
+def _candidates(system: NcclSystem, start: NcclParams, rows: Sequence[Sample], floor: bool) -> tuple[str, ...]:
     """Names that could be fitted, most telling first: the e_* of the algorithms the starting
     parameters choose for the rows, then per tier its hop-latency scale, the network's own latency
-    per hop, then per tier s_half and k."""
+    per hop, then per tier s_half and k, then the multi-node curve (with its floor if `floor`)."""
     algos = {predict(system, s.collective, s.size_bytes, params=start).algo for s in rows}
     tiers = _tiers(system)
     names = [f"{_E_OF_ALGO[a]}_{t}" for t in tiers for a in sorted(algos)]
@@ -329,9 +331,23 @@ def _candidates(system: NcclSystem, start: NcclParams, rows: Sequence[Sample]) -
     names += [f"lat_{t}" for t in tiers] + ["net_latency_inter"] * ("inter" in tiers)
     for prefix in ("s_half", "k"):
         names += [f"{prefix}_{t}" for t in tiers]
-    if "inter" in tiers and algos & {"tree", "nvls_tree"} and start.s_half_multi_bytes > 0:  # 0: off
-        names += ["s_half_multi", "k_multi"]
+    if _multi_node(system, start, algos):
+        names += ["s_half_multi", "k_multi"] + ["floor_multi"] * floor
     return tuple(names)
+
+
+def _multi_node(system: NcclSystem, start: NcclParams, algos: set[str]) -> bool:
+    """True when the multi-node curve can be fitted: rows across nodes running tree or NVLSTree, the
+    curve on (s_half 0 turns it off)."""
+    return system.nodes > 1 and bool(algos & {"tree", "nvls_tree"}) and start.s_half_multi_bytes > 0
+
+
+def _starts(system: NcclSystem, start: NcclParams, rows: Sequence[Sample]) -> list[tuple[float, float]]:
+    """The fit's starting points, (s_half, floor): each s_half start (`_s_half_starts`) without a
+    fitted floor (0), and with rows across nodes also from each of `FLOOR_STARTS`."""
+    algos = {predict(system, s.collective, s.size_bytes, params=start).algo for s in rows}
+    floors = (0.0, *FLOOR_STARTS) if _multi_node(system, start, algos) else (0.0,)
+    return [(s_half, floor) for s_half in _s_half_starts(start) for floor in floors]
 
 
 def _s_half_starts(start: NcclParams) -> tuple[float, ...]:
@@ -340,12 +356,16 @@ def _s_half_starts(start: NcclParams) -> tuple[float, ...]:
     return S_HALF_STARTS_BYTES
 
 
-def _vector(start: NcclParams, names: Sequence[str], s_half: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Starting point and bounds in the solver's coordinates: log scale, e as is, log s_half, k."""
+def _vector(
+    start: NcclParams, names: Sequence[str], s_half: float, floor: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Starting point and bounds in the solver's coordinates: log scale, e as is, log s_half, k, log floor."""
     x, lo, hi = [], [], []
     for name in names:
         if name.startswith("lat_"):
             v, b = 0.0, (math.log(SCALE_BOUNDS[0]), math.log(SCALE_BOUNDS[1]))
+        elif name == "floor_multi":
+            v, b = math.log(floor), (math.log(FLOOR_BOUNDS[0]), math.log(FLOOR_BOUNDS[1]))
         elif name.startswith("e_"):
             v = getattr(start, name)
             b = (max(E_BOUNDS[0], E_RANGE[0] * v), min(E_BOUNDS[1], max(E_RANGE[1] * v, E_BOUNDS[0])))
@@ -377,6 +397,8 @@ def _params(start: NcclParams, names: Sequence[str], x: np.ndarray) -> NcclParam
                 changes[field] = tuple(t * scale for t in old) if isinstance(old, tuple) else old * scale
         elif name.startswith("s_half_"):
             changes[name + "_bytes"] = math.exp(v)
+        elif name == "floor_multi":
+            changes["e_min_multi"] = math.exp(v)
         elif name.startswith("net_latency"):
             changes["net_latency_ns"] = 1000.0 * v
         else:
@@ -384,15 +406,14 @@ def _params(start: NcclParams, names: Sequence[str], x: np.ndarray) -> NcclParam
     return replace(start, **changes)
 
 
-# --------------------------------------------------------------------------- the solver
-Residuals = Callable[[np.ndarray], np.ndarray]
+# --------------------------------------------------------------------------- the residuals
 
 
 def _residuals(
     system: NcclSystem, start: NcclParams, names: Sequence[str], rows: Sequence[Sample], y: np.ndarray, plain=False
 ) -> Residuals:
     """log(predicted) - log(measured) per row as a function of the solver's vector, as the solver
-    weighs them (`robust`), or `plain` (what tells a quantity, `_identifiable`)."""
+    weighs them (`robust`), or `plain` (what tells a quantity, `identifiable`)."""
     weigh = (lambda r: r) if plain else robust
 
     prior = _prior(start, names)
@@ -432,69 +453,3 @@ def _cost(system: NcclSystem, q: NcclParams, rows: Sequence[Sample], y: np.ndarr
     t = np.array([predict_time(system, s.collective, s.size_bytes, q, s.gpus_per_thread)[0] for s in rows])
     r = robust(np.log(t) - y)
     return float(r @ r)
-
-
-def robust(r: np.ndarray) -> np.ndarray:
-    """Log-time residuals weighed soft-L1 (`ROBUST_SCALE`): squared, they sum about |r| as `geomean_error` does."""
-    d = ROBUST_SCALE
-    return np.sign(r) * np.sqrt(2.0 * d * d * (np.sqrt(1.0 + (r / d) ** 2) - 1.0))
-
-
-def _jacobian(fun: Residuals, x: np.ndarray, r: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Forward differences (backward at an upper bound)."""
-    jac = np.zeros((r.size, x.size))
-    for j in range(x.size):
-        h = 1e-6 * max(1.0, abs(float(x[j])))
-        if x[j] + h > hi[j]:
-            h = -h
-        xj = x.copy()
-        xj[j] += h
-        jac[:, j] = (fun(xj) - r) / h
-    return jac
-
-
-def _identifiable(fun: Residuals, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_rows: int) -> list[bool]:
-    """Which coordinates the rows can tell, in order: a coordinate is kept when its Jacobian column
-    at the start, less its projection on the columns kept before it, still has a norm above
-    `MIN_SENSITIVITY` (it moves some log-time in a way the earlier ones cannot). So at most as many
-    coordinates as rows are kept, and one that moves no row is never kept."""
-    jac = _jacobian(fun, x, fun(x), lo, hi)[:n_rows]  # the rows only, not the prior
-    kept: list[int] = []
-    for j in range(x.size):
-        col = jac[:, j]
-        if kept:
-            basis = jac[:, kept]
-            col = col - basis @ np.linalg.lstsq(basis, col, rcond=None)[0]
-        if float(np.linalg.norm(col)) > MIN_SENSITIVITY:
-            kept.append(j)
-    return [j in kept for j in range(x.size)]
-
-
-def _levenberg_marquardt(fun: Residuals, x0: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Minimise |fun(x)|² over lo <= x <= hi: damped Gauss-Newton steps, clipped to the bounds,
-    accepted only when they lower the cost; the damping grows on a rejected step, shrinks on an
-    accepted one. Stops after `MAX_ITERATIONS`, or when no step lowers the cost by 1e-12 relative."""
-    x = np.clip(x0, lo, hi)
-    r = fun(x)
-    cost = float(r @ r)
-    damping = 1e-3
-    for _ in range(MAX_ITERATIONS):
-        jac = _jacobian(fun, x, r, lo, hi)
-        a, g = jac.T @ jac, jac.T @ r
-        scale = np.diag(a) + 1e-9
-        accepted = False
-        while damping < 1e12 and not accepted:
-            step = np.linalg.solve(a + damping * np.diag(scale), -g)
-            xn = np.clip(x + step, lo, hi)
-            rn = fun(xn)
-            cn = float(rn @ rn)
-            if cn < cost:
-                accepted = True
-                done = cost - cn <= 1e-12 * max(cost, 1e-30)
-                x, r, cost = xn, rn, cn
-                damping = max(damping / 3.0, 1e-12)
-            else:
-                damping *= 4.0
-        if not accepted or done:
-            break
-    return x

@@ -11,7 +11,8 @@ with S the nccl-tests size, F its bus-bandwidth factor (the bandwidth term predi
 the algorithm turns a tier's bandwidth into busbw (ring 1, NVLS 2(h-1)/(h+1), a 2-node tree 2, ...)
 times the protocol's share (LL 1/2, LL128 0.92), L the latency (a base plus hop counts times per-hop
 latencies, plus the network's own latency per network hop, plus `launch_ns(G)` for nccl-tests' -g G);
-tree and NVLSTree across nodes take one slower curve for every tier (`s_half_multi_bytes`, `k_multi`).
+tree and NVLSTree across nodes take one slower curve for every tier (`s_half_multi_bytes`, `k_multi`),
+whose efficiency stays above a floor (`e_min_multi`).
 NCCL's choice is the smallest time without launch (its tuner does not see it), ties to the first of
 tree, ring, nvls, nvls_tree; LL, LL128, Simple. Defaults: NCCL 2.30.7's (src/graph/tuning.cc, topo.h, search.cc,
 numbers only, restated in docs/model.md §15; tables in
@@ -163,6 +164,7 @@ class NcclParams:
     k_inter: float = 1.0
     s_half_multi_bytes: float = MULTI_NODE_S_HALF_BYTES  # tree / NVLSTree across nodes: every tier's curve
     k_multi: float = MULTI_NODE_K
+    e_min_multi: float = 0.0  # that curve's floor: its lowest efficiency (x e_max; 0: none; fitted)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -300,9 +302,10 @@ def predict_time(
 # --- plans: everything but the size, built once per (system, params, collective) ---------------------
 
 # A plan: (algo, proto, latency_ns, terms, tree_factors). Bandwidth time = max over terms (ns_per_byte,
-# s_half^k, 1 - k) of ns_per_byte·(S/f(S) + s_half^k·S^(1-k)), f the interpolated tree size factor (1
-# without); f scales NCCL's own term only (else time could fall with size where f rises).
-_Term = tuple[float, float, float]
+# s_half^k, 1 - k, floor) of ns_per_byte·(S/f(S) + s_half^k·S^(1-k)), f the interpolated tree size
+# factor (1 without), the curve's extra bounded by `floor` (`_tuned_ns`); f scales NCCL's own term only
+# (else time could fall with size where f rises).
+_Term = tuple[float, float, float, float]
 _Plan = tuple[str, str, float, tuple[_Term, ...], "tuple[float, ...] | None"]
 _IDENTITY_CACHE: dict[tuple[int, int, str], tuple[NcclSystem, NcclParams | None, tuple[_Plan, ...]]] = {}
 
@@ -333,8 +336,13 @@ def _tuned_ns(plan: _Plan, s: float) -> float:
     table = plan[4]
     s_eff = s if table is None else s / tree_factor(table, s)
     worst = 0.0
-    for per_byte, shk, omk in plan[3]:
-        t = per_byte * (s_eff + shk * s**omk) if shk else per_byte * s_eff
+    for per_byte, shk, omk, floor in plan[3]:
+        if not shk:
+            t = per_byte * s_eff
+        elif floor and s > 0:  # the floored curve: S·(1 - floor)·S_half^k / (S^k + floor·S_half^k) extra
+            t = per_byte * (s_eff + s * (1.0 - floor) * shk / (s ** (1.0 - omk) + floor * shk))
+        else:
+            t = per_byte * (s_eff + shk * s**omk)
         if t > worst:
             worst = t
     return plan[2] + worst
@@ -376,14 +384,15 @@ def _protocols(system: NcclSystem, algo: str) -> tuple[int, ...]:
     return (_LL, _LL128, _SIMPLE)
 
 
-def _term(bw_GBps: float, s_half: float, k: float, factor: float) -> _Term:
-    """A bandwidth term for `factor` bus bytes per size byte over `bw_GBps` with curve (s_half, k)."""
-    return (factor / bw_GBps, s_half**k, 1.0 - k)
+def _term(bw_GBps: float, s_half: float, k: float, factor: float, floor: float = 0.0) -> _Term:
+    """A bandwidth term for `factor` bus bytes per size byte over `bw_GBps` with curve (s_half, k),
+    whose efficiency never falls below `floor` x e_max (0: the pure curve)."""
+    return (factor / bw_GBps, s_half**k, 1.0 - k, floor)
 
 
-def _tiers(system: NcclSystem, q: NcclParams, collective: str, algo: str) -> list[tuple[float, float, float]]:
-    """(busbw ceiling GB/s, s_half, k) per tier for `algo`, before the protocol's share. Tree: each
-    tier's NCCL busbw; at 2 nodes only half a tree's traffic crosses the network (bandwidth x2)."""
+def _tiers(system: NcclSystem, q: NcclParams, collective: str, algo: str) -> list[tuple[float, float, float, float]]:
+    """(busbw ceiling GB/s, s_half, k, floor) per tier for `algo`, before the protocol's share. Tree:
+    each tier's NCCL busbw; at 2 nodes only half a tree's traffic crosses the network (bandwidth x2)."""
     ppn, nodes = system.gpus_per_node, system.nodes
     b0 = system.pcie_GBps if system.fabric == "pcie" else system.nvlink_GBps
     b1 = system.nics_per_node * system.nic_GBps
@@ -400,12 +409,13 @@ def _tiers(system: NcclSystem, q: NcclParams, collective: str, algo: str) -> lis
             intra *= (h - 1) / (h + 1) * ((ppn - 1) / ppn) ** 2
     tiers = []
     multi = nodes > 1 and algo in ("tree", "nvls_tree") and q.s_half_multi_bytes > 0
+    curve = (q.s_half_multi_bytes, q.k_multi, q.e_min_multi) if multi else None
     if ppn > 1:
-        tiers.append((intra, *((q.s_half_multi_bytes, q.k_multi) if multi else (q.s_half_intra_bytes, q.k_intra))))
+        tiers.append((intra, *(curve or (q.s_half_intra_bytes, q.k_intra, 0.0))))
     if nodes > 1:
-        tiers.append((inter, *((q.s_half_multi_bytes, q.k_multi) if multi else (q.s_half_inter_bytes, q.k_inter))))
+        tiers.append((inter, *(curve or (q.s_half_inter_bytes, q.k_inter, 0.0))))
     if algo == "nvls_tree":
-        tiers.append((q.nvls_tree_max_GBps, 0.0, 1.0))
+        tiers.append((q.nvls_tree_max_GBps, 0.0, 1.0, 0.0))
     return tiers
 
 
@@ -422,9 +432,9 @@ def _plan(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int)
         # NCCL's tree busbw is per node; nccl-tests' is (n-1)/n of it.
         share = (TREE_LL_FACTOR, TREE_LL128_FACTOR[system.nodes > 1], 1.0)[p] * (n - 1) / n
         cap = q.ll_max_GBps * (n - 1) / n if p == _LL else math.inf
-    if any(bw <= 0 for bw, _, _ in tiers):
+    if any(bw <= 0 for bw, _, _, _ in tiers):
         return None
-    terms = [_term(bw * share, sh, k, f) for bw, sh, k in tiers]
+    terms = [_term(bw * share, sh, k, f, floor) for bw, sh, k, floor in tiers]
     if cap != math.inf:
         terms.append(_term(cap, 0.0, 1.0, f))
     x86_blackwell = system.generation == "blackwell" and system.cpu in ("intel", "amd")

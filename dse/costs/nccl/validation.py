@@ -57,6 +57,10 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("sizes", "p4de_2node", "p4de_2node"),
     ("sizes", "v100_blog", "v100_blog"),
     ("file", "v100_blog", "v100_oci"),
+    ("sizes", "xe9680_h100", "xe9680_h100"),
+    ("scale", "dgxc_h100", "xe9680_h100"),
+    ("sizes", "oci_oke_a100", "oci_oke_a100"),
+    ("scale", "a100_blog_g1", "oci_oke_a100"),
 )
 
 #: ASTRA-sim's published geomean errors on HGX-H100 all-reduce by GPU count (astra-sim/astra-sim-docs

@@ -57,3 +57,32 @@ def test_astra_sims_points_sit_beside_dses(printed: tuple[str, dict]) -> None:
     assert {p["gpus"] for p in d["astra_sim"]} == {2, 4, 8} == {int(k) for k in d["astra_sim_gm"]}
     for p in d["astra_sim"]:
         assert p["dse_us"] > 0 and p["measured_us"] > 0
+
+
+def test_machines_view_splits_each_machine_and_judges_the_target() -> None:
+    """--machines: one row per machine with its pooled, own-sizes and carried errors and the 8 %
+    target (too few rows under 10), the sources' place, and the summary line last (a built table)."""
+    from dse.costs.nccl.validation import ValidationCase, ValidationTable
+    from dse.output.nccl_report import machines_text
+
+    def case(machine: str, split: str, rows: int, gm: float) -> ValidationCase:
+        return ValidationCase(
+            machine, machine.upper(), split, "c", f"{machine}.txt", "src", "all_reduce", rows, 0.2, gm, gm
+        )
+
+    cases = (
+        case("a", "sizes", 10, 0.05),
+        case("a", "scale", 30, 0.10),
+        case("b", "sizes", 12, 0.07),
+        case("c", "file", 3, 0.01),
+    )
+    rows = sum(c.rows for c in cases)
+    gm = math.expm1(sum(c.rows * math.log1p(c.fit_gm) for c in cases) / rows)
+    table = ValidationTable(cases=cases, astra_sim=(), astra_sim_gm={}, measurements=rows, machines=3, gm=gm)
+    lines = machines_text(table).splitlines()
+    pooled_a = math.expm1((10 * math.log1p(0.05) + 30 * math.log1p(0.10)) / 40)
+    row = {ln.split()[0]: ln.split() for ln in lines if ln.split() and ln.split()[0] in ("A", "B", "C")}
+    assert row["A"][1:] == ["40", f"{100 * pooled_a:.1f}", "%", "5.0", "%", "10.0", "%", "missed"]
+    assert row["B"][1:] == ["12", "7.0", "%", "7.0", "%", "-", "met"]
+    assert row["C"][1:] == ["3", "1.0", "%", "-", "1.0", "%", "too", "few", "rows"]
+    assert "dse/data/nccl/README.md" in machines_text(table) and lines[-1] == table.summary_line()

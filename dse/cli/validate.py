@@ -16,6 +16,7 @@ def add_validate_parser(sub: argparse._SubParsersAction) -> None:
     )
     q.add_argument("--markdown", action="store_true", help="print the tables as markdown (as the README shows them)")
     q.add_argument("--json", action="store_true", help="print one JSON object: every case, machine and point")
+    q.add_argument("--machines", action="store_true", help="print only each machine's error and the summary")
     q.set_defaults(func=cmd_validate_nccl)
 
 
@@ -24,7 +25,7 @@ def cmd_validate_nccl(args: argparse.Namespace) -> int:
     from dataclasses import asdict  # here, not at the top: it loads inspect, which `dse --help` does not need
 
     from dse.costs.nccl.validation import validation_table
-    from dse.output.nccl_report import machine_errors, validation_text
+    from dse.output.nccl_report import machine_errors, machines_text, validation_text
 
     table = validation_table()
     if args.json:
@@ -39,6 +40,8 @@ def cmd_validate_nccl(args: argparse.Namespace) -> int:
             "summary": table.summary_line(),
         }
         print(json.dumps(out))
+    elif args.machines:
+        print(machines_text(table, markdown=args.markdown))
     else:
         print(validation_text(table, markdown=args.markdown))
     return 0

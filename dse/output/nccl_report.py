@@ -116,6 +116,43 @@ def machine_errors(table: Any) -> list[MachineError]:
     return out
 
 
+#: The issue's target: at most this geometric-mean error on every machine with enough data, that is
+#: at least `TARGET_MIN_ROWS` held-out rows.
+TARGET_GM = 0.08
+TARGET_MIN_ROWS = 10
+
+
+def machines_text(table: Any, *, markdown: bool = False) -> str:
+    """`dse validate nccl --machines`: each machine's error pooled over its cases, split into its own
+    held-out sizes and the predictions carried from another run, machine or scale; whether it meets the
+    8 % target; where the sources are; the summary line last."""
+    pct = lambda x: "-" if x is None else f"{100 * x:.1f} %"  # noqa: E731
+    rows = []
+    for m in machine_errors(table):
+        cases = [c for c in table.cases if c.machine == m.machine]
+        own = _pooled([c for c in cases if c.split == "sizes"])
+        other = _pooled([c for c in cases if c.split != "sizes"])
+        met = "too few rows" if m.rows < TARGET_MIN_ROWS else ("met" if m.gm <= TARGET_GM else "missed")
+        rows.append((m.label, m.rows, pct(m.gm), pct(own), pct(other), met))
+    head = ("machine", "held-out rows", "calibrated gm", "own sizes", "from another run/scale", "8 % target")
+    render = _markdown if markdown else format_table
+    parts = [
+        f"Per machine (held-out rows pooled; target: at most {100 * TARGET_GM:.0f} % on machines with "
+        f"{TARGET_MIN_ROWS} or more rows):",
+        render(head, rows),
+        "Sources: each file's `# source:` line, listed in dse/data/nccl/README.md; every case: dse validate nccl",
+        "",
+        table.summary_line(),
+    ]
+    return "\n".join(parts)
+
+
+def _pooled(cases: Sequence[Any]) -> float | None:
+    """The rows-weighted geometric-mean error of `cases` (None for none)."""
+    rows = sum(c.rows for c in cases)
+    return math.expm1(sum(c.rows * math.log1p(c.fit_gm) for c in cases) / rows) if rows else None
+
+
 def validation_text(table: Any, *, markdown: bool = False) -> str:
     """`dse validate nccl`: every held-out case with its source, each machine's error, ASTRA-sim's
     published HGX-H100 points beside dse's, and the summary line last."""

@@ -111,8 +111,7 @@ def machine_errors(table: Any) -> list[MachineError]:
     out = []
     for machine, cases in by.items():
         rows = sum(c.rows for c in cases)
-        gm = math.expm1(sum(c.rows * math.log1p(c.fit_gm) for c in cases) / rows) if rows else 0.0
-        out.append(MachineError(machine, cases[0].label, len(cases), rows, gm))
+        out.append(MachineError(machine, cases[0].label, len(cases), rows, _pooled(cases) or 0.0))
     return out
 
 

@@ -202,8 +202,9 @@ def fit_details(
     y = np.log([s.time_ns for s in rows])
     cost_start = _cost(system, start, rows, y)
     best: tuple[float, NcclParams, tuple[str, ...]] = (cost_start, start, ())
-    for s_half, floor in _starts(system, start, rows):
-        names = _candidates(system, start, rows, floor > 0)
+    algos = {predict(system, s.collective, s.size_bytes, params=start).algo for s in rows}
+    for s_half, floor in _starts(system, start, algos):
+        names = _candidates(system, start, algos, floor > 0)
         x0, lo, hi = _vector(start, names, s_half, floor)
         keep = identifiable(_residuals(system, start, names, rows, y, plain=True), x0, lo, hi, len(rows))
         told = {n for n, k in zip(names, keep) if k}
@@ -320,11 +321,10 @@ def _tiers(system: NcclSystem) -> tuple[str, ...]:
     return tuple(t for t, on in (("intra", system.gpus_per_node > 1), ("inter", system.nodes > 1)) if on)
 
 
-def _candidates(system: NcclSystem, start: NcclParams, rows: Sequence[Sample], floor: bool) -> tuple[str, ...]:
-    """Names that could be fitted, most telling first: the e_* of the algorithms the starting
-    parameters choose for the rows, then per tier its hop-latency scale, the network's own latency
+def _candidates(system: NcclSystem, start: NcclParams, algos: set[str], floor: bool) -> tuple[str, ...]:
+    """Names that could be fitted, most telling first: the e_* of `algos` (the algorithms the starting
+    parameters choose for the rows), then per tier its hop-latency scale, the network's own latency
     per hop, then per tier s_half and k, then the multi-node curve (with its floor if `floor`)."""
-    algos = {predict(system, s.collective, s.size_bytes, params=start).algo for s in rows}
     tiers = _tiers(system)
     names = [f"{_E_OF_ALGO[a]}_{t}" for t in tiers for a in sorted(algos)]
     names = list(dict.fromkeys(names))  # nvls and nvls_tree share e_nvls
@@ -342,10 +342,9 @@ def _multi_node(system: NcclSystem, start: NcclParams, algos: set[str]) -> bool:
     return system.nodes > 1 and bool(algos & {"tree", "nvls_tree"}) and start.s_half_multi_bytes > 0
 
 
-def _starts(system: NcclSystem, start: NcclParams, rows: Sequence[Sample]) -> list[tuple[float, float]]:
+def _starts(system: NcclSystem, start: NcclParams, algos: set[str]) -> list[tuple[float, float]]:
     """The fit's starting points, (s_half, floor): each s_half start (`_s_half_starts`) without a
-    fitted floor (0), and with rows across nodes also from each of `FLOOR_STARTS`."""
-    algos = {predict(system, s.collective, s.size_bytes, params=start).algo for s in rows}
+    fitted floor (0), and when the rows' `algos` run the multi-node curve also from each of `FLOOR_STARTS`."""
     floors = (0.0, *FLOOR_STARTS) if _multi_node(system, start, algos) else (0.0,)
     return [(s_half, floor) for s_half in _s_half_starts(start) for floor in floors]
 

@@ -178,7 +178,25 @@ BAD_NCCL_TESTS = [
     ((), "topology: missing"),
     (("SW(8,450,0)", "-t", "HGX-H100"), "topology: given twice"),
     (("SW(8,450,0)_Ring(2,50,0)",), "cannot be the network between nodes"),
+    (("SW(8,450,0)", "--max-channels", "0"), "--max-channels: 0 is too small"),
+    (("SW(8,450,0)", "--max-channels", "65"), "--max-channels: 65 is too large"),
+    (("SW(8,450,0)", "--max-channels", "eight"), "--max-channels: 'eight' is not an integer"),
 ]
+
+
+def test_nccl_tests_max_channels_limits_rings_and_says_so(run_cli, tmp_path):
+    """--max-channels N is NCCL_MAX_NCHANNELS: the header says it, ring rows slow down (8 channels at
+    NCCL's 15 GB/s a channel on an H100 node: 120 GB/s busbw at most), NCCL's choice stays."""
+    argv = ("nccl-tests", "HGX-H100", "-b", "1M", "-e", "1G", "-f", "32")
+    code, free, _ = run_cli(*argv)
+    code8, limited, _ = run_cli(*argv, "--max-channels", "8", "--csv", str(tmp_path / "r.csv"))
+    assert code == code8 == 0 and limited.splitlines()[0].endswith("NCCL_MAX_NCHANNELS=8")
+    rows, free_rows = _rows(tmp_path / "r.csv"), [ln.split() for ln in free.splitlines()[4:-1]]
+    assert [(r["algo"], r["proto"]) for r in rows] == [tuple(r[-2:]) for r in free_rows]
+    for r, f in zip(rows, free_rows):
+        assert float(r["time_us"]) >= float(f[5]) - 0.005
+        if r["algo"] == "ring":
+            assert float(r["busbw_GBps"]) <= 120.0 * (1 + 1e-9)
 
 
 @pytest.mark.parametrize(("argv", "text"), BAD_NCCL_TESTS)

@@ -16,6 +16,7 @@ from dse.costs.nccl.model import LAUNCH_PER_GPU_NS, NcclParams, NcclSystem, defa
 ROOT = Path(__file__).resolve().parents[1]
 A100 = NcclSystem("ampere", 8, fabric="nvswitch", nvlink_GBps=300.0, nvlink_links=12, nvls_enabled=False)
 A100_2N = dataclasses.replace(A100, nodes=2, nics_per_node=8, nic_GBps=25.0)
+H100_2N = dataclasses.replace(A100_2N, generation="hopper", nvlink_GBps=450.0, nvlink_links=18, nic_GBps=50.0)
 SIZES = [8 * 2**i for i in range(0, 32, 1)]  # 8 B .. 16 GiB
 
 
@@ -275,13 +276,15 @@ def test_a_measurements_launch_fills_a_missing_header_and_must_match_a_present_o
 
 def test_fit_recovers_the_multi_node_curve(no_prior: None) -> None:
     """Two 8-GPU nodes whose tree and NVLSTree ramp as a 16 MiB, k 0.7 curve: fitted from the default
-    (tables.MULTI_NODE_*), the curve is found and carried to another node count with the network tier."""
-    system = dataclasses.replace(A100_2N)
+    (tables.MULTI_NODE_*), the curve is found and carried to another node count with the network tier.
+    NCCL's per-channel tree cap bounds tree's largest sizes (8 channels x 23.6 GB/s), so the rows tell
+    k exactly but S_half only within about 15 % (18.3 MiB fits them as well as 16)."""
+    system = A100_2N
     truth = dataclasses.replace(default_params(system), s_half_multi_bytes=16 * 2.0**20, k_multi=0.7)
     result = F.fit_details(system, [_synthetic(system, truth)])
     assert {"s_half_multi", "k_multi"} <= set(result.fitted)
-    assert result.cost < 1e-4 * result.cost_start
-    assert result.params.s_half_multi_bytes == pytest.approx(16 * 2.0**20, rel=1e-2)
+    assert result.cost < 1e-9 * result.cost_start
+    assert result.params.s_half_multi_bytes == pytest.approx(16 * 2.0**20, rel=0.2)
     assert result.params.k_multi == pytest.approx(0.7, rel=1e-2)
     four = dataclasses.replace(system, nodes=4)
     moved = F.transfer(result.params, default_params(four), "inter")
@@ -292,11 +295,12 @@ def test_fit_finds_the_multi_node_curves_floor_from_rows_across_nodes(no_prior: 
     """Two nodes whose curve has a floor of 0.05: the fit, started without a floor and from each of
     FLOOR_STARTS, lands on the rows (floor fitted, the best start kept) and the floor travels with the
     network tier. One node's rows never fit it: it stays 0 (the pure curve)."""
-    truth = dataclasses.replace(default_params(A100_2N), s_half_multi_bytes=16 * 2.0**20, k_multi=0.7, e_min_multi=0.05)
-    result = F.fit_details(A100_2N, [_synthetic(A100_2N, truth)])
+    two = H100_2N
+    truth = dataclasses.replace(default_params(two), s_half_multi_bytes=32 * 2.0**20, k_multi=0.6, e_min_multi=0.05)
+    result = F.fit_details(two, [_synthetic(two, truth)])
     assert "floor_multi" in result.fitted
     assert result.cost < 1e-4 * result.cost_start
-    moved = F.transfer(result.params, default_params(dataclasses.replace(A100_2N, nodes=4)), "inter")
+    moved = F.transfer(result.params, default_params(dataclasses.replace(two, nodes=4)), "inter")
     assert moved.e_min_multi == result.params.e_min_multi > 0
     one = F.fit_details(A100, [_synthetic(A100, _truth(A100))])
     assert "floor_multi" not in one.fitted and one.params.e_min_multi == 0.0

@@ -126,8 +126,8 @@ def test_hop_counts_per_algorithm() -> None:
 
 def test_network_latency_is_added_to_every_network_hop_twice_for_simple() -> None:
     """`net_latency_ns` x (network hops), x 2 for Simple (as NCCL adds a net plugin's latency), on
-    every algorithm; one node has no network hop. EFA's default is 14 us a hop (nccl_tables)."""
-    assert default_params(P5_X4_EFA).net_latency_ns == 14000.0
+    every algorithm; one node has no network hop. EFA's default is 16 us a hop (nccl_tables)."""
+    assert default_params(P5_X4_EFA).net_latency_ns == 16000.0
     assert default_params(H100_X4_AMD).net_latency_ns == 0.0  # ib: NCCL's NET table alone
     q0 = default_params(H100_X4_AMD)
     q = dataclasses.replace(q0, net_latency_ns=10000.0)
@@ -135,8 +135,9 @@ def test_network_latency_is_added_to_every_network_hop_twice_for_simple() -> Non
     for c0, c in zip(predict(H100_X4_AMD, "all_reduce", 8, params=q0).candidates,
                      predict(H100_X4_AMD, "all_reduce", 8, params=q).candidates):  # fmt: skip
         per_hop = 10000.0 * (2 if c.proto == "Simple" else 1)
-        plateau = 1.4 if (c.algo, c.proto) == ("ring", "Simple") else 1.0  # NCCL's x1.4 covers the hop
-        assert c.latency_ns - c0.latency_ns == pytest.approx(hops[c.algo] * per_hop * plateau), c
+        # 8 B is below ring Simple's plateau (x1.4 only from 64 B a channel and rank on)
+        assert c.latency_ns - c0.latency_ns == pytest.approx(hops[c.algo] * per_hop), c
+
     a2a = predict(H100_X4_AMD, "alltoall", 8, params=q).time_ns - predict(H100_X4_AMD, "alltoall", 8).time_ns
     assert a2a == pytest.approx(2 * 10000.0)  # p2p: one network hop, Simple
     one = dataclasses.replace(H100, network="efa")
@@ -156,7 +157,7 @@ def test_tree_and_nvls_tree_across_nodes_take_the_multi_node_curve() -> None:
     """Across nodes, tree and NVLSTree use one curve (S_half, k) for every tier; a ring keeps the
     tiers' own (none by default). Tree: t = L + per_byte·(S/f(S) + S_half^k·S^(1-k)), f its size table."""
     two = dataclasses.replace(H100, nodes=2, nics_per_node=8, nic_GBps=50.0)
-    q = default_params(two)
+    q = dataclasses.replace(default_params(two), tree_max_GBps=math.inf)  # no per-channel cap: the tiers alone
     assert (q.s_half_multi_bytes, q.k_multi) == (MULTI_NODE_S_HALF_BYTES, MULTI_NODE_K)
     flat = dataclasses.replace(q, s_half_multi_bytes=0.0)
     s = 64 * MiB
@@ -180,7 +181,7 @@ def test_the_multi_node_curves_floor_bounds_its_extra_time(floor: float) -> None
     most S·(1/f - 1) bandwidth-bytes (tiny messages stay latency-bound), never above the pure curve's,
     and the same as it for S >> S_half; f = 0 is the pure curve."""
     two = dataclasses.replace(H100, nodes=2, nics_per_node=8, nic_GBps=50.0)
-    q = default_params(two)
+    q = dataclasses.replace(default_params(two), tree_max_GBps=math.inf)  # no per-channel cap: the tiers alone
     assert q.e_min_multi == 0.0
     floored, flat = dataclasses.replace(q, e_min_multi=floor), dataclasses.replace(q, s_half_multi_bytes=0.0)
     sh, k = q.s_half_multi_bytes, q.k_multi
@@ -199,7 +200,7 @@ def test_the_multi_node_curves_floor_bounds_its_extra_time(floor: float) -> None
         assert times[2] <= times[1] <= times[0] * (1 + 1e-12)
         assert times[1] - times[2] <= per_byte * s * (1 / floor - 1) * (1 + 1e-9)
     big = [predict(two, "all_reduce", 1 << 40, params=p, algo="tree", proto="Simple").time_ns for p in (q, floored)]
-    assert big[1] == pytest.approx(big[0], rel=1e-3)
+    assert big[1] == pytest.approx(big[0], rel=3e-3)  # S = 2^14 x S_half: the curve itself adds under 1 %
 
 
 @pytest.mark.parametrize("collective", COLLECTIVES)
@@ -411,10 +412,11 @@ def test_small_size_floor_within_a_factor_of_two() -> None:
 
 def test_tables_are_importable_from_the_model() -> None:
     """The constant tables live in nccl.tables; callers may import them from nccl.model too."""
+    from dse.core import limits
     from dse.costs.nccl import model as nccl_model
     from dse.costs.nccl import tables as nccl_tables
 
-    public = [n for n in vars(nccl_tables) if n[0].isupper()]
+    public = [n for n in vars(nccl_tables) if n[0].isupper() and n not in vars(limits)]
     assert {"NET_LATENCY_NS", "NETWORKS", "TREE_SIZE_FACTOR", "NVLINK_EFFECTIVE_GBps"} <= set(public)
     for name in public:
         assert getattr(nccl_model, name) is getattr(nccl_tables, name), name

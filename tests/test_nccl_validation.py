@@ -16,30 +16,30 @@ from dse.costs.nccl.model import NcclParams, NcclSystem, default_params
 #: Measured fit gm per case (split, calibrate, hold out), with about one point of headroom: a change
 #: that makes any case worse than this fails. The overall ceiling likewise.
 CEILINGS = {
-    ("file", "dgxc_h100", "p5_1node"): 0.08,
+    ("file", "dgxc_h100", "p5_1node"): 0.081,
     ("sizes", "p5_1node", "p5_1node"): 0.075,
-    ("scale", "p5_1node", "p5_2node"): 0.11,
-    ("scale", "dgxc_h100", "nebius_h100"): 0.125,
-    ("sizes", "nebius_h100", "nebius_h100"): 0.06,
-    ("sizes", "p5_2node", "p5_2node"): 0.059,
-    ("file", "nebius_h100", "p5_2node"): 0.172,
-    ("file", "nebius_h100", "dell_h200"): 0.109,
-    ("file", "nebius_h100", "oci_h100"): 0.015,
-    ("sizes", "dell_h200", "dell_h200"): 0.071,
-    ("sizes", "lambda_b200", "lambda_b200"): 0.069,
-    ("file", "a100_blog_g8", "a100_dkh"): 0.096,
+    ("scale", "p5_1node", "p5_2node"): 0.129,
+    ("scale", "dgxc_h100", "nebius_h100"): 0.113,
+    ("sizes", "nebius_h100", "nebius_h100"): 0.061,
+    ("sizes", "p5_2node", "p5_2node"): 0.056,
+    ("file", "nebius_h100", "p5_2node"): 0.143,
+    ("file", "nebius_h100", "dell_h200"): 0.11,
+    ("file", "nebius_h100", "oci_h100"): 0.016,
+    ("sizes", "dell_h200", "dell_h200"): 0.068,
+    ("sizes", "lambda_b200", "lambda_b200"): 0.071,
+    ("file", "a100_blog_g8", "a100_dkh"): 0.097,
     ("file", "a100_blog_g8", "a100_oci"): 0.134,
-    ("scale", "a100_blog_g1", "crusoe_a100"): 0.177,
-    ("sizes", "crusoe_a100", "crusoe_a100"): 0.091,
-    ("sizes", "p4de_2node", "p4de_2node"): 0.073,
-    ("sizes", "v100_blog", "v100_blog"): 0.035,
+    ("scale", "a100_blog_g1", "crusoe_a100"): 0.092,
+    ("sizes", "crusoe_a100", "crusoe_a100"): 0.097,
+    ("sizes", "p4de_2node", "p4de_2node"): 0.072,
+    ("sizes", "v100_blog", "v100_blog"): 0.037,
     ("file", "v100_blog", "v100_oci"): 0.046,
     ("sizes", "xe9680_h100", "xe9680_h100"): 0.103,
-    ("scale", "dgxc_h100", "xe9680_h100"): 0.223,
-    ("sizes", "oci_oke_a100", "oci_oke_a100"): 0.063,
-    ("scale", "a100_blog_g1", "oci_oke_a100"): 0.211,
+    ("scale", "dgxc_h100", "xe9680_h100"): 0.198,
+    ("sizes", "oci_oke_a100", "oci_oke_a100"): 0.061,
+    ("scale", "a100_blog_g1", "oci_oke_a100"): 0.185,
 }
-OVERALL_CEILING = 0.117
+OVERALL_CEILING = 0.106
 SUMMARY = re.compile(r"nccl: geometric-mean error (\d+\.\d) % over (\d+) held-out measurements from (\d+) machines")
 
 
@@ -86,9 +86,9 @@ def test_every_case_stays_under_its_measured_ceiling(spied: tuple[V.ValidationTa
         assert case.fit_gm < CEILINGS[spec], (spec, case.fit_gm)
     assert table.gm < OVERALL_CEILING
     # Calibrating on a machine's own rows always beats NCCL's own tuner on its other rows; carried to
-    # another machine or scale it can be worse (5 of the 13 transfers, docs/nccl.md "Where it misses").
+    # another machine or scale it can be worse (4 of the 13 transfers, docs/nccl.md "Where it misses").
     assert all(c.fit_gm < c.default_gm for c in table.cases if c.split == "sizes")
-    assert sum(c.fit_gm < c.default_gm for c in table.cases) >= len(table.cases) - 5
+    assert sum(c.fit_gm < c.default_gm for c in table.cases) >= len(table.cases) - 4
 
 
 def test_g8_cases_are_predicted_with_their_launch_latency(
@@ -136,7 +136,7 @@ def test_scale_and_file_cases_keep_the_held_out_networks_latency() -> None:
     ib, efa = systems["h100_nebius_2node"], systems["h100_p5_2node"]
     params = V.calibrated("file", ib, efa, ms["nebius_h100"].runs())
     fitted = F.fit(ib, ms["nebius_h100"].runs())
-    assert params.net_latency_ns == default_params(efa).net_latency_ns == 14000.0
+    assert params.net_latency_ns == default_params(efa).net_latency_ns == 16000.0
     assert params.e_nvls_inter == fitted.e_nvls_inter
     scaled = V.calibrated("scale", systems["h100_p5_1node"], efa, ms["p5_1node"].runs())
     for name in ("net_latency_ns", "e_nvls_inter", "ring_inter_hop_ns", "s_half_inter_bytes"):

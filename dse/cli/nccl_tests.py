@@ -15,6 +15,7 @@ from dse.core.files import atomic_output
 from dse.core.topology import parse_notation, parse_topology
 from dse.core.units import parse_int, parse_size
 from dse.costs.nccl.calibration import Calibration, default_calibration, resolve_calibration
+from dse.costs.nccl.channels import MAX_CHANNELS
 from dse.costs.nccl.model import NcclParams, NcclSystem, bus_factor, predict
 from dse.costs.nccl.system import DEFAULT_MACHINE, MACHINE_DEFAULTS
 from dse.costs.nccl.tables import CPUS, GENERATIONS, NETWORKS
@@ -50,6 +51,9 @@ def predicted_rows(args: argparse.Namespace) -> tuple[str, list[tuple[Any, ...]]
     A bad flag, or a forced algorithm or protocol the system cannot run, is an `InputError`."""
     collective = _collective(args.collective)
     algo, proto = _algo(args.algo), _proto(args.proto)
+    max_channels = None
+    if args.max_channels is not None:
+        max_channels = parse_int(args.max_channels, "--max-channels", minimum=1, maximum=MAX_CHANNELS)
     calib, label, system, params = _system(args)
     sizes = _sizes(args)
     n = system.ranks
@@ -57,7 +61,7 @@ def predicted_rows(args: argparse.Namespace) -> tuple[str, list[tuple[Any, ...]]
     for size in sizes:
         count, shown = _count(collective, size, n)
         try:
-            p = predict(system, collective, shown, params=params, algo=algo, proto=proto)
+            p = predict(system, collective, shown, params=params, algo=algo, proto=proto, max_channels=max_channels)
         except InputError as e:  # a forced algorithm or protocol the system cannot run
             raise InputError(
                 f"--{e.field}" if e.field in ("algo", "proto") else e.field, e.problem, e.allowed
@@ -168,7 +172,8 @@ def _header(
 ) -> str:
     """The two comment lines above nccl-tests' table: what runs, on which system, with what calibration."""
     which = "NCCL's defaults" if calib is None else f"calibration {calib.name or args.calibration} ({calib.rows} rows)"
-    forced = "".join(f", {k}={v}" for k, v in (("NCCL_ALGO", args.algo), ("NCCL_PROTO", args.proto)) if v)
+    given = (("NCCL_ALGO", args.algo), ("NCCL_PROTO", args.proto), ("NCCL_MAX_NCHANNELS", args.max_channels))
+    forced = "".join(f", {k}={v}" for k, v in given if v)
     return (
         f"# {collective}_perf under dse's nccl model: {system.ranks} ranks ({system.gpus_per_node} GPUs x "
         f"{system.nodes} node{'s' if system.nodes > 1 else ''}, {system.generation}), {which}{forced}\n"

@@ -24,13 +24,15 @@ interpolated, all-to-all, the multi-node curve).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
 from dse.core.errors import InputError
-from dse.core.limits import MAX_BANDWIDTH, MAX_BYTES, MAX_NPUS, MAX_NS
+from dse.core.limits import MAX_BYTES
+from dse.costs.nccl.channels import MAX_CHANNELS
 from dse.costs.nccl.logs import busbw_factor
+from dse.costs.nccl.params import Lat3, NcclParams, NcclSystem, channels, default_params  # noqa: F401 (re-exported)
 from dse.costs.nccl.tables import (  # noqa: F401 (every upper-case table is re-exported)
     ALGORITHMS,
     COLLECTIVES,
@@ -58,6 +60,9 @@ from dse.costs.nccl.tables import (  # noqa: F401 (every upper-case table is re-
     LL_MAX_ONE_NODE_GBps,
     NVLINK_EFFECTIVE_GBps,
     NVLS_TREE_MAX_PER_CHANNEL_GBps,
+    PER_CHANNEL_RING_LL128_GBps,
+    PER_CHANNEL_TREE_GBps,
+    PER_CHANNEL_TREE_LL128_GBps,
     check_choice,
     check_forced,
     check_integer,
@@ -68,115 +73,6 @@ from dse.costs.nccl.tables import (  # noqa: F401 (every upper-case table is re-
 )
 
 _LL, _LL128, _SIMPLE = 0, 1, 2
-
-Lat3 = tuple[float, float, float]
-
-
-@dataclass(frozen=True)
-class NcclSystem:
-    """A GPU system as NCCL sees it. Bandwidths are line rates per direction, GB/s (1e9 B/s):
-    `nvlink_GBps` is one GPU's NVLink total over `nvlink_links` links (H100: 450 over 18),
-    `pcie_GBps` one GPU's PCIe rate (used when `fabric` is "pcie"), `nic_GBps` one NIC (NDR 400
-    Gb/s = 50). NVLS runs only when `nvls_enabled` and the GPU is Hopper or later on an NVSwitch
-    (NCCL_NVLS_ENABLE and the hardware). `cpu` sets NCCL's network overhead and LL cap; `network`
-    (ib, roce, efa, tcp) the network's default latency per crossing (`NET_LATENCY_NS`). Bad values:
-    `InputError`."""
-
-    generation: str
-    gpus_per_node: int
-    nodes: int = 1
-    fabric: str = "nvswitch"
-    nvlink_GBps: float = 0.0
-    nvlink_links: int = 0
-    pcie_GBps: float = 0.0
-    nics_per_node: int = 0
-    nic_GBps: float = 0.0
-    nvls_enabled: bool = True
-    cpu: str = "intel"
-    network: str = "ib"
-
-    def __post_init__(self) -> None:
-        check_choice("generation", self.generation, GENERATIONS)
-        check_choice("network", self.network, NETWORKS)
-        check_choice("fabric", self.fabric, FABRICS)
-        check_choice("cpu", self.cpu, CPUS)
-        check_integer("gpus_per_node", self.gpus_per_node, 1, 1024)
-        check_integer("nodes", self.nodes, 1, MAX_NPUS)
-        if self.gpus_per_node * self.nodes < 2:
-            raise InputError("gpus_per_node", "a collective needs at least 2 GPUs in all", "gpus_per_node x nodes >= 2")
-        if not isinstance(self.nvls_enabled, bool):
-            raise InputError("nvls_enabled", f"{self.nvls_enabled!r} is not a boolean", "true or false")
-        intra = self.gpus_per_node > 1
-        if self.fabric == "pcie":
-            check_number("pcie_GBps", self.pcie_GBps, 1e-9 if intra else 0.0, MAX_BANDWIDTH)
-        else:
-            check_number("nvlink_GBps", self.nvlink_GBps, 1e-9 if intra else 0.0, MAX_BANDWIDTH)
-            check_integer("nvlink_links", self.nvlink_links, 1 if intra else 0, 1024)
-        inter = self.nodes > 1
-        check_integer("nics_per_node", self.nics_per_node, 1 if inter else 0, 1024)
-        check_number("nic_GBps", self.nic_GBps, 1e-9 if inter else 0.0, MAX_BANDWIDTH)
-
-    @property
-    def ranks(self) -> int:
-        """GPUs in all (nccl-tests' n)."""
-        return self.gpus_per_node * self.nodes
-
-    @property
-    def has_nvls(self) -> bool:
-        """True when NVLS can run: enabled, Hopper or later, NVSwitch, 2+ GPUs per node."""
-        hopper = self.generation in ("hopper", "blackwell")
-        return self.nvls_enabled and hopper and self.fabric == "nvswitch" and self.gpus_per_node >= 2
-
-
-@dataclass(frozen=True)
-class NcclParams:
-    """The model's parameters (ns, GB/s, bytes); `default_params` gives NCCL's values for a system.
-    Per-hop latencies are (LL, LL128, Simple). Efficiencies e_* are fractions of a tier's line rate
-    (0 disables that algorithm, as a zero bandwidth does in NCCL); the s_half_*/k_* pair shapes each
-    tier's efficiency curve e(S) = e_max·S^k/(S^k + S_half^k), 0 < k <= 1 (k > 1 would make small
-    messages slower than larger ones). `net_latency_ns` is the network's own latency, added to every
-    network hop (twice for Simple, as NCCL adds a net plugin's reported latency). Calibrated: the hop
-    latencies, `net_latency_ns`, the e_*, s_half_* and k_*; the bases, NVLS latencies, caps and
-    overhead are NCCL's constants, kept as fields to override."""
-
-    ring_intra_hop_ns: Lat3
-    ring_inter_hop_ns: Lat3
-    tree_intra_hop_ns: Lat3
-    tree_inter_hop_ns: Lat3
-    e_ring_intra: float
-    e_ring_inter: float
-    e_tree_intra: float
-    e_tree_inter: float
-    e_nvls_intra: float
-    e_nvls_inter: float
-    ring_base_ns: Lat3 = (6600.0, 14000.0, 8400.0)  # tuning.cc base latency, Ring
-    tree_base_ns: Lat3 = (6800.0, 14000.0, 8400.0)  # tuning.cc base latency, Tree
-    nvls_intra_ns: float = 25000.0  # tuning.cc NVLS NVLink hop (replaces the base)
-    nvls_inter_ns: float = 18000.0  # tuning.cc NVLS NET hop
-    nvls_tree_inter_ns: float = 20900.0  # tuning.cc NVLSTree NET hop (2.28.9 on)
-    net_overhead_ns: float = 1000.0  # tuning.cc: 1 us Intel/other, 2 us AMD
-    net_latency_ns: float = 0.0  # per network hop, beyond tuning.cc's NET row (NET_LATENCY_NS by network)
-    ll_max_GBps: float = 141.0  # tuning.cc llMaxBw (see default_params)
-    nvls_tree_max_GBps: float = math.inf  # NVLSTree per-channel cap x channels
-    s_half_intra_bytes: float = 0.0  # 0: NCCL's tuner (no size-dependent efficiency)
-    s_half_inter_bytes: float = 0.0
-    k_intra: float = 1.0
-    k_inter: float = 1.0
-    s_half_multi_bytes: float = MULTI_NODE_S_HALF_BYTES  # tree / NVLSTree across nodes: every tier's curve
-    k_multi: float = MULTI_NODE_K
-    e_min_multi: float = 0.0  # that curve's floor: its lowest efficiency (x e_max; 0: none; fitted)
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            name, value = f.name, getattr(self, f.name)
-            if f.type == "Lat3":
-                check_lat3(name, value)
-            elif name.startswith(("e_", "k_")):
-                check_number(name, value, 1e-3 if name.startswith("k_") else 0.0, 1.0)
-            elif name.endswith("_GBps") and value != math.inf:
-                check_number(name, value, 1e-9, MAX_BANDWIDTH)
-            elif not name.endswith("_GBps"):
-                check_number(name, value, 0.0, MAX_BYTES if name.endswith("_bytes") else MAX_NS)
 
 
 class NcclCandidate(NamedTuple):
@@ -211,44 +107,6 @@ def bus_factor(collective: str, ranks: int) -> float:
     return busbw_factor(collective, ranks)
 
 
-@lru_cache(maxsize=256)
-def default_params(system: NcclSystem) -> NcclParams:
-    """NCCL's values for `system`: NVLink or PCI hop latencies by fabric, the NET ones, efficiencies
-    from NCCL's effective link rates, the LL cap and network overhead by generation, nodes and CPU;
-    the network's latency per hop by its kind (`NET_LATENCY_NS`, ours: NCCL's table fits IB)."""
-    nvlink = system.fabric != "pcie"
-    if nvlink:
-        per_link = system.nvlink_GBps / system.nvlink_links if system.nvlink_links else 0.0
-        e0 = min(1.0, NVLINK_EFFECTIVE_GBps[system.generation] / per_link) if per_link else 1.0
-    else:
-        e0 = PCIE_EFFICIENCY
-    cpu = "amd" if system.cpu == "amd" else "other"
-    if system.nodes == 1:
-        ll_max = LL_MAX_ONE_NODE_GBps[system.generation]
-    else:
-        ll_max = LL_MAX_MULTI_NODE_GBps[cpu][0 if system.nodes == 2 else 1]
-    per_ch = NVLS_TREE_MAX_PER_CHANNEL_GBps.get(system.generation)
-    heads = min(MAX_NVLS_HEADS, system.gpus_per_node)
-    nvls_tree_max = per_ch[0 if system.nodes <= 2 else 1] * heads if per_ch else math.inf
-    return NcclParams(
-        # tuning.cc hardware latency, Ring and Tree rows: NVLink or PCI column by fabric, NET column.
-        ring_intra_hop_ns=(600.0, 1900.0, 3400.0) if nvlink else (1000.0, 2500.0, 5700.0),
-        ring_inter_hop_ns=(2700.0, 4000.0, 14000.0),
-        tree_intra_hop_ns=(600.0, 1250.0, 4000.0) if nvlink else (1000.0, 1900.0, 4000.0),
-        tree_inter_hop_ns=(5000.0, 8500.0, 14000.0),
-        e_ring_intra=e0,
-        e_ring_inter=NET_EFFICIENCY,
-        e_tree_intra=TREE_FACTOR * e0,
-        e_tree_inter=TREE_FACTOR * NET_EFFICIENCY,
-        e_nvls_intra=e0 * NVLS_EFFICIENCY[system.generation],
-        e_nvls_inter=NET_EFFICIENCY,
-        net_overhead_ns=2000.0 if system.cpu == "amd" else 1000.0,
-        net_latency_ns=NET_LATENCY_NS[system.network],
-        ll_max_GBps=ll_max,
-        nvls_tree_max_GBps=nvls_tree_max,
-    )
-
-
 def predict(
     system: NcclSystem,
     collective: str,
@@ -258,19 +116,30 @@ def predict(
     algo: str | None = None,
     proto: str | None = None,
     gpus_per_thread: int = 1,
+    max_channels: int | None = None,
 ) -> NcclPrediction:
     """nccl-tests' time, algbw and busbw for `collective` of `size_bytes` (nccl-tests' size column:
     the whole buffer; all-gather's output, reduce-scatter's input) on `system`. `params` defaults
     to `default_params(system)`. `algo`/`proto` force an algorithm or protocol like NCCL_ALGO /
     NCCL_PROTO; one the system cannot run for this collective is an `InputError` naming those it can.
     `gpus_per_thread` (nccl-tests' ``-g``) adds `launch_ns` to every candidate's latency, NCCL's choice
-    unchanged; its default 1 (one process per GPU, as training frameworks run NCCL) adds nothing."""
+    unchanged; its default 1 (one process per GPU, as training frameworks run NCCL) adds nothing.
+    `max_channels` caps the channels rings and trees run on, like NCCL_MAX_NCHANNELS: below NCCL's
+    own count (`channels(system).comm`) their bandwidth is at most that many channels at NCCL's
+    per-channel speed (`channel_ceiling_GBps`), NCCL's choice unchanged (its tuner counts the
+    search's channels)."""
     plans = _cached_plans(system, params, collective, size_bytes)
     if algo is not None or proto is not None:
         check_forced(plans, collective, algo, proto)
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)
     tuned = [_tuned_ns(p, s) for p in plans]
-    candidates = tuple(NcclCandidate(p[0], p[1], t + launch, p[2] + launch) for p, t in zip(plans, tuned))
+    actual = tuned
+    if max_channels is not None:
+        check_integer("max_channels", max_channels, 1, MAX_CHANNELS)
+        f = bus_factor(collective, system.ranks)
+        actual = [max(t, _latency_at(p, s) + f * s / channel_ceiling_GBps(system, p[0], p[1], max_channels))
+                  for p, t in zip(plans, tuned)]  # fmt: skip
+    candidates = tuple(NcclCandidate(p[0], p[1], t + launch, _latency_at(p, s) + launch) for p, t in zip(plans, actual))
     best, best_ns = None, math.inf
     for c, t in zip(candidates, tuned):  # NCCL's order; a later one wins only when strictly faster
         if (algo is None or c.algo == algo) and (proto is None or c.proto == proto) and t < best_ns:
@@ -279,6 +148,22 @@ def predict(
     algbw = s / best.time_ns if best.time_ns > 0 else 0.0
     busbw = algbw * bus_factor(collective, system.ranks)
     return NcclPrediction(collective, size_bytes, best.time_ns, algbw, busbw, best.algo, best.proto, candidates)
+
+
+def channel_ceiling_GBps(system: NcclSystem, algo: str, proto: str, max_channels: int) -> float:
+    """The busbw ceiling of `algo` with `proto` on `max_channels` channels: NCCL's per-channel speed
+    (the search's channels x speed over the collective's channels) x the channels x the protocol's
+    share (tree: also 0.92 and (n-1)/n, as its bandwidth); inf for NVLS, NVLSTree and all-to-all
+    (their channels are their own) and for a cap at or above NCCL's own count."""
+    ch = channels(system)
+    if algo not in ("ring", "tree") or max_channels >= ch.comm:
+        return math.inf
+    p, n = PROTOCOLS.index(proto), system.ranks
+    rate = max_channels * ch.ring * ch.ring_GBps / ch.comm
+    if algo == "ring":
+        return rate * (RING_LL_FACTOR, RING_LL128_FACTOR, 1.0)[p]
+    share = (TREE_LL_FACTOR, TREE_LL128_FACTOR[system.nodes > 1], 1.0)[p]
+    return rate * TREE_FACTOR * share * (n - 1) / n
 
 
 def predict_time(
@@ -296,17 +181,18 @@ def predict_time(
         t = _tuned_ns(plan, s)
         if t < best_ns:
             best, best_ns = plan, t
-    return best_ns + launch, best[2] + launch, best[0], best[1]
+    return best_ns + launch, _latency_at(best, s) + launch, best[0], best[1]
 
 
 # --- plans: everything but the size, built once per (system, params, collective) ---------------------
 
-# A plan: (algo, proto, latency_ns, terms, tree_factors). Bandwidth time = max over terms (ns_per_byte,
+# A plan: (algo, proto, latency_ns, terms, tree_factors, step): `step` (bytes, ns) adds ns to the latency
+# from that size on (ring Simple's plateau across nodes), None for none. Bandwidth time = max over terms (ns_per_byte,
 # s_half^k, 1 - k, floor) of ns_per_byte·(S/f(S) + s_half^k·S^(1-k)), f the interpolated tree size
 # factor (1 without), the curve's extra bounded by `floor` (`_tuned_ns`); f scales NCCL's own term only
 # (else time could fall with size where f rises).
 _Term = tuple[float, float, float, float]
-_Plan = tuple[str, str, float, tuple[_Term, ...], "tuple[float, ...] | None"]
+_Plan = tuple[str, str, float, tuple[_Term, ...], "tuple[float, ...] | None", "tuple[float, float] | None"]
 _IDENTITY_CACHE: dict[tuple[int, int, str], tuple[NcclSystem, NcclParams | None, tuple[_Plan, ...]]] = {}
 
 
@@ -345,7 +231,13 @@ def _tuned_ns(plan: _Plan, s: float) -> float:
             t = per_byte * (s_eff + shk * s**omk)
         if t > worst:
             worst = t
-    return plan[2] + worst
+    return _latency_at(plan, s) + worst
+
+
+def _latency_at(plan: _Plan, s: float) -> float:
+    """The plan's latency for `s` bytes: its latency, plus its step's from the step's size on."""
+    step = plan[5]
+    return plan[2] + step[1] if step is not None and s >= step[0] else plan[2]
 
 
 @lru_cache(maxsize=512)
@@ -416,6 +308,8 @@ def _tiers(system: NcclSystem, q: NcclParams, collective: str, algo: str) -> lis
         tiers.append((inter, *(curve or (q.s_half_inter_bytes, q.k_inter, 0.0))))
     if algo == "nvls_tree":
         tiers.append((q.nvls_tree_max_GBps, 0.0, 1.0, 0.0))
+    if algo == "tree" and collective == "all_reduce" and q.tree_max_GBps != math.inf:
+        tiers.append((q.tree_max_GBps, 0.0, 1.0, 0.0))  # every protocol's base (tuning.cc)
     return tiers
 
 
@@ -427,11 +321,11 @@ def _plan(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int)
     share, cap = 1.0, math.inf
     if algo == "ring":
         share = (RING_LL_FACTOR, RING_LL128_FACTOR, 1.0)[p]
-        cap = q.ll_max_GBps if p == _LL else math.inf
+        cap = (q.ll_max_GBps, q.ring_ll128_max_GBps, math.inf)[p]
     elif algo == "tree":
         # NCCL's tree busbw is per node; nccl-tests' is (n-1)/n of it.
         share = (TREE_LL_FACTOR, TREE_LL128_FACTOR[system.nodes > 1], 1.0)[p] * (n - 1) / n
-        cap = q.ll_max_GBps * (n - 1) / n if p == _LL else math.inf
+        cap = (q.ll_max_GBps, q.tree_ll128_max_GBps, math.inf)[p] * (n - 1) / n
     if any(bw <= 0 for bw, _, _, _ in tiers):
         return None
     terms = [_term(bw * share, sh, k, f, floor) for bw, sh, k, floor in tiers]
@@ -440,7 +334,12 @@ def _plan(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int)
     x86_blackwell = system.generation == "blackwell" and system.cpu in ("intel", "amd")
     sized = collective == "all_reduce" and (algo == "tree" or (algo == "nvls_tree" and x86_blackwell))
     table = TREE_SIZE_FACTOR[p] if sized else None
-    return (algo, PROTOCOLS[p], _latency_ns(system, q, collective, algo, p), tuple(terms), table)
+    lat, step = _latency_ns(system, q, collective, algo, p), None
+    if algo == "ring" and p == _SIMPLE and collective == "all_reduce" and system.nodes > 1:
+        # tuning.cc's plateau: x1.4 (x1.9 Volta) once each channel's share of a rank's data is >= 64 B
+        plateau = RING_SIMPLE_MULTINODE_LAT[system.generation] - 1.0
+        step = (64.0 * channels(system).comm * n, lat * plateau)
+    return (algo, PROTOCOLS[p], lat, tuple(terms), table, step)
 
 
 def _latency_ns(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int) -> float:
@@ -463,10 +362,7 @@ def _latency_ns(system: NcclSystem, q: NcclParams, collective: str, algo: str, p
         return q.ring_base_ns[p] + (n - nodes) * intra + (nodes - 1) * inter
     steps = 2 * (n - 1) if collective == "all_reduce" else n - 1
     n_inter = (2 if collective == "all_reduce" else 1) * (nodes - 1)
-    lat = q.ring_base_ns[p] + (steps - n_inter) * intra + n_inter * inter
-    if collective == "all_reduce" and nodes > 1 and p == _SIMPLE:
-        lat *= RING_SIMPLE_MULTINODE_LAT[system.generation]
-    return lat
+    return q.ring_base_ns[p] + (steps - n_inter) * intra + n_inter * inter
 
 
 def _p2p_plan(system: NcclSystem, q: NcclParams) -> _Plan:
@@ -484,4 +380,4 @@ def _p2p_plan(system: NcclSystem, q: NcclParams) -> _Plan:
         terms.append(_term(per_gpu_nic * q.e_ring_inter, q.s_half_inter_bytes, q.k_inter, (n - ppn) / n))
     inter = q.ring_inter_hop_ns[_SIMPLE] + 2 * q.net_latency_ns
     hops = (ppn > 1) * q.ring_intra_hop_ns[_SIMPLE] + (nodes > 1) * inter
-    return ("p2p", "Simple", q.ring_base_ns[_SIMPLE] + hops, tuple(terms), None)
+    return ("p2p", "Simple", q.ring_base_ns[_SIMPLE] + hops, tuple(terms), None, None)

@@ -39,6 +39,22 @@ TREE_LL128_FACTOR = (7 / 9, 120 / 128)
 NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
 #: NVLSTree per-channel cap, GB/s, at 2 and at >= 3 nodes (tuning.cc).
 NVLS_TREE_MAX_PER_CHANNEL_GBps = {"hopper": (57.7, 45.5), "blackwell": (96.0, 80.0)}
+#: NCCL's per-channel caps, GB/s a search channel, at 1, 2 and >= 3 nodes (tuning.cc
+#: perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws); NCCL multiplies them by the search's
+#: channel count (`dse.costs.nccl.channels`).
+PER_CHANNEL_RING_LL128_GBps = {"volta": 20.0, "ampere": 20.0, "hopper": 36.7, "blackwell": 40.0}
+PER_CHANNEL_TREE_LL128_GBps = {
+    "volta": (20.0, 20.0, 20.0),
+    "ampere": (20.0, 20.0, 20.0),
+    "hopper": (36.7, 36.7, 29.0),
+    "blackwell": (55.6, 31.67, 20.0),
+}
+PER_CHANNEL_TREE_GBps = {
+    "volta": (26.5, 18.5, 10.0),
+    "ampere": (24.0, 23.6, 17.8),
+    "hopper": (38.7, 41.4, 36.0),
+    "blackwell": (70.0, 42.8, 24.0),
+}
 #: NCCL's LL bandwidth cap, GB/s (tuning.cc llMaxBw): one node by generation; across nodes by CPU
 #: (2 nodes, >= 3 nodes).
 LL_MAX_ONE_NODE_GBps = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwell": 282.0}
@@ -68,18 +84,22 @@ NETWORKS = ("ib", "roce", "efa", "tcp")
 #:   lambda.md @511c318: +5 us a hop) and 2 x 8 H20 over NDR IB with NVLSTree 46.3 us vs 66.8 (NVIDIA/nccl
 #:   issue 1244: below the table already) bracket it, so the table stays;
 #: - roce 0: as ib (NCCL's same IB verbs transport; no public floor outside the validation set);
-#: - efa 14000: 16 x p5en (H200, 16 x 200G EFA v3; 16 nodes from busbw/algbw = 1.984), 167.3 us at
-#:   16 B vs 55.2 modelled over 8 hops (aws-samples/awsome-distributed-training @7217859,
-#:   micro-benchmarks/nccl-tests/slurm/topology-aware-nccl-tests/README.md);
+#: - efa 16000: the mean of two runs' 14.0 and 18.8 us a hop (EFA generations differ): 16 x p5en
+#:   (H200, 16 x 200G EFA v3; 16 nodes from busbw/algbw = 1.984), 167.3 us at 16 B vs 55.2 modelled
+#:   over 8 hops (aws-samples/awsome-distributed-training @7217859,
+#:   micro-benchmarks/nccl-tests/slurm/topology-aware-nccl-tests/README.md), and 2 x p5 (H100, 32 x
+#:   100G EFA, NCCL 2.22.3), 63.4 us at 16 B vs 25.9 modelled over 2 hops (KeitaW/p5-nccl-test-2024-07-19
+#:   @1c78584, nccl-test-output-v2.22.3-1.log);
 #: - tcp 49000: 2 x GCP A3 Mega (H100, GPUDirect-TCPXO), 123.2 us at 16-128 B vs 25.2 over 2 hops
 #:   (lessizzmore/create-a3mega-ztan-fork @346b825, ztan-NCCL-test-result.markdown).
 #: Rechecked against the hop count `_latency_ns` uses (tree LL floors: base + 2 x 7 fabric hops +
 #: 2 log2(nodes) network hops, the net latency once each; tree LL stays NCCL's choice with it): p5en
-#: 16 nodes 55.2 -> 167.2 us modelled (167.3 measured), A3 Mega 25.2 -> 123.2 (123.2). No other public
+#: 16 nodes 55.2 -> 183.2 us modelled (167.3 measured), 2 x p5 25.9 -> 57.9 (63.4), A3 Mega 25.2 -> 123.2
+#: (123.2). No other public
 #: out-of-set floor tightens efa or roce: aws_p5_2node_allreduce_eks has only size 0 (no network
 #: transfer), stas_p5en_4node and nccl1221 (RoCE) are bandwidth prose, dstack GCP A4 (RoCE) starts at
 #: 8 MB (bandwidth-bound), the MI355X RoCE run is RCCL on a GPU this model has no generation for.
-NET_LATENCY_NS = {"ib": 0.0, "roce": 0.0, "efa": 14000.0, "tcp": 49000.0}
+NET_LATENCY_NS = {"ib": 0.0, "roce": 0.0, "efa": 16000.0, "tcp": 49000.0}
 #: Launch latency per collective for each GPU beyond the first that one nccl-tests thread drives
 #: (``-g G``, the log's ``# nThread T nGpus G`` header; `predict`'s `gpus_per_thread`): one thread
 #: enqueues the collective on its G GPUs in turn, so the last starts (G - 1) launches late (our linear
@@ -155,9 +175,9 @@ def check_lat3(field: str, value: object) -> None:
 
 #: Tree and NVLSTree across nodes ramp up far more slowly than one node's or the network's own curve:
 #: one curve e(S) = S^k/(S^k + S_half^k) replaces every tier's for them (`NcclParams.s_half_multi_bytes`,
-#: `k_multi`; ours, not NCCL's). Fitted (mean |log error| 17.9 -> 8.7 %, the rest NCCL's values) on
+#: `k_multi`; ours, not NCCL's). Fitted (mean |log error| 21.1 -> 12.0 %, the rest NCCL's values) on
 #: public all-reduce runs that are NOT among the validation's machines: 2 x 8 B200 over RoCE, 8 MB-8 GB
 #: (GCP A4; dstackai/dstack @511c318 mkdocs/docs/examples/clusters/gcp.md) and 3 x 8 A100 with 4 HDR
 #: NICs a node, 22-86 MB (NVIDIA/nccl-tests issue 119); grid 2^16..2^29 B x k 0.3..1.0 in 0.1.
 MULTI_NODE_S_HALF_BYTES = 64 * 1024.0 * 1024.0
-MULTI_NODE_K = 0.6
+MULTI_NODE_K = 0.5

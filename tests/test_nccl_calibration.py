@@ -320,3 +320,27 @@ def test_params_for_other_systems(h100_calibration):
     other = h800.system(parse_notation("SW(4,200,0,links=8)"))
     assert h800.params_for(other) == default_params(other)
     assert a100.system(parse_notation("SW(8,300,0)")).nodes == 1  # its NIC count is dropped on one node
+
+
+def test_a_file_written_before_the_channel_caps_loads_without_them(tmp_path, good_text):
+    """Files written before the per-channel caps lack them: they load uncapped (inf), which is how they
+    were fitted and what they predicted; a file with the caps keeps them, and a bad cap is refused."""
+    caps = ("ring_ll128_max_GBps", "tree_max_GBps", "tree_ll128_max_GBps")
+    lines = good_text.split("\n")
+    assert all(any(ln.startswith(f"{c} = ") for ln in lines) for c in caps)
+    old = tmp_path / "old.toml"
+    old.write_text("\n".join(ln for ln in lines if not ln.startswith(caps)))
+    calib, full = C.read_calibration(old), C.read_calibration(_write(tmp_path / "new.toml", good_text))
+    assert all(getattr(calib.params, c) == math.inf for c in caps)
+    assert all(0 < getattr(full.params, c) < math.inf for c in caps)
+    assert dataclasses.replace(calib.params, **{c: getattr(full.params, c) for c in caps}) == full.params
+    bad = tmp_path / "bad.toml"
+    bad.write_text("\n".join(f"{ln.split(' = ')[0]} = -1.0" if ln.startswith("tree_max_GBps") else ln for ln in lines))
+    with pytest.raises(InputError) as e:
+        C.read_calibration(bad)
+    assert e.value.field == f"{bad}: params.tree_max_GBps"
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path

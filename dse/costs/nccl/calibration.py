@@ -49,7 +49,12 @@ _OPTIONAL = ("nvlink_links", "nics_per_node")
 _PARAM_FIELDS = tuple(f.name for f in fields(NcclParams))
 #: `NcclParams` fields added after files of this format were first written, each with the value that
 #: predicts what such a file predicted when it was written (a file without it still loads, unchanged).
-_ADDED_PARAMS: dict[str, float] = {"e_min_multi": 0.0}
+_ADDED_PARAMS: dict[str, float] = {
+    "e_min_multi": 0.0,
+    "ring_ll128_max_GBps": math.inf,
+    "tree_max_GBps": math.inf,
+    "tree_ll128_max_GBps": math.inf,
+}
 _LAT3 = tuple(f.name for f in fields(NcclParams) if f.type == "Lat3")
 _LOG_ENTRY = re.compile(r"^(.+) sha256:([0-9a-f]{64})$")
 _MAX_TEXT = 100_000  # characters of one string in the file (sources are a few hundred)

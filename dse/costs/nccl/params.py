@@ -11,32 +11,9 @@ from functools import lru_cache
 
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BANDWIDTH, MAX_BYTES, MAX_NPUS, MAX_NS
+from dse.costs.nccl import tables
 from dse.costs.nccl.channels import NcclChannels, search_channels
-from dse.costs.nccl.tables import (
-    CPUS,
-    FABRICS,
-    GENERATIONS,
-    MAX_NVLS_HEADS,
-    MULTI_NODE_K,
-    MULTI_NODE_S_HALF_BYTES,
-    NET_EFFICIENCY,
-    NET_LATENCY_NS,
-    NETWORKS,
-    NVLS_EFFICIENCY,
-    PCIE_EFFICIENCY,
-    TREE_FACTOR,
-    LL_MAX_MULTI_NODE_GBps,
-    LL_MAX_ONE_NODE_GBps,
-    NVLINK_EFFECTIVE_GBps,
-    NVLS_TREE_MAX_PER_CHANNEL_GBps,
-    PER_CHANNEL_RING_LL128_GBps,
-    PER_CHANNEL_TREE_GBps,
-    PER_CHANNEL_TREE_LL128_GBps,
-    check_choice,
-    check_integer,
-    check_lat3,
-    check_number,
-)
+from dse.costs.nccl.tables import check_choice, check_integer, check_lat3, check_number
 
 Lat3 = tuple[float, float, float]
 
@@ -65,10 +42,10 @@ class NcclSystem:
     network: str = "ib"
 
     def __post_init__(self) -> None:
-        check_choice("generation", self.generation, GENERATIONS)
-        check_choice("network", self.network, NETWORKS)
-        check_choice("fabric", self.fabric, FABRICS)
-        check_choice("cpu", self.cpu, CPUS)
+        check_choice("generation", self.generation, tables.GENERATIONS)
+        check_choice("network", self.network, tables.NETWORKS)
+        check_choice("fabric", self.fabric, tables.FABRICS)
+        check_choice("cpu", self.cpu, tables.CPUS)
         check_integer("gpus_per_node", self.gpus_per_node, 1, 1024)
         check_integer("nodes", self.nodes, 1, MAX_NPUS)
         if self.gpus_per_node * self.nodes < 2:
@@ -124,7 +101,7 @@ class NcclParams:
     nvls_inter_ns: float = 18000.0  # tuning.cc NVLS NET hop
     nvls_tree_inter_ns: float = 20900.0  # tuning.cc NVLSTree NET hop (2.28.9 on)
     net_overhead_ns: float = 1000.0  # tuning.cc: 1 us Intel/other, 2 us AMD
-    net_latency_ns: float = 0.0  # per network hop, beyond tuning.cc's NET row (NET_LATENCY_NS by network)
+    net_latency_ns: float = 0.0  # per network hop, beyond tuning.cc's NET row (tables.NET_LATENCY_NS by network)
     ll_max_GBps: float = 141.0  # tuning.cc llMaxBw (see default_params)
     nvls_tree_max_GBps: float = math.inf  # NVLSTree per-channel cap x channels
     ring_ll128_max_GBps: float = math.inf  # ring LL128 per-channel cap x channels (see default_params)
@@ -134,8 +111,8 @@ class NcclParams:
     s_half_inter_bytes: float = 0.0
     k_intra: float = 1.0
     k_inter: float = 1.0
-    s_half_multi_bytes: float = MULTI_NODE_S_HALF_BYTES  # tree / NVLSTree across nodes: every tier's curve
-    k_multi: float = MULTI_NODE_K
+    s_half_multi_bytes: float = tables.MULTI_NODE_S_HALF_BYTES  # tree / NVLSTree across nodes: every tier's curve
+    k_multi: float = tables.MULTI_NODE_K
     e_min_multi: float = 0.0  # that curve's floor: its lowest efficiency (x e_max; 0: none; fitted)
 
     def __post_init__(self) -> None:
@@ -154,11 +131,11 @@ class NcclParams:
 @lru_cache(maxsize=256)
 def channels(system: NcclSystem) -> NcclChannels:
     """NCCL's channels on `system` (`dse.costs.nccl.channels.search_channels`): the fabric total as
-    NCCL counts it is NVLinks x its effective rate per link, or the PCIe rate x `PCIE_EFFICIENCY`."""
+    NCCL counts it is NVLinks x its effective rate per link, or the PCIe rate x `tables.PCIE_EFFICIENCY`."""
     if system.fabric == "pcie":
-        fabric = system.pcie_GBps * PCIE_EFFICIENCY
+        fabric = system.pcie_GBps * tables.PCIE_EFFICIENCY
     else:
-        fabric = system.nvlink_links * NVLINK_EFFECTIVE_GBps[system.generation]
+        fabric = system.nvlink_links * tables.NVLINK_EFFECTIVE_GBps[system.generation]
     return search_channels(
         system.generation, system.gpus_per_node, system.nodes, fabric, system.nics_per_node, system.nic_GBps
     )
@@ -168,20 +145,20 @@ def channels(system: NcclSystem) -> NcclChannels:
 def default_params(system: NcclSystem) -> NcclParams:
     """NCCL's values for `system`: NVLink or PCI hop latencies by fabric, the NET ones, efficiencies
     from NCCL's effective link rates, the LL cap and network overhead by generation, nodes and CPU;
-    the network's latency per hop by its kind (`NET_LATENCY_NS`, ours: NCCL's table fits IB)."""
+    the network's latency per hop by its kind (`tables.NET_LATENCY_NS`, ours: NCCL's table fits IB)."""
     nvlink = system.fabric != "pcie"
     if nvlink:
         per_link = system.nvlink_GBps / system.nvlink_links if system.nvlink_links else 0.0
-        e0 = min(1.0, NVLINK_EFFECTIVE_GBps[system.generation] / per_link) if per_link else 1.0
+        e0 = min(1.0, tables.NVLINK_EFFECTIVE_GBps[system.generation] / per_link) if per_link else 1.0
     else:
-        e0 = PCIE_EFFICIENCY
+        e0 = tables.PCIE_EFFICIENCY
     cpu = "amd" if system.cpu == "amd" else "other"
     if system.nodes == 1:
-        ll_max = LL_MAX_ONE_NODE_GBps[system.generation]
+        ll_max = tables.LL_MAX_ONE_NODE_GBps[system.generation]
     else:
-        ll_max = LL_MAX_MULTI_NODE_GBps[cpu][0 if system.nodes == 2 else 1]
-    per_ch = NVLS_TREE_MAX_PER_CHANNEL_GBps.get(system.generation)
-    heads = min(MAX_NVLS_HEADS, system.gpus_per_node)
+        ll_max = tables.LL_MAX_MULTI_NODE_GBps[cpu][0 if system.nodes == 2 else 1]
+    per_ch = tables.NVLS_TREE_MAX_PER_CHANNEL_GBps.get(system.generation)
+    heads = min(tables.MAX_NVLS_HEADS, system.gpus_per_node)
     nvls_tree_max = per_ch[0 if system.nodes <= 2 else 1] * heads if per_ch else math.inf
     ch, by_nodes = channels(system).ring, min(system.nodes, 3) - 1
     return NcclParams(
@@ -191,16 +168,16 @@ def default_params(system: NcclSystem) -> NcclParams:
         tree_intra_hop_ns=(600.0, 1250.0, 4000.0) if nvlink else (1000.0, 1900.0, 4000.0),
         tree_inter_hop_ns=(5000.0, 8500.0, 14000.0),
         e_ring_intra=e0,
-        e_ring_inter=NET_EFFICIENCY,
-        e_tree_intra=TREE_FACTOR * e0,
-        e_tree_inter=TREE_FACTOR * NET_EFFICIENCY,
-        e_nvls_intra=e0 * NVLS_EFFICIENCY[system.generation],
-        e_nvls_inter=NET_EFFICIENCY,
+        e_ring_inter=tables.NET_EFFICIENCY,
+        e_tree_intra=tables.TREE_FACTOR * e0,
+        e_tree_inter=tables.TREE_FACTOR * tables.NET_EFFICIENCY,
+        e_nvls_intra=e0 * tables.NVLS_EFFICIENCY[system.generation],
+        e_nvls_inter=tables.NET_EFFICIENCY,
         net_overhead_ns=2000.0 if system.cpu == "amd" else 1000.0,
-        net_latency_ns=NET_LATENCY_NS[system.network],
+        net_latency_ns=tables.NET_LATENCY_NS[system.network],
         ll_max_GBps=ll_max,
         nvls_tree_max_GBps=nvls_tree_max,
-        ring_ll128_max_GBps=ch * PER_CHANNEL_RING_LL128_GBps[system.generation],
-        tree_max_GBps=ch * PER_CHANNEL_TREE_GBps[system.generation][by_nodes],
-        tree_ll128_max_GBps=ch * PER_CHANNEL_TREE_LL128_GBps[system.generation][by_nodes],
+        ring_ll128_max_GBps=ch * tables.PER_CHANNEL_RING_LL128_GBps[system.generation],
+        tree_max_GBps=ch * tables.PER_CHANNEL_TREE_GBps[system.generation][by_nodes],
+        tree_ll128_max_GBps=ch * tables.PER_CHANNEL_TREE_LL128_GBps[system.generation][by_nodes],
     )

@@ -191,6 +191,7 @@ def test_nccl_tests_max_channels_limits_rings_and_says_so(run_cli, tmp_path):
     code, free, _ = run_cli(*argv)
     code8, limited, _ = run_cli(*argv, "--max-channels", "8", "--csv", str(tmp_path / "r.csv"))
     assert code == code8 == 0 and limited.splitlines()[0].endswith("NCCL_MAX_NCHANNELS=8")
+    assert "NCCL's 24 channels (its search: 12 x 30 GB/s)" in free.splitlines()[1]
     rows, free_rows = _rows(tmp_path / "r.csv"), [ln.split() for ln in free.splitlines()[4:-1]]
     assert [(r["algo"], r["proto"]) for r in rows] == [tuple(r[-2:]) for r in free_rows]
     for r, f in zip(rows, free_rows):

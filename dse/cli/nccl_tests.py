@@ -16,7 +16,7 @@ from dse.core.topology import parse_notation, parse_topology
 from dse.core.units import parse_int, parse_size
 from dse.costs.nccl.calibration import Calibration, default_calibration, resolve_calibration
 from dse.costs.nccl.channels import MAX_CHANNELS
-from dse.costs.nccl.model import NcclParams, NcclSystem, bus_factor, predict
+from dse.costs.nccl.model import NcclParams, NcclSystem, bus_factor, channels, predict
 from dse.costs.nccl.system import DEFAULT_MACHINE, MACHINE_DEFAULTS
 from dse.costs.nccl.tables import CPUS, GENERATIONS, NETWORKS
 from dse.output.report import format_table
@@ -174,10 +174,12 @@ def _header(
     which = "NCCL's defaults" if calib is None else f"calibration {calib.name or args.calibration} ({calib.rows} rows)"
     given = (("NCCL_ALGO", args.algo), ("NCCL_PROTO", args.proto), ("NCCL_MAX_NCHANNELS", args.max_channels))
     forced = "".join(f", {k}={v}" for k, v in given if v)
+    ch = channels(system)
     return (
         f"# {collective}_perf under dse's nccl model: {system.ranks} ranks ({system.gpus_per_node} GPUs x "
         f"{system.nodes} node{'s' if system.nodes > 1 else ''}, {system.generation}), {which}{forced}\n"
-        f"# topology {label}; busbw = algbw x {factor:.4g}; one pass (the model has no in-place difference)"
+        f"# topology {label}; busbw = algbw x {factor:.4g}; NCCL's {ch.comm} channels (its search: {ch.ring} x "
+        f"{ch.ring_GBps:g} GB/s); one pass (the model has no in-place difference)"
     )
 
 

@@ -28,6 +28,7 @@ from dse.costs.nccl.logs import (
 from .conftest import DATA
 
 NCCL = DATA / "nccl"
+NCCL_DATA = Path(__file__).resolve().parents[1] / "dse" / "data" / "nccl"  # the files dse ships
 H100_1NODE = NCCL / "dgxc_dgxh100_1node_allreduce.txt"
 P5_2NODE = NCCL / "aws_p5_2node_allreduce.txt"
 P5_1NODE = NCCL / "aws_p5_1node_allreduce_batch.txt"
@@ -265,6 +266,21 @@ def test_launcher_prefixes_are_removed(prefix: str) -> None:
     (run,) = parse_nccl_tests(text)
     assert (run.collective, run.ranks, run.avg_busbw_GBps, run.warnings) == ("reduce_scatter", 4, 38.36, ())
     assert values(run.rows[0].out_of_place) == (20.5, 51.15, 38.36, 0)
+
+
+def test_open_mpi_tags_inside_a_row_are_removed() -> None:
+    """`mpirun --tag-output` tags each piece nccl-tests prints, so a row carries tags mid-line
+    (dse/data/nccl/keitaw_p5_h100_2node_allreduce.txt); the row reads as without them."""
+    tag = "[1,0]<stdout>:"
+    cells = RS_ROW.split()
+    torn = tag + " ".join(cells[:5]) + tag + "  " + " ".join(cells[5:9]) + tag + "  " + " ".join(cells[9:])
+    text = "".join(tag + line + "\n" for line in (PREAMBLE + HEADER).splitlines()) + torn + "\n" + FOOTER
+    (run,) = parse_nccl_tests(text)
+    (plain,) = parse_nccl_tests(PREAMBLE + HEADER + RS_ROW + "\n" + FOOTER)
+    assert run.rows[0].out_of_place == plain.rows[0].out_of_place
+    assert run.rows[0].in_place == plain.rows[0].in_place
+    shipped = read_nccl_tests(NCCL_DATA / "keitaw_p5_h100_2node_allreduce.txt")
+    assert [len(r.rows) for r in shipped] == [32] and shipped[0].rows[1].out_of_place.time_us == 63.44
 
 
 def test_old_layouts_by_their_headers() -> None:

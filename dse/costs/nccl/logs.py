@@ -4,7 +4,8 @@ Formats (NVIDIA/nccl-tests src/util.cu, src/common.cu at 2.19.6 and tags v1.0.0,
 v2.13.0, v2.17.5; rccl-tests prints the same; none of their code is used):
 
 - **Lines** lose launcher prefixes first: ``0: `` (``srun -l``), ``[1,0]<stdout>:`` (Open MPI),
-  ``[3] `` / ``[host:pid] `` (MPICH), ``host: `` (pdsh), ISO timestamps, indentation.
+  ``[3] `` / ``[host:pid] `` (MPICH), ``host: `` (pdsh), ISO timestamps, indentation; Open MPI's
+  ``--tag-output`` tags inside a line too (nccl-tests prints a row in pieces, each tagged).
 - **Preamble** (all optional): ``# nccl-tests version V nccl-headers=H nccl-library=L`` (L is NCCL's
   version code X*10000+Y*100+Z, before 2.9 X*1000+Y*100+Z), v1's ``# NCCL Tests compiled with NCCL
   X.Y``, ``NCCL INFO NCCL version X.Y.Z``; ``# Collective test starting: all_reduce_perf``;
@@ -188,6 +189,7 @@ def parse_nccl_tests(
 _TIMESTAMP = r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?"
 _LAUNCHERS = r"\[\d+,\d+\]<std(?:out|err)>:|\d+:(?=[\s#]|$)|\[\d+\](?=\s)|\[[\w.-]+:\d+\](?=\s)|[A-Za-z][\w.-]*:(?=\s)"
 _PREFIX = re.compile(r"(?:\s*(?:" + _LAUNCHERS + "|" + _TIMESTAMP + r"(?=\s)))*", re.ASCII)
+_MPI_TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:", re.ASCII)
 _INT = re.compile(r"[0-9]+", re.ASCII)
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 _MISSING = {"n/a", "nan", "-nan", "inf", "-inf", "+inf"}
@@ -358,6 +360,8 @@ class _Parser:
 
     def feed(self, n: int, raw: str) -> None:
         line = raw[(m.end() if (m := _PREFIX.match(raw)) else 0) :].strip()  # without launcher prefixes
+        if "]<std" in line:  # Open MPI's tags inside the line (--tag-output on a row printed in pieces)
+            line = _MPI_TAG.sub(" ", line).strip()
         if not line:
             return
         self.empty = False

@@ -89,7 +89,8 @@ NETWORKS = ("ib", "roce", "efa", "tcp")
 #:   over 8 hops (aws-samples/awsome-distributed-training @7217859,
 #:   micro-benchmarks/nccl-tests/slurm/topology-aware-nccl-tests/README.md), and 2 x p5 (H100, 32 x
 #:   100G EFA, NCCL 2.22.3), 63.4 us at 16 B vs 25.9 modelled over 2 hops (KeitaW/p5-nccl-test-2024-07-19
-#:   @1c78584, nccl-test-output-v2.22.3-1.log);
+#:   @1c78584, nccl-test-output-v2.22.3-1.log; dse/data/nccl/keitaw_p5_h100_2node_allreduce.txt;
+#:   tests/test_nccl_defaults.py recomputes both);
 #: - tcp 49000: 2 x GCP A3 Mega (H100, GPUDirect-TCPXO), 123.2 us at 16-128 B vs 25.2 over 2 hops
 #:   (lessizzmore/create-a3mega-ztan-fork @346b825, ztan-NCCL-test-result.markdown).
 #: Rechecked against the hop count `_latency_ns` uses (tree LL floors: base + 2 x 7 fabric hops +

@@ -12,7 +12,10 @@ the algorithm turns a tier's bandwidth into busbw (ring 1, NVLS 2(h-1)/(h+1), a 
 times the protocol's share (LL 1/2, LL128 0.92), L the latency (a base plus hop counts times per-hop
 latencies, plus the network's own latency per network hop, plus `launch_ns(G)` for nccl-tests' -g G);
 tree and NVLSTree across nodes take one slower curve for every tier (`s_half_multi_bytes`, `k_multi`),
-whose efficiency stays above a floor (`e_min_multi`).
+whose efficiency stays above a floor (`e_min_multi`). NCCL's per-channel caps (ring LL128, tree, tree
+LL128, NVLSTree) bound the bandwidth by NCCL's channel count (`channels`, dse.costs.nccl.channels);
+`max_channels` limits the channels like NCCL_MAX_NCHANNELS. The inputs (`NcclSystem`, `NcclParams`,
+`default_params`) live in dse.costs.nccl.params and are re-exported here.
 NCCL's choice is the smallest time without launch (its tuner does not see it), ties to the first of
 tree, ring, nvls, nvls_tree; LL, LL128, Simple. Defaults: NCCL 2.30.7's (src/graph/tuning.cc, topo.h, search.cc,
 numbers only, restated in docs/model.md §15; tables in

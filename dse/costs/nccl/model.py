@@ -161,12 +161,8 @@ def channel_ceiling_GBps(system: NcclSystem, algo: str, proto: str, max_channels
     ch = channels(system)
     if algo not in ("ring", "tree") or max_channels >= ch.comm:
         return math.inf
-    p, n = PROTOCOLS.index(proto), system.ranks
     rate = max_channels * ch.ring * ch.ring_GBps / ch.comm
-    if algo == "ring":
-        return rate * (RING_LL_FACTOR, RING_LL128_FACTOR, 1.0)[p]
-    share = (TREE_LL_FACTOR, TREE_LL128_FACTOR[system.nodes > 1], 1.0)[p]
-    return rate * TREE_FACTOR * share * (n - 1) / n
+    return rate * (TREE_FACTOR if algo == "tree" else 1.0) * _share(system, algo, PROTOCOLS.index(proto))
 
 
 def predict_time(
@@ -321,13 +317,10 @@ def _plan(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int)
     n = system.ranks
     f = bus_factor(collective, n)
     tiers = _tiers(system, q, collective, algo)
-    share, cap = 1.0, math.inf
+    share, cap = _share(system, algo, p), math.inf
     if algo == "ring":
-        share = (RING_LL_FACTOR, RING_LL128_FACTOR, 1.0)[p]
         cap = (q.ll_max_GBps, q.ring_ll128_max_GBps, math.inf)[p]
     elif algo == "tree":
-        # NCCL's tree busbw is per node; nccl-tests' is (n-1)/n of it.
-        share = (TREE_LL_FACTOR, TREE_LL128_FACTOR[system.nodes > 1], 1.0)[p] * (n - 1) / n
         cap = (q.ll_max_GBps, q.tree_ll128_max_GBps, math.inf)[p] * (n - 1) / n
     if any(bw <= 0 for bw, _, _, _ in tiers):
         return None
@@ -343,6 +336,18 @@ def _plan(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int)
         plateau = RING_SIMPLE_MULTINODE_LAT[system.generation] - 1.0
         step = (64.0 * channels(system).comm * n, lat * plateau)
     return (algo, PROTOCOLS[p], lat, tuple(terms), table, step)
+
+
+def _share(system: NcclSystem, algo: str, p: int) -> float:
+    """The busbw share protocol `p` gives `algo` (tuning.cc): ring LL 1/2, LL128 0.92; tree LL 1/3.8,
+    LL128 7/9 (one node) or 120/128, times (n-1)/n (NCCL's tree busbw is per node; nccl-tests' is
+    (n-1)/n of it); 1 otherwise."""
+    if algo == "ring":
+        return (RING_LL_FACTOR, RING_LL128_FACTOR, 1.0)[p]
+    if algo == "tree":
+        n = system.ranks
+        return (TREE_LL_FACTOR, TREE_LL128_FACTOR[system.nodes > 1], 1.0)[p] * (n - 1) / n
+    return 1.0
 
 
 def _latency_ns(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int) -> float:

@@ -297,7 +297,8 @@ def test_fit_finds_the_multi_node_curves_floor_from_rows_across_nodes(no_prior: 
     network tier. One node's rows never fit it: it stays 0 (the pure curve)."""
     two = H100_2N
     truth = dataclasses.replace(default_params(two), s_half_multi_bytes=32 * 2.0**20, k_multi=0.6, e_min_multi=0.05)
-    result = F.fit_details(two, [_synthetic(two, truth)])
+    start = dataclasses.replace(default_params(two), s_half_multi_bytes=2.0**26, k_multi=0.5, e_min_multi=0.0)
+    result = F.fit_details(two, [_synthetic(two, truth)], params=start)
     assert "floor_multi" in result.fitted
     assert result.cost < 1e-4 * result.cost_start
     moved = F.transfer(result.params, default_params(dataclasses.replace(two, nodes=4)), "inter")

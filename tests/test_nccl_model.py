@@ -27,8 +27,7 @@ from dse.costs.nccl.model import (
 )
 from dse.costs.nccl.tables import (
     LAUNCH_PER_GPU_NS,
-    MULTI_NODE_K,
-    MULTI_NODE_S_HALF_BYTES,
+    MULTI_NODE_CURVE,
     TREE_SIZE_FACTOR,
     launch_ns,
     tree_factor,
@@ -126,8 +125,8 @@ def test_hop_counts_per_algorithm() -> None:
 
 def test_network_latency_is_added_to_every_network_hop_twice_for_simple() -> None:
     """`net_latency_ns` x (network hops), x 2 for Simple (as NCCL adds a net plugin's latency), on
-    every algorithm; one node has no network hop. EFA's default is 16 us a hop (nccl_tables)."""
-    assert default_params(P5_X4_EFA).net_latency_ns == 16000.0
+    every algorithm; one node has no network hop. EFA's default is 17 us a hop (nccl_tables)."""
+    assert default_params(P5_X4_EFA).net_latency_ns == 17000.0
     assert default_params(H100_X4_AMD).net_latency_ns == 0.0  # ib: NCCL's NET table alone
     q0 = default_params(H100_X4_AMD)
     q = dataclasses.replace(q0, net_latency_ns=10000.0)
@@ -157,15 +156,16 @@ def test_tree_and_nvls_tree_across_nodes_take_the_multi_node_curve() -> None:
     """Across nodes, tree and NVLSTree use one curve (S_half, k) for every tier; a ring keeps the
     tiers' own (none by default). Tree: t = L + per_byte·(S/f(S) + S_half^k·S^(1-k)), f its size table."""
     two = dataclasses.replace(H100, nodes=2, nics_per_node=8, nic_GBps=50.0)
-    q = dataclasses.replace(default_params(two), tree_max_GBps=math.inf)  # no per-channel cap: the tiers alone
-    assert (q.s_half_multi_bytes, q.k_multi) == (MULTI_NODE_S_HALF_BYTES, MULTI_NODE_K)
+    assert (default_params(two).s_half_multi_bytes, default_params(two).k_multi) == MULTI_NODE_CURVE["hopper"][:2]
+    q = dataclasses.replace(default_params(two), tree_max_GBps=math.inf, e_min_multi=0.0)  # the tiers alone, pure
+    sh, k = q.s_half_multi_bytes, q.k_multi
     flat = dataclasses.replace(q, s_half_multi_bytes=0.0)
     s = 64 * MiB
     curved = predict(two, "all_reduce", s, params=q, algo="tree", proto="Simple")
     plain = predict(two, "all_reduce", s, params=flat, algo="tree", proto="Simple")
     latency = next(c.latency_ns for c in plain.candidates if (c.algo, c.proto) == ("tree", "Simple"))
     per_byte = (plain.time_ns - latency) / (s / tree_factor(TREE_SIZE_FACTOR[2], s))
-    extra = per_byte * MULTI_NODE_S_HALF_BYTES**MULTI_NODE_K * s ** (1 - MULTI_NODE_K)
+    extra = per_byte * sh**k * s ** (1 - k)
     assert curved.time_ns == pytest.approx(plain.time_ns + extra, rel=1e-9)
     nvls = [predict(two, "all_reduce", s, params=p, algo="nvls_tree").time_ns for p in (q, flat)]
     assert nvls[0] > nvls[1]
@@ -181,8 +181,7 @@ def test_the_multi_node_curves_floor_bounds_its_extra_time(floor: float) -> None
     most S·(1/f - 1) bandwidth-bytes (tiny messages stay latency-bound), never above the pure curve's,
     and the same as it for S >> S_half; f = 0 is the pure curve."""
     two = dataclasses.replace(H100, nodes=2, nics_per_node=8, nic_GBps=50.0)
-    q = dataclasses.replace(default_params(two), tree_max_GBps=math.inf)  # no per-channel cap: the tiers alone
-    assert q.e_min_multi == 0.0
+    q = dataclasses.replace(default_params(two), tree_max_GBps=math.inf, e_min_multi=0.0)  # the tiers alone, pure
     floored, flat = dataclasses.replace(q, e_min_multi=floor), dataclasses.replace(q, s_half_multi_bytes=0.0)
     sh, k = q.s_half_multi_bytes, q.k_multi
     for s in (8, 4 * KiB, MiB, 64 * MiB, 16 * GiB):

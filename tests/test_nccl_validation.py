@@ -18,28 +18,28 @@ from dse.costs.nccl.model import NcclParams, NcclSystem, default_params
 CEILINGS = {
     ("file", "dgxc_h100", "p5_1node"): 0.081,
     ("sizes", "p5_1node", "p5_1node"): 0.075,
-    ("scale", "p5_1node", "p5_2node"): 0.129,
-    ("scale", "dgxc_h100", "nebius_h100"): 0.113,
-    ("sizes", "nebius_h100", "nebius_h100"): 0.061,
-    ("sizes", "p5_2node", "p5_2node"): 0.056,
-    ("file", "nebius_h100", "p5_2node"): 0.143,
-    ("file", "nebius_h100", "dell_h200"): 0.11,
-    ("file", "nebius_h100", "oci_h100"): 0.016,
-    ("sizes", "dell_h200", "dell_h200"): 0.068,
+    ("scale", "p5_1node", "p5_2node"): 0.099,
+    ("scale", "dgxc_h100", "nebius_h100"): 0.097,
+    ("sizes", "nebius_h100", "nebius_h100"): 0.075,
+    ("sizes", "p5_2node", "p5_2node"): 0.055,
+    ("file", "nebius_h100", "p5_2node"): 0.106,
+    ("file", "nebius_h100", "dell_h200"): 0.107,
+    ("file", "nebius_h100", "oci_h100"): 0.017,
+    ("sizes", "dell_h200", "dell_h200"): 0.096,
     ("sizes", "lambda_b200", "lambda_b200"): 0.071,
     ("file", "a100_blog_g8", "a100_dkh"): 0.097,
     ("file", "a100_blog_g8", "a100_oci"): 0.134,
     ("scale", "a100_blog_g1", "crusoe_a100"): 0.092,
     ("sizes", "crusoe_a100", "crusoe_a100"): 0.097,
-    ("sizes", "p4de_2node", "p4de_2node"): 0.072,
-    ("sizes", "v100_blog", "v100_blog"): 0.037,
+    ("sizes", "p4de_2node", "p4de_2node"): 0.071,
+    ("sizes", "v100_blog", "v100_blog"): 0.036,
     ("file", "v100_blog", "v100_oci"): 0.046,
-    ("sizes", "xe9680_h100", "xe9680_h100"): 0.103,
-    ("scale", "dgxc_h100", "xe9680_h100"): 0.198,
+    ("sizes", "xe9680_h100", "xe9680_h100"): 0.111,
+    ("scale", "dgxc_h100", "xe9680_h100"): 0.161,
     ("sizes", "oci_oke_a100", "oci_oke_a100"): 0.061,
     ("scale", "a100_blog_g1", "oci_oke_a100"): 0.185,
 }
-OVERALL_CEILING = 0.106
+OVERALL_CEILING = 0.099
 SUMMARY = re.compile(r"nccl: geometric-mean error (\d+\.\d) % over (\d+) held-out measurements from (\d+) machines")
 
 
@@ -86,9 +86,10 @@ def test_every_case_stays_under_its_measured_ceiling(spied: tuple[V.ValidationTa
         assert case.fit_gm < CEILINGS[spec], (spec, case.fit_gm)
     assert table.gm < OVERALL_CEILING
     # Calibrating on a machine's own rows always beats NCCL's own tuner on its other rows; carried to
-    # another machine or scale it can be worse (4 of the 13 transfers, docs/nccl.md "Where it misses").
+    # another machine or scale it can be worse (5 of the 13 transfers: three scale cases, docs/nccl.md
+    # "Where it misses"; the A100 node's 1-row and the OCI H100 pair's 5-row files, both within 1 point).
     assert all(c.fit_gm < c.default_gm for c in table.cases if c.split == "sizes")
-    assert sum(c.fit_gm < c.default_gm for c in table.cases) >= len(table.cases) - 4
+    assert sum(c.fit_gm < c.default_gm for c in table.cases) >= len(table.cases) - 5
 
 
 def test_g8_cases_are_predicted_with_their_launch_latency(
@@ -129,18 +130,26 @@ def test_astra_sim_comparison(spied: tuple[V.ValidationTable, list[dict[str, Any
         assert abs(p.dse_us / p.measured_us - 1) < 0.08, p
 
 
-def test_scale_and_file_cases_keep_the_held_out_networks_latency() -> None:
-    """A file case from IB to EFA carries the fitted network efficiencies but not the IB latency; a
-    scale case takes every network quantity from the held-out kind's defaults."""
+def test_the_network_tier_carries_only_on_the_same_nccl_transport() -> None:
+    """A file case from IB to RoCE (both NCCL's IB verbs transport) carries the fitted network
+    quantities but not the IB latency; from IB to EFA (its own plugin) it carries the fabric only, as
+    a scale case does: every network quantity is the held-out kind's default."""
     systems, ms = F.bundled()
-    ib, efa = systems["h100_nebius_2node"], systems["h100_p5_2node"]
-    params = V.calibrated("file", ib, efa, ms["nebius_h100"].runs())
-    fitted = F.fit(ib, ms["nebius_h100"].runs())
-    assert params.net_latency_ns == default_params(efa).net_latency_ns == 16000.0
-    assert params.e_nvls_inter == fitted.e_nvls_inter
+    ib, roce, efa = systems["h100_nebius_2node"], systems["h200_dell_2node"], systems["h100_p5_2node"]
+    runs = ms["nebius_h100"].runs()
+    fitted = F.fit(ib, runs)
+    network = ("net_latency_ns", "e_nvls_inter", "e_ring_inter", "ring_inter_hop_ns", "s_half_multi_bytes", "k_multi")
+    assert fitted.s_half_multi_bytes != default_params(roce).s_half_multi_bytes  # the carry is visible
+    to_roce = V.calibrated("file", ib, roce, runs)
+    for name in network[1:]:
+        assert getattr(to_roce, name) == getattr(fitted, name), name
+    assert to_roce.net_latency_ns == default_params(roce).net_latency_ns
+    to_efa = V.calibrated("file", ib, efa, runs)
+    assert to_efa.e_ring_intra == fitted.e_ring_intra
     scaled = V.calibrated("scale", systems["h100_p5_1node"], efa, ms["p5_1node"].runs())
-    for name in ("net_latency_ns", "e_nvls_inter", "ring_inter_hop_ns", "s_half_inter_bytes"):
-        assert getattr(scaled, name) == getattr(default_params(efa), name), name
+    for name in network:
+        assert getattr(to_efa, name) == getattr(scaled, name) == getattr(default_params(efa), name), name
+    assert default_params(efa).net_latency_ns == 17000.0
 
 
 @pytest.mark.parametrize(

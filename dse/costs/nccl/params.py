@@ -111,9 +111,9 @@ class NcclParams:
     s_half_inter_bytes: float = 0.0
     k_intra: float = 1.0
     k_inter: float = 1.0
-    s_half_multi_bytes: float = tables.MULTI_NODE_S_HALF_BYTES  # tree / NVLSTree across nodes: every tier's curve
-    k_multi: float = tables.MULTI_NODE_K
-    e_min_multi: float = 0.0  # that curve's floor: its lowest efficiency (x e_max; 0: none; fitted)
+    s_half_multi_bytes: float = tables.MULTI_NODE_CURVE["blackwell"].s_half_bytes  # tree / NVLSTree across nodes
+    k_multi: float = tables.MULTI_NODE_CURVE["blackwell"].k
+    e_min_multi: float = tables.MULTI_NODE_CURVE["blackwell"].floor  # its floor (x e_max; 0: none; fitted)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -145,7 +145,8 @@ def channels(system: NcclSystem) -> NcclChannels:
 def default_params(system: NcclSystem) -> NcclParams:
     """NCCL's values for `system`: NVLink or PCI hop latencies by fabric, the NET ones, efficiencies
     from NCCL's effective link rates, the LL cap and network overhead by generation, nodes and CPU;
-    the network's latency per hop by its kind (`tables.NET_LATENCY_NS`, ours: NCCL's table fits IB)."""
+    the network's latency per hop by its kind (`tables.NET_LATENCY_NS`, ours: NCCL's table fits IB)
+    and the multi-node curve by generation (`tables.MULTI_NODE_CURVE`, ours)."""
     nvlink = system.fabric != "pcie"
     if nvlink:
         per_link = system.nvlink_GBps / system.nvlink_links if system.nvlink_links else 0.0
@@ -161,6 +162,7 @@ def default_params(system: NcclSystem) -> NcclParams:
     heads = min(tables.MAX_NVLS_HEADS, system.gpus_per_node)
     nvls_tree_max = per_ch[0 if system.nodes <= 2 else 1] * heads if per_ch else math.inf
     ch, by_nodes = channels(system).ring, min(system.nodes, 3) - 1
+    curve = tables.MULTI_NODE_CURVE[system.generation]
     return NcclParams(
         # tuning.cc hardware latency, Ring and Tree rows: NVLink or PCI column by fabric, NET column.
         ring_intra_hop_ns=(600.0, 1900.0, 3400.0) if nvlink else (1000.0, 2500.0, 5700.0),
@@ -180,4 +182,7 @@ def default_params(system: NcclSystem) -> NcclParams:
         ring_ll128_max_GBps=ch * tables.PER_CHANNEL_RING_LL128_GBps[system.generation],
         tree_max_GBps=ch * tables.PER_CHANNEL_TREE_GBps[system.generation][by_nodes],
         tree_ll128_max_GBps=ch * tables.PER_CHANNEL_TREE_LL128_GBps[system.generation][by_nodes],
+        s_half_multi_bytes=curve.s_half_bytes,
+        k_multi=curve.k,
+        e_min_multi=curve.floor,
     )

@@ -9,6 +9,7 @@ dataclasses share.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from dse.core.errors import InputError
 from dse.core.limits import MAX_NS
@@ -75,6 +76,9 @@ MAX_NVLS_HEADS = 32  # NVLS channels: one per head GPU, at most 32 (search.cc)
 #: AWS EFA (libfabric through the aws-ofi-nccl plugin) and TCP-class transports (sockets, GCP's
 #: GPUDirect-TCPX/TCPXO plugins).
 NETWORKS = ("ib", "roce", "efa", "tcp")
+#: The NCCL transport each network kind runs on: IB and RoCE share NCCL's IB verbs transport; EFA
+#: runs the aws-ofi-nccl plugin, TCP-class networks sockets or their own plugins.
+NET_TRANSPORT = {"ib": "ib verbs", "roce": "ib verbs", "efa": "ofi plugin", "tcp": "sockets"}
 #: The network's own latency per hop, ns (`NcclParams.net_latency_ns`): what a network hop costs
 #: beyond NCCL's NET hop table, like the NIC latency NCCL's net plugins may report (graph latencyInter,
 #: added once per network hop, twice for Simple). Each default is (measured 16-32 B all-reduce floor -
@@ -84,23 +88,23 @@ NETWORKS = ("ib", "roce", "efa", "tcp")
 #:   lambda.md @511c318: +5 us a hop) and 2 x 8 H20 over NDR IB with NVLSTree 46.3 us vs 66.8 (NVIDIA/nccl
 #:   issue 1244: below the table already) bracket it, so the table stays;
 #: - roce 0: as ib (NCCL's same IB verbs transport; no public floor outside the validation set);
-#: - efa 16000: the mean of two runs' 14.0 and 18.8 us a hop (EFA generations differ): 16 x p5en
+#: - efa 17000: the mean of two runs' 14.0 and 19.1 us a hop (EFA generations differ): 16 x p5en
 #:   (H200, 16 x 200G EFA v3; 16 nodes from busbw/algbw = 1.984), 167.3 us at 16 B vs 55.2 modelled
 #:   over 8 hops (aws-samples/awsome-distributed-training @7217859,
 #:   micro-benchmarks/nccl-tests/slurm/topology-aware-nccl-tests/README.md), and 2 x p5 (H100, 32 x
-#:   100G EFA, NCCL 2.22.3), 63.4 us at 16 B vs 25.9 modelled over 2 hops (KeitaW/p5-nccl-test-2024-07-19
+#:   100G EFA, NCCL 2.22.3), 63.4 us at 16 B vs 25.2 modelled over 2 hops (KeitaW/p5-nccl-test-2024-07-19
 #:   @1c78584, nccl-test-output-v2.22.3-1.log; dse/data/nccl/keitaw_p5_h100_2node_allreduce.txt;
 #:   tests/test_nccl_defaults.py recomputes both);
 #: - tcp 49000: 2 x GCP A3 Mega (H100, GPUDirect-TCPXO), 123.2 us at 16-128 B vs 25.2 over 2 hops
 #:   (lessizzmore/create-a3mega-ztan-fork @346b825, ztan-NCCL-test-result.markdown).
 #: Rechecked against the hop count `_latency_ns` uses (tree LL floors: base + 2 x 7 fabric hops +
 #: 2 log2(nodes) network hops, the net latency once each; tree LL stays NCCL's choice with it): p5en
-#: 16 nodes 55.2 -> 183.2 us modelled (167.3 measured), 2 x p5 25.9 -> 57.9 (63.4), A3 Mega 25.2 -> 123.2
+#: 16 nodes 55.2 -> 191.2 us modelled (167.3 measured), 2 x p5 25.2 -> 59.2 (63.4), A3 Mega 25.2 -> 123.2
 #: (123.2). No other public
 #: out-of-set floor tightens efa or roce: aws_p5_2node_allreduce_eks has only size 0 (no network
 #: transfer), stas_p5en_4node and nccl1221 (RoCE) are bandwidth prose, dstack GCP A4 (RoCE) starts at
 #: 8 MB (bandwidth-bound), the MI355X RoCE run is RCCL on a GPU this model has no generation for.
-NET_LATENCY_NS = {"ib": 0.0, "roce": 0.0, "efa": 16000.0, "tcp": 49000.0}
+NET_LATENCY_NS = {"ib": 0.0, "roce": 0.0, "efa": 17000.0, "tcp": 49000.0}
 #: Launch latency per collective for each GPU beyond the first that one nccl-tests thread drives
 #: (``-g G``, the log's ``# nThread T nGpus G`` header; `predict`'s `gpus_per_thread`): one thread
 #: enqueues the collective on its G GPUs in turn, so the last starts (G - 1) launches late (our linear
@@ -175,10 +179,34 @@ def check_lat3(field: str, value: object) -> None:
 
 
 #: Tree and NVLSTree across nodes ramp up far more slowly than one node's or the network's own curve:
-#: one curve e(S) = S^k/(S^k + S_half^k) replaces every tier's for them (`NcclParams.s_half_multi_bytes`,
-#: `k_multi`; ours, not NCCL's). Fitted (mean |log error| 21.1 -> 12.0 %, the rest NCCL's values) on
-#: public all-reduce runs that are NOT among the validation's machines: 2 x 8 B200 over RoCE, 8 MB-8 GB
-#: (GCP A4; dstackai/dstack @511c318 mkdocs/docs/examples/clusters/gcp.md) and 3 x 8 A100 with 4 HDR
-#: NICs a node, 22-86 MB (NVIDIA/nccl-tests issue 119); grid 2^16..2^29 B x k 0.3..1.0 in 0.1.
-MULTI_NODE_S_HALF_BYTES = 64 * 1024.0 * 1024.0
-MULTI_NODE_K = 0.5
+#: one curve e(S) = S^k/(S^k + S_half^k), never below floor x e_max, replaces every tier's for them
+#: (`NcclParams.s_half_multi_bytes`, `k_multi`, `e_min_multi`; ours, not NCCL's), by GPU generation,
+#: from public all-reduce runs that are NOT among the validation's machines, the rest NCCL's values:
+#: - Blackwell: (S_half, k) the best of a grid (2^16..2^29 B x k 0.3..1.0 in 0.1) on 2 x 8 B200 over
+#:   RoCE, 8 MB-8 GB (GCP A4; dstackai/dstack @511c318 mkdocs/docs/examples/clusters/gcp.md), with
+#:   3 x 8 A100 with 4 HDR NICs a node, 22-86 MB (NVIDIA/nccl-tests issue 119; it runs ring there, so
+#:   it does not move the grid): mean |log error| 21.1 -> 12.0 %. Those start at 8 MB, above where a
+#:   floor acts, and no floor improves them: none.
+#: - Hopper: (S_half, k) the same grid's best on 2 x 8 H100 over 32 x 100G EFA, 8 B-16 GB (AWS p5;
+#:   KeitaW/p5-nccl-test-2024-07-19 @1c78584): 24.0 -> 12.0 %; the floor the best of FLOORS on 2 x 8
+#:   HGX H100 with 8 NDR NICs, 16 B-64 KB (nccl-tests issue 319), its fabric from the DGX H100 node's
+#:   calibration; each with the other and EFA's latency (which its floor sets) in place.
+#: - Volta and Ampere: no outside run has tree at the sizes the curve acts on; they take Blackwell's.
+#: tests/test_nccl_defaults.py recomputes every value.
+MULTI_NODE_FLOORS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+
+
+class MultiNodeCurve(NamedTuple):
+    """One generation's multi-node curve: half-efficiency size, exponent, floor (x e_max; 0 none)."""
+
+    s_half_bytes: float
+    k: float
+    floor: float
+
+
+MULTI_NODE_CURVE: dict[str, MultiNodeCurve] = {
+    "volta": MultiNodeCurve(64 * 1024.0 * 1024.0, 0.5, 0.0),
+    "ampere": MultiNodeCurve(64 * 1024.0 * 1024.0, 0.5, 0.0),
+    "hopper": MultiNodeCurve(64 * 1024.0 * 1024.0, 0.9, 0.01),
+    "blackwell": MultiNodeCurve(64 * 1024.0 * 1024.0, 0.5, 0.0),
+}

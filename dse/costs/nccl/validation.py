@@ -10,11 +10,13 @@ and files). Splits:
   quantities carry over (`transfer`: they are the node's); the network's are its kind's defaults
   (`default_params`: NCCL's efficiencies and NET hops, plus the `network` kind's latency per hop).
 
-In file and scale cases the fitted tiers are carried onto the held-out system's default parameters;
-across network kinds the network's latency stays the held-out kind's. Errors are relative time errors
-of the out-of-place column; gm is `geomean_error`. The table's gm sums every case: a row held out in
-two cases counts twice. `validation_table` is deterministic and needs only the repository; it checks
-that no case's calibration rows meet its held-out rows (`ValueError` otherwise: a broken case list).
+In file and scale cases the fitted tiers are carried onto the held-out system's default parameters.
+The network tier carries only between networks on the same NCCL transport (`NET_TRANSPORT`: IB and
+RoCE share IB verbs; EFA has its plugin); across network kinds its latency stays the held-out kind's.
+Errors are relative time errors of the out-of-place column; gm is `geomean_error`. The table's gm
+sums every case: a row held out in two cases counts twice. `validation_table` is deterministic and
+needs only the repository; it checks that no case's calibration rows meet its held-out rows
+(`ValueError` otherwise: a broken case list).
 
 ASTRA-sim publishes its own validation on HGX-H100 (NCCL ring forced, 2/4/8 GPUs) only as plots and
 geomean errors; `ASTRA_SIM_POINTS` are readings off those plots (approximate), and dse's figure for
@@ -33,7 +35,7 @@ from dse.core.errors import InputError
 from dse.core.files import read_text, read_toml
 from dse.costs.nccl.fit import BUNDLED_DIR, Measurement, bundled, errors, fit, geomean_error, transfer
 from dse.costs.nccl.logs import NcclTestsRun
-from dse.costs.nccl.model import NcclParams, NcclSystem, default_params, predict
+from dse.costs.nccl.model import NET_TRANSPORT, NcclParams, NcclSystem, default_params, predict
 
 SPLITS = ("sizes", "file", "scale")
 
@@ -162,11 +164,12 @@ def row_keys(runs: Sequence[NcclTestsRun]) -> set[tuple[str, int]]:
 
 def calibrated(split: str, calib: NcclSystem, held: NcclSystem, runs: list[NcclTestsRun]) -> NcclParams:
     """Parameters for `held` from a fit on `runs` of `calib`: every tier `calib` has (scale: the
-    fabric only) carried onto `held`'s defaults; the network latency stays `held`'s kind's when the
-    network kinds differ."""
+    fabric only; the network only on the same NCCL transport) carried onto `held`'s defaults; the
+    network latency stays `held`'s kind's when the network kinds differ."""
     fitted = fit(calib, runs)
     params = default_params(held)
-    tiers = ["intra"] if split == "scale" else ["intra"] * (calib.gpus_per_node > 1) + ["inter"] * (calib.nodes > 1)
+    network = calib.nodes > 1 and NET_TRANSPORT[calib.network] == NET_TRANSPORT[held.network]
+    tiers = ["intra"] if split == "scale" else ["intra"] * (calib.gpus_per_node > 1) + ["inter"] * network
     for tier in tiers:
         params = transfer(fitted, params, tier)
     if calib.network != held.network:

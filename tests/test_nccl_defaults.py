@@ -12,7 +12,7 @@ import pytest
 
 from dse.costs.nccl import validation
 from dse.costs.nccl.fit import bundled, fit, transfer
-from dse.costs.nccl.model import NcclSystem, default_params, predict, predict_time
+from dse.costs.nccl.model import NcclSystem, default_params, predict
 from dse.costs.nccl.tables import GENERATIONS, MULTI_NODE_CURVE, MULTI_NODE_FLOORS, NET_LATENCY_NS
 
 #: each generation's (S_half, k) sources: (measurement names, rows, mean |log error| without / with the curve)
@@ -35,12 +35,19 @@ def _rows(names: tuple[str, ...]) -> list[tuple[object, int, float]]:
     return out
 
 
+def _time_ns(system: NcclSystem, size: int, q: object, tuner: object) -> float:
+    """The all-reduce time under `q` of the plan NCCL's tuner picks under `tuner`: the defaults
+    being tried (a default also decides the choice; first in NCCL's order on a tie)."""
+    pick = min(predict(system, "all_reduce", size, params=tuner).candidates, key=lambda c: c.time_ns)  # type: ignore[arg-type]
+    return predict(system, "all_reduce", size, params=q, algo=pick.algo, proto=pick.proto).time_ns  # type: ignore[arg-type]
+
+
 def _error(rows: list[tuple[object, int, float]], s_half: float, k: float, floor: float = 0.0) -> float:
-    """Mean |log(predicted / measured)| with this curve and NCCL's values otherwise."""
+    """Mean |log(predicted / measured)| with this curve as the default and NCCL's values otherwise."""
     total = 0.0
     for system, size, measured in rows:
         q = dataclasses.replace(default_params(system), s_half_multi_bytes=s_half, k_multi=k, e_min_multi=floor)  # type: ignore[arg-type]
-        total += abs(math.log(predict_time(system, "all_reduce", size, q)[0] / measured))  # type: ignore[arg-type]
+        total += abs(math.log(_time_ns(system, size, q, q) / measured))  # type: ignore[arg-type]
     return total / len(rows)
 
 
@@ -111,7 +118,7 @@ def test_efa_latency_is_the_mean_of_two_outside_floors() -> None:
 def test_hoppers_floor_is_the_best_on_an_outside_h100_pairs_small_messages() -> None:
     """Hopper's floor: a one-node DGX H100 calibration carried to two HGX H100 nodes (as the
     validation's scale cases do) predicts the pair's 16 B-64 KB rows best with a floor of 0.01
-    (4.9 %; 23.1 % with none, where the power law adds time to messages of a few bytes)."""
+    (5.3 %; 23.1 % with none, where the power law adds time to messages of a few bytes)."""
     systems, measurements = bundled()
     one = measurements["dgxc_h100"]
     fitted = fit(systems[one.system], one.runs())
@@ -121,13 +128,11 @@ def test_hoppers_floor_is_the_best_on_an_outside_h100_pairs_small_messages() -> 
 
     def gm(floor: float) -> float:
         q = dataclasses.replace(transfer(fitted, default_params(pair), "intra"), e_min_multi=floor)
-        logs = [
-            abs(math.log(predict_time(pair, "all_reduce", r.size_bytes, q)[0] / (r.out_of_place.time_us * 1e3)))
-            for r in rows
-        ]
+        tuner = dataclasses.replace(default_params(pair), e_min_multi=floor)
+        logs = [abs(math.log(_time_ns(pair, r.size_bytes, q, tuner) / (r.out_of_place.time_us * 1e3))) for r in rows]
         return math.expm1(sum(logs) / len(logs))
 
     errors = {f: gm(f) for f in MULTI_NODE_FLOORS}
     assert min(errors, key=errors.__getitem__) == MULTI_NODE_CURVE["hopper"].floor == 0.01
-    assert errors[0.01] == pytest.approx(0.049, abs=0.001) and errors[0.0] > 2 * errors[0.01]
+    assert errors[0.01] == pytest.approx(0.053, abs=0.001) and errors[0.0] > 2 * errors[0.01]
     assert default_params(pair).e_min_multi == 0.01

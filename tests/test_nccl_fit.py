@@ -190,6 +190,20 @@ def test_rows_with_wrong_elements_or_a_warning_are_skipped_and_counted() -> None
     assert F.samples(A100, [failed])[1] == len(SIZES)
 
 
+def test_rows_whose_two_columns_disagree_beyond_the_ratio_are_skipped_and_counted() -> None:
+    """Out-of-place against in-place: x1 and x1.5 are kept, x1.515 (either column the slower) is
+    skipped, and a row with one column has nothing to disagree with."""
+    assert F.DISAGREE_RATIO == 1.5
+    run = _run(A100, [20e3, 30e3, 30e3, 30e3, 20e3], [8, 16, 32, 64, 128])
+    in_place_us = (20.0, 20.0, 30.0 / 1.515, None, 20.0 * 1.515)
+    rows = tuple(
+        dataclasses.replace(row, in_place=None if t is None else NcclTestsPass(t, 1.0, 1.0, 0))
+        for row, t in zip(run.rows, in_place_us)
+    )
+    got, skipped = F.samples(A100, [dataclasses.replace(run, rows=rows)])
+    assert [s.size_bytes for s in got] == [8, 16, 64] and skipped == 2
+
+
 def test_bad_input_is_one_input_error() -> None:
     wrong = _run(A100, [1e4] * 3, [8, 16, 32], wrong=2)
     with pytest.raises(InputError, match="no usable row"):

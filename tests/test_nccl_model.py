@@ -16,6 +16,7 @@ import pytest
 
 from dse.core.errors import InputError
 from dse.costs.nccl.logs import read_nccl_tests
+from dse.costs.nccl import model
 from dse.costs.nccl.model import (
     COLLECTIVES,
     NcclParams,
@@ -221,15 +222,30 @@ def test_alltoall_does_not_aggregate_nics() -> None:
     assert p.time_ns == pytest.approx(8400.0 + 3400.0 + 14000.0 + net, rel=1e-12)
 
 
-def test_size_zero_costs_the_latency_and_ties_go_to_nccls_order() -> None:
-    """With tree and ring given equal latencies, a zero-byte all-reduce ties: NCCL keeps the first
-    in its order (tree before ring)."""
+def test_size_zero_costs_the_latency_and_ties_go_to_nccls_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With tree and ring given equal latencies in the tuner's parameters (the defaults), a zero-byte
+    all-reduce ties: NCCL keeps the first in its order (tree before ring)."""
     q = dataclasses.replace(
         default_params(A100), tree_base_ns=(6600.0, 14000.0, 8400.0), tree_intra_hop_ns=(600.0, 1900.0, 3400.0)
     )
-    p = predict(A100, "all_reduce", 0, params=q, proto="Simple")
+    system = dataclasses.replace(A100)  # a new object: no plans cached for it
+    monkeypatch.setattr(model, "default_params", lambda _system: q)
+    p = predict(system, "all_reduce", 0, proto="Simple")
     assert (p.algo, p.time_ns) == ("tree", 8400.0 + 14 * 3400.0)
     assert p.algbw_GBps == 0.0
+
+
+def test_calibrated_parameters_time_nccls_choice_but_do_not_change_it() -> None:
+    """NCCL's tuner does not know a calibration: parameters that make NVLS far slower still time the
+    NVLS plan the defaults choose, and forcing ring gives a faster time."""
+    slow_nvls = dataclasses.replace(default_params(H100), e_nvls_intra=0.05)
+    for size in (16 * MiB, GiB):
+        nccl = predict(H100, "all_reduce", size)
+        p = predict(H100, "all_reduce", size, params=slow_nvls)
+        assert (p.algo, p.proto) == (nccl.algo, nccl.proto) == ("nvls", "Simple")
+        assert predict_time(H100, "all_reduce", size, slow_nvls)[::2] == (p.time_ns, "nvls")
+        assert p.time_ns > 5 * nccl.time_ns
+        assert predict(H100, "all_reduce", size, params=slow_nvls, algo="ring").time_ns < p.time_ns
 
 
 def test_efficiency_curve_with_k_one_is_a_constant_extra_latency() -> None:
@@ -247,19 +263,21 @@ def test_efficiency_curve_with_k_one_is_a_constant_extra_latency() -> None:
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("curved", (False, True))
 def test_time_grows_with_size_and_forcing_never_beats_the_choice(system: NcclSystem, curved: bool) -> None:
-    """Every candidate's time grows with size and forcing it gives that time; NCCL's choice is the
-    fastest candidate and its time grows with size."""
-    params = bare = _curved(system) if curved else default_params(system)
+    """Every candidate's time grows with size and forcing it gives that time; NCCL's choice is made
+    under the defaults (its tuner), where it is the fastest candidate and grows with size; other
+    parameters time the same choice."""
+    params = _curved(system) if curved else default_params(system)
     for collective in COLLECTIVES:
         previous: dict[tuple[str, str], float] = {}
         last = -1.0
         for s in SIZES:
             p = predict(system, collective, s, params=params)
-            tuned = predict(system, collective, s, params=bare)
-            assert (p.algo, p.proto) == (tuned.algo, tuned.proto)
-            assert tuned.time_ns >= last
-            last = tuned.time_ns
-            assert all(tuned.time_ns <= c.time_ns for c in tuned.candidates)
+            nccl = predict(system, collective, s)
+            assert (p.algo, p.proto) == (nccl.algo, nccl.proto)
+            assert nccl.time_ns >= last
+            last = nccl.time_ns
+            assert all(nccl.time_ns <= c.time_ns for c in nccl.candidates)
+            assert p.time_ns == next(c.time_ns for c in p.candidates if (c.algo, c.proto) == (p.algo, p.proto))
             for c in p.candidates:
                 forced = predict(system, collective, s, params=params, algo=c.algo, proto=c.proto)
                 assert forced.time_ns == c.time_ns
@@ -275,8 +293,10 @@ def test_more_bandwidth_is_never_slower(collective: str) -> None:
             value = getattr(system, field)
             faster = dataclasses.replace(system, **{field: value * 2})
             for s in SIZES:
-                slow = predict(system, collective, s, params=q).time_ns
-                assert predict(faster, collective, s, params=q).time_ns <= slow
+                fast = {(c.algo, c.proto): c.time_ns for c in predict(faster, collective, s, params=q).candidates}
+                assert all(
+                    fast[(c.algo, c.proto)] <= c.time_ns for c in predict(system, collective, s, params=q).candidates
+                )
                 assert predict(faster, collective, s).time_ns <= predict(system, collective, s).time_ns
 
 

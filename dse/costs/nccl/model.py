@@ -16,8 +16,10 @@ whose efficiency stays above a floor (`e_min_multi`). NCCL's per-channel caps (r
 LL128, NVLSTree) bound the bandwidth by NCCL's channel count (`channels`, dse.costs.nccl.channels);
 `max_channels` limits the channels like NCCL_MAX_NCHANNELS. The inputs (`NcclSystem`, `NcclParams`,
 `default_params`) live in dse.costs.nccl.params and are re-exported here.
-NCCL's choice is the smallest time without launch (its tuner does not see it), ties to the first of
-tree, ring, nvls, nvls_tree; LL, LL128, Simple. Defaults: NCCL 2.30.7's (src/graph/tuning.cc, topo.h, search.cc,
+NCCL's choice is the smallest time without launch (its tuner does not see it) under the system's
+default parameters (NCCL's tuner as dse models it: it does not know a calibration, so calibrated
+parameters time the chosen plan but do not change the choice), ties to the first of tree, ring, nvls,
+nvls_tree; LL, LL128, Simple. Defaults: NCCL 2.30.7's (src/graph/tuning.cc, topo.h, search.cc,
 numbers only, restated in docs/model.md §15; tables in
 `dse.costs.nccl.tables`) but the per-network and launch latencies and the multi-node curve (ours, from public runs).
 Departures carry a comment (tiers combined by a minimum, broadcast/reduce chains, tree sizes
@@ -125,7 +127,8 @@ def predict(
 ) -> NcclPrediction:
     """nccl-tests' time, algbw and busbw for `collective` of `size_bytes` (nccl-tests' size column:
     the whole buffer; all-gather's output, reduce-scatter's input) on `system`. `params` defaults
-    to `default_params(system)`. `algo`/`proto` force an algorithm or protocol like NCCL_ALGO /
+    to `default_params(system)`; NCCL's choice is made under the defaults whatever `params` are
+    (module docstring). `algo`/`proto` force an algorithm or protocol like NCCL_ALGO /
     NCCL_PROTO; one the system cannot run for this collective is an `InputError` naming those it can.
     `gpus_per_thread` (nccl-tests' ``-g``) adds `launch_ns` to every candidate's latency, NCCL's choice
     unchanged; its default 1 (one process per GPU, as training frameworks run NCCL) adds nothing.
@@ -145,8 +148,9 @@ def predict(
         actual = [max(t, _latency_at(p, s) + f * s / channel_ceiling_GBps(system, p[0], p[1], max_channels))
                   for p, t in zip(plans, tuned)]  # fmt: skip
     candidates = tuple(NcclCandidate(p[0], p[1], t + launch, _latency_at(p, s) + launch) for p, t in zip(plans, actual))
+    ranked = tuned if params is None else _tuner_ns(system, collective, size_bytes, plans)
     best, best_ns = None, math.inf
-    for c, t in zip(candidates, tuned):  # NCCL's order; a later one wins only when strictly faster
+    for c, t in zip(candidates, ranked):  # NCCL's order; a later one wins only when strictly faster
         if (algo is None or c.algo == algo) and (proto is None or c.proto == proto) and t < best_ns:
             best, best_ns = c, t
     assert best is not None  # check_forced guarantees one
@@ -176,13 +180,25 @@ def predict_time(
     plans = _cached_plans(system, params, collective, size_bytes)
     if not plans:
         check_forced(plans, collective, None, None)
+    tuner = plans if params is None else _cached_plans(system, None, collective, size_bytes)
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)
-    best, best_ns = plans[0], _tuned_ns(plans[0], s)
-    for plan in plans[1:]:  # NCCL's order; a later one wins only when strictly faster
+    best, best_ns = tuner[0], _tuned_ns(tuner[0], s)
+    for plan in tuner[1:]:  # NCCL's order; a later one wins only when strictly faster
         t = _tuned_ns(plan, s)
         if t < best_ns:
             best, best_ns = plan, t
+    if tuner is not plans:  # the same (algorithm, protocol), timed with `params`
+        best = next(p for p in plans if p[0] == best[0] and p[1] == best[1])
+        best_ns = _tuned_ns(best, s)
     return best_ns + launch, _latency_at(best, s) + launch, best[0], best[1]
+
+
+def _tuner_ns(system: NcclSystem, collective: str, size_bytes: int, plans: tuple[_Plan, ...]) -> list[float]:
+    """What NCCL's tuner compares for each of `plans`: its (algorithm, protocol)'s time under the
+    system's default parameters (the tuner does not know a calibration)."""
+    s = float(size_bytes)
+    tuner = {(p[0], p[1]): _tuned_ns(p, s) for p in _cached_plans(system, None, collective, size_bytes)}
+    return [tuner[(p[0], p[1])] for p in plans]
 
 
 # --- plans: everything but the size, built once per (system, params, collective) ---------------------

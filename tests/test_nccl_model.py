@@ -15,8 +15,8 @@ import math
 import pytest
 
 from dse.core.errors import InputError
-from dse.costs.nccl.logs import read_nccl_tests
 from dse.costs.nccl import model
+from dse.costs.nccl.logs import read_nccl_tests
 from dse.costs.nccl.model import (
     COLLECTIVES,
     NcclParams,

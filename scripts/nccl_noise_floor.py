@@ -2,7 +2,8 @@
 
 For every "sizes" case of `dse validate nccl` (calibrated on every other row of one sweep, held out on
 the rest), this predicts each held-out row without any model: log-log interpolation between the two
-calibration rows beside it in the sweep. A model of smooth curves cannot do much better than that on
+calibration rows beside it in the sweep (rows the fit skips, whose out-of-place and in-place times
+differ by more than `DISAGREE_RATIO`, are neither predicted nor used as neighbours). A model of smooth curves cannot do much better than that on
 rows whose measured time jumps by tens of percent between neighbouring sizes, so the figure says how
 much of a case's error is the log's own noise. Prints, per case, the held-out rows and the model's geomean error, then the rows that have a
 calibration row on each side and the interpolation's geomean error on them (the same `geomean_error`).
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import math
 
-from dse.costs.nccl.fit import bundled, geomean_error
+from dse.costs.nccl.fit import DISAGREE_RATIO, bundled, geomean_error
+from dse.costs.nccl.logs import NcclTestsRow
 from dse.costs.nccl.validation import CASES, validate_case
 
 
@@ -23,13 +25,25 @@ def interpolation_errors(name: str) -> list[float]:
     _, measurements = bundled()
     errors = []
     for run in measurements[name].runs():
-        rows = [(r.size_bytes, r.out_of_place.time_us) for r in run.rows if r.out_of_place and r.out_of_place.time_us]
+        rows = [
+            (r.size_bytes, r.out_of_place.time_us, _agree(r))
+            for r in run.rows
+            if r.out_of_place and r.out_of_place.time_us
+        ]
         for i in range(1, len(rows) - 1, 2):
-            (s0, t0), (s, t), (s1, t1) = rows[i - 1], rows[i], rows[i + 1]
+            (s0, t0, ok0), (s, t, ok), (s1, t1, ok1) = rows[i - 1], rows[i], rows[i + 1]
+            if not ok0 or not ok or not ok1:
+                continue
             w = math.log(s / s0) / math.log(s1 / s0)
             predicted = math.exp((1 - w) * math.log(t0) + w * math.log(t1))
             errors.append(predicted / t - 1)
     return errors
+
+
+def _agree(row: NcclTestsRow) -> bool:
+    """False when the row's two times differ by more than `DISAGREE_RATIO` (the fit skips it)."""
+    times = [p.time_us for p in (row.out_of_place, row.in_place) if p is not None and p.time_us]
+    return len(times) < 2 or max(times) <= DISAGREE_RATIO * min(times)
 
 
 def main() -> None:

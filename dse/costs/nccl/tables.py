@@ -190,7 +190,7 @@ def check_lat3(field: str, value: object) -> None:
 #: - Hopper: (S_half, k) the same grid's best on 2 x 8 H100 over 32 x 100G EFA, 8 B-16 GB (AWS p5;
 #:   KeitaW/p5-nccl-test-2024-07-19 @1c78584): 24.0 -> 12.0 %; the floor the best of
 #:   MULTI_NODE_FLOORS on 2 x 8 HGX H100 with 8 NDR NICs, 16 B-64 KB (nccl-tests issue 319), its
-#:   fabric from the DGX H100 node's calibration: 23.1 -> 4.9 %. Each is the best with the other and
+#:   fabric from the DGX H100 node's calibration: 23.1 -> 5.3 %. Each is the best with the other and
 #:   EFA's latency (which the p5 pair's 16 B row sets) in place.
 #: - Volta and Ampere: no outside run has tree at the sizes the curve acts on; they take Blackwell's.
 #: tests/test_nccl_defaults.py recomputes every value.

@@ -246,6 +246,13 @@ def test_calibrated_parameters_time_nccls_choice_but_do_not_change_it() -> None:
         assert predict_time(H100, "all_reduce", size, slow_nvls)[::2] == (p.time_ns, "nvls")
         assert p.time_ns > 5 * nccl.time_ns
         assert predict(H100, "all_reduce", size, params=slow_nvls, algo="ring").time_ns < p.time_ns
+    # NVLS disabled (efficiency 0): NCCL's pick is the tuner's best of what runs
+    no_nvls = dataclasses.replace(default_params(H100), e_nvls_intra=0.0)
+    p = predict(H100, "all_reduce", GiB, params=no_nvls)
+    ranked = sorted(predict(H100, "all_reduce", GiB).candidates, key=lambda c: c.time_ns)
+    assert (p.algo, p.proto) == next((c.algo, c.proto) for c in ranked if c.algo != "nvls")
+    ran = next(c for c in p.candidates if (c.algo, c.proto) == (p.algo, p.proto))
+    assert predict_time(H100, "all_reduce", GiB, no_nvls) == (p.time_ns, ran.latency_ns, p.algo, p.proto)
 
 
 def test_efficiency_curve_with_k_one_is_a_constant_extra_latency() -> None:

@@ -180,22 +180,23 @@ def predict_time(
     plans = _cached_plans(system, params, collective, size_bytes)
     if not plans:
         check_forced(plans, collective, None, None)
-    tuner = plans if params is None else _cached_plans(system, None, collective, size_bytes)
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)
-    best, best_ns = tuner[0], _tuned_ns(tuner[0], s)
-    for plan in tuner[1:]:  # NCCL's order; a later one wins only when strictly faster
-        t = _tuned_ns(plan, s)
-        if t < best_ns:
-            best, best_ns = plan, t
-    if tuner is not plans:  # the same (algorithm, protocol), timed with `params`
-        best = next(p for p in plans if p[0] == best[0] and p[1] == best[1])
-        best_ns = _tuned_ns(best, s)
-    return best_ns + launch, _latency_at(best, s) + launch, best[0], best[1]
+    if params is None:
+        best, best_ns = plans[0], _tuned_ns(plans[0], s)
+        for plan in plans[1:]:  # NCCL's order; a later one wins only when strictly faster
+            t = _tuned_ns(plan, s)
+            if t < best_ns:
+                best, best_ns = plan, t
+        return best_ns + launch, _latency_at(best, s) + launch, best[0], best[1]
+    ranked = _tuner_ns(system, collective, size_bytes, plans)
+    best = plans[min(range(len(plans)), key=ranked.__getitem__)]  # the first of equals: NCCL's order
+    return _tuned_ns(best, s) + launch, _latency_at(best, s) + launch, best[0], best[1]
 
 
 def _tuner_ns(system: NcclSystem, collective: str, size_bytes: int, plans: tuple[_Plan, ...]) -> list[float]:
     """What NCCL's tuner compares for each of `plans`: its (algorithm, protocol)'s time under the
-    system's default parameters (the tuner does not know a calibration)."""
+    system's default parameters (the tuner does not know a calibration). `plans` are the ones some
+    parameters enable: the defaults' or fewer (an efficiency of 0 disables a plan)."""
     s = float(size_bytes)
     tuner = {(p[0], p[1]): _tuned_ns(p, s) for p in _cached_plans(system, None, collective, size_bytes)}
     return [tuner[(p[0], p[1])] for p in plans]

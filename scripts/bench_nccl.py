@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Benchmark: `dse.evaluate` under the `nccl` cost model against `paper`, on one GPU cluster topology.
 
-Run: .venv/bin/python scripts/bench_nccl.py [--seconds S] [--repeat R] [--topology T]
+Run: .venv/bin/python scripts/bench_nccl.py [--seconds S] [--repeat R] [--topology T] [--calibration NAME]
 
 Both models evaluate a Themis+SCF all-reduce (the scheduler does not apply under `nccl`) on the same
 topology, in two ways: `same` (one point again and again) and `fresh` (each call at a size never
 seen before). Each row: min and median evaluations/s of R (default 5) timed runs of at least S
 seconds, on one core (this process); `nccl / paper` is the ratio of the medians measured in this run
-(above 1: `nccl` is faster). The machine is named on the first line.
+(above 1: `nccl` is faster). The machine is named on the first line. `--calibration NAME` (a bundled
+machine such as HGX-H100, or a calibration file) times `nccl:NAME`: a calibration's time of NCCL's
+pick, which costs one more plan than the defaults' (the pick comes from the defaults).
 """
 
 from __future__ import annotations
@@ -43,19 +45,21 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=0.5)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--topology", default=TOPOLOGY)
+    ap.add_argument("--calibration", default=None, help="time nccl:NAME (a bundled machine or a calibration file)")
     args = ap.parse_args()
+    nccl = "nccl" if args.calibration is None else f"nccl:{args.calibration}"
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load {load:.2f}")
     print(f"topology {args.topology}; min / median evaluations/s of {args.repeat} runs of >= {args.seconds} s")
-    print(f"{'engine':8} {'paper':>20} {'nccl':>20} {'nccl / paper':>13}")
+    print(f"{'engine':8} {'paper':>20} {nccl:>20} {'nccl / paper':>13}")
     for what in ("same", "fresh"):
         got = {}
-        for model in ("paper", "nccl"):
+        for model in ("paper", nccl):
             fn = caller(model, args.topology, what == "fresh")
             fn()  # warm: imports, caches
             got[model] = rates(fn, args.seconds, args.repeat)
         cells = [f"{min(r):>9,.0f} / {statistics.median(r):>8,.0f}" for r in got.values()]
-        ratio = statistics.median(got["nccl"]) / statistics.median(got["paper"])
+        ratio = statistics.median(got[nccl]) / statistics.median(got["paper"])
         print(f"{what:8} {cells[0]:>20} {cells[1]:>20} {ratio:>13.2f}")
 
 

@@ -182,15 +182,46 @@ def predict_time(
         check_forced(plans, collective, None, None)
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)
     if params is None:
-        best, best_ns = plans[0], _tuned_ns(plans[0], s)
-        for plan in plans[1:]:  # NCCL's order; a later one wins only when strictly faster
-            t = _tuned_ns(plan, s)
-            if t < best_ns:
-                best, best_ns = plan, t
-        return best_ns + launch, _latency_at(best, s) + launch, best[0], best[1]
-    ranked = _tuner_ns(system, collective, size_bytes, plans)
-    best = plans[min(range(len(plans)), key=ranked.__getitem__)]  # the first of equals: NCCL's order
-    return _tuned_ns(best, s) + launch, _latency_at(best, s) + launch, best[0], best[1]
+        i, best_ns = _fastest(plans, s)
+        best = plans[i]
+    else:  # NCCL's pick under the defaults, timed with `params`
+        tuner = _cached_plans(system, None, collective, size_bytes)
+        j = _same_plans(tuner, plans)[_fastest(tuner, s)[0]]
+        if j is None:  # `params` disable the tuner's pick: the tuner's best of what they enable
+            ranked = _tuner_ns(system, collective, size_bytes, plans)
+            j = min(range(len(plans)), key=ranked.__getitem__)  # the first of equals: NCCL's order
+        best = plans[j]
+        best_ns = _tuned_ns(best, s)
+    return best_ns + launch, _latency_at(best, s) + launch, best[0], best[1]
+
+
+def _fastest(plans: tuple[_Plan, ...], s: float) -> tuple[int, float]:
+    """The index and time of the plan with the smallest time for `s` bytes; a later one wins only
+    when strictly faster (NCCL's order)."""
+    best, best_ns = 0, _tuned_ns(plans[0], s)
+    for i in range(1, len(plans)):
+        t = _tuned_ns(plans[i], s)
+        if t < best_ns:
+            best, best_ns = i, t
+    return best, best_ns
+
+
+_SAME_CACHE: dict[tuple[int, int], tuple[tuple[_Plan, ...], tuple[_Plan, ...], tuple[int | None, ...]]] = {}
+
+
+def _same_plans(tuner: tuple[_Plan, ...], plans: tuple[_Plan, ...]) -> tuple[int | None, ...]:
+    """For each of `tuner`'s plans, the index of the same (algorithm, protocol) in `plans` (None
+    where `plans` lack it), cached by identity (the cache keeps both alive)."""
+    key = (id(tuner), id(plans))
+    hit = _SAME_CACHE.get(key)
+    if hit is not None and hit[0] is tuner and hit[1] is plans:
+        return hit[2]
+    where = {(p[0], p[1]): i for i, p in enumerate(plans)}
+    same = tuple(where.get((p[0], p[1])) for p in tuner)
+    if len(_SAME_CACHE) >= 1024:
+        _SAME_CACHE.clear()
+    _SAME_CACHE[key] = (tuner, plans, same)
+    return same
 
 
 def _tuner_ns(system: NcclSystem, collective: str, size_bytes: int, plans: tuple[_Plan, ...]) -> list[float]:

@@ -3,7 +3,7 @@
 For every "sizes" case of `dse validate nccl` (calibrated on every other row of one sweep, held out on
 the rest), this predicts each held-out row without any model: log-log interpolation between the two
 calibration rows beside it in the sweep (rows the fit skips, whose out-of-place and in-place times
-differ by more than `DISAGREE_RATIO`, are neither predicted nor used as neighbours). A model of smooth curves cannot do much better than that on
+differ by more than 1.5x, are neither predicted nor used as neighbours). A model of smooth curves cannot do much better than that on
 rows whose measured time jumps by tens of percent between neighbouring sizes, so the figure says how
 much of a case's error is the log's own noise. Prints, per case, the held-out rows and the model's geomean error, then the rows that have a
 calibration row on each side and the interpolation's geomean error on them (the same `geomean_error`).
@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import math
 
-from dse.costs.nccl.fit import DISAGREE_RATIO, bundled, geomean_error
-from dse.costs.nccl.logs import NcclTestsRow
+from dse.costs.nccl.fit import bundled, columns_disagree, geomean_error
 from dse.costs.nccl.validation import CASES, validate_case
 
 
@@ -26,7 +25,7 @@ def interpolation_errors(name: str) -> list[float]:
     errors = []
     for run in measurements[name].runs():
         rows = [
-            (r.size_bytes, r.out_of_place.time_us, _agree(r))
+            (r.size_bytes, r.out_of_place.time_us, not columns_disagree(r))
             for r in run.rows
             if r.out_of_place and r.out_of_place.time_us
         ]
@@ -38,12 +37,6 @@ def interpolation_errors(name: str) -> list[float]:
             predicted = math.exp((1 - w) * math.log(t0) + w * math.log(t1))
             errors.append(predicted / t - 1)
     return errors
-
-
-def _agree(row: NcclTestsRow) -> bool:
-    """False when the row's two times differ by more than `DISAGREE_RATIO` (the fit skips it)."""
-    times = [p.time_us for p in (row.out_of_place, row.in_place) if p is not None and p.time_us]
-    return len(times) < 2 or max(times) <= DISAGREE_RATIO * min(times)
 
 
 def main() -> None:

@@ -200,6 +200,7 @@ def test_rows_whose_two_columns_disagree_beyond_the_ratio_are_skipped_and_counte
         dataclasses.replace(row, in_place=None if t is None else NcclTestsPass(t, 1.0, 1.0, 0))
         for row, t in zip(run.rows, in_place_us)
     )
+    assert [F.columns_disagree(r) for r in rows] == [False, False, True, False, True]
     got, skipped = F.samples(A100, [dataclasses.replace(run, rows=rows)])
     assert [s.size_bytes for s in got] == [8, 16, 64] and skipped == 2
 

@@ -141,7 +141,7 @@ def samples(
         for row in run.rows:
             p = row.out_of_place
             bad = failed or row.line in flagged or p is None or p.time_us is None or (p.wrong or 0) > 0
-            bad = bad or _disagree(row)
+            bad = bad or columns_disagree(row)
             if bad or row.size_bytes <= 0 or p is None or p.time_us is None or p.time_us <= 0:
                 skipped += 1
                 continue
@@ -149,8 +149,9 @@ def samples(
     return out, skipped
 
 
-def _disagree(row: NcclTestsRow) -> bool:
-    """True when the row's out-of-place and in-place times differ by more than `DISAGREE_RATIO`."""
+def columns_disagree(row: NcclTestsRow) -> bool:
+    """True when the row's out-of-place and in-place times differ by more than `DISAGREE_RATIO`
+    (`samples` skips it; False when a column is missing)."""
     times = [c.time_us for c in (row.out_of_place, row.in_place) if c is not None and c.time_us]
     return len(times) == 2 and max(times) > DISAGREE_RATIO * min(times)
 

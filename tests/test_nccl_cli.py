@@ -56,7 +56,14 @@ def test_calibrate_writes_what_calibrate_fits(run_cli, tmp_path, log, topology, 
     assert lines[0] == f"fitted {rows} rows of 1 log ({skipped} skipped) on {calib.topology}, {calib.generation}"
     assert lines[1].split() == ["collective", "rows", "gm_error_pct"]
     assert lines[3].split() == [collective, str(rows), f"{100 * calib.fit_gm:.2f}"]
-    assert lines[-1] == f"wrote {out}" and len(lines) == 5
+    assert (
+        lines[4 : 4 + skipped]
+        == [
+            "skipped dgxc_dgxh100_1node_allreduce.txt:22 (32 B): out-of-place 68.14 us and in-place 13.52 us "
+            "differ by more than 1.5x"
+        ][:skipped]
+    )
+    assert lines[-1] == f"wrote {out}" and len(lines) == 5 + skipped
 
 
 def test_calibrate_several_logs_reports_each_collective(run_cli, tmp_path):
@@ -69,6 +76,25 @@ def test_calibrate_several_logs_reports_each_collective(run_cli, tmp_path):
     assert code == 0 and calib.rows == 62 and len(calib.logs) == 2
     assert text.splitlines()[0].startswith("fitted 62 rows of 2 logs (2 skipped)")
     assert re.search(rf"^all_reduce\s+62\s+{100 * calib.fit_gm:.2f}$", text, re.M)
+    assert re.findall(r"^skipped (\S+):\d+ \(32 B\)", text, re.M) == [Path(DGXC).name, Path(p5).name]
+
+
+def test_calibrate_names_ten_skipped_rows_and_counts_the_rest(run_cli, tmp_path):
+    """The DGX sample with #wrong 3 on its 12 rows from 8 B to 16 KB: 10 are named, 2 counted."""
+    lines = []
+    for line in Path(DGXC).read_text().splitlines():
+        t = line.split()
+        if len(t) == 13 and t[0].isdigit() and int(t[0]) <= 16384:
+            t[8] = "3"
+            line = "  ".join(t)
+        lines.append(line)
+    log = tmp_path / "wrong.txt"
+    log.write_text("\n".join(lines) + "\n")
+    code, text, err = run_cli("calibrate", "nccl-tests", str(log), "-t", "HGX-H100", "-o", str(tmp_path / "c.toml"))
+    out = text.splitlines()
+    assert code == 0 and err == "" and out[0].startswith("fitted 20 rows of 1 log (12 skipped)")
+    named = [line for line in out if line.startswith("skipped wrong.txt:")]
+    assert len(named) == 10 and out[-2] == "skipped 2 more rows" and out[-1].startswith("wrote ")
 
 
 BAD_CALIBRATE = [

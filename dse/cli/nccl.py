@@ -11,6 +11,8 @@ import argparse
 
 #: The bundled machines (`dse.costs.nccl.calibration.BUNDLED`), for --help without importing the model.
 BUNDLED_HELP = "HGX-H100, H800-node, DGX-A100-HDRx3"
+#: Skipped rows `dse calibrate nccl-tests` names one by one; more are counted.
+SKIPS_SHOWN = 10
 
 
 def add_nccl_parser(sub: argparse._SubParsersAction) -> None:
@@ -93,8 +95,12 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
         by_collective.setdefault(e.sample.collective, []).append(e.error)
     rows = [(c, len(v), f"{100 * geomean_error(v):.2f}") for c, v in sorted(by_collective.items())]
     logs = f"{len(calib.logs)} log" + ("s" if len(calib.logs) != 1 else "")
-    print(f"fitted {calib.rows} rows of {logs} ({skipped} skipped) on {calib.topology}, {calib.generation}")
+    print(f"fitted {calib.rows} rows of {logs} ({len(skipped)} skipped) on {calib.topology}, {calib.generation}")
     print(format_table(("collective", "rows", "gm_error_pct"), rows))
+    for line in skipped[:SKIPS_SHOWN]:
+        print(f"skipped {line}")
+    if len(skipped) > SKIPS_SHOWN:
+        print(f"skipped {len(skipped) - SKIPS_SHOWN} more rows")
     print(f"wrote {args.out}")
     return 0
 

@@ -142,14 +142,15 @@ def calibrate_details(
     logs: Sequence[str | Path],
     topology: Topology,
     **machine: Unpack[MachineArgs],
-) -> tuple[Calibration, list[RowError], int]:
-    """`calibrate`, with each fitted row's error under the fitted parameters and the rows skipped.
+) -> tuple[Calibration, list[RowError], tuple[str, ...]]:
+    """`calibrate`, with each fitted row's error under the fitted parameters and each row skipped
+    ("FILE:LINE (SIZE B): why", `dse.costs.nccl.fit.row_skips`).
     Each log is read size-limited; every run's rank count (its rank lines, else the one its
     busbw/algbw ratio implies; unknown for broadcast and reduce without rank lines) must be the
     topology's GPUs. Fitted with `dse.costs.nccl.fit.fit_details` from NCCL's defaults. Not
     nccl-tests output, a rank count that differs, a topology `system_of` refuses, an unknown
     generation, or no usable row: `InputError`."""
-    from dse.costs.nccl.fit import fit_details, geomean_error, sample_errors
+    from dse.costs.nccl.fit import fit_details, geomean_error, row_skips, sample_errors
 
     if not isinstance(topology, Topology):
         raise InputError("topology", f"{type(topology).__name__} is not a Topology", "a dse Topology")
@@ -175,7 +176,13 @@ def calibrate_details(
     gm = geomean_error(e.error for e in errs)
     sources = tuple(str(p) for p in logs)
     calib = replace(base, params=done.params, logs=tuple(entries), rows=len(done.samples), fit_gm=gm, sources=sources)
-    return calib, errs, done.skipped
+    sizes = {(r.source, row.line): row.size_bytes for r in runs for row in r.rows}
+    skips = tuple(
+        f"{Path(r.source).name}:{line} ({sizes[(r.source, line)]} B): {why}"
+        for r in runs
+        for line, why in row_skips(r).items()
+    )
+    return calib, errs, skips
 
 
 def _check_ranks(run: NcclTestsRun, gpus: int) -> None:

@@ -136,17 +136,35 @@ def samples(
         if not isinstance(run, NcclTestsRun):
             raise InputError("runs", f"{type(run).__name__} is not NcclTestsRun", "runs from read_nccl_tests")
         name = _check_run(system, run, collective)
-        failed = any(_FAILURE.search(w) for w in run.warnings)
-        flagged = {int(m.group(1)) for w in run.warnings if (m := _LINE.match(w))}
+        skips = row_skips(run)
         for row in run.rows:
             p = row.out_of_place
-            bad = failed or row.line in flagged or p is None or p.time_us is None or (p.wrong or 0) > 0
-            bad = bad or columns_disagree(row)
-            if bad or row.size_bytes <= 0 or p is None or p.time_us is None or p.time_us <= 0:
+            if row.line in skips or p is None or p.time_us is None:
                 skipped += 1
                 continue
             out.append(Sample(name, row.size_bytes, p.time_us * 1000.0, run.source, row.line, run.gpus_per_thread or 1))
     return out, skipped
+
+
+def row_skips(run: NcclTestsRun) -> dict[int, str]:
+    """Why `samples` skips rows of `run`, by their line (module docstring); rows it uses are absent."""
+    failed = any(_FAILURE.search(w) for w in run.warnings)
+    flagged = {int(m.group(1)): w[m.end() :].strip() for w in run.warnings if (m := _LINE.match(w))}
+    out = {}
+    for row in run.rows:
+        p = row.out_of_place
+        if failed or row.line in flagged:
+            out[row.line] = "its run reports a failure" if failed else flagged[row.line]
+        elif p is None or p.time_us is None or p.time_us <= 0 or row.size_bytes <= 0:
+            out[row.line] = "no out-of-place time, or size 0"
+        elif (p.wrong or 0) > 0:
+            out[row.line] = f"#wrong {p.wrong}"
+        elif columns_disagree(row) and row.in_place is not None:
+            out[row.line] = (
+                f"out-of-place {p.time_us:g} us and in-place {row.in_place.time_us:g} us differ by more than "
+                f"{DISAGREE_RATIO:g}x"
+            )
+    return out
 
 
 def columns_disagree(row: NcclTestsRow) -> bool:

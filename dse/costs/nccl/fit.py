@@ -19,10 +19,11 @@ rows across nodes each of those also with the floor fitted from each of `FLOOR_S
 runs plain least squares and then the robust residuals, and the best fit wins (deterministic). A fit
 worse than the start returns the start.
 
-Rows are skipped, and counted (`row_skips` says why), when #wrong > 0, a warning names their line, their run warns of a
-failure (timeout, NCCL/CUDA failure, a FAILED footer), their time is missing, their size is 0, or
-their out-of-place and in-place times differ by more than `DISAGREE_RATIO`: both columns time the
-same collective on the same size, so one of them was disturbed and the row cannot be trusted.
+Rows are skipped, and counted (`row_skips` says why), when #wrong > 0, a warning names their
+line, their run warns of a failure (timeout, NCCL/CUDA failure, a FAILED footer), their time is
+missing, their size is 0, or their out-of-place and in-place times differ by more than
+`DISAGREE_RATIO`: both columns time the same collective on the same size, so one of them was
+disturbed and the row cannot be trusted.
 
 `errors` gives each row's relative time error (predicted - measured) / measured; `geomean_error`
 summarises them as exp(mean(log(1 + |err|))) - 1: a +20 % and a -20 % row count the same, and one

@@ -176,13 +176,15 @@ def calibrate_details(
     gm = geomean_error(e.error for e in errs)
     sources = tuple(str(p) for p in logs)
     calib = replace(base, params=done.params, logs=tuple(entries), rows=len(done.samples), fit_gm=gm, sources=sources)
-    sizes = {(r.source, row.line): row.size_bytes for r in runs for row in r.rows}
-    skips = tuple(
-        f"{Path(r.source).name}:{line} ({sizes[(r.source, line)]} B): {why}"
-        for r in runs
-        for line, why in row_skips(r).items()
-    )
-    return calib, errs, skips
+    skips = []
+    for r in runs:
+        why = row_skips(r)
+        skips += [
+            f"{Path(r.source).name}:{row.line} ({row.size_bytes} B): {why[row.line]}"
+            for row in r.rows
+            if row.line in why
+        ]
+    return calib, errs, tuple(skips)
 
 
 def _check_ranks(run: NcclTestsRun, gpus: int) -> None:

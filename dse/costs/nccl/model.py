@@ -209,18 +209,18 @@ def _fastest(plans: tuple[_Plan, ...], s: float) -> tuple[int, float]:
 _SAME_CACHE: dict[tuple[int, int], tuple[tuple[_Plan, ...], tuple[_Plan, ...], tuple[int | None, ...]]] = {}
 
 
-def _same_plans(tuner: tuple[_Plan, ...], plans: tuple[_Plan, ...]) -> tuple[int | None, ...]:
-    """For each of `tuner`'s plans, the index of the same (algorithm, protocol) in `plans` (None
-    where `plans` lack it), cached by identity (the cache keeps both alive)."""
-    key = (id(tuner), id(plans))
+def _same_plans(plans: tuple[_Plan, ...], others: tuple[_Plan, ...]) -> tuple[int | None, ...]:
+    """For each of `plans`, the index of the same (algorithm, protocol) in `others` (None where
+    `others` lack it), cached by identity (the cache keeps both alive)."""
+    key = (id(plans), id(others))
     hit = _SAME_CACHE.get(key)
-    if hit is not None and hit[0] is tuner and hit[1] is plans:
+    if hit is not None and hit[0] is plans and hit[1] is others:
         return hit[2]
-    where = {(p[0], p[1]): i for i, p in enumerate(plans)}
-    same = tuple(where.get((p[0], p[1])) for p in tuner)
+    where = {(p[0], p[1]): i for i, p in enumerate(others)}
+    same = tuple(where.get((p[0], p[1])) for p in plans)
     if len(_SAME_CACHE) >= 1024:
         _SAME_CACHE.clear()
-    _SAME_CACHE[key] = (tuner, plans, same)
+    _SAME_CACHE[key] = (plans, others, same)
     return same
 
 
@@ -228,9 +228,8 @@ def _tuner_ns(system: NcclSystem, collective: str, size_bytes: int, plans: tuple
     """What NCCL's tuner compares for each of `plans`: its (algorithm, protocol)'s time under the
     system's default parameters (the tuner does not know a calibration). `plans` are the ones some
     parameters enable: the defaults' or fewer (an efficiency of 0 disables a plan)."""
-    s = float(size_bytes)
-    tuner = {(p[0], p[1]): _tuned_ns(p, s) for p in _cached_plans(system, None, collective, size_bytes)}
-    return [tuner[(p[0], p[1])] for p in plans]
+    s, tuner = float(size_bytes), _cached_plans(system, None, collective, size_bytes)
+    return [math.inf if j is None else _tuned_ns(tuner[j], s) for j in _same_plans(plans, tuner)]
 
 
 # --- plans: everything but the size, built once per (system, params, collective) ---------------------

@@ -16,6 +16,7 @@ from dse.core.topology import parse_notation, parse_topology
 from dse.core.units import parse_int, parse_size
 from dse.costs.nccl.calibration import Calibration, default_calibration, resolve_calibration
 from dse.costs.nccl.channels import MAX_CHANNELS
+from dse.costs.nccl.env import algo_name, proto_name
 from dse.costs.nccl.model import NcclParams, NcclSystem, bus_factor, channels, predict
 from dse.costs.nccl.system import DEFAULT_MACHINE, MACHINE_DEFAULTS
 from dse.costs.nccl.tables import CPUS, GENERATIONS, NETWORKS
@@ -87,24 +88,12 @@ def _collective(text: str) -> str:
 
 def _algo(text: str | None) -> str | None:
     """--algo as the model names it (ring, tree, nvls, nvls_tree), None when not given."""
-    if text is None:
-        return None
-    names = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree"}
-    key = str(text).strip().lower().replace("_", "")
-    if key not in names:
-        raise InputError("--algo", f"unknown algorithm {text!r}", "ring, tree, nvls, nvls_tree (NVLSTree)")
-    return names[key]
+    return None if text is None else algo_name(text, "--algo")
 
 
 def _proto(text: str | None) -> str | None:
     """--proto as the model names it (LL, LL128, Simple), None when not given."""
-    if text is None:
-        return None
-    names = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
-    key = str(text).strip().lower()
-    if key not in names:
-        raise InputError("--proto", f"unknown protocol {text!r}", "LL, LL128, Simple")
-    return names[key]
+    return None if text is None else proto_name(text, "--proto")
 
 
 def _system(args: argparse.Namespace) -> tuple[Calibration | None, str, NcclSystem, NcclParams]:

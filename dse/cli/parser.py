@@ -123,11 +123,20 @@ def cost_model_arg(args: argparse.Namespace) -> str:
     calibration = getattr(args, "calibration", None)
     if calibration is None:
         return model
-    if str(model).strip().lower() != "nccl":
+    base, settings = _nccl_settings(str(model).strip())
+    if base.lower() != "nccl":
         raise InputError(
             "--calibration", f"given with --cost-model {model}", "--cost-model nccl --calibration NAME|FILE"
         )
-    return f"nccl:{calibration}"
+    return f"nccl:{calibration}{settings}"
+
+
+def _nccl_settings(model: str) -> tuple[str, str]:
+    """A cost model's name split before its NCCL settings: (``nccl``, ``,NCCL_ALGO=ring``)."""
+    from dse.costs.nccl.env import split_settings
+
+    base, env = split_settings(model)
+    return base, env.suffix()
 
 
 def given_topology(args: argparse.Namespace) -> str | None:

@@ -35,8 +35,8 @@ def get_cost_model(model: str | CostModel) -> CostModel:
     if isinstance(model, CostModel):
         return model
     text = str(model).strip()
-    if text[:5].lower() == "nccl:":
-        return _calibrated_nccl(text[5:].strip())
+    if text[:4].lower() == "nccl" and text[4:5] in (":", ","):
+        return _configured_nccl(text)
     key = text.lower().replace("_", "-")
     if key in ("astra-sim-2", "astrasim"):
         key = "astra-sim"
@@ -53,37 +53,56 @@ def get_cost_model(model: str | CostModel) -> CostModel:
 _SHARED: dict[str, CostModel] = {}
 
 
-def _calibrated_nccl(calibration: str) -> CostModel:
-    """The `nccl` model with a calibration (`dse.costs.nccl.calibration.resolve_calibration`)."""
+def _configured_nccl(name: str) -> CostModel:
+    """The `nccl` model with a calibration (``nccl:NAME``, `dse.costs.nccl.calibration.resolve_calibration`)
+    and/or NCCL's settings (``,NCCL_ALGO=ring``..., `dse.costs.nccl.env`), one instance per label."""
     from dse.costs.nccl.calibration import resolve_calibration
+    from dse.costs.nccl.env import split_settings
 
-    key = f"nccl:{calibration}"
-    hit = _SHARED.get(key)
-    if hit is None:
+    base, env = split_settings(name)
+    if base.lower() == "nccl" and not env.forced:
+        return get_cost_model("nccl")
+    calibration = None
+    if base.lower() != "nccl":
+        if base[:5].lower() != "nccl:":
+            raise InputError(
+                "cost_model", f"unknown cost model {name!r}", "nccl, nccl:CALIBRATION, each with ,NCCL_ALGO=..."
+            )
+        calibration = base[5:].strip()
         if not calibration:
             raise InputError("cost_model", "'nccl:' names no calibration", "nccl:NAME (a bundled machine) or nccl:FILE")
-        hit = _SHARED[key] = COST_MODELS["nccl"](resolve_calibration(calibration), label=key)  # type: ignore[call-arg]
+    key = ("nccl" if calibration is None else f"nccl:{calibration}") + env.suffix()
+    hit = _SHARED.get(key)
+    if hit is None:
+        calib = None if calibration is None else resolve_calibration(calibration)
+        hit = _SHARED[key] = COST_MODELS["nccl"](calib, label=key, env=env)  # type: ignore[call-arg]
     return hit
 
 
 def with_calibration(models: list, calibration: object, base: Path | None, field: str) -> list:
     """Cost-model names from a file (a sweep's, a study's) with its ``calibration`` applied: ``nccl``
-    becomes ``nccl:CALIBRATION``, and a calibration file named relative to the file is read from
-    beside it (`base`; the path from the working folder, as results then name it). `field` names
-    the key in errors."""
+    becomes ``nccl:CALIBRATION`` (``nccl,NCCL_ALGO=ring`` becomes ``nccl:CALIBRATION,NCCL_ALGO=ring``),
+    and a calibration file named relative to the file is read from beside it (`base`; the path from
+    the working folder, as results then name it). `field` names the key in errors."""
+    from dse.costs.nccl.env import split_settings
+
     if calibration is not None and not isinstance(calibration, str):
         raise InputError(field, f"{calibration!r} is not a string", "a bundled machine's name or a calibration file")
-    if calibration is not None and not any(isinstance(m, str) and m.strip().lower() == "nccl" for m in models):
+    split = [split_settings(m.strip()) if isinstance(m, str) else (m, None) for m in models]
+    if calibration is not None and not any(isinstance(b, str) and b.lower() == "nccl" for b, _ in split):
         raise InputError(field, "given without cost_model nccl", 'cost_model = "nccl" with it')
     out = []
-    for m in models:
-        if isinstance(m, str) and m.strip().lower() == "nccl" and calibration is not None:
-            m = f"nccl:{calibration}"
-        if isinstance(m, str) and m[:5].lower() == "nccl:" and base is not None:
-            path = m[5:].strip()
+    for m, (b, env) in zip(models, split):
+        if env is None:
+            out.append(m)
+            continue
+        if b.lower() == "nccl" and calibration is not None:
+            b = f"nccl:{calibration}"
+        if b[:5].lower() == "nccl:" and base is not None:
+            path = b[5:].strip()
             if not os.path.isabs(path) and (base / path).is_file():
-                m = f"nccl:{os.path.relpath(base / path)}"
-        out.append(m)
+                b = f"nccl:{os.path.relpath(base / path)}"
+        out.append(b + env.suffix() if b[:4].lower() == "nccl" else m)
     return out
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from dse.core.topology import Topology
 from dse.core.units import format_size, format_time
 from dse.costs import CostModel
-from dse.output.report import format_table
+from dse.output.report import format_table, nccl_forced
 from dse.sim.result import Result
 
 
@@ -62,12 +62,14 @@ def nccl_candidates(result: Result, topology: Topology, model: CostModel) -> lis
 
 
 def candidates_text(rows: list[CandidateRow], result: Result, topology: Topology) -> str:
-    """`dse compare`'s table under `nccl`: a title, one row per candidate, NCCL's pick marked."""
+    """`dse compare`'s table under `nccl`: a title, one row per candidate, NCCL's pick (or the forced
+    one) marked."""
     title = (
         f"{result.topology} ({topology.npus} GPUs), {result.collective} of "
         f"{format_size(result.size_bytes, result.size_unit)} per GPU, cost model {result.cost_model}: "
         "NCCL's algorithms and protocols"
     )
+    mark = "forced" if nccl_forced(result.cost_model) else "NCCL's pick"
     cells = [
         (
             r.algo,
@@ -77,7 +79,7 @@ def candidates_text(rows: list[CandidateRow], result: Result, topology: Topology
             f"{r.algbw_GBps:.2f}",
             f"{r.busbw_GBps:.2f}",
             f"{r.vs_chosen:.3f}",
-            "NCCL's pick" if r.chosen else "",
+            mark if r.chosen else "",
         )
         for r in rows
     ]

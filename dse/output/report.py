@@ -76,14 +76,23 @@ FULL_BANDWIDTH_PHASES = ("astra-sim",)
 
 
 def model_family(cost_model: str) -> str:
-    """The cost model's name without its configuration (``nccl:HGX-H100`` is ``nccl``)."""
-    return cost_model.split(":", 1)[0]
+    """The cost model's name without its configuration (``nccl:HGX-H100`` and
+    ``nccl,NCCL_ALGO=ring`` are ``nccl``)."""
+    return cost_model.split(":", 1)[0].split(",", 1)[0]
+
+
+def nccl_forced(cost_model: str) -> bool:
+    """Whether an `nccl` model's name forces NCCL's algorithm, protocol or channels (``,NCCL_ALGO=...``)."""
+    from dse.costs.nccl.env import split_settings
+
+    return model_family(cost_model) == "nccl" and split_settings(cost_model)[1].forced
 
 
 def schedule_cell(scheduler: str, queue: str, cost_model: str, more: str = "") -> str:
-    """How a run was scheduled, for a summary table: NCCL's own choice under `nccl`."""
+    """How a run was scheduled, for a summary table: NCCL's own choice under `nccl` (or the forced one)."""
     if model_family(cost_model) == "nccl":
-        return f"NCCL's algorithm per collective ({cost_model} model)"
+        whose = "forced" if nccl_forced(cost_model) else "NCCL's"
+        return f"{whose} algorithm per collective ({cost_model} model)"
     return f"{scheduler} / {queue} ({cost_model} model{more})"
 
 
@@ -206,7 +215,8 @@ def _closed_form_head(head: list[tuple[str, str]], result: Result, topology: Top
         topology, result.collective, result.size_bytes
     )
     size = format_size(result.size_bytes, result.size_unit)
-    pick = f"{pred.algo} / {pred.proto}: NCCL's pick (schedulers, queues and chunks do not apply)"
+    whose = "forced" if nccl_forced(result.cost_model) else "NCCL's pick"
+    pick = f"{pred.algo} / {pred.proto}: {whose} (schedulers, queues and chunks do not apply)"
     out = []
     for k, v in head:
         if k == "collective":

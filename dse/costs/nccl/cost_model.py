@@ -11,6 +11,12 @@ NVLS, network kind, CPU) and the fitted parameters: they were fitted on one syst
 they calibrate is carried onto the defaults of the system a topology describes
 (`Calibration.params_for`), so one calibration serves any node count. Without one: NCCL's own
 parameters on `DEFAULT_MACHINE`.
+
+An `NcclEnv` (`dse.costs.nccl.env`) forces NCCL's algorithm, protocol or channel cap like NCCL_ALGO,
+NCCL_PROTO and NCCL_MAX_NCHANNELS for every collective NCCL tunes (`predict`'s `algo`, `proto` and
+`max_channels`); all-to-all and point-to-point messages (send/receive in NCCL) keep NCCL's own. A
+collective the forced algorithm or protocol cannot run on a topology is an `InputError` when the
+model is checked against it, as NCCL fails such a call.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from dse.core.topology import Dim, Topology
 from dse.costs import COST_MODELS
 from dse.costs.base import CostModel
 from dse.costs.nccl.calibration import Calibration
+from dse.costs.nccl.env import NcclEnv
 from dse.costs.nccl.model import NcclParams, NcclPrediction, NcclSystem, predict, predict_time
 from dse.costs.nccl.system import DEFAULT_MACHINE, network_system_of, system_of
 
@@ -37,7 +44,8 @@ NCCL_COLLECTIVE = {
 
 class NcclModel(CostModel):
     """NCCL's collective times (module docstring). `label` is how results name the model: ``nccl``,
-    or ``nccl:NAME`` for a calibration (`get_cost_model` parses it back)."""
+    ``nccl:NAME`` for a calibration, either followed by `env`'s settings (``nccl,NCCL_ALGO=ring``;
+    `get_cost_model` parses it back)."""
 
     name = "nccl"
     description = (
@@ -47,12 +55,15 @@ class NcclModel(CostModel):
     closed_form: ClassVar[bool] = True
     latency_modes: ClassVar[tuple[str, ...]] = ("overlapped",)
 
-    def __init__(self, calibration: Calibration | None = None, label: str = "nccl") -> None:
+    def __init__(self, calibration: Calibration | None = None, label: str = "nccl", env: NcclEnv | None = None) -> None:
         if calibration is not None and not isinstance(calibration, Calibration):
             raise InputError(
                 "calibration", f"{type(calibration).__name__} is not a Calibration", "a Calibration or None"
             )
+        if env is not None and not isinstance(env, NcclEnv):
+            raise InputError("env", f"{type(env).__name__} is not an NcclEnv", "an NcclEnv or None")
         self.calibration = calibration
+        self.env = NcclEnv() if env is None else env
         self._label = label
         self._systems: dict[tuple[tuple[Dim, ...], bool], tuple[NcclSystem, NcclParams | None]] = {}
 
@@ -61,7 +72,8 @@ class NcclModel(CostModel):
 
     @property
     def label(self) -> str:
-        """``nccl`` with NCCL's own parameters, ``nccl:NAME`` with a calibration (the name it was given by)."""
+        """``nccl`` with NCCL's own parameters, ``nccl:NAME`` with a calibration (the name it was given
+        by), then the forced settings (``,NCCL_ALGO=ring``)."""
         return self._label
 
     def system(self, topology: Topology, *, fabric: bool = True) -> tuple[NcclSystem, NcclParams | None]:
@@ -86,7 +98,16 @@ class NcclModel(CostModel):
         """What nccl-tests would report for `collective` (dse's name) of `size` bytes per GPU (the
         nccl-tests size: all-gather's output, reduce-scatter's input) on `topology`."""
         system, params = self.system(topology, fabric=fabric)
-        return predict(system, NCCL_COLLECTIVE[collective], int(size), params=params)
+        name, env = NCCL_COLLECTIVE[collective], self.env
+        if name == "alltoall" or not env.forced:
+            return predict(system, name, int(size), params=params)
+        try:
+            return predict(
+                system, name, int(size), params=params, algo=env.algo, proto=env.proto, max_channels=env.max_channels
+            )
+        except InputError as e:  # named as the user wrote the setting
+            field = {"algo": "NCCL_ALGO", "proto": "NCCL_PROTO"}.get(e.field, e.field)
+            raise InputError(field, e.problem, e.allowed) from None
 
     def message_ns(self, topology: Topology, differ: list[int], size: int) -> float:
         """A point-to-point message of `size` bytes between GPUs whose coordinates differ in the
@@ -105,8 +126,13 @@ class NcclModel(CostModel):
     def collective_timing(
         self, topology: Topology, collective: str, size: int, *, fabric: bool = True
     ) -> tuple[float, float, str, str]:
-        """`collective_time`'s (time_ns, latency_ns, algo, proto) of NCCL's pick, without the other
-        candidates (`predict_time`: what `evaluate` and `iterate` call)."""
+        """`collective_time`'s (time_ns, latency_ns, algo, proto) of NCCL's pick (or the forced one),
+        without the other candidates when nothing is forced (`predict_time`: what `evaluate` and
+        `iterate` call)."""
+        if self.env.forced and collective != ALL_TO_ALL:
+            p = self.collective_time(topology, collective, size, fabric=fabric)
+            latency = next(c.latency_ns for c in p.candidates if (c.algo, c.proto) == (p.algo, p.proto))
+            return p.time_ns, latency, p.algo, p.proto
         system, params = self.system(topology, fabric=fabric)
         return predict_time(system, NCCL_COLLECTIVE[collective], int(size), params)
 
@@ -114,6 +140,8 @@ class NcclModel(CostModel):
         if collective not in NCCL_COLLECTIVE:
             raise InputError("collective", f"{collective!r} has no NCCL model", ", ".join(NCCL_COLLECTIVE))
         self.system(topology)
+        if self.env.forced:  # a forced algorithm or protocol the topology cannot run: one InputError now
+            self.collective_time(topology, collective, 0)
 
     def _phase_cost(self, dim: Dim, kind: str, c: float, latency_mode: str) -> tuple[float, float]:
         raise InputError(

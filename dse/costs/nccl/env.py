@@ -1,0 +1,100 @@
+"""NCCL's settings the `nccl` cost model honours, as a cost model's name carries them.
+
+A name is ``nccl[:CALIBRATION][,NCCL_ALGO=A][,NCCL_PROTO=P][,NCCL_MAX_NCHANNELS=N]``: the settings
+follow the model (and its calibration) after commas, as a user writes them for NCCL, so that one
+string names the same run on the command line (``--cost-model nccl,NCCL_ALGO=ring``), in a sweep's
+or a study's ``cost_model`` and in every result's ``cost_model`` column. `NcclEnv.suffix` writes
+them back in a fixed order with canonical values (``NCCL_ALGO=ring``, ``NCCL_PROTO=Simple``), so two
+spellings of one setting name one model. NCCL_ALGO and NCCL_PROTO take one name each (NCCL's
+lists, exclusions and per-collective forms are not read); they apply to the collectives NCCL tunes,
+not to all-to-all and point-to-point messages, which NCCL runs as send/receive.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dse.core.errors import InputError
+from dse.costs.nccl.channels import MAX_CHANNELS
+
+#: The settings, in the order `NcclEnv.suffix` writes them.
+SETTINGS = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MAX_NCHANNELS")
+_ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree"}
+_PROTOS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+_FIRST_SETTING = re.compile(r",\s*NCCL_", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class NcclEnv:
+    """Forced algorithm (ring, tree, nvls, nvls_tree), protocol (LL, LL128, Simple) and channel cap
+    (1-64), each None when NCCL chooses; checked on construction (`InputError`)."""
+
+    algo: str | None = None
+    proto: str | None = None
+    max_channels: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.algo is not None and self.algo not in _ALGOS.values():
+            raise InputError("NCCL_ALGO", f"unknown algorithm {self.algo!r}", "ring, tree, nvls, nvls_tree")
+        if self.proto is not None and self.proto not in _PROTOS.values():
+            raise InputError("NCCL_PROTO", f"unknown protocol {self.proto!r}", "LL, LL128, Simple")
+        mc = self.max_channels
+        if mc is not None and (type(mc) is not int or not 1 <= mc <= MAX_CHANNELS):
+            raise InputError("NCCL_MAX_NCHANNELS", f"{mc!r} is not a channel count", f"1 to {MAX_CHANNELS}")
+
+    @property
+    def forced(self) -> bool:
+        """Whether any setting is given."""
+        return self.algo is not None or self.proto is not None or self.max_channels is not None
+
+    def suffix(self) -> str:
+        """The settings as a model name's tail: ``,NCCL_ALGO=ring,NCCL_PROTO=Simple`` ("" for none)."""
+        values = (self.algo, self.proto, self.max_channels)
+        return "".join(f",{k}={v}" for k, v in zip(SETTINGS, values) if v is not None)
+
+
+def algo_name(text: object, field: str = "NCCL_ALGO") -> str:
+    """An algorithm as NCCL_ALGO spells it (Ring, Tree, NVLS, NVLSTree; any case, nvls_tree too) as
+    the model names it; unknown: `InputError` on `field`."""
+    key = str(text).strip().lower().replace("_", "")
+    if key not in _ALGOS:
+        raise InputError(field, f"unknown algorithm {text!r}", "ring, tree, nvls, nvls_tree (NVLSTree)")
+    return _ALGOS[key]
+
+
+def proto_name(text: object, field: str = "NCCL_PROTO") -> str:
+    """A protocol as NCCL_PROTO spells it (LL, LL128, Simple; any case) as the model names it;
+    unknown: `InputError` on `field`."""
+    key = str(text).strip().lower()
+    if key not in _PROTOS:
+        raise InputError(field, f"unknown protocol {text!r}", "LL, LL128, Simple")
+    return _PROTOS[key]
+
+
+def split_settings(name: str) -> tuple[str, NcclEnv]:
+    """``nccl:X,NCCL_ALGO=ring`` as (``nccl:X``, its `NcclEnv`): the settings start at the first
+    comma followed by ``NCCL_``. An unknown or repeated setting, a bad value or anything else after
+    that comma is one `InputError` on ``cost_model``."""
+    found = _FIRST_SETTING.search(name)
+    if found is None:
+        return name, NcclEnv()
+    given: dict[str, str] = {}
+    for item in name[found.start() + 1 :].split(","):
+        key, eq, value = (part.strip() for part in item.partition("="))
+        key = key.upper()
+        if key not in SETTINGS or not eq or not value:
+            allowed = ", ".join(f"{s}=..." for s in SETTINGS)
+            raise InputError("cost_model", f"{item.strip()!r} is not an NCCL setting", allowed)
+        if key in given:
+            raise InputError("cost_model", f"{key} given twice", "each setting once")
+        given[key] = value
+    channels = given.get("NCCL_MAX_NCHANNELS")
+    if channels is not None and not channels.isdigit():
+        raise InputError("NCCL_MAX_NCHANNELS", f"{channels!r} is not a channel count", f"1 to {MAX_CHANNELS}")
+    env = NcclEnv(
+        algo=algo_name(given["NCCL_ALGO"]) if "NCCL_ALGO" in given else None,
+        proto=proto_name(given["NCCL_PROTO"]) if "NCCL_PROTO" in given else None,
+        max_channels=int(channels) if channels is not None else None,
+    )
+    return name[: found.start()].rstrip(), env

@@ -1,0 +1,144 @@
+"""NCCL's settings in a cost model's name (``nccl,NCCL_ALGO=ring``): parsing, the forced times
+everywhere a cost model is taken, and bad settings as one line."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dse.core.errors import InputError
+from dse.core.topology import parse_topology
+from dse.costs import get_cost_model
+from dse.costs.nccl.env import NcclEnv, split_settings
+from dse.costs.nccl.model import predict
+from dse.sim.evaluate import evaluate
+from dse.training.iteration import iterate
+
+TOPO = "SW(8,450,0,links=18)_SW(2,50,0,links=1)"
+SIZES = (8, 4096, 1 << 20, 64 << 20, 1 << 30)
+
+
+def _dse(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dse", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_settings_are_read_in_any_spelling_and_named_canonically() -> None:
+    base, env = split_settings("nccl:HGX-H100, nccl_proto=ll128 ,NCCL_ALGO=NVLSTree")
+    assert base == "nccl:HGX-H100" and env == NcclEnv("nvls_tree", "LL128", None)
+    assert env.suffix() == ",NCCL_ALGO=nvls_tree,NCCL_PROTO=LL128"
+    assert split_settings("nccl:my,file.toml") == ("nccl:my,file.toml", NcclEnv())  # no NCCL_: all calibration
+    one = get_cost_model("nccl,NCCL_MAX_NCHANNELS=8,NCCL_ALGO=Ring")
+    assert one is get_cost_model("NCCL,nccl_algo=ring,NCCL_MAX_NCHANNELS=8")
+    assert one.label == "nccl,NCCL_ALGO=ring,NCCL_MAX_NCHANNELS=8"
+    assert get_cost_model("nccl,NCCL_PROTO=Simple").label == "nccl,NCCL_PROTO=Simple"
+    assert get_cost_model("nccl:HGX-H100,NCCL_ALGO=tree").label == "nccl:HGX-H100,NCCL_ALGO=tree"
+    assert not NcclEnv().forced and NcclEnv(max_channels=1).forced
+
+
+@pytest.mark.parametrize(
+    "name, field",
+    [
+        ("nccl,NCCL_ALGO=star", "NCCL_ALGO"),
+        ("nccl,NCCL_PROTO=LL64", "NCCL_PROTO"),
+        ("nccl,NCCL_MAX_NCHANNELS=0", "NCCL_MAX_NCHANNELS"),
+        ("nccl,NCCL_MAX_NCHANNELS=65", "NCCL_MAX_NCHANNELS"),
+        ("nccl,NCCL_MAX_NCHANNELS=eight", "NCCL_MAX_NCHANNELS"),
+        ("nccl,NCCL_ALGO=ring,NCCL_ALGO=tree", "cost_model"),
+        ("nccl,NCCL_BUFFSIZE=4194304", "cost_model"),
+        ("nccl,NCCL_ALGO=", "cost_model"),
+        ("nccl,NCCL_ALGO=ring,extra", "cost_model"),
+        ("nccl:,NCCL_ALGO=ring", "cost_model"),
+        ("ncclx,NCCL_ALGO=ring", "cost_model"),
+    ],
+)
+def test_a_bad_setting_is_one_input_error_on_its_field(name: str, field: str) -> None:
+    with pytest.raises(InputError) as e:
+        get_cost_model(name)
+    assert e.value.field == field
+    with pytest.raises(InputError):
+        NcclEnv(algo="Ring")  # the dataclass takes the model's names only
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_forced_collective_is_the_forced_prediction_and_never_beats_nccls_pick(size: int) -> None:
+    model = get_cost_model("nccl")
+    system, params = model.system(parse_topology(TOPO))  # type: ignore[attr-defined]
+    free = evaluate(TOPO, size=size, cost_model="nccl").time_ns
+    for algo, proto, channels in (
+        ("ring", None, None),
+        ("tree", "LL", None),
+        (None, "Simple", 4),
+        ("nvls_tree", None, 2),
+    ):
+        settings = NcclEnv(algo, proto, channels).suffix()
+        forced = evaluate(TOPO, size=size, cost_model=f"nccl{settings}").time_ns
+        want = predict(system, "all_reduce", size, params=params, algo=algo, proto=proto, max_channels=channels)
+        assert forced == want.time_ns
+        assert forced >= free  # NCCL's own pick is the fastest under its defaults; a cap only slows
+    # all-to-all is send/receive in NCCL: NCCL_ALGO and NCCL_PROTO leave it alone
+    a2a = {
+        evaluate(TOPO, collective="all_to_all", size=size, cost_model=m).time_ns
+        for m in ("nccl", "nccl,NCCL_ALGO=tree")
+    }
+    assert len(a2a) == 1
+
+
+def test_a_calibration_and_forcing_combine_on_the_command_line_and_in_the_model() -> None:
+    model = get_cost_model("nccl:HGX-H100,NCCL_ALGO=ring,NCCL_PROTO=LL128")
+    system, params = model.system(parse_topology("HGX-H100"))  # type: ignore[attr-defined]
+    size = 1 << 30
+    want = predict(system, "all_reduce", size, params=params, algo="ring", proto="LL128")
+    assert evaluate("HGX-H100", size=size, cost_model=model.label).time_ns == want.time_ns
+    out = _dse("evaluate", "HGX-H100", "--size", "1GiB", "--cost-model", "nccl,NCCL_ALGO=ring,NCCL_PROTO=LL128",
+               "--calibration", "HGX-H100")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "ring / LL128: forced" in out.stdout and "nccl:HGX-H100,NCCL_ALGO=ring,NCCL_PROTO=LL128" in out.stdout
+    out = _dse("evaluate", "HGX-H100", "--size", "1GiB", "--cost-model", "nccl", "--calibration", "HGX-H100")
+    assert "NCCL's pick" in out.stdout and "forced" not in out.stdout
+
+
+def test_a_setting_the_topology_cannot_run_is_one_line_exit_2(tmp_path: Path) -> None:
+    cases = (
+        ("evaluate", TOPO, "--size", "1MB", "--collective", "all_gather", "--cost-model", "nccl,NCCL_ALGO=tree"),
+        ("evaluate", "HGX-H100", "--size", "1MB", "--cost-model", "nccl,NCCL_ALGO=nvls_tree"),
+        ("compare", TOPO, "--size", "1MB", "--cost-model", "nccl,NCCL_PROTO=LL256"),
+        ("evaluate", TOPO, "--size", "1MB", "--cost-model", "paper,NCCL_ALGO=ring"),
+        ("evaluate", TOPO, "--size", "1MB", "--cost-model", "paper,NCCL_ALGO=ring", "--calibration", "HGX-H100"),
+    )
+    for args in cases:
+        out = _dse(*args, cwd=tmp_path)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, (args, out.stderr)
+    assert list(tmp_path.iterdir()) == []
+    assert "NCCL_ALGO: 'tree' cannot run all_gather" in _dse(*cases[0]).stderr
+
+
+def test_an_iteration_under_forcing_times_each_collective_as_forced() -> None:
+    free = iterate("gnmt_fp16_fused", "HGX-H100", cost_model="nccl")
+    ring = iterate("gnmt_fp16_fused", "HGX-H100", cost_model="nccl,NCCL_ALGO=ring,NCCL_PROTO=Simple")
+    model = get_cost_model("nccl,NCCL_ALGO=ring,NCCL_PROTO=Simple")
+    timing = model.collective_timing(parse_topology("HGX-H100"), "all_reduce", 1 << 26)  # type: ignore[attr-defined]
+    pred = model.collective_time(parse_topology("HGX-H100"), "all_reduce", 1 << 26)  # type: ignore[attr-defined]
+    assert timing[0] == pred.time_ns and timing[2:] == ("ring", "Simple") and 0 < timing[1] < timing[0]
+    assert ring.cost_model == "nccl,NCCL_ALGO=ring,NCCL_PROTO=Simple"
+    assert ring.comm_ns > free.comm_ns and ring.time_ns >= free.time_ns
+
+
+def test_a_sweep_compares_nccls_pick_with_forced_ones_under_one_calibration(tmp_path: Path) -> None:
+    (tmp_path / "s.toml").write_text(
+        '[sweep]\ntopology = "DGX-A100-HDRx3"\nsize = ["64KB", "64MB"]\n'
+        'cost_model = ["nccl", "nccl,NCCL_ALGO=tree,NCCL_PROTO=Simple", "paper"]\ncalibration = "DGX-A100-HDRx3"\n'
+    )
+    out = _dse("sweep", "s.toml", "--out", "s.csv", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.DictReader((tmp_path / "s.csv").open()))
+    models = sorted({r["cost_model"] for r in rows})
+    assert models == ["nccl:DGX-A100-HDRx3", "nccl:DGX-A100-HDRx3,NCCL_ALGO=tree,NCCL_PROTO=Simple", "paper"]
+    for r in rows:
+        want = evaluate("DGX-A100-HDRx3", size=int(r["size_bytes"]), cost_model=r["cost_model"]).time_ns
+        assert float(r["time_ns"]) == pytest.approx(want, rel=1e-12)
+    t = {(r["size_bytes"], r["cost_model"]): float(r["time_ns"]) for r in rows}
+    assert t[("64000000", models[1])] > t[("64000000", models[0])]  # forced tree/Simple is slower than NCCL's pick

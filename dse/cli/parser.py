@@ -112,7 +112,8 @@ def add_calibration(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="NAME|FILE",
         help="with --cost-model nccl: a bundled machine (dse nccl-tests --help lists them) or a file written "
-        "by dse calibrate nccl-tests (default: NCCL's own parameters for Hopper GPUs)",
+        "by dse calibrate nccl-tests (default: NCCL's own parameters for Hopper GPUs). NCCL's choice is forced "
+        "by the model's name: --cost-model nccl,NCCL_ALGO=ring,NCCL_PROTO=Simple,NCCL_MAX_NCHANNELS=8",
     )
 
 

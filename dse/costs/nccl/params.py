@@ -25,7 +25,7 @@ class NcclSystem:
     `pcie_GBps` one GPU's PCIe rate (used when `fabric` is "pcie"), `nic_GBps` one NIC (NDR 400
     Gb/s = 50). NVLS runs only when `nvls_enabled` and the GPU is Hopper or later on an NVSwitch
     (NCCL_NVLS_ENABLE and the hardware). `cpu` sets NCCL's network overhead and LL cap; `network`
-    (ib, roce, efa, tcp) the network's default latency per crossing (`NET_LATENCY_NS`). Bad values:
+    (ib, roce, efa, tcp) the network's default latency per crossing (`tables.net_latency_ns`). Bad values:
     `InputError`."""
 
     generation: str
@@ -101,7 +101,7 @@ class NcclParams:
     nvls_inter_ns: float = 18000.0  # tuning.cc NVLS NET hop
     nvls_tree_inter_ns: float = 20900.0  # tuning.cc NVLSTree NET hop (2.28.9 on)
     net_overhead_ns: float = 1000.0  # tuning.cc: 1 us Intel/other, 2 us AMD
-    net_latency_ns: float = 0.0  # per network hop, beyond tuning.cc's NET row (tables.NET_LATENCY_NS by network)
+    net_latency_ns: float = 0.0  # per network hop, beyond tuning.cc's NET row (tables.net_latency_ns)
     ll_max_GBps: float = 141.0  # tuning.cc llMaxBw (see default_params)
     nvls_tree_max_GBps: float = math.inf  # NVLSTree per-channel cap x channels
     ring_ll128_max_GBps: float = math.inf  # ring LL128 per-channel cap x channels (see default_params)
@@ -145,7 +145,7 @@ def channels(system: NcclSystem) -> NcclChannels:
 def default_params(system: NcclSystem) -> NcclParams:
     """NCCL's values for `system`: NVLink or PCI hop latencies by fabric, the NET ones, efficiencies
     from NCCL's effective link rates, the LL cap and network overhead by generation, nodes and CPU;
-    the network's latency per hop by its kind (`tables.NET_LATENCY_NS`, ours: NCCL's table fits IB)
+    the network's latency per hop by its kind (`tables.net_latency_ns`, ours: NCCL's table fits IB)
     and the multi-node curve by generation (`tables.MULTI_NODE_CURVE`, ours)."""
     nvlink = system.fabric != "pcie"
     if nvlink:
@@ -176,7 +176,7 @@ def default_params(system: NcclSystem) -> NcclParams:
         e_nvls_intra=e0 * tables.NVLS_EFFICIENCY[system.generation],
         e_nvls_inter=tables.NET_EFFICIENCY,
         net_overhead_ns=2000.0 if system.cpu == "amd" else 1000.0,
-        net_latency_ns=tables.NET_LATENCY_NS[system.network],
+        net_latency_ns=tables.net_latency_ns(system.network, system.nic_GBps),
         ll_max_GBps=ll_max,
         nvls_tree_max_GBps=nvls_tree_max,
         ring_ll128_max_GBps=ch * tables.PER_CHANNEL_RING_LL128_GBps[system.generation],

@@ -88,13 +88,15 @@ NET_TRANSPORT = {"ib": "ib verbs", "roce": "ib verbs", "efa": "ofi plugin", "tcp
 #:   lambda.md @511c318: +5 us a hop) and 2 x 8 H20 over NDR IB with NVLSTree 46.3 us vs 66.8 (NVIDIA/nccl
 #:   issue 1244: below the table already) bracket it, so the table stays;
 #: - roce 0: as ib (NCCL's same IB verbs transport; no public floor outside the validation set);
-#: - efa 17000: the mean of two runs' 14.0 and 19.1 us a hop (EFA generations differ): 16 x p5en
-#:   (H200, 16 x 200G EFA v3; 16 nodes from busbw/algbw = 1.984), 167.3 us at 16 B vs 55.2 modelled
-#:   over 8 hops (aws-samples/awsome-distributed-training @7217859,
-#:   micro-benchmarks/nccl-tests/slurm/topology-aware-nccl-tests/README.md), and 2 x p5 (H100, 32 x
-#:   100G EFA, NCCL 2.22.3), 63.4 us at 16 B vs 25.2 modelled over 2 hops (KeitaW/p5-nccl-test-2024-07-19
-#:   @1c78584, nccl-test-output-v2.22.3-1.log; dse/data/nccl/keitaw_p5_h100_2node_allreduce.txt;
-#:   tests/test_nccl_defaults.py recomputes both);
+#: - efa 19000 on 100 Gb/s devices (EFA v1 and v2: p4d/p4de, p5), 14000 from 200 Gb/s on (EFA v3:
+#:   p5en; `EFA_FAST_*`, `net_latency_ns`): EFA's generations differ, and the NIC's rate tells them
+#:   apart. 2 x p5 (H100, 32 x 100G EFA v2, NCCL 2.22.3), 63.4 us at 16 B vs 25.2 modelled over 2
+#:   hops: 19.1 us a hop (KeitaW/p5-nccl-test-2024-07-19 @1c78584, nccl-test-output-v2.22.3-1.log;
+#:   dse/data/nccl/keitaw_p5_h100_2node_allreduce.txt); 16 x p5en (H200, 16 x 200G EFA v3; 16 nodes
+#:   from busbw/algbw = 1.984), 167.3 us at 16 B vs 55.2 modelled over 8 hops: 14.0 us a hop
+#:   (aws-samples/awsome-distributed-training @7217859,
+#:   micro-benchmarks/nccl-tests/slurm/topology-aware-nccl-tests/README.md); tests/test_nccl_defaults.py
+#:   recomputes both. No outside run has EFA v1 (100 Gb/s, as v2): it takes v2's;
 #: - tcp 49000: 2 x GCP A3 Mega (H100, GPUDirect-TCPXO), 123.2 us at 16-128 B vs 25.2 over 2 hops
 #:   (lessizzmore/create-a3mega-ztan-fork @346b825, ztan-NCCL-test-result.markdown).
 #: Rechecked against the hop count `_latency_ns` uses (tree LL floors: base + 2 x 7 fabric hops +
@@ -104,7 +106,9 @@ NET_TRANSPORT = {"ib": "ib verbs", "roce": "ib verbs", "efa": "ofi plugin", "tcp
 #: out-of-set floor tightens efa or roce: aws_p5_2node_allreduce_eks has only size 0 (no network
 #: transfer), stas_p5en_4node and nccl1221 (RoCE) are bandwidth prose, dstack GCP A4 (RoCE) starts at
 #: 8 MB (bandwidth-bound), the MI355X RoCE run is RCCL on a GPU this model has no generation for.
-NET_LATENCY_NS = {"ib": 0.0, "roce": 0.0, "efa": 17000.0, "tcp": 49000.0}
+NET_LATENCY_NS = {"ib": 0.0, "roce": 0.0, "efa": 19000.0, "tcp": 49000.0}
+#: EFA from this NIC rate on (GB/s: 200 Gb/s, EFA v3 and later) takes this latency a hop (above).
+EFA_FAST_NIC_GBps, EFA_FAST_LATENCY_NS = 25.0, 14000.0
 #: Launch latency per collective for each GPU beyond the first that one nccl-tests thread drives
 #: (``-g G``, the log's ``# nThread T nGpus G`` header; `predict`'s `gpus_per_thread`): one thread
 #: enqueues the collective on its G GPUs in turn, so the last starts (G - 1) launches late (our linear
@@ -112,6 +116,14 @@ NET_LATENCY_NS = {"ib": 0.0, "roce": 0.0, "efa": 17000.0, "tcp": 49000.0}
 #: 8 x A100 node, 15.5 us, / 7 (blog_cn_a100_8gpu_1node.txt runs A and B, a calibration-only file of
 #: dse/data/nccl; 2.3 us from the in-place column).
 LAUNCH_PER_GPU_NS = 2200.0
+
+
+def net_latency_ns(network: str, nic_GBps: float) -> float:
+    """The network's own latency a hop by default (`NET_LATENCY_NS`): by its kind, and for EFA by
+    its generation, told by the NIC's rate (`EFA_FAST_NIC_GBps`)."""
+    if network == "efa" and nic_GBps >= EFA_FAST_NIC_GBps:
+        return EFA_FAST_LATENCY_NS
+    return NET_LATENCY_NS[network]
 
 
 def launch_ns(gpus_per_thread: int) -> float:
@@ -188,7 +200,7 @@ def check_lat3(field: str, value: object) -> None:
 #:   it does not move the grid): mean |log error| 21.1 -> 12.0 %. Those start at 8 MB, above where a
 #:   floor acts, and no floor improves them: none.
 #: - Hopper: (S_half, k) the same grid's best on 2 x 8 H100 over 32 x 100G EFA, 8 B-16 GB (AWS p5;
-#:   KeitaW/p5-nccl-test-2024-07-19 @1c78584): 24.0 -> 12.0 %; the floor the best of
+#:   KeitaW/p5-nccl-test-2024-07-19 @1c78584): 19.9 -> 9.4 %; the floor the best of
 #:   MULTI_NODE_FLOORS on 2 x 8 HGX H100 with 8 NDR NICs, 16 B-64 KB (nccl-tests issue 319), its
 #:   fabric from the DGX H100 node's calibration: 23.1 -> 5.3 %. Each is the best with the other and
 #:   EFA's latency (which the p5 pair's 16 B row sets) in place.

@@ -142,3 +142,32 @@ def test_a_sweep_compares_nccls_pick_with_forced_ones_under_one_calibration(tmp_
         assert float(r["time_ns"]) == pytest.approx(want, rel=1e-12)
     t = {(r["size_bytes"], r["cost_model"]): float(r["time_ns"]) for r in rows}
     assert t[("64000000", models[1])] > t[("64000000", models[0])]  # forced tree/Simple is slower than NCCL's pick
+
+
+@pytest.mark.parametrize("calibration", [None, "HGX-H100", "DGX-A100-HDRx3"])
+def test_the_fast_forced_time_is_predicts_forced_pick(calibration: str | None) -> None:
+    from dse.costs.nccl.model import predict_time
+
+    name = "nccl" if calibration is None else f"nccl:{calibration}"
+    topologies = ("HGX-H100", TOPO, "DGX-A100-HDRx3", "SW(8,300,0,links=12)_SW(4,25,0,links=1)")
+    settings = [
+        NcclEnv(a, p, c) for a in (None, "ring", "tree", "nvls") for p in (None, "LL", "Simple") for c in (None, 3)
+    ]
+    checked = 0
+    for topo in topologies:
+        system, params = get_cost_model(name).system(parse_topology(topo))  # type: ignore[attr-defined]
+        for env in settings[1:]:
+            for size in (0, *SIZES, 3 << 30):
+                try:
+                    want = predict(system, "all_reduce", size, params=params, algo=env.algo, proto=env.proto,
+                                   max_channels=env.max_channels)  # fmt: skip
+                except InputError as e:
+                    with pytest.raises(InputError, match=e.problem):
+                        predict_time(system, "all_reduce", size, params, algo=env.algo, proto=env.proto)
+                    continue
+                got = predict_time(system, "all_reduce", size, params, algo=env.algo, proto=env.proto,
+                                   max_channels=env.max_channels)  # fmt: skip
+                latency = next(c.latency_ns for c in want.candidates if (c.algo, c.proto) == (want.algo, want.proto))
+                assert got == (want.time_ns, latency, want.algo, want.proto), (topo, env, size)
+                checked += 1
+    assert checked > 200

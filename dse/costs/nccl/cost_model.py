@@ -21,7 +21,8 @@ model is checked against it, as NCCL fails such a call.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, TypeVar
 
 from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
 from dse.core.errors import InputError
@@ -32,6 +33,8 @@ from dse.costs.nccl.calibration import Calibration
 from dse.costs.nccl.env import NcclEnv
 from dse.costs.nccl.model import NcclParams, NcclPrediction, NcclSystem, predict, predict_time
 from dse.costs.nccl.system import DEFAULT_MACHINE, network_system_of, system_of
+
+_T = TypeVar("_T")
 
 #: dse's collective names as the NCCL model's
 NCCL_COLLECTIVE = {
@@ -97,17 +100,7 @@ class NcclModel(CostModel):
     def collective_time(self, topology: Topology, collective: str, size: int, *, fabric: bool = True) -> NcclPrediction:
         """What nccl-tests would report for `collective` (dse's name) of `size` bytes per GPU (the
         nccl-tests size: all-gather's output, reduce-scatter's input) on `topology`."""
-        system, params = self.system(topology, fabric=fabric)
-        name, env = NCCL_COLLECTIVE[collective], self.env
-        if name == "alltoall" or not env.forced:
-            return predict(system, name, int(size), params=params)
-        try:
-            return predict(
-                system, name, int(size), params=params, algo=env.algo, proto=env.proto, max_channels=env.max_channels
-            )
-        except InputError as e:  # named as the user wrote the setting
-            field = {"algo": "NCCL_ALGO", "proto": "NCCL_PROTO"}.get(e.field, e.field)
-            raise InputError(field, e.problem, e.allowed) from None
+        return self._call(predict, topology, collective, size, fabric)
 
     def message_ns(self, topology: Topology, differ: list[int], size: int) -> float:
         """A point-to-point message of `size` bytes between GPUs whose coordinates differ in the
@@ -127,21 +120,32 @@ class NcclModel(CostModel):
         self, topology: Topology, collective: str, size: int, *, fabric: bool = True
     ) -> tuple[float, float, str, str]:
         """`collective_time`'s (time_ns, latency_ns, algo, proto) of NCCL's pick (or the forced one),
-        without the other candidates when nothing is forced (`predict_time`: what `evaluate` and
-        `iterate` call)."""
-        if self.env.forced and collective != ALL_TO_ALL:
-            p = self.collective_time(topology, collective, size, fabric=fabric)
-            latency = next(c.latency_ns for c in p.candidates if (c.algo, c.proto) == (p.algo, p.proto))
-            return p.time_ns, latency, p.algo, p.proto
+        without the other candidates (`predict_time`: what `evaluate` and `iterate` call)."""
+        return self._call(predict_time, topology, collective, size, fabric)
+
+    def _call(self, fn: Callable[..., _T], topology: Topology, collective: str, size: int, fabric: bool) -> _T:
+        """`fn` (`predict` or `predict_time`) on the topology's system with the forced settings
+        (none for all-to-all), a setting the system cannot run named as the user wrote it."""
         system, params = self.system(topology, fabric=fabric)
-        return predict_time(system, NCCL_COLLECTIVE[collective], int(size), params)
+        name, env = NCCL_COLLECTIVE[collective], self.env
+        if name == "alltoall" or not env.forced:
+            return fn(system, name, int(size), params=params)
+        try:
+            return fn(
+                system, name, int(size), params=params, algo=env.algo, proto=env.proto, max_channels=env.max_channels
+            )
+        except InputError as e:
+            field = {"algo": "NCCL_ALGO", "proto": "NCCL_PROTO", "max_channels": "NCCL_MAX_NCHANNELS"}.get(
+                e.field, e.field
+            )
+            raise InputError(field, e.problem, e.allowed) from None
 
     def _check(self, topology: Topology, collective: str) -> None:
         if collective not in NCCL_COLLECTIVE:
             raise InputError("collective", f"{collective!r} has no NCCL model", ", ".join(NCCL_COLLECTIVE))
         self.system(topology)
         if self.env.forced:  # a forced algorithm or protocol the topology cannot run: one InputError now
-            self.collective_time(topology, collective, 0)
+            self.collective_timing(topology, collective, 0)
 
     def _phase_cost(self, dim: Dim, kind: str, c: float, latency_mode: str) -> tuple[float, float]:
         raise InputError(

@@ -174,12 +174,24 @@ def channel_ceiling_GBps(system: NcclSystem, algo: str, proto: str, max_channels
 
 
 def predict_time(
-    system: NcclSystem, collective: str, size_bytes: int, params: NcclParams | None = None, gpus_per_thread: int = 1
+    system: NcclSystem,
+    collective: str,
+    size_bytes: int,
+    params: NcclParams | None = None,
+    gpus_per_thread: int = 1,
+    *,
+    algo: str | None = None,
+    proto: str | None = None,
+    max_channels: int | None = None,
 ) -> tuple[float, float, str, str]:
-    """(time_ns, latency_ns, algo, proto) of NCCL's choice for `collective` of `size_bytes` on
-    `system`: the same numbers as `predict` (unforced, same `gpus_per_thread`), without building its
-    candidates. Bad input: `InputError`."""
+    """(time_ns, latency_ns, algo, proto) of NCCL's choice (or the forced one: `algo`, `proto`,
+    `max_channels` as `predict`'s) for `collective` of `size_bytes` on `system`: the same numbers as
+    `predict` (same arguments), without building its candidates. Bad input: `InputError`."""
     plans = _cached_plans(system, params, collective, size_bytes)
+    if algo is not None or proto is not None or max_channels is not None:
+        return _forced_time(
+            system, collective, size_bytes, plans, params is None, gpus_per_thread, algo, proto, max_channels
+        )
     if not plans:
         check_forced(plans, collective, None, None)
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)
@@ -195,6 +207,30 @@ def predict_time(
         best = plans[j]
         best_ns = _tuned_ns(best, s)
     return best_ns + launch, _latency_at(best, s) + launch, best[0], best[1]
+
+
+def _forced_time(
+    system: NcclSystem, collective: str, size_bytes: int, plans: tuple[_Plan, ...], defaults: bool,
+    gpus_per_thread: int, algo: str | None, proto: str | None, max_channels: int | None,
+) -> tuple[float, float, str, str]:  # fmt: skip
+    """`predict_time` with a forced choice: `predict`'s pick among the plans that match (ranked by
+    the tuner's times, `defaults`: `plans` are the defaults' own), timed as `predict` times it."""
+    matching = tuple(p for p in plans if (algo is None or p[0] == algo) and (proto is None or p[1] == proto))
+    if not matching:
+        check_forced(plans, collective, algo, proto)  # raises, naming what the system can run
+    s, launch = float(size_bytes), launch_ns(gpus_per_thread)
+    ranked = [_tuned_ns(p, s) for p in matching] if defaults else _tuner_ns(system, collective, size_bytes, matching)
+    best, best_ns = None, math.inf
+    for p, t in zip(matching, ranked):  # NCCL's order; a later one wins only when strictly faster
+        if t < best_ns:
+            best, best_ns = p, t
+    assert best is not None  # the defaults run every plan a calibration can (both gate algorithms by system)
+    time_ns, latency = _tuned_ns(best, s), _latency_at(best, s)
+    if max_channels is not None:
+        check_integer("max_channels", max_channels, 1, MAX_CHANNELS)
+        f = bus_factor(collective, system.ranks)
+        time_ns = max(time_ns, latency + f * s / channel_ceiling_GBps(system, best[0], best[1], max_channels))
+    return time_ns + launch, latency + launch, best[0], best[1]
 
 
 def _fastest(plans: tuple[_Plan, ...], s: float) -> tuple[int, float]:

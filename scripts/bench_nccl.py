@@ -2,6 +2,7 @@
 """Benchmark: `dse.evaluate` under the `nccl` cost model against `paper`, on one GPU cluster topology.
 
 Run: .venv/bin/python scripts/bench_nccl.py [--seconds S] [--repeat R] [--topology T] [--calibration NAME]
+     [--settings NCCL_ALGO=ring,...]
 
 Both models evaluate a Themis+SCF all-reduce (the scheduler does not apply under `nccl`) on the same
 topology, in two ways: `same` (one point again and again) and `fresh` (each call at a size never
@@ -9,7 +10,8 @@ seen before). Each row: min and median evaluations/s of R (default 5) timed runs
 seconds, on one core (this process); `nccl / paper` is the ratio of the medians measured in this run
 (above 1: `nccl` is faster). The machine is named on the first line. `--calibration NAME` (a bundled
 machine such as HGX-H100, or a calibration file) times `nccl:NAME`: a calibration's time of NCCL's
-pick, which costs one more plan than the defaults' (the pick comes from the defaults).
+pick, which costs one more plan than the defaults' (the pick comes from the defaults). `--settings`
+appends NCCL's forced settings to the model's name (``nccl,NCCL_ALGO=ring``: dse.costs.nccl.env).
 """
 
 from __future__ import annotations
@@ -46,8 +48,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--topology", default=TOPOLOGY)
     ap.add_argument("--calibration", default=None, help="time nccl:NAME (a bundled machine or a calibration file)")
+    ap.add_argument("--settings", default=None, help="NCCL's forced settings, e.g. NCCL_ALGO=ring,NCCL_PROTO=Simple")
     args = ap.parse_args()
     nccl = "nccl" if args.calibration is None else f"nccl:{args.calibration}"
+    if args.settings:
+        nccl += f",{args.settings}"
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load {load:.2f}")
     print(f"topology {args.topology}; min / median evaluations/s of {args.repeat} runs of >= {args.seconds} s")

@@ -215,15 +215,17 @@ def _forced_time(
 ) -> tuple[float, float, str, str]:  # fmt: skip
     """`predict_time` with a forced choice: `predict`'s pick among the plans that match (ranked by
     the tuner's times, `defaults`: `plans` are the defaults' own), timed as `predict` times it."""
-    matching = tuple(p for p in plans if (algo is None or p[0] == algo) and (proto is None or p[1] == proto))
-    if not matching:
+    only = [i for i, p in enumerate(plans) if (algo is None or p[0] == algo) and (proto is None or p[1] == proto)]
+    if not only:
         check_forced(plans, collective, algo, proto)  # raises, naming what the system can run
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)
-    ranked = [_tuned_ns(p, s) for p in matching] if defaults else _tuner_ns(system, collective, size_bytes, matching)
+    ranked = (
+        [_tuned_ns(plans[i], s) for i in only] if defaults else _tuner_ns(system, collective, size_bytes, plans, only)
+    )
     best, best_ns = None, math.inf
-    for p, t in zip(matching, ranked):  # NCCL's order; a later one wins only when strictly faster
+    for i, t in zip(only, ranked):  # NCCL's order; a later one wins only when strictly faster
         if t < best_ns:
-            best, best_ns = p, t
+            best, best_ns = plans[i], t
     assert best is not None  # the defaults run every plan a calibration can (both gate algorithms by system)
     time_ns, latency = _tuned_ns(best, s), _latency_at(best, s)
     if max_channels is not None:
@@ -262,12 +264,16 @@ def _same_plans(plans: tuple[_Plan, ...], others: tuple[_Plan, ...]) -> tuple[in
     return same
 
 
-def _tuner_ns(system: NcclSystem, collective: str, size_bytes: int, plans: tuple[_Plan, ...]) -> list[float]:
-    """What NCCL's tuner compares for each of `plans`: its (algorithm, protocol)'s time under the
-    system's default parameters (the tuner does not know a calibration). `plans` are the ones some
-    parameters enable: the defaults' or fewer (an efficiency of 0 disables a plan)."""
+def _tuner_ns(
+    system: NcclSystem, collective: str, size_bytes: int, plans: tuple[_Plan, ...], only: list[int] | None = None
+) -> list[float]:
+    """What NCCL's tuner compares for each of `plans` (or those at the indices `only`): its (algorithm,
+    protocol)'s time under the system's default parameters (the tuner does not know a calibration).
+    `plans` are the ones some parameters enable: the defaults' or fewer (an efficiency of 0 disables a plan)."""
     s, tuner = float(size_bytes), _cached_plans(system, None, collective, size_bytes)
-    return [math.inf if j is None else _tuned_ns(tuner[j], s) for j in _same_plans(plans, tuner)]
+    same = _same_plans(plans, tuner)
+    js = (same[i] for i in (only or range(len(plans))))
+    return [math.inf if j is None else _tuned_ns(tuner[j], s) for j in js]
 
 
 # --- plans: everything but the size, built once per (system, params, collective) ---------------------

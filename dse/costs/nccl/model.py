@@ -145,10 +145,7 @@ def predict(
     tuned = [_tuned_ns(p, s) for p in plans]
     actual = tuned
     if max_channels is not None:
-        check_integer("max_channels", max_channels, 1, MAX_CHANNELS)
-        f = bus_factor(collective, system.ranks)
-        actual = [max(t, _latency_at(p, s) + f * s / channel_ceiling_GBps(system, p[0], p[1], max_channels))
-                  for p, t in zip(plans, tuned)]  # fmt: skip
+        actual = [_capped_ns(system, collective, p, s, t, max_channels) for p, t in zip(plans, tuned)]
     candidates = tuple(NcclCandidate(p[0], p[1], t + launch, _latency_at(p, s) + launch) for p, t in zip(plans, actual))
     ranked = tuned if params is None else _tuner_ns(system, collective, size_bytes, plans)
     best, best_ns = None, math.inf
@@ -227,12 +224,18 @@ def _forced_time(
         if t < best_ns:
             best, best_ns = plans[i], t
     assert best is not None  # the defaults run every plan a calibration can (both gate algorithms by system)
-    time_ns, latency = _tuned_ns(best, s), _latency_at(best, s)
+    time_ns = _tuned_ns(best, s)
     if max_channels is not None:
-        check_integer("max_channels", max_channels, 1, MAX_CHANNELS)
-        f = bus_factor(collective, system.ranks)
-        time_ns = max(time_ns, latency + f * s / channel_ceiling_GBps(system, best[0], best[1], max_channels))
-    return time_ns + launch, latency + launch, best[0], best[1]
+        time_ns = _capped_ns(system, collective, best, s, time_ns, max_channels)
+    return time_ns + launch, _latency_at(best, s) + launch, best[0], best[1]
+
+
+def _capped_ns(system: NcclSystem, collective: str, plan: _Plan, s: float, t: float, max_channels: int) -> float:
+    """A plan's time `t` for `s` bytes on at most `max_channels` channels (checked, `InputError`):
+    at least its latency plus the bus bytes over `channel_ceiling_GBps`."""
+    check_integer("max_channels", max_channels, 1, MAX_CHANNELS)
+    ceiling = channel_ceiling_GBps(system, plan[0], plan[1], max_channels)
+    return max(t, _latency_at(plan, s) + bus_factor(collective, system.ranks) * s / ceiling)
 
 
 def _fastest(plans: tuple[_Plan, ...], s: float) -> tuple[int, float]:

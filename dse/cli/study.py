@@ -179,7 +179,6 @@ def cmd_study_show(args: argparse.Namespace) -> int:
     its Pareto front), or one JSON object with --json."""
     from dse.core.units import parse_int
     from dse.explore.study.storage import redact, storage_for
-    from dse.explore.study.units import shown
     from dse.output.study_report import report_data, show_text
 
     top = parse_int(args.top, "--top", minimum=1)
@@ -189,8 +188,8 @@ def cmd_study_show(args: argparse.Namespace) -> int:
         print(show_text(study, rep, url, top))
         return 0
     objectives = [
-        {"name": shown(i).name, "id": i, "column": shown(i).column, "direction": d.name.lower()}
-        for i, d in zip(rep.names, study.directions)
+        {"name": s.name, "id": s.id, "column": s.column, "direction": d.name.lower()}
+        for s, d in zip(rep.objectives, study.directions)
     ]
     rows = rep.best if rep.multi else rep.best[:top]
     print(json.dumps({"study": args.name, "storage": redact(url), "objectives": objectives, "rows": rows}))

@@ -12,7 +12,8 @@ def _best_text(res: dict[str, Any]) -> str:
     """A study's best trial, its objective named with its unit, or its Pareto front's size."""
     if "best_value" in res:
         s = shown(res.get("best_metric") or "")
-        return f"best {s.name} = {s.text(res['best_value'])} (trial {res['best_trial']}): {res['best_topology']}"
+        name = res.get("best_name", s.name)
+        return f"best {name} = {s.text(res['best_value'])} (trial {res['best_trial']}): {res['best_topology']}"
     if "pareto_size" in res:
         return f"Pareto front of {res['pareto_size']} designs over {' and '.join(res.get('objectives', []))}"
     return ""

@@ -26,13 +26,13 @@ import math
 import re
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from dse.core.files import atomic_output
 from dse.explore.study.storage import feasible
-from dse.explore.study.units import BW_PARAM, bandwidths, constraint_limits, shown
+from dse.explore.study.units import BW_PARAM, Shown, as_shown, bandwidths, constraint_limits
 
 #: An objective's direction, as Optuna names it (`StudyDirection.name.lower()`).
 Direction = Literal["minimize", "maximize"]
@@ -61,19 +61,20 @@ class HistoryPanel:
 
 def history_data(
     trials: Sequence[Any],
-    names: Sequence[str],
+    names: Sequence[str | Shown],
     directions: Sequence[Direction],
     limits: Mapping[str, float] | None = None,
 ) -> list[HistoryPanel]:
-    """One `HistoryPanel` per objective (`names`: the ids; `limits`: the constrained ones' largest
-    allowed values, stored unit), trials in number order (NaN best before a feasible one)."""
+    """One `HistoryPanel` per objective (`names`: the ids or their `Shown`; `limits`: the
+    constrained ones' largest allowed values by id, stored unit), trials in number order (NaN best
+    before a feasible one)."""
     ordered = sorted(trials, key=lambda t: t.number)
     panels = []
     for k, (name, direction) in enumerate(zip(names, directions)):
-        s = shown(name)
+        s = as_shown(name)
         pick = min if direction == "minimize" else max
         best: float | None = None
-        limit = (limits or {}).get(name)
+        limit = (limits or {}).get(s.id)
         panel = HistoryPanel(
             s.name, s.quantity, direction, [], [], [], [], s.unit.unit, None if limit is None else s.value(limit)
         )
@@ -108,14 +109,15 @@ class ParetoPanel:
 
 
 def pareto_data(
-    trials: Sequence[Any], front: set[int], names: Sequence[str], limits: Mapping[str, float] | None = None
+    trials: Sequence[Any], front: set[int], names: Sequence[str | Shown], limits: Mapping[str, float] | None = None
 ) -> list[ParetoPanel]:
-    """One `ParetoPanel` per pair of objectives; `front` holds the trial numbers on the front."""
+    """One `ParetoPanel` per pair of objectives (ids or their `Shown`); `front` holds the trial
+    numbers on the front."""
     panels = []
     lim = limits or {}
     for i, j in itertools.combinations(range(len(names)), 2):
-        sx, sy = shown(names[i]), shown(names[j])
-        lx, ly = lim.get(names[i]), lim.get(names[j])
+        sx, sy = as_shown(names[i]), as_shown(names[j])
+        lx, ly = lim.get(sx.id), lim.get(sy.id)
         panels.append(
             ParetoPanel(
                 sx.name,
@@ -152,13 +154,17 @@ def varying(per_trial: Sequence[dict[str, Any]]) -> list[str]:
 
 @dataclass
 class Importances:
-    """Per objective name, each varying parameter's importance (they sum to 1 per objective)."""
+    """Per objective id, each varying parameter's importance (they sum to 1 per objective), and
+    each objective's title (its `Shown.name`)."""
 
     params: list[str]
     by_objective: dict[str, dict[str, float]]
+    titles: dict[str, str] = field(default_factory=dict)
 
 
-def importance_data(trials: Sequence[Any], names: Sequence[str], directions: Sequence[Direction]) -> Importances | str:
+def importance_data(
+    trials: Sequence[Any], names: Sequence[str | Shown], directions: Sequence[Direction]
+) -> Importances | str:
     """Each varying parameter's importance for each objective, or a one-line reason there are none."""
     import optuna
     from optuna.distributions import FloatDistribution
@@ -178,7 +184,8 @@ def importance_data(trials: Sequence[Any], names: Sequence[str], directions: Seq
         dists[p] = have.distributions[p] if p in have.distributions else FloatDistribution(min(values), max(values))
     out: dict[str, dict[str, float]] = {}
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # no line per in-memory study
-    for k, (name, direction) in enumerate(zip(names, directions)):
+    shown = [as_shown(n) for n in names]
+    for k, (s, direction) in enumerate(zip(shown, directions)):
         study = optuna.create_study(direction=direction)
         study.add_trials(
             [
@@ -193,13 +200,13 @@ def importance_data(trials: Sequence[Any], names: Sequence[str], directions: Seq
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                out[name] = optuna.importance.get_param_importances(study, params=vary)
+                out[s.id] = optuna.importance.get_param_importances(study, params=vary)
             except (ValueError, RuntimeError, ZeroDivisionError) as e:  # too few trials to tell, say
                 return (
-                    f"no importances.png: Optuna could not weigh the parameters for {shown(name).name} "
+                    f"no importances.png: Optuna could not weigh the parameters for {s.name} "
                     f"({' '.join(str(e).split())})"
                 )
-    return Importances(vary, out)
+    return Importances(vary, out, {s.id: s.name for s in shown})
 
 
 # ----------------------------------------------------------------------------- drawing
@@ -347,18 +354,22 @@ def importances_figure(imp: Importances) -> Any:
     for ax, (name, values) in zip(axes[0], imp.by_objective.items()):
         order = sorted(values, key=lambda p: values[p])
         ax.barh([param_label(p) for p in order], [values[p] for p in order], color="tab:blue")
-        ax.set_title(shown(name).name, fontsize=10)
+        ax.set_title(imp.titles.get(name) or as_shown(name).name, fontsize=10)
         ax.set_xlabel("importance (the parameters' importances add up to 1)")
         ax.set_xlim(0, 1)
         ax.grid(True, axis="x", alpha=0.3)
     return fig
 
 
-def write_figures(study: Any, trials: Sequence[Any], names: Sequence[str], out: Path) -> tuple[list[str], list[str]]:
+def write_figures(
+    study: Any, trials: Sequence[Any], names: Sequence[str | Shown], out: Path
+) -> tuple[list[str], list[str]]:
     """history.png, pareto_front.png (several objectives), importances.png (two or more varying
-    parameters) in `out`; returns the files written and notes on any figure not written."""
+    parameters) in `out` (`names`: the objectives, ids or their `Shown`); returns the files
+    written and notes on any figure not written."""
     directions = [d.name.lower() for d in study.directions]
-    limits = constraint_limits(study._storage.get_study_system_attrs(study._study_id), trials, names)
+    ids = [as_shown(n).id for n in names]
+    limits = constraint_limits(study._storage.get_study_system_attrs(study._study_id), trials, ids)
     files = [draw_history(history_data(trials, names, directions, limits), out / "history.png")]
     if len(names) > 1:
         front = {t.number for t in study.best_trials}

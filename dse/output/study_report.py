@@ -13,7 +13,9 @@ The report speaks the study's terms rather than Optuna's, every number with its 
   record: a budget-split space samples weights, which say nothing on their own, so the sampled
   ``bw_*`` parameters are left out;
 - the figures (`dse.output.study_plots`) name each objective with its unit (``time (ms) with
-  themis+scf``), draw a cost limit where the study has one, and weigh only the parameters that vary.
+  themis+scf``), draw a cost limit where the study has one, and weigh only the parameters that vary;
+- a study under a closed-form cost model (`nccl`) names that model where a scheduler would be
+  (``time_nccl_ns``, ``time (ms) with nccl``: `dse.explore.study.units`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,18 @@ from typing import Any
 from dse.core.errors import InputError
 from dse.core.files import atomic_output, check_output_dir, check_outputs_in, output_folder
 from dse.explore.study.storage import feasible, load_study, redact, trial_params, trial_record
-from dse.explore.study.units import BW_PARAM, bandwidths, constraint_limits, number, record_columns, shown, study_ids
+from dse.explore.study.units import (
+    BW_PARAM,
+    Shown,
+    as_shown,
+    bandwidths,
+    closed_form_model,
+    constraint_limits,
+    number,
+    record_columns,
+    study_ids,
+    study_objectives,
+)
 from dse.output.study_plots import write_figures
 
 
@@ -37,16 +50,17 @@ def objective_names(study: Any) -> list[str]:
     return study_ids(study)
 
 
-def trial_row(trial: Any, names: list[str]) -> dict[str, Any]:
-    """One CSV row: the trial number, its objectives (`names`: their ids) in their columns' units,
+def trial_row(trial: Any, objectives: Sequence[str | Shown], model: str = "") -> dict[str, Any]:
+    """One CSV row: the trial number, its objectives (ids or `Shown`) in their columns' units,
     its record and bandwidths in GB/s, the design's choices (sampled or fixed by the space;
-    bandwidth parameters left out) and whether it is feasible. Trials of either layout
-    (`dse.explore.study.storage`) give the same row."""
+    bandwidth parameters left out) and whether it is feasible; a closed-form `model`'s times named
+    as `record_columns` names them. Trials of either layout (`dse.explore.study.storage`) give the
+    same row."""
     r: dict[str, Any] = {"trial": trial.number}
-    for name, v in zip(names, trial.values):
-        s = shown(name)
+    for o, v in zip(objectives, trial.values):
+        s = as_shown(o, model)
         r[s.column] = v * s.unit.column_scale
-    attrs = record_columns(trial_record(trial))
+    attrs = record_columns(trial_record(trial), model)
     if "topology" in attrs:
         r["topology"] = attrs.pop("topology")
     r.update({f"bw{i}_GBps": bw for i, bw in enumerate(bandwidths(trial))})
@@ -59,7 +73,8 @@ def trial_row(trial: Any, names: list[str]) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Report:
     """A study's report: its rows (every complete trial), the best or the Pareto front, whether it
-    has several objectives, the files written, notes for the user and the objective ids."""
+    has several objectives, the files written, notes for the user, the objective ids and the
+    objectives as people read them (`objectives`; from `names` when not given)."""
 
     rows: list[dict[str, Any]]
     best: list[dict[str, Any]]
@@ -67,11 +82,16 @@ class Report:
     files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
+    objectives: list[Shown] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.objectives:
+            object.__setattr__(self, "objectives", [as_shown(n) for n in self.names])
 
     @property
     def columns(self) -> list[str]:
         """The objectives' CSV columns."""
-        return [shown(n).column for n in self.names]
+        return [s.column for s in self.objectives]
 
 
 def complete_trials(study: Any) -> list[Any]:
@@ -90,7 +110,8 @@ def report_data(name: str, url: str) -> tuple[Any, Report]:
     complete = complete_trials(study)
     if not complete:
         raise InputError("study", f"{name!r} has no complete trial yet")
-    names = objective_names(study)
+    names, objectives = objective_names(study), study_objectives(study)
+    model = closed_form_model(study._storage.get_study_system_attrs(study._study_id))
     multi = len(study.directions) > 1
     if multi:
         best = sorted(study.best_trials, key=lambda t: t.values[0])
@@ -98,9 +119,8 @@ def report_data(name: str, url: str) -> tuple[Any, Report]:
         sign = 1 if study.direction == optuna.study.StudyDirection.MINIMIZE else -1
         good = [t for t in complete if feasible(t)] or complete
         best = sorted(good, key=lambda t: sign * t.value)[:20]
-    return study, Report(
-        [trial_row(t, names) for t in complete], [trial_row(t, names) for t in best], multi, names=names
-    )
+    rows, best_rows = ([trial_row(t, objectives, model) for t in ts] for ts in (complete, best))
+    return study, Report(rows, best_rows, multi, names=names, objectives=objectives)
 
 
 def _column_rank(key: str, columns: Sequence[str]) -> tuple[int, int]:
@@ -149,8 +169,8 @@ def write_report(name: str, url: str, out_dir: str | Path) -> Report:
         for fname, rows in (("trials.csv", rep.rows), ("pareto.csv" if rep.multi else "best.csv", rep.best)):
             write_csv(out / fname, rows, rep.columns)
             files.append(str(out / fname))
-        figures, notes = write_figures(study, complete_trials(study), rep.names, out)
-    return Report(rep.rows, rep.best, rep.multi, files + figures, notes, rep.names)
+        figures, notes = write_figures(study, complete_trials(study), rep.objectives, out)
+    return Report(rep.rows, rep.best, rep.multi, files + figures, notes, rep.names, rep.objectives)
 
 
 def show_rows(rep: Report, top: int, constrained: bool) -> tuple[list[str], list[list[str]]]:
@@ -158,7 +178,7 @@ def show_rows(rep: Report, top: int, constrained: bool) -> tuple[list[str], list
     objectives named with their units and shown in them, each dimension's GB/s, whether the design
     meets the constraints (`constrained` studies), the topology."""
     rows = rep.best if rep.multi else rep.best[:top]
-    objectives = [shown(n) for n in rep.names]
+    objectives = rep.objectives
     dims = max((int(m.group(1)) + 1 for r in rows for k in r if (m := re.fullmatch(r"bw(\d+)_GBps", k))), default=0)
     head = ["trial", *(s.name for s in objectives), *(f"bw{i} (GB/s)" for i in range(dims))]
     head += ["feasible"] * constrained + ["topology"]
@@ -176,16 +196,17 @@ def show_text(study: Any, rep: Report, url: str, top: int) -> str:
     then `show_rows` as a table."""
     from dse.output.report import format_table
 
-    ids = rep.names
     directions = [d.name.lower() for d in study.directions]
     system = study._storage.get_study_system_attrs(study._study_id)
-    limits = constraint_limits(system, complete_trials(study), ids)
+    limits = constraint_limits(system, complete_trials(study), rep.names)
+    model = closed_form_model(system)
     lines = [
         f"{study.study_name}: {len(rep.rows)} complete trials on {redact(url)}",
-        "objectives: " + "; ".join(f"{shown(i).name} ({d})" for i, d in zip(ids, directions)),
+        "objectives: " + "; ".join(f"{s.name} ({d})" for s, d in zip(rep.objectives, directions)),
     ]
     if limits:
-        lines.append("constraints: " + "; ".join(f"{shown(i).name} <= {shown(i).text(v)}" for i, v in limits.items()))
+        shown_limits = [(as_shown(i, model), v) for i, v in limits.items()]
+        lines.append("constraints: " + "; ".join(f"{s.name} <= {s.text(v)}" for s, v in shown_limits))
     constrained = bool(limits) or any(t.constraints for t in complete_trials(study))
     head, body = show_rows(rep, top, constrained)
     what = (

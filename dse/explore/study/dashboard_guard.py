@@ -61,6 +61,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from dse.explore.study.units import (
     METRIC_NAMES_ATTR,
+    closed_form_model,
     dashboard_study_attrs,
     dashboard_trials,
     objective_ids,
@@ -160,6 +161,10 @@ class StudyView(BaseStorage):
         labels = self._base.get_study_user_attrs(self._id).get("objectives")
         return objective_ids(attrs.get(METRIC_NAMES_ATTR), labels, len(self._base.get_study_directions(self._id)))
 
+    def _model(self) -> str:
+        """The closed-form cost model the study is measured with, or ``""`` (`closed_form_model`)."""
+        return closed_form_model(self._base.get_study_system_attrs(self._id))
+
     # ---- reads: the named study only, in the units people read (module docstring)
     def get_all_studies(self) -> list[FrozenStudy]:
         """The named study alone, its objectives named with their units."""
@@ -199,7 +204,7 @@ class StudyView(BaseStorage):
     ) -> list[FrozenTrial]:
         """The named study's trials, valued in the units shown; any other id raises `KeyError`."""
         trials = self._base.get_all_trials(self._study(study_id), deepcopy=deepcopy, states=states)
-        return dashboard_trials(trials, self._ids())
+        return dashboard_trials(trials, self._ids(), self._model())
 
     def get_n_trials(self, study_id: int, state: tuple[TrialState, ...] | TrialState | None = None) -> int:
         """How many trials the named study has (in `state`); any other id raises `KeyError`."""
@@ -216,7 +221,7 @@ class StudyView(BaseStorage):
     def get_trial(self, trial_id: int) -> FrozenTrial:
         """A trial of the named study, valued in the units shown; any other trial raises `KeyError`."""
         trial = self._base.get_trial(self._trial(trial_id))
-        return dashboard_trials([trial], self._ids())[0]
+        return dashboard_trials([trial], self._ids(), self._model())[0]
 
     def get_trial_number_from_id(self, trial_id: int) -> int:
         """A trial's number; a trial of another study raises `KeyError`."""

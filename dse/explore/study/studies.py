@@ -38,7 +38,7 @@ from dse.core.errors import InputError
 from dse.core.files import read_toml
 from dse.core.limits import check_input
 from dse.core.units import parse_int
-from dse.costs import with_calibration
+from dse.costs import get_cost_model, with_calibration
 from dse.explore.hwcost import HardwareCost
 from dse.explore.libra.files import read_libra_cost_model, read_libra_network
 from dse.explore.study.objectives import (
@@ -82,6 +82,13 @@ class StudySpec:
     def directions(self) -> list[str]:
         """Each objective's direction, ``minimize`` or ``maximize``, in order."""
         return [o.direction for o in self.objectives]
+
+    @property
+    def closed_form_model(self) -> str:
+        """The cost model's name if it is closed form (`nccl`: the schedulers and queues of the
+        objectives do not apply, `dse.explore.study.units`), else ``""``."""
+        model = get_cost_model(self.cost_model)
+        return model.name if model.closed_form else ""
 
     def definition(self) -> dict[str, str]:
         """The study's definition (module docstring), field by field, each a short text: the value

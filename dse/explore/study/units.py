@@ -21,13 +21,19 @@ cost                  cost ($)                            cost_usd
 iteration_time_x_cost time x cost (ms·$) with themis+scf  iteration_time_x_cost_themis_scf_ms_usd
 ===================== =================================== =======================================
 
-"themis+scf" is the scheduler and queue the objective is measured with. A CSV column's suffix is
-the unit of the number in it (`_ns`, `_pct`, `_usd`; ``_ms_usd``: ms·$, as printed and plotted).
+"themis+scf" is the scheduler and queue the objective is measured with. A study under a
+closed-form cost model (`nccl`, whose collectives take NCCL's algorithms, not a chunk schedule)
+is measured with that model whatever the scheduler: its study attribute `CLOSED_FORM_ATTR` names
+the model, and every view shows it in the scheduler's place (`study_objectives`, `record_columns`):
+``time (ms) with nccl``, column ``time_nccl_ns``. The stored ids stay as they are, so a study
+begun before reads and resumes the same. A CSV column's suffix is the unit of the number in it
+(`_ns`, `_pct`, `_usd`; ``_ms_usd``: ms·$, as printed and plotted).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
@@ -41,10 +47,12 @@ from dse.explore.study.objectives import METRIC_PREFIX, metric_name
 from dse.explore.study.storage import trial_params, trial_record
 
 DEFINITION_ATTR = "dse_definition"  # a study's definition (`StudySpec.definition`), a system attribute
+CLOSED_FORM_ATTR = "dse_closed_form_model"  # the closed-form cost model a study is measured with (nccl)
 METRIC_NAMES_ATTR = "study:metric_names"  # Optuna's system attribute of `Study.metric_names`
 BW_PARAM = re.compile(r"^bw_\d+d_\d+$")  # a space's sampled bandwidth parameters (weights or GB/s)
 _OLD_LABEL = re.compile(r"^(\w+)\[(\w+)\+(\w+)\]$")  # Objective.label: time[themis+scf]
 _CONSTRAINT = re.compile(r"(\w+)\[(\w+)\+(\w+)\] <= ([^,\s]+)")  # one constraint of a definition
+_SCHEDULED = re.compile(r"(time|iteration|exposed_comm)_[a-z]+(?:_[a-z]+)?_ns")  # a record's key per schedule
 
 
 @dataclass(frozen=True)
@@ -126,6 +134,25 @@ def shown(metric_id: str) -> Shown:
     return Shown(metric_id)
 
 
+def closed_form_model(system_attrs: dict[str, Any]) -> str:
+    """The closed-form cost model a study is measured with (`CLOSED_FORM_ATTR`), or ``""``."""
+    model = system_attrs.get(CLOSED_FORM_ATTR)
+    return model if isinstance(model, str) else ""
+
+
+def as_shown(objective: str | Shown, model: str = "") -> Shown:
+    """An objective id (or its `Shown`) as people read it; under a closed-form `model`, measured
+    with that model in the scheduler's place (module docstring)."""
+    s = objective if isinstance(objective, Shown) else shown(objective)
+    return dataclasses.replace(s, how=model) if model and s.how else s
+
+
+def study_objectives(study: Any) -> list[Shown]:
+    """An Optuna study's objectives as people read them (`study_ids`, `as_shown`)."""
+    model = closed_form_model(study._storage.get_study_system_attrs(study._study_id))
+    return [as_shown(i, model) for i in study_ids(study)]
+
+
 def number(v: float) -> str:
     """`v` with 4 significant digits, thousands separated, and no exponent from 0.001 to 1e6."""
     if not math.isfinite(v) or v == 0:
@@ -175,16 +202,23 @@ def bandwidths(trial: Any) -> list[float]:
         return []
 
 
-def record_columns(record: dict[str, Any]) -> dict[str, Any]:
+def record_columns(record: dict[str, Any], model: str = "") -> dict[str, Any]:
     """A trial's record as CSV columns, each number's unit its suffix: the fractions
     ``bw_utilization`` and ``gap`` become ``bw_utilization_pct`` and ``gap_pct`` (0-100); the
     exact bandwidths are left to the ``bw<i>_GBps`` columns; every other key already ends in its
-    unit (``_ns``, ``_usd``) or is a count or a text."""
+    unit (``_ns``, ``_usd``) or is a count or a text. Under a closed-form `model` a time per
+    schedule (``time_themis_ns``, ``iteration_baseline_fifo_ns``) is one time with that model
+    (``time_nccl_ns``); a schedule's time unlike the first one's keeps its own column."""
     out: dict[str, Any] = {}
     for k, v in record.items():
         if k == "bandwidths_GBps":
             continue
-        if k in ("bw_utilization", "gap") and isinstance(v, (int, float)):
+        if model and (m := _SCHEDULED.fullmatch(k)):
+            key = f"{m.group(1)}_{model}_ns"
+            out.setdefault(key, v)
+            if out[key] != v:
+                out[k] = v
+        elif k in ("bw_utilization", "gap") and isinstance(v, (int, float)):
             out[f"{k}_pct"] = v * 100.0
         else:
             out[k] = v
@@ -207,13 +241,14 @@ def bandwidth_param(i: int) -> str:
     return f"bw{i} (GB/s)"
 
 
-def dashboard_trials(trials: Sequence[Any], ids: Sequence[str]) -> list[Any]:
+def dashboard_trials(trials: Sequence[Any], ids: Sequence[str], model: str = "") -> list[Any]:
     """Copies of `trials` as the dashboard shows them: objective values in the unit `Shown.name`
     gives; the sampled bandwidth parameters (a budget split's weights) replaced by each dimension's
     GB/s (``bw0 (GB/s)`` ..., one range per dimension over `trials`, so importances and plots
     compare them); the record as user attributes named with units (``time themis (ms)``,
     ``cost ($)``), with the topology and the choices the space fixed; constraints (value minus
-    limit) in the unit of their metric. The stored trials are not changed."""
+    limit) in the unit of their metric; a closed-form `model`'s times as `record_columns` names
+    them. The stored trials are not changed."""
     from optuna.distributions import FloatDistribution
 
     scales = [shown(i).unit.scale for i in ids]
@@ -233,17 +268,17 @@ def dashboard_trials(trials: Sequence[Any], ids: Sequence[str]) -> list[Any]:
         for i, b in enumerate(row):
             c._params[bandwidth_param(i)] = b
             c._distributions[bandwidth_param(i)] = FloatDistribution(*ranges[i])
-        c._user_attrs = _dashboard_attrs(t)
+        c._user_attrs = _dashboard_attrs(t, model)
         c._system_attrs = _dashboard_constraints(t)
         out.append(c)
     return out
 
 
-def _dashboard_attrs(trial: Any) -> dict[str, Any]:
+def _dashboard_attrs(trial: Any, model: str) -> dict[str, Any]:
     """A trial's user attributes for the dashboard (see `dashboard_trials`)."""
     record = trial_record(trial)
     attrs = {k: v for k, v in trial.user_attrs.items() if k not in record and not isinstance(v, dict)}
-    for k, v in record_columns(record).items():
+    for k, v in record_columns(record, model).items():
         name, value = column_label(k, v)
         attrs[name] = value
     fixed = {k: v for k, v in trial_params(trial).items() if k not in trial.params}
@@ -263,7 +298,8 @@ def _dashboard_constraints(trial: Any) -> dict[str, Any]:
 def dashboard_study_attrs(system_attrs: dict[str, Any], user_attrs: dict[str, Any], n: int) -> dict[str, Any]:
     """A study's system attributes with its metric names as the dashboard shows them (`Shown.name`)."""
     ids = objective_ids(system_attrs.get(METRIC_NAMES_ATTR), user_attrs.get("objectives"), n)
-    return system_attrs | {METRIC_NAMES_ATTR: [shown(i).name for i in ids]}
+    model = closed_form_model(system_attrs)
+    return system_attrs | {METRIC_NAMES_ATTR: [as_shown(i, model).name for i in ids]}
 
 
 def constraint_limits(system_attrs: dict[str, Any], trials: Sequence[Any], ids: Sequence[str]) -> dict[str, float]:

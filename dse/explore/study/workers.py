@@ -62,7 +62,7 @@ from dse.explore.study.storage import (
 )
 from dse.explore.study.studies import StudySpec
 from dse.explore.study.trials import objective, probe
-from dse.explore.study.units import DEFINITION_ATTR, shown, study_ids
+from dse.explore.study.units import CLOSED_FORM_ATTR, DEFINITION_ATTR, study_objectives
 from dse.explore.study.units import METRIC_NAMES_ATTR as _METRIC_NAMES
 
 
@@ -89,6 +89,9 @@ def create_study(spec: StudySpec, url: str, *, repair: bool = False) -> Any:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # experimental in Optuna
                 study.set_metric_names(names)
+        model = spec.closed_form_model  # what every view shows in the scheduler's place
+        if model and storage.get_study_system_attrs(study._study_id).get(CLOSED_FORM_ATTR) != model:
+            storage.set_study_system_attr(study._study_id, CLOSED_FORM_ATTR, model)
         if LAYOUT_ATTR not in study.user_attrs and not study.get_trials(deepcopy=False):
             study.set_user_attr(LAYOUT_ATTR, LAYOUT)
         if bind:
@@ -305,26 +308,27 @@ def _run_workers(spec: StudySpec, url: str, n: int, workers: int, poll: Callable
 def summary(name: str, url: str) -> dict[str, Any]:
     """A study's trials by state, its objectives as people read them (`objectives`: names with
     units, `dse.explore.study.units`), and its best trial (one objective: `best` in the unit
-    its name gives, `best_value` as stored, `best_metric` the objective's id) or its Pareto
-    front's size."""
+    its name (`best_name`) gives, `best_value` as stored, `best_metric` the objective's id) or its
+    Pareto front's size."""
     from optuna.trial import TrialState
 
     study = load_study(name, url)
     trials = study.get_trials(deepcopy=False)
-    ids = study_ids(study)
+    objectives = study_objectives(study)
     out: dict[str, Any] = {
         "study": name,
         "complete": sum(t.state == TrialState.COMPLETE for t in trials),
         "failed": sum(t.state == TrialState.FAIL for t in trials),
         "running": sum(t.state == TrialState.RUNNING for t in trials),
-        "objectives": [shown(i).name for i in ids],
+        "objectives": [s.name for s in objectives],
     }
     if out["complete"]:
         if len(study.directions) == 1:
             best = study.best_trial
-            out["best"] = shown(ids[0]).value(best.value)
+            out["best"] = objectives[0].value(best.value)
             out["best_value"] = best.value
-            out["best_metric"] = ids[0]  # how to show the value
+            out["best_metric"] = objectives[0].id  # how to show the value
+            out["best_name"] = objectives[0].name
             out["best_topology"] = trial_record(best).get("topology")
             out["best_trial"] = best.number
         else:

@@ -126,3 +126,17 @@ def test_record_columns_merge_a_closed_form_models_times_and_keep_a_different_on
     }
     assert as_shown("time_ns_themis_scf", "nccl").column == "time_nccl_ns"
     assert as_shown("cost", "nccl").name == "cost ($)"  # measured without a scheduler: as it was
+
+
+@pytest.mark.parametrize("workload", ["Resnet50_DataParallel_fused", "gnmt_fp16_fused"])
+def test_under_nccl_an_iteration_is_the_same_whatever_the_schedule(workload: str) -> None:
+    """What a study under nccl relies on to measure a design once (`measure`, `measure_workload`)."""
+    from dse.training.iteration import iterate
+
+    topo = "SW(8,450,0,links=18)_SW(4,50,0,links=1)"
+    times = {
+        (s, q): iterate(workload, topo, scheduler=s, queue=q, cost_model=MODEL).time_ns
+        for s, q in (("themis", "scf"), ("baseline", "fifo"), ("themis", "fifo"))
+    }
+    assert len(set(times.values())) == 1, times
+    assert next(iter(times.values())) != iterate(workload, topo, cost_model="paper").time_ns

@@ -33,7 +33,8 @@ def parse_collective(name: str) -> str:
     """The canonical collective name; accepts `all-reduce`, `allreduce`, `AR` and the like."""
     key = str(name).strip().lower().replace("-", "_")
     if key not in _ALIASES:
-        raise InputError("collective", f"unknown collective {name!r}", ", ".join(COLLECTIVES))
+        nccl_only = "; broadcast and reduce: dse nccl-tests --collective (NCCL's model)"
+        raise InputError("collective", f"unknown collective {name!r}", ", ".join(COLLECTIVES) + nccl_only)
     return _ALIASES[key]
 
 

@@ -97,6 +97,28 @@ def test_calibrate_names_ten_skipped_rows_and_counts_the_rest(run_cli, tmp_path)
     assert len(named) == 10 and out[-2] == "skipped 2 more rows" and out[-1].startswith("wrote ")
 
 
+def test_calibrate_collective_names_the_test_a_log_does_not(run_cli, tmp_path):
+    """A table pasted without its command line names no test: refused in one line that points to
+    --collective; with it, the fit is the named log's; a log naming another test is refused."""
+    unnamed = tmp_path / "table.txt"
+    unnamed.write_text("".join(line for line in Path(DGXC).open() if "all_reduce_perf" not in line))
+    out = tmp_path / "c.toml"
+    code, text, err = run_cli("calibrate", "nccl-tests", str(unnamed), "-t", "HGX-H100", "-o", str(out))
+    assert code == 2 and text == "" and err.count("\n") == 1 and not out.exists()
+    assert "does not say which test it is" in err and "--collective all_reduce" in err
+    code, _, err = run_cli("calibrate", "nccl-tests", str(unnamed), "-t", "HGX-H100", "-o", str(out),
+                           "--collective", "all_reduce_perf")  # fmt: skip
+    named = calibrate([DGXC], parse_topology("HGX-H100"), generation="hopper")
+    assert code == 0 and err == ""
+    assert read_calibration(out).params == named.params and read_calibration(out).rows == named.rows
+    code, _, err = run_cli("calibrate", "nccl-tests", DGXC, "-t", "HGX-H100", "-o", str(tmp_path / "d.toml"),
+                           "--collective", "all_gather")  # fmt: skip
+    assert code == 2 and "all_reduce" in err and not (tmp_path / "d.toml").exists()
+    code, _, err = run_cli("calibrate", "nccl-tests", DGXC, "-t", "HGX-H100", "-o", str(tmp_path / "d.toml"),
+                           "--collective", "allreduce_sum")  # fmt: skip
+    assert code == 2 and err.startswith("dse: error: --collective: unknown collective")
+
+
 BAD_CALIBRATE = [
     ((str(DATA / "README.md"),), ("-t", "HGX-H100"), "not nccl-tests output"),
     ((DGXC,), ("-t", "SW(8,450,0)_SW(2,50,0)"), "a run on 8 ranks, but the topology has 16 GPUs"),

@@ -283,6 +283,19 @@ def test_open_mpi_tags_inside_a_row_are_removed() -> None:
     assert [len(r.rows) for r in shipped] == [32] and shipped[0].rows[1].out_of_place.time_us == 63.44
 
 
+def test_mpich_rank_tags_inside_a_row_are_removed() -> None:
+    """MPICH's `-prepend-rank` tags each piece too (`-1[0]    366.5`, as in NVIDIA/nccl issue 1453);
+    the row reads as without them, and a line without a rank prefix keeps its brackets."""
+    cells = RS_ROW.split()
+    torn = "[0] " + " ".join(cells[:5]) + "[0]  " + " ".join(cells[5:9]) + "[0]  " + " ".join(cells[9:])
+    text = "".join("[0] " + line + "\n" for line in (PREAMBLE + HEADER).splitlines()) + torn + "\n" + FOOTER
+    (run,) = parse_nccl_tests(text)
+    (plain,) = parse_nccl_tests(PREAMBLE + HEADER + RS_ROW + "\n" + FOOTER)
+    assert (run.rows[0].out_of_place, run.rows[0].in_place) == (plain.rows[0].out_of_place, plain.rows[0].in_place)
+    with pytest.raises(InputError, match="root"):
+        parse_nccl_tests(PREAMBLE + HEADER + torn.removeprefix("[0] ") + "\n" + FOOTER)
+
+
 def test_old_layouts_by_their_headers() -> None:
     allgather = (
         "#       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error\n"

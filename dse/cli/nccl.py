@@ -28,6 +28,8 @@ def add_nccl_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests output files, as printed")
     c.add_argument("-t", "--topology", required=True, help="the measured system as a dse topology (preset or notation)")
     c.add_argument("-o", "--out", required=True, metavar="FILE", help="the calibration file to write (TOML)")
+    c.add_argument("--collective", default=None, help="the test of logs that do not name it (nccl-tests before 2.13, "
+                   "a pasted table): all_reduce, reduce_scatter, all_gather, alltoall, broadcast, reduce")  # fmt: skip
     _add_machine_flags(c)
     c.set_defaults(func=cmd_calibrate_nccl_tests)
 
@@ -79,7 +81,7 @@ def _add_machine_flags(p: argparse.ArgumentParser) -> None:
 def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
     """Fit, write the file, print the rows fitted, each collective's error and the file. Nothing is
     written unless the whole fit succeeds."""
-    from dse.cli.nccl_tests import machine_flags
+    from dse.cli.nccl_tests import collective_of, machine_flags
     from dse.core.files import check_output_file
     from dse.core.topology import parse_topology
     from dse.costs.nccl.calibration import calibrate_details, write_calibration
@@ -88,7 +90,9 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
 
     check_output_file(args.out, "--out")
     topology = parse_topology(args.topology)
-    calib, errs, skipped = calibrate_details(args.logs, topology, **machine_flags(args, fill=True))
+    collective = None if args.collective is None else collective_of(args.collective)
+    machine = machine_flags(args, fill=True)
+    calib, errs, skipped = calibrate_details(args.logs, topology, collective=collective, **machine)
     write_calibration(args.out, calib)
     by_collective: dict[str, list[float]] = {}
     for e in errs:

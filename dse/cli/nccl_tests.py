@@ -50,7 +50,7 @@ def predicted_rows(args: argparse.Namespace) -> tuple[str, list[tuple[Any, ...]]
     """`dse nccl-tests`'s header (the collective, the system, the calibration, the bus factor) and its
     rows, one per size: size, count, type, redop, root, time (us), algbw, busbw, algorithm, protocol.
     A bad flag, or a forced algorithm or protocol the system cannot run, is an `InputError`."""
-    collective = _collective(args.collective)
+    collective = collective_of(args.collective)
     algo, proto = _algo(args.algo), _proto(args.proto)
     max_channels = None
     if args.max_channels is not None:
@@ -77,7 +77,7 @@ def predicted_rows(args: argparse.Namespace) -> tuple[str, list[tuple[Any, ...]]
 _COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "alltoall", "broadcast", "reduce")
 
 
-def _collective(text: str) -> str:
+def collective_of(text: str) -> str:
     """A model collective from its name or nccl-tests' binary name (all_reduce_perf, all-reduce)."""
     name = re.sub(r"_perf(_mpi)?$", "", str(text).strip().lower().replace("-", "_")).replace("all_to_all", "alltoall")
     if name not in _COLLECTIVES:

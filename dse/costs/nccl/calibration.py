@@ -131,23 +131,29 @@ class Calibration:
 def calibrate(
     logs: Sequence[str | Path],
     topology: Topology,
+    *,
+    collective: str | None = None,
     **machine: Unpack[MachineArgs],
 ) -> Calibration:
     """A calibration fitted on the nccl-tests `logs` (every test in each file) for `topology` with
     these machine fields (`calibrate_details`)."""
-    return calibrate_details(logs, topology, **machine)[0]
+    return calibrate_details(logs, topology, collective=collective, **machine)[0]
 
 
 def calibrate_details(
     logs: Sequence[str | Path],
     topology: Topology,
+    *,
+    collective: str | None = None,
     **machine: Unpack[MachineArgs],
 ) -> tuple[Calibration, list[RowError], tuple[str, ...]]:
     """`calibrate`, with each fitted row's error under the fitted parameters and each row skipped
     ("FILE:LINE (SIZE B): why", `dse.costs.nccl.fit.row_skips`).
     Each log is read size-limited; every run's rank count (its rank lines, else the one its
     busbw/algbw ratio implies; unknown for broadcast and reduce without rank lines) must be the
-    topology's GPUs. Fitted with `dse.costs.nccl.fit.fit_details` from NCCL's defaults. Not
+    topology's GPUs. `collective` (dse.costs.nccl.logs.COLLECTIVES' names) is the test of every
+    run whose log does not name it (nccl-tests before 2.13 prints no name; a pasted table has none);
+    a log naming another is refused. Fitted with `dse.costs.nccl.fit.fit_details` from NCCL's defaults. Not
     nccl-tests output, a rank count that differs, a topology `system_of` refuses, an unknown
     generation, or no usable row: `InputError`."""
     from dse.costs.nccl.fit import fit_details, geomean_error, row_skips, sample_errors
@@ -166,8 +172,9 @@ def calibrate_details(
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
             raise InputError(str(path), f"not UTF-8 text (byte {e.start})", "nccl-tests output files") from None
-        found = parse_nccl_tests(text, str(path))
+        found = parse_nccl_tests(text, str(path), collective=collective)
         for run in found:
+            _check_named(run)
             _check_ranks(run, topology.npus)
         runs += found
         entries.append(f"{Path(path).name} sha256:{hashlib.sha256(data).hexdigest()}")
@@ -185,6 +192,15 @@ def calibrate_details(
             if row.line in why
         ]
     return calib, errs, tuple(skips)
+
+
+def _check_named(run: NcclTestsRun) -> None:
+    if run.collective is None:
+        raise InputError(
+            f"{run.source}:{run.line}",
+            "the log does not say which test it is (no '# Collective test starting' line, no X_perf command)",
+            "--collective all_reduce, reduce_scatter, all_gather, alltoall, broadcast or reduce",
+        )
 
 
 def _check_ranks(run: NcclTestsRun, gpus: int) -> None:

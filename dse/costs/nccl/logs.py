@@ -190,6 +190,7 @@ _TIMESTAMP = r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d
 _LAUNCHERS = r"\[\d+,\d+\]<std(?:out|err)>:|\d+:(?=[\s#]|$)|\[\d+\](?=\s)|\[[\w.-]+:\d+\](?=\s)|[A-Za-z][\w.-]*:(?=\s)"
 _PREFIX = re.compile(r"(?:\s*(?:" + _LAUNCHERS + "|" + _TIMESTAMP + r"(?=\s)))*", re.ASCII)
 _MPI_TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:", re.ASCII)
+_RANK_TAG = re.compile(r"\[\d+\]", re.ASCII)
 _INT = re.compile(r"[0-9]+", re.ASCII)
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 _MISSING = {"n/a", "nan", "-nan", "inf", "-inf", "+inf"}
@@ -359,9 +360,12 @@ class _Parser:
         return d
 
     def feed(self, n: int, raw: str) -> None:
-        line = raw[(m.end() if (m := _PREFIX.match(raw)) else 0) :].strip()  # without launcher prefixes
+        cut = m.end() if (m := _PREFIX.match(raw)) else 0
+        line = raw[cut:].strip()  # without launcher prefixes
         if "]<std" in line:  # Open MPI's tags inside the line (--tag-output on a row printed in pieces)
             line = _MPI_TAG.sub(" ", line).strip()
+        elif "[" in line and _RANK_TAG.search(raw[:cut]):  # MPICH's -prepend-rank tags, the same way
+            line = _RANK_TAG.sub(" ", line).strip()
         if not line:
             return
         self.empty = False

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 
-from dse.costs.nccl.fit import bundled, columns_disagree, errors, geomean_error
+from dse.costs.nccl.bundled import bundled
+from dse.costs.nccl.fit import columns_disagree, errors, geomean_error
 from dse.costs.nccl.validation import CASES, calibrated, split_runs, validate_case
 
 

@@ -54,8 +54,8 @@ def test_calibrate_writes_what_calibrate_fits(run_cli, tmp_path, log, topology, 
     lines = text.splitlines()
     skipped = 32 - rows if log == DGXC else 0
     assert lines[0] == f"fitted {rows} rows of 1 log ({skipped} skipped) on {calib.topology}, {calib.generation}"
-    assert lines[1].split() == ["collective", "rows", "gm_error_pct"]
-    assert lines[3].split() == [collective, str(rows), f"{100 * calib.fit_gm:.2f}"]
+    assert lines[1].split() == ["collective", "run_with", "rows", "gm_error_pct"]
+    assert lines[3].split() == [collective, "NCCL's", "choice", str(rows), f"{100 * calib.fit_gm:.2f}"]
     assert (
         lines[4 : 4 + skipped]
         == [
@@ -75,7 +75,7 @@ def test_calibrate_several_logs_reports_each_collective(run_cli, tmp_path):
     calib = read_calibration(out)
     assert code == 0 and calib.rows == 62 and len(calib.logs) == 2
     assert text.splitlines()[0].startswith("fitted 62 rows of 2 logs (2 skipped)")
-    assert re.search(rf"^all_reduce\s+62\s+{100 * calib.fit_gm:.2f}$", text, re.M)
+    assert re.search(rf"^all_reduce\s+NCCL's choice\s+62\s+{100 * calib.fit_gm:.2f}$", text, re.M)
     assert re.findall(r"^skipped (\S+):\d+ \(32 B\)", text, re.M) == [Path(DGXC).name, Path(p5).name]
 
 
@@ -117,6 +117,29 @@ def test_calibrate_collective_names_the_test_a_log_does_not(run_cli, tmp_path):
     code, _, err = run_cli("calibrate", "nccl-tests", DGXC, "-t", "HGX-H100", "-o", str(tmp_path / "d.toml"),
                            "--collective", "allreduce_sum")  # fmt: skip
     assert code == 2 and err.startswith("dse: error: --collective: unknown collective")
+
+
+def test_calibrate_settings_time_rows_as_run_and_say_so(run_cli, tmp_path):
+    """A log that shows NCCL_ALGO=ring is fitted as ring runs, and the summary says so; --settings
+    says it for a log that does not, and a log that says otherwise is refused."""
+    ring = tmp_path / "ring.txt"
+    ring.write_text("NCCL_ALGO=Ring ./build/all_reduce_perf -b 8 -e 16G\n" + Path(DGXC).read_text())
+    out = tmp_path / "c.toml"
+    code, text, err = run_cli("calibrate", "nccl-tests", str(ring), "-t", "HGX-H100", "-o", str(out))
+    calib = read_calibration(out)
+    assert code == 0 and err == "" and calib.rows == 31
+    assert re.search(rf"^all_reduce\s+NCCL_ALGO=ring\s+31\s+{100 * calib.fit_gm:.2f}$", text, re.M), text
+    given = tmp_path / "g.toml"
+    code, _, _ = run_cli(
+        "calibrate", "nccl-tests", DGXC, "-t", "HGX-H100", "-o", str(given), "--settings", "NCCL_ALGO=Ring"
+    )
+    free = calibrate([DGXC], parse_topology("HGX-H100"), generation="hopper")
+    assert code == 0 and read_calibration(given).params == calib.params != free.params
+    code, text, err = run_cli("calibrate", "nccl-tests", str(ring), "-t", "HGX-H100", "-o", str(given),
+                              "--settings", "NCCL_ALGO=tree")  # fmt: skip
+    assert code == 2 and text == "" and "the log sets NCCL_ALGO=Ring, but tree was given" in err
+    code, _, err = run_cli("calibrate", "nccl-tests", DGXC, "-t", "HGX-H100", "-o", str(given), "--settings", "ring")
+    assert code == 2 and err.startswith("dse: error: --settings: 'ring' is not an NCCL setting")
 
 
 BAD_CALIBRATE = [

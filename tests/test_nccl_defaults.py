@@ -11,7 +11,8 @@ import math
 import pytest
 
 from dse.costs.nccl import validation
-from dse.costs.nccl.fit import bundled, fit, transfer
+from dse.costs.nccl.bundled import bundled
+from dse.costs.nccl.fit import fit, transfer
 from dse.costs.nccl.model import NcclSystem, default_params, predict
 from dse.costs.nccl.tables import (
     EFA_FAST_LATENCY_NS,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dse.core.errors import InputError
+from dse.costs.nccl import bundled as B
 from dse.costs.nccl import fit as F
 from dse.costs.nccl.logs import NcclTestsPass, NcclTestsRow, NcclTestsRun, implied_ranks
 from dse.costs.nccl.model import LAUNCH_PER_GPU_NS, NcclParams, NcclSystem, default_params, predict
@@ -130,7 +131,7 @@ def test_rows_at_defaults_fit_nothing_worse_and_a_single_row_fits_one_quantity(n
 
 @pytest.mark.parametrize("name", ["dgxc_h100", "nebius_h100", "a100_blog_g8", "p4de_2node", "v100_blog"])
 def test_fit_is_never_worse_than_the_defaults_on_its_training_rows(name: str) -> None:
-    systems, ms = F.bundled()
+    systems, ms = B.bundled()
     system, runs = systems[ms[name].system], ms[name].runs()
     result = F.fit_details(system, runs)
     assert result.cost <= result.cost_start
@@ -143,7 +144,7 @@ def test_fit_is_never_worse_than_the_defaults_on_its_training_rows(name: str) ->
 def test_v100_calibrated_on_every_other_size_predicts_the_rest() -> None:
     """Golden behaviour on public data (blog_v100_8gpu_hybridcube, -g 8): NCCL's tuner with the launch
     latency is ~27 % off; calibrated on every other size, the rest is within 5 %."""
-    systems, ms = F.bundled()
+    systems, ms = B.bundled()
     system, (run,) = systems["v100_1node"], ms["v100_blog"].runs()
     params = F.fit(system, [dataclasses.replace(run, rows=run.rows[0::2])])
     held = [dataclasses.replace(run, rows=run.rows[1::2])]
@@ -226,7 +227,7 @@ def test_bad_input_is_one_input_error() -> None:
 
 # ----------------------------------------------------------------------------- bundled data
 def test_bundled_measurements_match_their_systems() -> None:
-    systems, ms = F.bundled()
+    systems, ms = B.bundled()
     assert {"hopper", "ampere", "volta"} <= {s.generation for s in systems.values()}
     assert {(s.generation, s.nodes) for s in systems.values()} >= {
         ("hopper", 1),
@@ -235,29 +236,29 @@ def test_bundled_measurements_match_their_systems() -> None:
         ("ampere", 2),
         ("volta", 1),
     }
-    readme = (F.BUNDLED_DIR / "README.md").read_text()
+    readme = (B.BUNDLED_DIR / "README.md").read_text()
     for m in ms.values():
         (run,) = m.runs()
         assert implied_ranks(run) == systems[m.system].ranks, m.name
         assert m.path.read_text().startswith("# source:"), m.name
         assert m.path.name in readme
-    assert {m.path.name for m in ms.values()} <= {p.name for p in F.BUNDLED_DIR.glob("*.txt")}
+    assert {m.path.name for m in ms.values()} <= {p.name for p in B.BUNDLED_DIR.glob("*.txt")}
 
 
 def test_a_bad_systems_file_is_refused(tmp_path: Path) -> None:
-    text = (F.BUNDLED_DIR / "systems.toml").read_text()
+    text = (B.BUNDLED_DIR / "systems.toml").read_text()
     (tmp_path / "systems.toml").write_text(text.replace('cpu = "intel"', 'cpu = "intel"\nnvlink_gen = 4', 1))
     with pytest.raises(InputError, match="nvlink_gen"):
-        F.bundled(tmp_path)
+        B.bundled(tmp_path)
     (tmp_path / "systems.toml").write_text(text.replace('system = "v100_1node"', 'system = "tpu"', 1))
     with pytest.raises(InputError, match="tpu"):
-        F.bundled(tmp_path)
+        B.bundled(tmp_path)
 
 
 def test_samples_carry_the_runs_gpus_per_thread() -> None:
     """Each sample keeps its run's -g (the log's nGpus); a run that does not say counts as 1, and the
     errors predict each row with its own launch latency."""
-    systems, ms = F.bundled()
+    systems, ms = B.bundled()
     system = systems["a100_1node"]
     (g8,), (g1,) = ms["a100_blog_g8"].runs(), ms["a100_blog_g1"].runs()
     rows, _ = F.samples(system, [g8, g1])
@@ -273,20 +274,20 @@ def test_samples_carry_the_runs_gpus_per_thread() -> None:
 def test_a_measurements_launch_fills_a_missing_header_and_must_match_a_present_one(tmp_path: Path) -> None:
     """systems.toml's launch gives the run's GPUs per thread where the log has no nThread/nGpus header
     (the OCI file's -g 8); one that contradicts the header, or is not gN, is an InputError."""
-    systems, ms = F.bundled()
+    systems, ms = B.bundled()
     assert ms["a100_oci"].runs()[0].gpus_per_thread == 8  # no header in the file; launch = "g8"
     assert ms["p5_2node"].runs()[0].gpus_per_thread == 1
-    for src in (F.BUNDLED_DIR).glob("*.txt"):
+    for src in (B.BUNDLED_DIR).glob("*.txt"):
         (tmp_path / src.name).write_text(src.read_text())
-    text = (F.BUNDLED_DIR / "systems.toml").read_text()
+    text = (B.BUNDLED_DIR / "systems.toml").read_text()
     dell = 'file = "redhat_dell_h200_2node_roce.txt"\nsystem = "h200_dell_2node"\ncollective = "all_reduce"\nrun = 0\n'
     assert dell + 'launch = "g8"' in text
     (tmp_path / "systems.toml").write_text(text.replace(dell + 'launch = "g8"', dell + 'launch = "g1"'))
     with pytest.raises(InputError, match="nGpus 8"):
-        F.bundled(tmp_path)[1]["dell_h200"].runs()
+        B.bundled(tmp_path)[1]["dell_h200"].runs()
     (tmp_path / "systems.toml").write_text(text.replace(dell + 'launch = "g8"', dell + 'launch = "8"'))
     with pytest.raises(InputError, match="launch"):
-        F.bundled(tmp_path)
+        B.bundled(tmp_path)
 
 
 def test_fit_recovers_the_multi_node_curve(no_prior: None) -> None:

@@ -9,7 +9,7 @@ import pytest
 from dse.core.errors import InputError
 from dse.core.presets import PRESETS
 from dse.core.topology import Topology, parse_topology
-from dse.costs.nccl.fit import bundled
+from dse.costs.nccl.bundled import bundled
 from dse.costs.nccl.model import COLLECTIVES, NcclSystem, predict
 from dse.costs.nccl.system import system_of, topology_of
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from dse.core.errors import InputError
+from dse.costs.nccl import bundled as B
 from dse.costs.nccl import fit as F
 from dse.costs.nccl import validation as V
 from dse.costs.nccl.logs import NcclTestsRun
@@ -70,7 +71,7 @@ def test_no_case_calibrates_on_a_held_out_row(spied: tuple[V.ValidationTable, li
     for s in held:
         assert s["fit"] and not s["fit"] & s["held"]
     for split, calib, hold in V.CASES:
-        _, ms = F.bundled()
+        _, ms = B.bundled()
         fit_runs, held_runs = V.split_runs(split, ms[calib], ms[hold])
         assert V.row_keys(fit_runs) and not V.row_keys(fit_runs) & V.row_keys(held_runs)
         if split == "sizes":  # the two halves together are the whole sweep
@@ -111,7 +112,7 @@ def test_table_totals_and_summary_line(spied: tuple[V.ValidationTable, list[dict
     assert int(m.group(2)) == table.measurements == sum(c.rows for c in table.cases)
     assert int(m.group(3)) == table.machines == len({c.machine for c in table.cases}) >= 10
     assert float(m.group(1)) == round(100 * table.gm, 1)
-    systems, _ = F.bundled()
+    systems, _ = B.bundled()
     for c in table.cases:
         assert c.machine in systems and c.label and c.source and c.held_out.endswith(".txt")
         assert c.collective == "all_reduce" and c.rows >= 1
@@ -135,7 +136,7 @@ def test_the_network_tier_carries_only_on_the_same_nccl_transport() -> None:
     """A file case from IB to RoCE (both NCCL's IB verbs transport) carries the fitted network
     quantities but not the IB latency; from IB to EFA (its own plugin) it carries the fabric only, as
     a scale case does: every network quantity is the held-out kind's default."""
-    systems, ms = F.bundled()
+    systems, ms = B.bundled()
     ib, roce, efa = systems["h100_nebius_2node"], systems["h200_dell_2node"], systems["h100_p5_2node"]
     runs = ms["nebius_h100"].runs()
     fitted = F.fit(ib, runs)

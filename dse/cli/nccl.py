@@ -30,6 +30,8 @@ def add_nccl_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("-o", "--out", required=True, metavar="FILE", help="the calibration file to write (TOML)")
     c.add_argument("--collective", default=None, help="the test of logs that do not name it (nccl-tests before 2.13, "
                    "a pasted table): all_reduce, reduce_scatter, all_gather, alltoall, broadcast, reduce")  # fmt: skip
+    c.add_argument("--settings", default=None, metavar="NCCL_X=V,...", help="how runs whose log does not say were "
+                   "made: NCCL_ALGO, NCCL_PROTO, NCCL_MAX_NCHANNELS (default: NCCL's choice)")  # fmt: skip
     _add_machine_flags(c)
     c.set_defaults(func=cmd_calibrate_nccl_tests)
 
@@ -79,28 +81,32 @@ def _add_machine_flags(p: argparse.ArgumentParser) -> None:
 
 # --------------------------------------------------------------------------- dse calibrate nccl-tests
 def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
-    """Fit, write the file, print the rows fitted, each collective's error and the file. Nothing is
-    written unless the whole fit succeeds."""
+    """Fit, write the file, print the rows fitted, the error per collective and the settings its runs
+    were made with, and the file. Nothing is written unless the whole fit succeeds."""
     from dse.cli.nccl_tests import collective_of, machine_flags
     from dse.core.files import check_output_file
     from dse.core.topology import parse_topology
     from dse.costs.nccl.calibration import calibrate_details, write_calibration
+    from dse.costs.nccl.env import NcclEnv, parse_settings
     from dse.costs.nccl.fit import geomean_error
     from dse.output.report import format_table
 
     check_output_file(args.out, "--out")
     topology = parse_topology(args.topology)
     collective = None if args.collective is None else collective_of(args.collective)
+    settings = None if args.settings is None else parse_settings(args.settings, "--settings")
     machine = machine_flags(args, fill=True)
-    calib, errs, skipped = calibrate_details(args.logs, topology, collective=collective, **machine)
+    calib, errs, skipped = calibrate_details(args.logs, topology, collective=collective, settings=settings, **machine)
     write_calibration(args.out, calib)
-    by_collective: dict[str, list[float]] = {}
+    groups: dict[tuple[str, str], list[float]] = {}
     for e in errs:
-        by_collective.setdefault(e.sample.collective, []).append(e.error)
-    rows = [(c, len(v), f"{100 * geomean_error(v):.2f}") for c, v in sorted(by_collective.items())]
+        s = e.sample
+        forced = NcclEnv(s.algo, s.proto, s.max_channels).suffix().lstrip(",") or "NCCL's choice"
+        groups.setdefault((s.collective, forced), []).append(e.error)
+    rows = [(c, run, len(v), f"{100 * geomean_error(v):.2f}") for (c, run), v in sorted(groups.items())]
     logs = f"{len(calib.logs)} log" + ("s" if len(calib.logs) != 1 else "")
     print(f"fitted {calib.rows} rows of {logs} ({len(skipped)} skipped) on {calib.topology}, {calib.generation}")
-    print(format_table(("collective", "rows", "gm_error_pct"), rows))
+    print(format_table(("collective", "run_with", "rows", "gm_error_pct"), rows))
     for line in skipped[:SKIPS_SHOWN]:
         print(f"skipped {line}")
     if len(skipped) > SKIPS_SHOWN:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from dse.core.errors import InputError
 from dse.core.files import read_bytes, read_toml, write_atomic
 from dse.core.topology import Topology, parse_notation
+from dse.costs.nccl.env import NcclEnv
 from dse.costs.nccl.logs import NcclTestsRun, implied_ranks, parse_nccl_tests
 from dse.costs.nccl.model import NcclParams, NcclSystem, default_params
 from dse.costs.nccl.system import MACHINE_DEFAULTS, MachineArgs, system_of
@@ -133,11 +134,12 @@ def calibrate(
     topology: Topology,
     *,
     collective: str | None = None,
+    settings: NcclEnv | None = None,
     **machine: Unpack[MachineArgs],
 ) -> Calibration:
     """A calibration fitted on the nccl-tests `logs` (every test in each file) for `topology` with
     these machine fields (`calibrate_details`)."""
-    return calibrate_details(logs, topology, collective=collective, **machine)[0]
+    return calibrate_details(logs, topology, collective=collective, settings=settings, **machine)[0]
 
 
 def calibrate_details(
@@ -145,17 +147,19 @@ def calibrate_details(
     topology: Topology,
     *,
     collective: str | None = None,
+    settings: NcclEnv | None = None,
     **machine: Unpack[MachineArgs],
 ) -> tuple[Calibration, list[RowError], tuple[str, ...]]:
     """`calibrate`, with each fitted row's error under the fitted parameters and each row skipped
-    ("FILE:LINE (SIZE B): why", `dse.costs.nccl.fit.row_skips`).
-    Each log is read size-limited; every run's rank count (its rank lines, else the one its
-    busbw/algbw ratio implies; unknown for broadcast and reduce without rank lines) must be the
-    topology's GPUs. `collective` (dse.costs.nccl.logs.COLLECTIVES' names) is the test of every
-    run whose log does not name it (nccl-tests before 2.13 prints no name; a pasted table has none);
-    a log naming another is refused. Fitted with `dse.costs.nccl.fit.fit_details` from NCCL's defaults. Not
-    nccl-tests output, a rank count that differs, a topology `system_of` refuses, an unknown
-    generation, or no usable row: `InputError`."""
+    ("FILE:LINE (SIZE B): why", `dse.costs.nccl.fit.row_skips`). Each log is read size-limited;
+    every run's rank count (its rank lines, else the one its busbw/algbw ratio implies; unknown for
+    broadcast and reduce without rank lines) must be the topology's GPUs. `collective`
+    (dse.costs.nccl.logs.COLLECTIVES' names) is the test of every run whose log does not name it
+    (nccl-tests before 2.13 prints no name; a pasted table has none); a log naming another is
+    refused. Each row is timed as its run was made: the NCCL settings its log shows, else `settings`
+    (None: NCCL's choice; `dse.costs.nccl.fit.samples`). Fitted with
+    `dse.costs.nccl.fit.fit_details` from NCCL's defaults. Not nccl-tests output, a rank count that
+    differs, a topology `system_of` refuses, an unknown generation, or no usable row: `InputError`."""
     from dse.costs.nccl.fit import fit_details, geomean_error, row_skips, sample_errors
 
     if not isinstance(topology, Topology):
@@ -178,7 +182,7 @@ def calibrate_details(
             _check_ranks(run, topology.npus)
         runs += found
         entries.append(f"{Path(path).name} sha256:{hashlib.sha256(data).hexdigest()}")
-    done = fit_details(system, runs)
+    done = fit_details(system, runs, settings=settings)
     errs = sample_errors(system, done.params, done.samples)
     gm = geomean_error(e.error for e in errs)
     sources = tuple(str(p) for p in logs)

@@ -13,6 +13,7 @@ not to all-to-all and point-to-point messages, which NCCL runs as send/receive.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dse.core.errors import InputError
@@ -79,15 +80,21 @@ def split_settings(name: str) -> tuple[str, NcclEnv]:
     found = _FIRST_SETTING.search(name)
     if found is None:
         return name, NcclEnv()
+    return name[: found.start()].rstrip(), parse_settings(name[found.start() + 1 :], "cost_model")
+
+
+def parse_settings(text: str, field: str) -> NcclEnv:
+    """``NCCL_ALGO=ring,NCCL_PROTO=Simple`` as its `NcclEnv`. An unknown or repeated setting or a bad
+    value is one `InputError` (on `field` for the form)."""
     given: dict[str, str] = {}
-    for item in name[found.start() + 1 :].split(","):
+    for item in text.split(","):
         key, eq, value = (part.strip() for part in item.partition("="))
         key = key.upper()
         if key not in SETTINGS or not eq or not value:
             allowed = ", ".join(f"{s}=..." for s in SETTINGS)
-            raise InputError("cost_model", f"{item.strip()!r} is not an NCCL setting", allowed)
+            raise InputError(field, f"{item.strip()!r} is not an NCCL setting", allowed)
         if key in given:
-            raise InputError("cost_model", f"{key} given twice", "each setting once")
+            raise InputError(field, f"{key} given twice", "each setting once")
         given[key] = value
     channels = given.get("NCCL_MAX_NCHANNELS")
     if channels is not None and not channels.isdigit():
@@ -97,4 +104,39 @@ def split_settings(name: str) -> tuple[str, NcclEnv]:
         proto=proto_name(given["NCCL_PROTO"]) if "NCCL_PROTO" in given else None,
         max_channels=int(channels) if channels is not None else None,
     )
-    return name[: found.start()].rstrip(), env
+    return env
+
+
+def logged_env(settings: Sequence[tuple[str, str, int]], source: str, given: NcclEnv | None = None) -> NcclEnv:
+    """The `NcclEnv` a test ran with: the settings its log shows ((name, value as written, line), as
+    `dse.costs.nccl.logs.NcclTestsRun.settings`), the caller's `given` ones where the log says
+    nothing. A value the model cannot force (a list, an exclusion, a per-collective form, another
+    algorithm), one setting with two values, or a value `given` contradicts: `InputError` naming
+    `source` and the line."""
+    base = given or NcclEnv()
+    fields = {"NCCL_ALGO": "algo", "NCCL_PROTO": "proto", "NCCL_MAX_NCHANNELS": "max_channels"}
+    values: dict[str, object] = {}
+    for name, text, line in settings:
+        where = f"{source}:{line}"
+        value = _logged_value(name, text, where)
+        if values.get(name, value) != value:
+            raise InputError(where, f"the log sets {name} twice ({values[name]} and {value})", "one value a test")
+        chosen = getattr(base, fields[name])
+        if chosen is not None and chosen != value:
+            raise InputError(where, f"the log sets {name}={text}, but {chosen} was given", f"{name}={value}, or none")
+        values[name] = value
+    return NcclEnv(**{fields[k]: values.get(k, getattr(base, fields[k])) for k in SETTINGS})  # type: ignore[arg-type]
+
+
+def _logged_value(name: str, text: str, where: str) -> object:
+    """One logged setting's value as `NcclEnv` holds it; `InputError` on `where` if the model has none."""
+    try:
+        if name == "NCCL_ALGO":
+            return algo_name(text, where)
+        if name == "NCCL_PROTO":
+            return proto_name(text, where)
+        if text.isdigit() and 1 <= int(text) <= MAX_CHANNELS:
+            return int(text)
+        raise InputError(where, f"NCCL_MAX_NCHANNELS={text!r} is not a channel count", f"1 to {MAX_CHANNELS}")
+    except InputError as e:
+        raise InputError(where, f"the log sets {name}={text}, which the model cannot force", e.allowed) from None

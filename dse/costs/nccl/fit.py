@@ -32,19 +32,17 @@ large outlier weighs less than in an arithmetic mean of |err|; 0 only when every
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from dse.core.errors import InputError
-from dse.core.files import read_toml
-from dse.costs.nccl.logs import NcclTestsRow, NcclTestsRun, implied_ranks, read_nccl_tests
+from dse.costs.nccl.env import NcclEnv, logged_env
+from dse.costs.nccl.logs import NcclTestsRow, NcclTestsRun, implied_ranks
 from dse.costs.nccl.model import COLLECTIVES, NcclParams, NcclSystem, default_params, predict, predict_time
 from dse.costs.nccl.solver import Residuals, identifiable, levenberg_marquardt, robust
 
@@ -89,7 +87,8 @@ _E_OF_ALGO = {"ring": "e_ring", "tree": "e_tree", "nvls": "e_nvls", "nvls_tree":
 
 class Sample(NamedTuple):
     """One usable measurement: a collective of `size_bytes` took `time_ns` (out-of-place), read from
-    `source` at `line`, with `gpus_per_thread` GPUs per nccl-tests thread (``-g``; 1 when unknown)."""
+    `source` at `line`, with `gpus_per_thread` GPUs per nccl-tests thread (``-g``; 1 when unknown)
+    and what its run forced (NCCL_ALGO, NCCL_PROTO, NCCL_MAX_NCHANNELS; None: NCCL's choice)."""
 
     collective: str
     size_bytes: int
@@ -97,6 +96,15 @@ class Sample(NamedTuple):
     source: str
     line: int
     gpus_per_thread: int = 1
+    algo: str | None = None
+    proto: str | None = None
+    max_channels: int | None = None
+
+    def predicted_ns(self, system: NcclSystem, params: NcclParams | None) -> float:
+        """The model's time for this measurement, as its run was made."""
+        s, g = self.size_bytes, self.gpus_per_thread
+        return predict_time(system, self.collective, s, params, g, algo=self.algo, proto=self.proto,
+                            max_channels=self.max_channels)[0]  # fmt: skip
 
 
 class RowError(NamedTuple):
@@ -125,25 +133,34 @@ class NcclFit:
 
 
 def samples(
-    system: NcclSystem, runs: Iterable[NcclTestsRun], *, collective: str | None = None
+    system: NcclSystem,
+    runs: Iterable[NcclTestsRun],
+    *,
+    collective: str | None = None,
+    settings: NcclEnv | None = None,
 ) -> tuple[list[Sample], int]:
     """The usable out-of-place measurements of `runs` on `system`, and how many rows were skipped
     (module docstring). A run must name a collective the model predicts (and be `collective` if
     given) and have `system`'s rank count (its rank lines, else the busbw/algbw ratio); otherwise
-    `InputError`. Each sample keeps its run's GPUs per thread (1 when the log does not say)."""
+    `InputError`. Each sample keeps its run's GPUs per thread (1 when the log does not say) and the
+    NCCL settings its log shows (`logged_env`; `settings` where it shows none; all-to-all takes none:
+    NCCL runs it as send/receive)."""
     out: list[Sample] = []
     skipped = 0
     for run in runs:
         if not isinstance(run, NcclTestsRun):
             raise InputError("runs", f"{type(run).__name__} is not NcclTestsRun", "runs from read_nccl_tests")
         name = _check_run(system, run, collective)
+        env = logged_env(run.settings, run.source, settings)
+        forced = (env.algo, env.proto, env.max_channels) if name != "alltoall" else (None, None, None)
         skips = row_skips(run)
         for row in run.rows:
             p = row.out_of_place
             if row.line in skips or p is None or p.time_us is None:
                 skipped += 1
                 continue
-            out.append(Sample(name, row.size_bytes, p.time_us * 1000.0, run.source, row.line, run.gpus_per_thread or 1))
+            t = p.time_us * 1000.0
+            out.append(Sample(name, row.size_bytes, t, run.source, row.line, run.gpus_per_thread or 1, *forced))
     return out, skipped
 
 
@@ -189,10 +206,13 @@ def _check_run(system: NcclSystem, run: NcclTestsRun, collective: str | None) ->
     return name
 
 
-def errors(system: NcclSystem, params: NcclParams | None, runs: Iterable[NcclTestsRun]) -> list[RowError]:
-    """Each usable row of `runs` (`samples`) with the model's time for it under `params` (None:
-    `default_params(system)`) and its relative error (predicted - measured) / measured."""
-    rows, _ = samples(system, runs)
+def errors(
+    system: NcclSystem, params: NcclParams | None, runs: Iterable[NcclTestsRun], *, settings: NcclEnv | None = None
+) -> list[RowError]:
+    """Each usable row of `runs` (`samples`, with `settings` where a log shows none) with the model's
+    time for it under `params` (None: `default_params(system)`) and its relative error
+    (predicted - measured) / measured."""
+    rows, _ = samples(system, runs, settings=settings)
     return sample_errors(system, params, rows)
 
 
@@ -200,7 +220,8 @@ def sample_errors(system: NcclSystem, params: NcclParams | None, rows: Sequence[
     """`errors` for samples already read."""
     out = []
     for s in rows:
-        p = predict(system, s.collective, s.size_bytes, params=params, gpus_per_thread=s.gpus_per_thread)
+        p = predict(system, s.collective, s.size_bytes, params=params, gpus_per_thread=s.gpus_per_thread,
+                    algo=s.algo, proto=s.proto, max_channels=s.max_channels)  # fmt: skip
         out.append(RowError(s, p.time_ns, (p.time_ns - s.time_ns) / s.time_ns, p.algo, p.proto))
     return out
 
@@ -215,27 +236,38 @@ def geomean_error(errs: Iterable[float]) -> float:
 
 
 def fit(
-    system: NcclSystem, runs: Iterable[NcclTestsRun], *, params: NcclParams | None = None, collective: str | None = None
+    system: NcclSystem,
+    runs: Iterable[NcclTestsRun],
+    *,
+    params: NcclParams | None = None,
+    collective: str | None = None,
+    settings: NcclEnv | None = None,
 ) -> NcclParams:
     """`params` (None: `default_params(system)`) calibrated on the out-of-place times of `runs` on
     `system` (module docstring; `fit_details` says what was fitted). No usable row: `InputError`."""
-    return fit_details(system, runs, params=params, collective=collective).params
+    return fit_details(system, runs, params=params, collective=collective, settings=settings).params
 
 
 def fit_details(
-    system: NcclSystem, runs: Iterable[NcclTestsRun], *, params: NcclParams | None = None, collective: str | None = None
+    system: NcclSystem,
+    runs: Iterable[NcclTestsRun],
+    *,
+    params: NcclParams | None = None,
+    collective: str | None = None,
+    settings: NcclEnv | None = None,
 ) -> NcclFit:
-    """`fit`, with what it fitted, the samples, the rows skipped and the costs before and after."""
+    """`fit`, with what it fitted, the samples, the rows skipped and the costs before and after.
+    Each row is timed as its run was made (`samples`: the NCCL settings its log shows, else `settings`)."""
     if not isinstance(system, NcclSystem):
         raise InputError("system", f"{type(system).__name__} is not NcclSystem", "an NcclSystem")
     start = default_params(system) if params is None else params
-    rows, skipped = samples(system, list(runs), collective=collective)
+    rows, skipped = samples(system, list(runs), collective=collective, settings=settings)
     if not rows:
         raise InputError("runs", f"no usable row ({skipped} skipped)", "rows with a time, a size > 0 and #wrong 0")
     y = np.log([s.time_ns for s in rows])
     cost_start = _cost(system, start, rows, y)
     best: tuple[float, NcclParams, tuple[str, ...]] = (cost_start, start, ())
-    algos = {predict(system, s.collective, s.size_bytes, params=start).algo for s in rows}
+    algos = {predict_time(system, s.collective, s.size_bytes, start, algo=s.algo, proto=s.proto)[2] for s in rows}
     for s_half, floor in _starts(system, start, algos):
         names = _candidates(system, start, algos, floor > 0)
         x0, lo, hi = _vector(start, names, s_half, floor)
@@ -266,87 +298,6 @@ def transfer(source: NcclParams, target: NcclParams, tier: str) -> NcclParams:
     if tier == "inter":
         names = (*names, "net_latency_ns", "s_half_multi_bytes", "k_multi", "e_min_multi")
     return replace(target, **{n: getattr(source, n) for n in names})
-
-
-# --------------------------------------------------------------------------- bundled measurements
-#: The measured systems and nccl-tests files dse ships (dse/data/nccl/README.md).
-BUNDLED_DIR = Path(__file__).resolve().parents[2] / "data" / "nccl"
-_SYSTEM_FIELDS = {f.name for f in fields(NcclSystem)}
-_MEASUREMENT_KEYS = {"name", "file", "system", "collective", "run", "launch"}
-
-
-class Measurement(NamedTuple):
-    """One shipped nccl-tests test: its `name`, the `system` key it ran on, the file `path`, the
-    `collective`, which test of the file (`run`, from 0) and the `launch` mode: "gN", nccl-tests' -g N
-    (N GPUs per thread; "g1": a process per GPU), what the run has when its log lacks the header."""
-
-    name: str
-    system: str
-    path: Path
-    collective: str
-    run: int
-    launch: str
-
-    def runs(self) -> list[NcclTestsRun]:
-        """The run this measurement names, with `launch`'s GPUs per thread (a header saying else: `InputError`)."""
-        found = read_nccl_tests(self.path, collective=self.collective)
-        if not 0 <= self.run < len(found):
-            n = len(found)
-            raise InputError(f"{self.name}.run", f"test {self.run} of a file with {n}", f"0 to {n - 1}")
-        run, gpus = found[self.run], int(self.launch[1:])
-        if run.gpus_per_thread not in (None, gpus):
-            problem = f"launch {self.launch!r}, but the log's header says nGpus {run.gpus_per_thread}"
-            raise InputError(f"{self.name}.launch", problem, f"launch = 'g{run.gpus_per_thread}'")
-        return [dataclasses.replace(run, gpus_per_thread=gpus)]
-
-
-def bundled(folder: str | Path | None = None) -> tuple[dict[str, NcclSystem], dict[str, Measurement]]:
-    """The systems (by key) and measurements (by name) of `folder`'s systems.toml (None: the ones
-    dse ships, `BUNDLED_DIR`). An unknown key, a bad system or a measurement of an unknown system is
-    an `InputError`."""
-    root = BUNDLED_DIR if folder is None else Path(folder)
-    data = read_toml(root / "systems.toml", "systems.toml")
-    systems = {key: _system(key, table) for key, table in _table(data, "systems").items()}
-    measurements: dict[str, Measurement] = {}
-    for i, entry in enumerate(data.get("measurements", [])):
-        where = f"measurements[{i}]"
-        if not isinstance(entry, dict) or set(entry) != _MEASUREMENT_KEYS:
-            raise InputError(
-                where,
-                f"keys {sorted(entry) if isinstance(entry, dict) else entry!r}",
-                ", ".join(sorted(_MEASUREMENT_KEYS)),
-            )
-        if entry["system"] not in systems:
-            raise InputError(f"{where}.system", f"{entry['system']!r} is not a system", ", ".join(systems))
-        run = entry["run"]
-        if isinstance(run, bool) or not isinstance(run, int) or run < 0:
-            raise InputError(f"{where}.run", f"{run!r} is not a test index", "a whole number from 0")
-        if not re.fullmatch(r"g[1-9][0-9]{0,3}", str(entry["launch"])):
-            raise InputError(f"{where}.launch", f"{entry['launch']!r} is not a launch mode", "g1, g8, ... (-g N)")
-        path = root / str(entry["file"])
-        measurements[str(entry["name"])] = Measurement(
-            str(entry["name"]), entry["system"], path, str(entry["collective"]), run, str(entry["launch"])
-        )
-    return systems, measurements
-
-
-def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
-    value = data.get(key)
-    if not isinstance(value, dict) or not value:
-        raise InputError(key, "missing or not a table", f"[{key}.NAME] tables")
-    return value
-
-
-def _system(key: str, table: object) -> NcclSystem:
-    """An `NcclSystem` from its TOML table (its `label` and `sources` are documentation)."""
-    if not isinstance(table, dict):
-        raise InputError(f"systems.{key}", "not a table", "a [systems.NAME] table")
-    extra = set(table) - _SYSTEM_FIELDS - {"label", "sources"}
-    if extra:
-        raise InputError(f"systems.{key}", f"unknown keys {sorted(extra)}", ", ".join(sorted(_SYSTEM_FIELDS)))
-    if not table.get("sources"):
-        raise InputError(f"systems.{key}.sources", "no source", "a list of where the description comes from")
-    return NcclSystem(**{k: v for k, v in table.items() if k in _SYSTEM_FIELDS})
 
 
 # --------------------------------------------------------------------------- the fitted vector
@@ -452,7 +403,7 @@ def _residuals(
 
     def fun(x: np.ndarray) -> np.ndarray:
         q = _params(start, names, x)
-        t = [predict_time(system, s.collective, s.size_bytes, q, s.gpus_per_thread)[0] for s in rows]
+        t = [s.predicted_ns(system, q) for s in rows]
         return np.concatenate((weigh(np.log(np.array(t)) - y), prior(x)))
 
     return fun
@@ -482,6 +433,6 @@ def _prior(start: NcclParams, names: Sequence[str]) -> Callable[[np.ndarray], np
 
 def _cost(system: NcclSystem, q: NcclParams, rows: Sequence[Sample], y: np.ndarray) -> float:
     """Sum of squared log-time residuals over the rows (without the prior)."""
-    t = np.array([predict_time(system, s.collective, s.size_bytes, q, s.gpus_per_thread)[0] for s in rows])
+    t = np.array([s.predicted_ns(system, q) for s in rows])
     r = robust(np.log(t) - y)
     return float(r @ r)

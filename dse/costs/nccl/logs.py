@@ -4,14 +4,16 @@ Formats (NVIDIA/nccl-tests src/util.cu, src/common.cu at 2.19.6 and tags v1.0.0,
 v2.13.0, v2.17.5; rccl-tests prints the same; none of their code is used):
 
 - **Lines** lose launcher prefixes first: ``0: `` (``srun -l``), ``[1,0]<stdout>:`` (Open MPI),
-  ``[3] `` / ``[host:pid] `` (MPICH), ``host: `` (pdsh), ISO timestamps, indentation; Open MPI's
-  ``--tag-output`` tags inside a line too (nccl-tests prints a row in pieces, each tagged).
+  ``[3] `` / ``[host:pid] `` (MPICH), ``host: `` (pdsh), ``(head, rank=0, pid=1) `` (Ray, SkyPilot),
+  ISO timestamps, indentation; Open MPI's ``--tag-output`` and MPICH's ``-prepend-rank`` tags inside a
+  line too (nccl-tests prints a row in pieces, each tagged).
 - **Preamble** (all optional): ``# nccl-tests version V nccl-headers=H nccl-library=L`` (L is NCCL's
   version code X*10000+Y*100+Z, before 2.9 X*1000+Y*100+Z), v1's ``# NCCL Tests compiled with NCCL
-  X.Y``, ``NCCL INFO NCCL version X.Y.Z``; ``# Collective test starting: all_reduce_perf``;
+  X.Y``, ``NCCL INFO NCCL version X.Y.Z`` or the bare ``NCCL version X.Y.Z+cudaA.B`` banner;
+  ``# Collective test starting: all_reduce_perf``;
   ``# nThread T nGpus G ...``; ``#  Rank N ... device D [bus id] GPU NAME`` per rank. The collective
   is the ``Collective test starting`` one, else the one ``X_perf`` binary named before the table
-  (an echoed command line), else the caller's.
+  (an echoed command line; after a test's footer, it starts the next test), else the caller's.
 - **The column header** names the columns (nothing is read by position): ``size`` (v1 ``bytes``),
   ``count`` (v1 ``N``), ``type``, ``redop`` (v1 ``op``), ``root``, as many as the version prints
   (<= 2.11: all_gather has no redop/root, broadcast no redop); one group per pass, out-of-place then
@@ -20,11 +22,15 @@ v2.13.0, v2.17.5; rccl-tests prints the same; none of their code is used):
   deviation), then ``-I 1``'s ``i_min i_max i_p99 i_cv%``; last ``timestamp`` (``-S 1``, two tokens).
   One group: the pass its banner line names (out-of-place if none). Times in µs (v1, or an ``(ms)``
   units line: ms, converted); exponent forms are read; ``N/A``, ``nan``, ``inf`` are None.
+- **Settings** (`dse.costs.nccl.log_lines.settings_in`): NCCL_ALGO, NCCL_PROTO, NCCL_MAX_NCHANNELS as
+  NCCL's INFO lines, ``export`` lines or an echoed command line that runs the binary show them, each
+  for the test whose table follows, as printed (`dse.costs.nccl.fit` reads their values).
 - **Footer**: ``Out of bounds values : K OK|FAILED``, ``Avg bus bandwidth : X``, ``Collective test
   concluded``. A file may hold several tests one after another.
 
 Warnings (on the run): wrong elements, a FAILED footer, ``Test timeout`` / ``Test NCCL failure`` /
-``Test CUDA failure`` / ``# error:`` lines, ``...`` (rows left out), a table without its footer,
+``Test CUDA failure`` / ``# error:`` lines (also where a failure cuts a row short: the row is not
+read), ``...`` (rows left out), a table without its footer,
 rank lines with gaps, unknown columns. Refused (one `InputError` naming the file and line): no
 column header, no data row, a row that does not match its header, a row after its table's footer.
 
@@ -42,6 +48,17 @@ from pathlib import Path
 from dse.core.errors import InputError
 from dse.core.files import read_text
 from dse.core.limits import check_input
+from dse.costs.nccl.log_lines import (  # noqa: F401 (NcclTestsPass, NcclTestsRow re-exported)
+    INT_TOKEN,
+    NUMBER_TOKEN,
+    Layout,
+    NcclTestsPass,
+    NcclTestsRow,
+    layout_of,
+    read_row,
+    settings_in,
+    strip_launchers,
+)
 
 #: Collectives nccl-tests measures, with the factor busbw = algbw x factor for n ranks
 #: (nccl-tests doc/PERFORMANCE.md and src/<test>.cu GetBw): "2(n-1)/n", "(n-1)/n" or "1".
@@ -53,44 +70,14 @@ COLLECTIVES: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class NcclTestsPass:
-    """One pass (out-of-place or in-place) of a row. `time_us` is the mean time of one operation
-    (CPU time if the run's `cpu_time`); bandwidths in GB/s (1e9 B/s); None where ``N/A``.
-    `wrong`: elements found wrong (None when not checked, or in old logs); `max_error`: the
-    largest deviation old logs print instead (<= 2.11), None otherwise."""
-
-    time_us: float | None
-    algbw_GBps: float | None
-    busbw_GBps: float | None
-    wrong: int | None
-    max_error: float | None = None
-
-
-@dataclass(frozen=True)
-class NcclTestsRow:
-    """One row of the table: one message size. `redop` / `root` are None when the layout has no
-    such column (old logs); `root` is -1 for collectives without a root. A pass the header does not
-    have is None. `line`: its line number in the file; `timestamp` (``-S 1``) as printed."""
-
-    size_bytes: int
-    count: int
-    type: str
-    redop: str | None
-    root: int | None
-    out_of_place: NcclTestsPass | None
-    in_place: NcclTestsPass | None
-    line: int
-    timestamp: str | None = None
-
-
-@dataclass(frozen=True)
 class NcclTestsRun:
     """One test of an nccl-tests file (`source`; `line`: where it starts, 1 for the first). `collective`
     (``all_reduce``, ...; None if neither the file nor the caller names it), versions as printed
     (``nccl_version`` is RCCL's in rccl-tests output; None if not printed), `ranks` (rank lines, or given by
     the caller; None if unknown), `gpus` (GPU model names in the rank lines, first seen first),
     `threads` / `gpus_per_thread` (``nThread`` / ``nGpus``), `cpu_time` (``-C 1``), the rows in file
-    order, the footer's average busbw (over every printed entry, both passes), and warnings."""
+    order, the footer's average busbw (over every printed entry, both passes), warnings, and the NCCL
+    settings the log shows the test ran with: (name, value as written, line)."""
 
     source: str
     line: int
@@ -105,6 +92,7 @@ class NcclTestsRun:
     rows: tuple[NcclTestsRow, ...]
     avg_busbw_GBps: float | None
     warnings: tuple[str, ...]
+    settings: tuple[tuple[str, str, int], ...] = ()
 
     def busbw_factor(self) -> float | None:
         """busbw / algbw for this run (`busbw_factor`), None if the collective or ranks are unknown."""
@@ -186,30 +174,15 @@ def parse_nccl_tests(
 
 
 # ----------------------------------------------------------------------------- lines
-_TIMESTAMP = r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?"
-_LAUNCHERS = r"\[\d+,\d+\]<std(?:out|err)>:|\d+:(?=[\s#]|$)|\[\d+\](?=\s)|\[[\w.-]+:\d+\](?=\s)|[A-Za-z][\w.-]*:(?=\s)"
-_PREFIX = re.compile(r"(?:\s*(?:" + _LAUNCHERS + "|" + _TIMESTAMP + r"(?=\s)))*", re.ASCII)
-_MPI_TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:", re.ASCII)
-_RANK_TAG = re.compile(r"\[\d+\]", re.ASCII)
-_INT = re.compile(r"[0-9]+", re.ASCII)
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
-_MISSING = {"n/a", "nan", "-nan", "inf", "-inf", "+inf"}
 _VERSION = re.compile(r"[nr]ccl-tests version (\S+)(?:.*?[nr]ccl-library=(\d+))?")
 _COMPILED = re.compile(r"NCCL Tests compiled with NCCL (\S+)")
-_INFO_VERSION = re.compile(r"(?:NCCL INFO NCCL version|^RCCL version\s*:)\s*(\d+(?:\.\d+)+)")
+_INFO_VERSION = re.compile(r"(?:NCCL INFO NCCL version|^NCCL version|^RCCL version\s*:)\s*(\d+(?:\.\d+)+)")
 _STARTING = re.compile(r"Collective test starting:\s*(\w+?)(?:_perf\w*)?\s*$")
 _NTHREAD = re.compile(r"nThread (\d+) nGpus (\d+)")
 _RANK = re.compile(r"Rank\s+(\d+)\b.*?\bdevice\s+\d+\s+\[[^\]]*\]\s*(.*?)\s*$")
 _BINARY = re.compile(r"\b([a-z]+(?:_[a-z]+)*?)_perf\w*\b")
 _FAILURE = re.compile(r"Test (?:timeout|NCCL failure|CUDA failure|failure)\b|^error:")
 _FOOTER = re.compile(r"(Out of bounds values|Avg bus bandwidth)\s*:\s*(\S+)\s*(\S*)")
-#: Column names as printed, by version, to one name each.
-_ALIASES = {
-    "size": "size", "bytes": "size", "count": "count", "n": "count", "type": "type", "redop": "redop",
-    "op": "redop", "root": "root", "time": "time", "cputime": "time", "algbw": "algbw", "busbw": "busbw",
-    "#wrong": "wrong", "wrong": "wrong", "error": "error", "res": "error", "timestamp": "timestamp",
-}  # fmt: skip
-_FIXED = ("size", "count", "type", "redop", "root")
 
 
 def _nccl_version(code: int) -> str | None:
@@ -218,95 +191,6 @@ def _nccl_version(code: int) -> str | None:
         return None
     major, rest = divmod(code, 10000 if code >= 10000 else 1000)
     return f"{major}.{rest // 100}.{rest % 100}"
-
-
-@dataclass(frozen=True)
-class _Layout:
-    """The columns a header names: fixed ones, then per pass (its name, its columns)."""
-
-    fixed: tuple[str, ...]
-    passes: tuple[tuple[str, tuple[str, ...]], ...]
-    timestamp: bool
-    cpu_time: bool
-    ms: bool  # v1 printed times in ms
-    line: int
-    unknown: tuple[str, ...]
-
-    @property
-    def width(self) -> int:
-        return len(self.fixed) + sum(len(c) for _, c in self.passes) + (2 if self.timestamp else 0)
-
-
-def _layout(tokens: list[str], n: int, banner: str, where: str) -> _Layout | None:
-    """The layout of a column header line (`tokens` without the ``#``), None if it is not one."""
-    names = [_ALIASES.get(t.lower(), t) for t in tokens]
-    if len(names) < 2 or names[:2] != ["size", "count"] or "time" not in names:
-        return None
-    first = names.index("time")
-    fixed = tuple(names[:first])
-    if any(c not in _FIXED for c in fixed):
-        raise InputError(where, f"a column header with {fixed} before 'time'", "columns of " + ", ".join(_FIXED))
-    timestamp = names[-1] == "timestamp"
-    rest = names[first : len(names) - timestamp]
-    groups: list[list[str]] = []
-    for name in rest:
-        if name == "time":
-            groups.append([])
-        groups[-1].append(name)
-    if len(groups) > 2 or any("algbw" not in g or "busbw" not in g for g in groups):
-        raise InputError(where, f"a column header with {len(groups)} time group(s) or without algbw/busbw",
-                         "one or two groups of time, algbw, busbw, #wrong")  # fmt: skip
-    kinds: tuple[str, ...]
-    if len(groups) == 2:
-        kinds = ("out_of_place", "in_place")
-    else:
-        kinds = ("in_place",) if "in-place" in banner and "out-of-place" not in banner else ("out_of_place",)
-    known = {"time", "algbw", "busbw", "wrong", "error", "i_min", "i_max", "i_p99", "i_cv%"}
-    unknown = tuple(sorted({c for g in groups for c in g} - known))
-    passes = tuple((k, tuple(g)) for k, g in zip(kinds, groups))
-    cpu_time = "cputime" in (t.lower() for t in tokens)
-    return _Layout(fixed, passes, timestamp, cpu_time, tokens[0].lower() == "bytes", n, unknown)
-
-
-def _float(tok: str, name: str, where: str) -> float | None:
-    """A non-negative number as printed; None for N/A, nan or inf."""
-    if tok.lower() in _MISSING:
-        return None
-    if not _NUMBER.fullmatch(tok) or float(tok) < 0:
-        raise InputError(where, f"column {name!r} is {tok!r}", "a number from 0, or N/A")
-    return float(tok) if math.isfinite(float(tok)) else None
-
-
-def _pass(values: dict[str, str], scale: float, where: str) -> NcclTestsPass:
-    time = _float(values["time"], "time", where)
-    wrong = _float(values["wrong"], "#wrong", where) if "wrong" in values else None
-    if wrong is not None and wrong != int(wrong):
-        raise InputError(where, f"column '#wrong' is {values['wrong']!r}", "a whole number, or N/A")
-    error = _float(values["error"], "error", where) if "error" in values else None
-    algbw, busbw = _float(values["algbw"], "algbw", where), _float(values["busbw"], "busbw", where)
-    time_us = None if time is None else time * scale
-    return NcclTestsPass(time_us, algbw, busbw, None if wrong is None else int(wrong), error)
-
-
-def _row(tokens: list[str], layout: _Layout, scale: float, n: int, where: str) -> NcclTestsRow:
-    """One data row read by its header's columns."""
-    if len(tokens) != layout.width:
-        problem = f"a cut or garbled row: {len(tokens)} fields, its header (line {layout.line}) has {layout.width}"
-        raise InputError(where, problem, "whole rows as nccl-tests prints them")
-    fixed = dict(zip(layout.fixed, tokens))
-    root = fixed.get("root")
-    if root is not None and not re.fullmatch(r"-?[0-9]+", root):
-        raise InputError(where, f"column 'root' is {root!r}", "a whole number (-1: no root)")
-    at = len(layout.fixed)
-    passes: dict[str, NcclTestsPass] = {}
-    for kind, columns in layout.passes:
-        passes[kind] = _pass(dict(zip(columns, tokens[at:])), scale, where)
-        at += len(columns)
-    return NcclTestsRow(
-        size_bytes=int(tokens[0]), count=int(tokens[1]), type=fixed.get("type", "?"), redop=fixed.get("redop"),
-        root=None if root is None else int(root), out_of_place=passes.get("out_of_place"),
-        in_place=passes.get("in_place"), line=n, timestamp=" ".join(tokens[-2:]) if layout.timestamp else None,
-    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- runs
@@ -325,11 +209,12 @@ class _Draft:
     threads: int | None = None
     gpus_per_thread: int | None = None
     ranks: dict[int, str] = field(default_factory=dict)
-    layout: _Layout | None = None
+    layout: Layout | None = None
     scale: float = 1.0
     rows: list[NcclTestsRow] = field(default_factory=list)
     avg_busbw: float | None = None
     warnings: list[str] = field(default_factory=list)
+    settings: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 class _Parser:
@@ -360,34 +245,34 @@ class _Parser:
         return d
 
     def feed(self, n: int, raw: str) -> None:
-        cut = m.end() if (m := _PREFIX.match(raw)) else 0
-        line = raw[cut:].strip()  # without launcher prefixes
-        if "]<std" in line:  # Open MPI's tags inside the line (--tag-output on a row printed in pieces)
-            line = _MPI_TAG.sub(" ", line).strip()
-        elif "[" in line and _RANK_TAG.search(raw[:cut]):  # MPICH's -prepend-rank tags, the same way
-            line = _RANK_TAG.sub(" ", line).strip()
+        line = strip_launchers(raw)
         if not line:
             return
         self.empty = False
+        if found := settings_in(line):
+            self._settings(n, found)
         if " NCCL INFO " in line and "NCCL version" not in line:
             return  # the bulk of an NCCL_DEBUG=INFO log, skipped quickly
         body = line.lstrip("#").strip()
         tokens = body.split()
-        if not line.startswith("#") and len(tokens) >= 2 and _INT.fullmatch(tokens[0]) and _INT.fullmatch(tokens[1]):
+        counted = len(tokens) >= 2 and INT_TOKEN.fullmatch(tokens[0]) and INT_TOKEN.fullmatch(tokens[1])
+        if not line.startswith("#") and counted and not _FAILURE.search(body):  # a failure ends a row early
             self._data(n, tokens)
         elif self._meta(n, body):
             return
         elif tokens and tokens[0].startswith("(") and self.cur.phase == 1:
             if "(ms)" in tokens:
                 self.cur.scale = 1000.0
-        elif (layout := _layout(tokens, n, self.banner, self._field(n))) is not None:
+        elif (layout := layout_of(tokens, n, self.banner, self._field(n))) is not None:
             self._header(n, layout)
         elif "out-of-place" in body or "in-place" in body:
             self.banner = body
         elif body in ("...", "…", "[...]") and self.cur.phase == 2:
             self.cur.warnings.append(f"line {n}: '...': rows left out of the table")
-        elif self.cur.phase == 0:
-            self.cur.binaries.update(m for m in _BINARY.findall(body) if m in COLLECTIVES)
+        elif self.cur.phase in (0, 3, 4) and (names := [m for m in _BINARY.findall(body) if m in COLLECTIVES]):
+            if self.cur.phase:  # an echoed command after a test's footer: the next test's
+                self.drafts.append(_Draft(n))
+            self.cur.binaries.update(names)
 
     def _meta(self, n: int, body: str) -> bool:
         """Preamble, footer and failure lines; True if `body` was one."""
@@ -417,7 +302,16 @@ class _Parser:
             return False
         return True
 
-    def _header(self, n: int, layout: _Layout) -> None:
+    def _settings(self, n: int, found: list[tuple[str, str]]) -> None:
+        """Settings at line `n` belong to the test whose table follows: the current one until its
+        footer (other ranks may interleave NCCL's INFO lines with a table), else the next."""
+        d = self.cur
+        if d.phase >= 3:
+            d = _Draft(n)
+            self.drafts.append(d)
+        d.settings += [(name, value, n) for name, value in found]
+
+    def _header(self, n: int, layout: Layout) -> None:
         d = self.cur
         if d.phase >= 1:
             d = _Draft(n)
@@ -434,7 +328,7 @@ class _Parser:
         if d.phase >= 3:
             problem = "a data row after its table ended (its footer is above)"
             raise InputError(self._field(n), problem, "a column header line before every table")
-        row = _row(tokens, d.layout, d.scale, n, self._field(n))
+        row = read_row(tokens, d.layout, d.scale, n, self._field(n))
         d.rows.append(row)
         d.phase = 2
         for kind, p in (("out-of-place", row.out_of_place), ("in-place", row.in_place)):
@@ -446,7 +340,7 @@ class _Parser:
         if d.layout is None:
             return
         d.phase = max(d.phase, 3)
-        if what.startswith("Avg") and _NUMBER.fullmatch(value):
+        if what.startswith("Avg") and NUMBER_TOKEN.fullmatch(value):
             d.avg_busbw = float(value)
         if verdict == "FAILED" or (what.startswith("Out") and value not in ("0", "")):
             d.warnings.append(f"line {n}: {what} : {value} {verdict}".rstrip())
@@ -462,7 +356,9 @@ class _Parser:
             raise InputError(self.source, f"not nccl-tests output: {where}no line is a column header {header}", allowed)
         if not any(d.rows for d in drafts):
             line = drafts[0].layout.line if drafts[0].layout else 1
-            raise InputError(self._field(line), "a column header with no data row after it", allowed)
+            failed = [w for d in drafts for w in d.warnings if _FAILURE.search(w)]
+            why = f" (the test failed: {failed[0]})" if failed else ""
+            raise InputError(self._field(line), f"a column header with no data row after it{why}", allowed)
         return [self._run(d, collective, ranks) for d in drafts]
 
     def _run(self, d: _Draft, collective: str | None, ranks: int | None) -> NcclTestsRun:
@@ -486,6 +382,7 @@ class _Parser:
             source=self.source, line=d.line, collective=name or collective, nccl_tests_version=d.tests_version,
             nccl_version=d.nccl_version, ranks=count, gpus=gpus, threads=d.threads, gpus_per_thread=d.gpus_per_thread,
             cpu_time=d.layout.cpu_time, rows=tuple(d.rows), avg_busbw_GBps=d.avg_busbw, warnings=tuple(warnings),
+            settings=tuple(d.settings),
         )  # fmt: skip
 
     def _ranks(self, d: _Draft, ranks: int | None, warnings: list[str]) -> int | None:

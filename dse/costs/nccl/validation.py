@@ -33,7 +33,8 @@ from pathlib import Path
 
 from dse.core.errors import InputError
 from dse.core.files import read_text, read_toml
-from dse.costs.nccl.fit import BUNDLED_DIR, Measurement, bundled, errors, fit, geomean_error, transfer
+from dse.costs.nccl.bundled import BUNDLED_DIR, Measurement, bundled
+from dse.costs.nccl.fit import errors, fit, geomean_error, transfer
 from dse.costs.nccl.logs import NcclTestsRun
 from dse.costs.nccl.model import NET_TRANSPORT, NcclParams, NcclSystem, default_params, predict
 

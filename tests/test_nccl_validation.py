@@ -39,8 +39,15 @@ CEILINGS = {
     ("scale", "dgxc_h100", "xe9680_h100"): 0.134,
     ("sizes", "oci_oke_a100", "oci_oke_a100"): 0.066,
     ("scale", "a100_blog_g1", "oci_oke_a100"): 0.187,
+    ("sizes", "vm4_h100", "vm4_h100"): 0.173,
+    ("scale", "dgxc_h100", "vm4_h100"): 0.202,
+    ("sizes", "ib4_h100", "ib4_h100"): 0.046,
+    ("scale", "dgxc_h100", "ib4_h100"): 0.104,
+    ("sizes", "ib8_h100", "ib8_h100"): 0.140,
+    ("scale", "dgxc_h100", "ib8_h100"): 0.287,
+    ("file", "ib4_h100", "ib8_h100"): 0.280,
 }
-OVERALL_CEILING = 0.093
+OVERALL_CEILING = 0.105
 SUMMARY = re.compile(r"nccl: geometric-mean error (\d+\.\d) % over (\d+) held-out measurements from (\d+) machines")
 
 
@@ -89,9 +96,9 @@ def test_every_case_stays_under_its_measured_ceiling(spied: tuple[V.ValidationTa
     # Calibrating on a machine's own rows beats NCCL's own tuner on its other rows but on the Crusoe
     # A100 pair, where the defaults err 5.9 % and the fit follows the slow sizes of a jagged sweep
     # (1 MB 82 us, 2 MB 113, 4 MB 124, 8 MB 189): 7.5 %. Carried to another machine or scale it can be
-    # worse (6 of the 13 transfers, docs/nccl.md "Where it misses").
+    # worse or no better (9 of the 16 transfers, docs/nccl.md "Where it misses").
     assert {c.calibrated_on for c in table.cases if c.split == "sizes" and c.fit_gm >= c.default_gm} <= {"crusoe_a100"}
-    assert sum(c.fit_gm < c.default_gm for c in table.cases) >= len(table.cases) - 7
+    assert sum(c.fit_gm < c.default_gm for c in table.cases) >= len(table.cases) - 10
 
 
 def test_g8_cases_are_predicted_with_their_launch_latency(

@@ -64,6 +64,13 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("scale", "dgxc_h100", "xe9680_h100"),
     ("sizes", "oci_oke_a100", "oci_oke_a100"),
     ("scale", "a100_blog_g1", "oci_oke_a100"),
+    ("sizes", "vm4_h100", "vm4_h100"),
+    ("scale", "dgxc_h100", "vm4_h100"),
+    ("sizes", "ib4_h100", "ib4_h100"),
+    ("scale", "dgxc_h100", "ib4_h100"),
+    ("sizes", "ib8_h100", "ib8_h100"),
+    ("scale", "dgxc_h100", "ib8_h100"),
+    ("file", "ib4_h100", "ib8_h100"),
 )
 
 #: ASTRA-sim's published geomean errors on HGX-H100 all-reduce by GPU count (astra-sim/astra-sim-docs

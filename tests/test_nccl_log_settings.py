@@ -146,3 +146,22 @@ def test_the_fit_times_each_row_as_its_log_says_it_was_run() -> None:
     assert [e.predicted_ns for e in given] == [e.predicted_ns for e in as_run]
     fitted = F.fit_details(H100_2N, runs)
     assert fitted.cost_start < 1e-4 and fitted.cost <= fitted.cost_start
+
+
+def test_a_log_that_turned_nvls_off_needs_no_nvls(tmp_path) -> None:
+    """NCCL_NVLS_ENABLE=0 is the machine's: calibrating such a log with NVLS on is refused in one
+    line naming the flag; with --no-nvls it fits, and the setting forces no algorithm."""
+    from dse.core.topology import parse_topology
+    from dse.costs.nccl.calibration import calibrate
+
+    log = tmp_path / "off.txt"
+    log.write_text(
+        "NCCL_NVLS_ENABLE=0 ./build/all_reduce_perf -b 1K -e 1G -f 4\n" + _forced_run("ring", None).split("\n", 1)[1]
+    )
+    (run,) = parse_nccl_tests(log.read_text())
+    assert [(k, v) for k, v, _ in run.settings] == [("NCCL_NVLS_ENABLE", "0")]
+    assert logged_env(run.settings, "off.txt") == NcclEnv()
+    topology = parse_topology("SW(8,450,0,links=18)_SW(2,50,0,links=1)")
+    with pytest.raises(InputError, match=r"off.txt:1: the log sets NCCL_NVLS_ENABLE=0 \(allowed: --no-nvls"):
+        calibrate([log], topology, generation="hopper")
+    assert calibrate([log], topology, generation="hopper", nvls=False).rows == len(SIZES)

@@ -178,7 +178,7 @@ def calibrate_details(
             raise InputError(str(path), f"not UTF-8 text (byte {e.start})", "nccl-tests output files") from None
         found = parse_nccl_tests(text, str(path), collective=collective)
         for run in found:
-            _check_named(run)
+            _check_named(run, system.has_nvls)
             _check_ranks(run, topology.npus)
         runs += found
         entries.append(f"{Path(path).name} sha256:{hashlib.sha256(data).hexdigest()}")
@@ -198,13 +198,17 @@ def calibrate_details(
     return calib, errs, tuple(skips)
 
 
-def _check_named(run: NcclTestsRun) -> None:
+def _check_named(run: NcclTestsRun, nvls: bool) -> None:
+    """The run names its test, and does not turn NVLS off on a machine the calibration has it on."""
     if run.collective is None:
         raise InputError(
             f"{run.source}:{run.line}",
             "the log does not say which test it is (no '# Collective test starting' line, no X_perf command)",
             "--collective all_reduce, reduce_scatter, all_gather, alltoall, broadcast or reduce",
         )
+    for name, value, line in run.settings:
+        if nvls and name == "NCCL_NVLS_ENABLE" and value.strip() == "0":
+            raise InputError(f"{run.source}:{line}", "the log sets NCCL_NVLS_ENABLE=0", "--no-nvls, as the run had")
 
 
 def _check_ranks(run: NcclTestsRun, gpus: int) -> None:

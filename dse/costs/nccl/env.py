@@ -109,14 +109,16 @@ def parse_settings(text: str, field: str) -> NcclEnv:
 
 def logged_env(settings: Sequence[tuple[str, str, int]], source: str, given: NcclEnv | None = None) -> NcclEnv:
     """The `NcclEnv` a test ran with: the settings its log shows ((name, value as written, line), as
-    `dse.costs.nccl.logs.NcclTestsRun.settings`), the caller's `given` ones where the log says
-    nothing. A value the model cannot force (a list, an exclusion, a per-collective form, another
-    algorithm), one setting with two values, or a value `given` contradicts: `InputError` naming
-    `source` and the line."""
+    `dse.costs.nccl.logs.NcclTestsRun.settings`; NCCL_NVLS_ENABLE is the machine's and not read
+    here), the caller's `given` ones where the log says nothing. A value the model cannot force (a
+    list, an exclusion, a per-collective form, another algorithm), one setting with two values, or
+    a value `given` contradicts: `InputError` naming `source` and the line."""
     base = given or NcclEnv()
     fields = {"NCCL_ALGO": "algo", "NCCL_PROTO": "proto", "NCCL_MAX_NCHANNELS": "max_channels"}
     values: dict[str, object] = {}
     for name, text, line in settings:
+        if name not in fields:
+            continue  # NCCL_NVLS_ENABLE: the machine's, not a forced choice
         where = f"{source}:{line}"
         value = _logged_value(name, text, where)
         if values.get(name, value) != value:

@@ -153,8 +153,9 @@ def read_row(tokens: list[str], layout: Layout, scale: float, n: int, where: str
 
 
 # ----------------------------------------------------------------------------- settings
-#: The settings `settings_in` reads (those the model honours, `dse.costs.nccl.env.SETTINGS`).
-SETTING_NAMES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MAX_NCHANNELS")
+#: The settings `settings_in` reads: those the model honours (`dse.costs.nccl.env.SETTINGS`), and
+#: NCCL_NVLS_ENABLE, which a calibration's machine holds (its `nvls` field).
+SETTING_NAMES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MAX_NCHANNELS", "NCCL_NVLS_ENABLE")
 _NAMES = "|".join(SETTING_NAMES)
 _INFO_SETTING = re.compile(rf"NCCL INFO (?:({_NAMES}) set by environment to (\S+)|.*?Setting ({_NAMES}) to \"?(\w+))")
 _EXPORT = re.compile(rf"^(?:export|setenv|set)\s+({_NAMES})[=\s]\s*(\S+)")

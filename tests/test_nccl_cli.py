@@ -143,6 +143,7 @@ def test_calibrate_settings_time_rows_as_run_and_say_so(run_cli, tmp_path):
 
 
 BAD_CALIBRATE = [
+    ((DGXC,), ("-t", "SW(1,450,0)_SW(8,50,0)"), "has one GPU a node, which the nccl model cannot take"),
     ((str(DATA / "README.md"),), ("-t", "HGX-H100"), "not nccl-tests output"),
     ((DGXC,), ("-t", "SW(8,450,0)_SW(2,50,0)"), "a run on 8 ranks, but the topology has 16 GPUs"),
     ((str(DATA / "ncclt119_3xdgxa100_hdr.txt"),), ("-t", "HGX-H100"), "a run on 24 ranks"),
@@ -234,6 +235,8 @@ def test_nccl_tests_defaults_pick_nvls_on_h100(run_cli):
 
 
 BAD_NCCL_TESTS = [
+    (("FC(1,150,0)_SW(16,50,0)",), "has one GPU a node"),
+    (("--calibration", "HGX-H100", "-t", "SW(1,450,0)_SW(2,50,0)"), "has one GPU a node"),
     (("SW(8,300,0)", "--generation", "ampere", "--algo", "nvls"), "--algo: 'nvls' cannot run all_reduce"),
     (("SW(8,450,0)", "--collective", "all_gather", "--algo", "tree"), "--algo: 'tree' cannot run all_gather"),
     (("SW(8,450,0)", "--algo", "collnet"), "--algo: unknown algorithm"),

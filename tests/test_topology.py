@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from dse.core.errors import InputError
 from dse.core.presets import PAPER_PRESETS, PRESETS, SYSTEM_PRESETS
-from dse.core.topology import Dim, Topology, parse_topology
+from dse.core.topology import Dim, Topology, notation_dims, parse_topology
 
 # The Themis paper's Table 2: shape, aggregate GB/s per NPU, latency ns per step.
 TABLE2 = {
@@ -68,6 +68,10 @@ def test_size_one_dims_are_dropped_with_a_warning():
         warnings.simplefilter("always")
         t = parse_topology("Ring(1,100,5)_SW(8,50,1)")
     assert t.shape == (8,) and w
+    dims = notation_dims("Ring(1,100,5)_SW(8,50,1)")  # as written, for callers that must know
+    assert [(d.kind, d.npus, d.bandwidth) for d in dims] == [("ring", 1, 100.0), ("switch", 8, 50.0)]
+    with pytest.raises(InputError):
+        notation_dims("Ring(0,100,5)_SW(8,50,1)")
 
 
 @pytest.mark.parametrize(

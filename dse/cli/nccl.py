@@ -83,16 +83,15 @@ def _add_machine_flags(p: argparse.ArgumentParser) -> None:
 def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
     """Fit, write the file, print the rows fitted, the error per collective and the settings its runs
     were made with, and the file. Nothing is written unless the whole fit succeeds."""
-    from dse.cli.nccl_tests import collective_of, machine_flags
+    from dse.cli.nccl_tests import collective_of, gpu_topology, machine_flags
     from dse.core.files import check_output_file
-    from dse.core.topology import parse_topology
     from dse.costs.nccl.calibration import calibrate_details, write_calibration
     from dse.costs.nccl.env import NcclEnv, parse_settings
     from dse.costs.nccl.fit import geomean_error
     from dse.output.report import format_table
 
     check_output_file(args.out, "--out")
-    topology = parse_topology(args.topology)
+    topology = gpu_topology(args.topology)
     collective = None if args.collective is None else collective_of(args.collective)
     settings = None if args.settings is None else parse_settings(args.settings, "--settings")
     machine = machine_flags(args, fill=True)

@@ -12,7 +12,7 @@ from typing import Any
 from dse.cli.parser import given_topology
 from dse.core.errors import InputError
 from dse.core.files import atomic_output
-from dse.core.topology import parse_notation, parse_topology
+from dse.core.topology import Topology, notation_dims, parse_notation, parse_topology
 from dse.core.units import parse_int, parse_size
 from dse.costs.nccl.calibration import Calibration, default_calibration, resolve_calibration
 from dse.costs.nccl.channels import MAX_CHANNELS
@@ -102,7 +102,7 @@ def _system(args: argparse.Namespace) -> tuple[Calibration | None, str, NcclSyst
     if args.calibration is None:
         if not spec:
             raise InputError("topology", "missing", "a preset name (dse topologies) or a notation, or --calibration")
-        topology = parse_topology(spec)
+        topology = gpu_topology(spec)
         calib = default_calibration(topology, **machine_flags(args, fill=True))
         return None, topology.label(), calib.fitted_system(), calib.params
     given = [k for k, v in machine_flags(args).items() if v is not None]
@@ -110,9 +110,20 @@ def _system(args: argparse.Namespace) -> tuple[Calibration | None, str, NcclSyst
         flag = "--no-nvls" if given[0] == "nvls" else f"--{given[0].replace('_', '-')}"
         raise InputError(flag, "given with --calibration, which carries the machine", "one of them")
     calib = resolve_calibration(args.calibration)
-    topology = parse_topology(spec) if spec else parse_notation(calib.topology)
+    topology = gpu_topology(spec) if spec else parse_notation(calib.topology)
     system = calib.system(topology)
     return calib, topology.label(), system, calib.params_for(system)
+
+
+def gpu_topology(spec: str) -> Topology:
+    """`parse_topology`, refusing a notation whose dimension 0 (the node) has 1 GPU: a dse topology
+    drops dimensions of 1 NPU, so its network would be read as one node's fabric."""
+    if "(" in spec and notation_dims(spec)[0].npus == 1:
+        raise InputError(
+            "topology", f"{spec!r} has one GPU a node, which the nccl model cannot take from a dse topology "
+            "(dimensions of 1 NPU are dropped, so the nodes would become one node's GPUs)", "2 or more GPUs a node",
+        )  # fmt: skip
+    return parse_topology(spec)
 
 
 def _size(text: str, flag: str) -> int:

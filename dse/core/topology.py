@@ -27,6 +27,7 @@ from dse.core.topology_model import (
     Dim,
     Topology,
     check_dimensions,
+    notation_dims,
     parse_kind,
     parse_notation,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "Dim",
     "Topology",
     "check_dimensions",
+    "notation_dims",
     "parse_kind",
     "parse_notation",
     "parse_topology",

@@ -368,6 +368,14 @@ def check_dimensions(ndims: int, field: str = "topology") -> None:
     check_input("dimensions", ndims, field, "dimensions")
 
 
+def notation_dims(text: str) -> tuple[Dim, ...]:
+    """The dimensions of a ``Kind(npus,bandwidth,latency)_...`` notation as written, those of 1 NPU
+    included (a `Topology` drops them); held to the dimension limit like `parse_notation`."""
+    tokens = _split_top(text)
+    check_dimensions(len(tokens))
+    return tuple(_parse_dim(tok) for tok in tokens)
+
+
 def parse_notation(text: str, *, check: bool = True) -> Topology:
     """A `Topology` from the ``Kind(npus,bandwidth,latency)_...`` notation; with `check` (the
     default) its dimensions are counted against the limit (`check_dimensions`) before any is parsed."""

@@ -143,7 +143,7 @@ def test_calibrate_settings_time_rows_as_run_and_say_so(run_cli, tmp_path):
 
 
 BAD_CALIBRATE = [
-    ((DGXC,), ("-t", "SW(1,450,0)_SW(8,50,0)"), "has one GPU a node, which the nccl model cannot take"),
+    ((DGXC,), ("-t", "SW(1,450,0)_SW(8,50,0)"), "has one GPU a node, which a dse topology drops"),
     ((str(DATA / "README.md"),), ("-t", "HGX-H100"), "not nccl-tests output"),
     ((DGXC,), ("-t", "SW(8,450,0)_SW(2,50,0)"), "a run on 8 ranks, but the topology has 16 GPUs"),
     ((str(DATA / "ncclt119_3xdgxa100_hdr.txt"),), ("-t", "HGX-H100"), "a run on 24 ranks"),

@@ -77,6 +77,8 @@ def _add_machine_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cpu", default=None, help="intel, amd, arm, other (default)")
     p.add_argument("--nvlink-links", default=None, help="NVLinks per GPU (default: the topology's links=)")
     p.add_argument("--nics-per-node", default=None, help="NICs per node (default: the network dimension's links=)")
+    p.add_argument("--single-gpu-nodes", action="store_const", const=True, default=None,
+                   help="nodes of one GPU: every dimension of the topology is the network between them")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- dse calibrate nccl-tests
@@ -91,7 +93,7 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
     from dse.output.report import format_table
 
     check_output_file(args.out, "--out")
-    topology = gpu_topology(args.topology)
+    topology = gpu_topology(args.topology, bool(args.single_gpu_nodes))
     collective = None if args.collective is None else collective_of(args.collective)
     settings = None if args.settings is None else parse_settings(args.settings, "--settings")
     machine = machine_flags(args, fill=True)

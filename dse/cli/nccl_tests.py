@@ -34,7 +34,7 @@ _COLUMNS = (
 def machine_flags(args: argparse.Namespace, *, fill: bool = False) -> dict[str, Any]:
     """The machine flags as `calibrate`'s keywords: None where not given, or with `fill` dse's
     defaults there (`dse.costs.nccl.system.DEFAULT_MACHINE`, `MACHINE_DEFAULTS`)."""
-    out = {k: getattr(args, k) for k in ("generation", "nvls", "network", "cpu")}
+    out = {k: getattr(args, k) for k in ("generation", "nvls", "network", "cpu", "single_gpu_nodes")}
     for key, allowed in (("generation", GENERATIONS), ("network", NETWORKS), ("cpu", CPUS)):
         if out[key] is not None and out[key] not in allowed:
             raise InputError(f"--{key}", f"unknown {key} {out[key]!r}", ", ".join(allowed))
@@ -102,7 +102,7 @@ def _system(args: argparse.Namespace) -> tuple[Calibration | None, str, NcclSyst
     if args.calibration is None:
         if not spec:
             raise InputError("topology", "missing", "a preset name (dse topologies) or a notation, or --calibration")
-        topology = gpu_topology(spec)
+        topology = gpu_topology(spec, bool(args.single_gpu_nodes))
         calib = default_calibration(topology, **machine_flags(args, fill=True))
         return None, topology.label(), calib.fitted_system(), calib.params
     given = [k for k, v in machine_flags(args).items() if v is not None]
@@ -110,18 +110,19 @@ def _system(args: argparse.Namespace) -> tuple[Calibration | None, str, NcclSyst
         flag = "--no-nvls" if given[0] == "nvls" else f"--{given[0].replace('_', '-')}"
         raise InputError(flag, "given with --calibration, which carries the machine", "one of them")
     calib = resolve_calibration(args.calibration)
-    topology = gpu_topology(spec) if spec else parse_notation(calib.topology)
+    topology = gpu_topology(spec, calib.single_gpu_nodes) if spec else parse_notation(calib.topology)
     system = calib.system(topology)
     return calib, topology.label(), system, calib.params_for(system)
 
 
-def gpu_topology(spec: str) -> Topology:
-    """`parse_topology`, refusing a notation whose dimension 0 (the node) has 1 GPU: a dse topology
-    drops dimensions of 1 NPU, so its network would be read as one node's fabric."""
-    if "(" in spec and notation_dims(spec)[0].npus == 1:
+def gpu_topology(spec: str, single_gpu_nodes: bool) -> Topology:
+    """`parse_topology`; a notation whose dimension 0 (the node) has 1 GPU needs `single_gpu_nodes`
+    (``--single-gpu-nodes``): a dse topology drops dimensions of 1 NPU, so its network would be read
+    as one node's fabric (`InputError` without it)."""
+    if not single_gpu_nodes and "(" in spec and notation_dims(spec)[0].npus == 1:
         raise InputError(
-            "topology", f"{spec!r} has one GPU a node, which the nccl model cannot take from a dse topology "
-            "(dimensions of 1 NPU are dropped, so the nodes would become one node's GPUs)", "2 or more GPUs a node",
+            "topology", f"{spec!r} has one GPU a node, which a dse topology drops (its nodes would become one "
+            "node's GPUs)", "--single-gpu-nodes, or 2 or more GPUs a node",
         )  # fmt: skip
     return parse_topology(spec)
 
@@ -175,8 +176,9 @@ def _header(
     given = (("NCCL_ALGO", args.algo), ("NCCL_PROTO", args.proto), ("NCCL_MAX_NCHANNELS", args.max_channels))
     forced = "".join(f", {k}={v}" for k, v in given if v)
     ch = channels(system)
+    gpus = f"{system.gpus_per_node} GPU{'s' if system.gpus_per_node > 1 else ''}"
     return (
-        f"# {collective}_perf under dse's nccl model: {system.ranks} ranks ({system.gpus_per_node} GPUs x "
+        f"# {collective}_perf under dse's nccl model: {system.ranks} ranks ({gpus} x "
         f"{system.nodes} node{'s' if system.nodes > 1 else ''}, {system.generation}), {which}{forced}\n"
         f"# topology {label}; busbw = algbw x {factor:.4g}; NCCL's {ch.comm} channels (its search: {ch.ring} x "
         f"{ch.ring_GBps:g} GB/s); one pass (the model has no in-place difference)"

@@ -44,9 +44,9 @@ MACHINES_DIR = Path(__file__).resolve().parents[2] / "data" / "nccl" / "machines
 #: The keys of a calibration file, in the order they are written ([params] last).
 _KEYS = (
     "format", "name", "topology", "generation", "nvls", "network", "cpu", "nvlink_links", "nics_per_node",
-    "rows", "fit_gm_fraction", "logs", "sources",
+    "single_gpu_nodes", "rows", "fit_gm_fraction", "logs", "sources",
 )  # fmt: skip
-_OPTIONAL = ("nvlink_links", "nics_per_node")
+_OPTIONAL = ("nvlink_links", "nics_per_node", "single_gpu_nodes")
 _PARAM_FIELDS = tuple(f.name for f in fields(NcclParams))
 #: `NcclParams` fields added after files of this format were first written, each with the value that
 #: predicts what such a file predicted when it was written (a file without it still loads, unchanged).
@@ -70,7 +70,7 @@ class Calibration:
     a topology does not carry; `params` every `NcclParams` field; `logs` one "<file name>
     sha256:<hex>" per log fitted (empty for NCCL's defaults); `rows` the rows fitted; `fit_gm` the
     geometric-mean time error on them (a fraction; 0 with no rows); `sources` where the machine's
-    description and data come from."""
+    description and data come from; `single_gpu_nodes`: nodes of one GPU (written only when true)."""
 
     name: str
     topology: str
@@ -85,12 +85,13 @@ class Calibration:
     rows: int
     fit_gm: float
     sources: tuple[str, ...]
+    single_gpu_nodes: bool = False
 
     def system(self, topology: Topology) -> NcclSystem:
         """The `NcclSystem` of `topology` with this calibration's machine fields (`system_of`); on a
         one-node topology the NIC count is dropped (one node has no network)."""
         machine = self.machine()
-        if topology.ndims == 1:
+        if topology.ndims == 1 and not self.single_gpu_nodes:
             machine["nics_per_node"] = None
         return system_of(topology, **machine)
 
@@ -103,6 +104,7 @@ class Calibration:
             cpu=self.cpu,
             nvlink_links=self.nvlink_links,
             nics_per_node=self.nics_per_node,
+            single_gpu_nodes=self.single_gpu_nodes,
         )
 
     def fitted_system(self) -> NcclSystem:
@@ -233,7 +235,7 @@ def default_calibration(
     m: dict[str, Any] = {**MACHINE_DEFAULTS, **machine}
     return Calibration(
         "", topology.notation(exact=True), m["generation"], m["nvls"], m["network"], m["cpu"], m["nvlink_links"],
-        m["nics_per_node"], default_params(system), (), 0, 0.0, (),
+        m["nics_per_node"], default_params(system), (), 0, 0.0, (), m["single_gpu_nodes"],
     )  # fmt: skip
 
 
@@ -251,8 +253,8 @@ def calibration_text(calib: Calibration, *, command: str = "dse calibrate nccl-t
     values: dict[str, object] = {
         "format": FORMAT, "name": calib.name, "topology": calib.topology, "generation": calib.generation,
         "nvls": calib.nvls, "network": calib.network, "cpu": calib.cpu, "nvlink_links": calib.nvlink_links,
-        "nics_per_node": calib.nics_per_node, "rows": calib.rows, "fit_gm_fraction": calib.fit_gm,
-        "logs": calib.logs, "sources": calib.sources,
+        "nics_per_node": calib.nics_per_node, "single_gpu_nodes": calib.single_gpu_nodes or None,
+        "rows": calib.rows, "fit_gm_fraction": calib.fit_gm, "logs": calib.logs, "sources": calib.sources,
     }  # fmt: skip
     lines += [f"{k} = {_toml_value(v)}" for k, v in values.items() if v is not None]
     lines += ["", "[params]"]
@@ -309,6 +311,7 @@ def read_calibration(path: str | Path) -> Calibration:
         rows=_count(data, "rows", shown),
         fit_gm=_fraction(data, "fit_gm_fraction", shown),
         sources=_strings(data, "sources", shown),
+        single_gpu_nodes="single_gpu_nodes" in data and _boolean(data, "single_gpu_nodes", shown),
     )
     _check(calib, shown)
     return calib

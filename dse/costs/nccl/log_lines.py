@@ -161,7 +161,8 @@ _INFO_SETTING = re.compile(rf"NCCL INFO (?:({_NAMES}) set by environment to (\S+
 _EXPORT = re.compile(rf"^(?:export|setenv|set)\s+({_NAMES})[=\s]\s*(\S+)")
 _ASSIGNED = re.compile(rf"(?<![\w-])({_NAMES})=([^\s;&|]+)")
 _GENV = re.compile(rf"-g?env\s+({_NAMES})\s+([^\s;&|]+)")
-_NCCL_TESTS_BINARY = re.compile(r"\b[a-z]+(?:_[a-z]+)*_perf\w*\b")
+#: An nccl-tests binary's name (all_reduce_perf, alltoall_perf_mpi); group 1 is its test.
+BINARY = re.compile(r"\b([a-z]+(?:_[a-z]+)*?)_perf\w*\b")
 
 
 def strip_launchers(raw: str) -> str:
@@ -189,7 +190,7 @@ def settings_in(line: str) -> list[tuple[str, str]]:
         return [(m.group(1) or m.group(3), m.group(2) or m.group(4)) for m in _INFO_SETTING.finditer(line)]
     if m := _EXPORT.match(line):
         return [(m.group(1), m.group(2).strip("\"'"))]
-    if not _NCCL_TESTS_BINARY.search(line):
+    if not BINARY.search(line):
         return []
     found = sorted((m.start(), m.group(1), m.group(2)) for r in (_ASSIGNED, _GENV) for m in r.finditer(line))
     return [(name, value.strip("\"'")) for _, name, value in found]

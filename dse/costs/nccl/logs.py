@@ -49,6 +49,7 @@ from dse.core.errors import InputError
 from dse.core.files import read_text
 from dse.core.limits import check_input
 from dse.costs.nccl.log_lines import (  # noqa: F401 (NcclTestsPass, NcclTestsRow re-exported)
+    BINARY,
     INT_TOKEN,
     NUMBER_TOKEN,
     Layout,
@@ -180,7 +181,6 @@ _INFO_VERSION = re.compile(r"(?:NCCL INFO NCCL version|^NCCL version|^RCCL versi
 _STARTING = re.compile(r"Collective test starting:\s*(\w+?)(?:_perf\w*)?\s*$")
 _NTHREAD = re.compile(r"nThread (\d+) nGpus (\d+)")
 _RANK = re.compile(r"Rank\s+(\d+)\b.*?\bdevice\s+\d+\s+\[[^\]]*\]\s*(.*?)\s*$")
-_BINARY = re.compile(r"\b([a-z]+(?:_[a-z]+)*?)_perf\w*\b")
 _FAILURE = re.compile(r"Test (?:timeout|NCCL failure|CUDA failure|failure)\b|^error:")
 _FOOTER = re.compile(r"(Out of bounds values|Avg bus bandwidth)\s*:\s*(\S+)\s*(\S*)")
 
@@ -269,7 +269,7 @@ class _Parser:
             self.banner = body
         elif body in ("...", "…", "[...]") and self.cur.phase == 2:
             self.cur.warnings.append(f"line {n}: '...': rows left out of the table")
-        elif self.cur.phase in (0, 3, 4) and (names := [m for m in _BINARY.findall(body) if m in COLLECTIVES]):
+        elif self.cur.phase in (0, 3, 4) and (names := [m for m in BINARY.findall(body) if m in COLLECTIVES]):
             if self.cur.phase:  # an echoed command after a test's footer: the next test's
                 self.drafts.append(_Draft(n))
             self.cur.binaries.update(names)

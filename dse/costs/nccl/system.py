@@ -145,18 +145,11 @@ def network_system_of(topology: Topology, **machine: Unpack[MachineArgs]) -> Ncc
     counts are not read): every dimension of `topology` is network, and each GPU has the slowest
     dimension's per-GPU bandwidth through one NIC of its own (rail-aligned, as NCCL's rings across
     nodes run). A dimension that cannot be a network: `InputError`."""
-    nodes, nics, nic_GBps = _network(topology.dims, 1, 1, first=0)
     m: dict[str, Any] = {**MACHINE_DEFAULTS, **machine}
-    return NcclSystem(
-        generation=m["generation"],
-        gpus_per_node=1,
-        nodes=nodes,
-        nics_per_node=nics,
-        nic_GBps=nic_GBps,
-        nvls_enabled=m["nvls"],
-        cpu=m["cpu"],
-        network=m["network"],
-    )
+    return system_of(
+        topology, generation=m["generation"], nvls=m["nvls"], network=m["network"], cpu=m["cpu"], nics_per_node=1,
+        single_gpu_nodes=True,
+    )  # fmt: skip
 
 
 def topology_of(system: NcclSystem) -> Topology:

@@ -6,6 +6,12 @@ A runner takes a function and a list of tasks and yields the function's results 
 - workers are forked (no named semaphores or temporary folders in /dev/shm), ignore Ctrl-C (the
   parent gets it, stops the pool and keeps what is finished), and are killed by the kernel when the
   parent dies (``PR_SET_PDEATHSIG`` on Linux), so a ``kill -9`` of a sweep leaves no orphans;
+- Ctrl-C is deferred while the pool runs (`dse.core.interrupts.deferred_ctrl_c`) and raised when
+  the parent next waits for a result, which it takes from a queue the pool's thread fills
+  (`Future.add_done_callback`). Raised where it landed, inside `concurrent.futures.wait` say, it
+  could leave a lock held that the pool's thread then waited on for ever, and the interpreter's
+  exit on that thread: a hang, seen in CI. A Ctrl-C while the caller holds a result stops the
+  run at the next one it asks for;
 - a worker that dies mid-task stops the run with a `RunError` (rows already written are kept);
 - a run stopped early (Ctrl-C, an error) ends its workers and the pool's management thread before
   it returns (`_stop`), so nothing of the pool is left for the interpreter's exit;
@@ -21,13 +27,15 @@ import contextlib
 import ctypes
 import multiprocessing
 import os
+import queue
 import signal
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import Any, cast
 
 from dse.core.errors import InputError, RunError
+from dse.core.interrupts import deferred_ctrl_c
 from dse.core.limits import check_input
 
 Runner = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]]
@@ -63,28 +71,31 @@ def process_runner(jobs: int) -> Runner:
             initializer=_worker_init,
             initargs=(os.getpid(),),
         )
-        # the workers are forked at the first submit: keep a Ctrl-C from reaching them before they ignore it
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            pending: set[Future] = {pool.submit(func, tasks[0])}
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        try:
-            pending |= {pool.submit(func, t) for t in tasks[1:]}
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    yield f.result()
-        except BrokenProcessPool:
-            _stop(pool)
-            raise RunError(
-                "a worker process died (killed, or out of memory); what was finished is kept: "
-                "run the same command again to resume"
-            ) from None
-        except BaseException:  # Ctrl-C, an error in a task, or the consumer stopped early
-            _stop(pool)
-            raise
-        pool.shutdown(wait=True)
+        finished: queue.SimpleQueue[Future | None] = queue.SimpleQueue()  # ended futures; None: a Ctrl-C
+        with deferred_ctrl_c(wake=lambda: finished.put(None)) as ctrl_c:
+            try:
+                # the workers and the pool's threads start at the first submit: they inherit SIGINT blocked
+                old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+                try:
+                    pool.submit(func, tasks[0]).add_done_callback(finished.put)
+                finally:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, old)
+                for t in tasks[1:]:
+                    pool.submit(func, t).add_done_callback(finished.put)
+                for _ in tasks:
+                    done = finished.get()
+                    ctrl_c.check()  # before a None (a Ctrl-C's wake-up) is taken for a result
+                    yield cast(Future, done).result()
+            except BrokenProcessPool:
+                _stop(pool)
+                raise RunError(
+                    "a worker process died (killed, or out of memory); what was finished is kept: "
+                    "run the same command again to resume"
+                ) from None
+            except BaseException:  # Ctrl-C, an error in a task, or the consumer stopped early
+                _stop(pool)
+                raise
+            pool.shutdown(wait=True)
 
     return map_forked
 

@@ -33,8 +33,8 @@ for ASTRA-sim, ``"0"`` = all NPUs); a ``COMP_NODE`` has ``num_ops`` (int64) and 
 timed at 0 ns with FLOPs: ``dse_duration_ns`` 0, not to read as untimed); a memory node has
 ``tensor_size`` (local or remote is not written: ASTRA-sim sends every one to its remote memory).
 `write_rank_files` writes many files in one pass: temporary files beside them, fsynced 16 at a time
-(the file system commits them together), then renamed; each folder fsynced once and scanned once.
-"""
+(the file system commits them together), then renamed; each folder fsynced once and scanned once;
+Ctrl-C stops it between groups of 64 files (`dse.core.interrupts`)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ from typing import Any, cast
 
 from dse.core.errors import InputError
 from dse.core.files import check_output_file, output_target, pid_alive, sync_folder, write_all, write_failure
+from dse.core.interrupts import deferred_ctrl_c
 from dse.core.limits import MAX_BYTES
 from dse.core.topology import Topology, parse_topology
 from dse.core.units import parse_int
@@ -395,15 +396,11 @@ def frame(m: Any) -> bytes:
 
 
 def _delimited(body: bytes) -> bytes:
-    n, head = len(body), bytearray()
-    while True:
-        b = n & 0x7F
+    n, head = len(body), bytearray()  # the length as a varint: 7 bits a byte, low bits first
+    while n > 0x7F:
+        head.append(n & 0x7F | 0x80)
         n >>= 7
-        if n:
-            head.append(b | 0x80)
-        else:
-            head.append(b)
-            return bytes(head) + body
+    return bytes(head) + bytes([n]) + body
 
 
 HEADER = _delimited(cs.GlobalMetadata(version=VERSION).SerializeToString(deterministic=True))
@@ -436,21 +433,23 @@ def write_rank_files(prefix: str | Path, data_of: Callable[[int], bytes], ranks:
     temps: list[Path | None] = [None] * ranks
     moved = at = 0
     try:
-        for folder in folders:
-            _sweep_stale(folder, {t.name for t in targets})
-        with ThreadPoolExecutor(max(1, min(16, ranks))) as pool:  # the file system commits concurrent files together
-            for start in range(0, ranks, 64):  # 64 files' bytes in memory at a time
-                jobs = [(r, targets[r], data_of(r), temps) for r in range(start, min(ranks, start + 64))]
-                for r, err in pool.map(_write_temp, jobs):
-                    if err is not None:
-                        at = r
-                        raise err
-        for at, p in enumerate(names):
-            check_output_file(p, "out", whole=True)  # a FIFO or folder put there meanwhile: refused, not replaced
-            os.replace(cast(Path, temps[at]), targets[at])
-            moved += 1
-        for folder in folders:
-            sync_folder(folder)
+        with deferred_ctrl_c() as ctrl_c:  # raised between groups of files, never inside a rename's count
+            for folder in folders:
+                _sweep_stale(folder, {t.name for t in targets})
+            with ThreadPoolExecutor(max(1, min(16, ranks))) as pool:
+                for start in range(0, ranks, 64):  # 64 files' bytes in memory at a time
+                    jobs = [(r, targets[r], data_of(r), temps) for r in range(start, min(ranks, start + 64))]
+                    for r, err in pool.map(_write_temp, jobs):
+                        if err is not None:
+                            at = r
+                            raise err
+                    ctrl_c.check()
+            for at, p in enumerate(names):
+                check_output_file(p, "out", whole=True)  # a FIFO or folder put there meanwhile: refused, not replaced
+                os.replace(cast(Path, temps[at]), targets[at])
+                moved += 1
+            for folder in folders:
+                sync_folder(folder)
     except BaseException as e:  # an error or Ctrl-C part way: no temporary file, no file this call created
         for tmp in temps[moved:]:
             with contextlib.suppress(OSError, TypeError):

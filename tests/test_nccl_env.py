@@ -39,6 +39,30 @@ def test_settings_are_read_in_any_spelling_and_named_canonically() -> None:
     assert not NcclEnv().forced and NcclEnv(max_channels=1).forced
 
 
+def test_lists_and_exclusions_name_one_model_and_nccl_picks_among_those_allowed() -> None:
+    base, env = split_settings("nccl:HGX-H100,NCCL_ALGO=Ring,Tree, NCCL_PROTO=^LL128,NCCL_MAX_NCHANNELS=4")
+    assert base == "nccl:HGX-H100" and env == NcclEnv("tree,ring", "LL,Simple", 4)
+    assert env.suffix() == ",NCCL_ALGO=tree,ring,NCCL_PROTO=LL,Simple,NCCL_MAX_NCHANNELS=4"
+    assert split_settings("nccl" + env.suffix())[1] == env  # a label reads back as itself
+    assert get_cost_model("nccl,NCCL_ALGO=^NVLS,NVLSTree") is get_cost_model("nccl,NCCL_ALGO=tree,ring")
+    assert get_cost_model("nccl,NCCL_ALGO=^CollNetDirect,PAT").label == "nccl"  # allows all the model runs
+    system, params = get_cost_model("nccl").system(parse_topology(TOPO))  # type: ignore[attr-defined]
+    for size in SIZES:
+        free = predict(system, "all_reduce", size, params=params)
+        runs = {c.algo for c in free.candidates}
+        single = {a: predict(system, "all_reduce", size, params=params, algo=a).time_ns for a in runs}
+        for allow in (("tree", "ring"), ("ring", "nvls_tree"), ("tree", "nvls_tree")):
+            algo = NcclEnv(algo=",".join(allow)).algo
+            pick = predict(system, "all_reduce", size, params=params, algo=algo)
+            best = min(single[a] for a in allow if a in runs)  # under the defaults the tuner's times are the times
+            assert pick.algo in allow and pick.time_ns == best
+            assert evaluate(TOPO, size=size, cost_model=f"nccl,NCCL_ALGO={algo}").time_ns == pick.time_ns
+        rest = predict(system, "all_reduce", size, params=params, algo=NcclEnv(algo=f"^{free.algo}").algo)
+        assert rest.algo != free.algo and rest.time_ns >= free.time_ns
+    with pytest.raises(InputError, match="'nvls' cannot run all_reduce"):
+        predict(system, "all_reduce", 1 << 20, algo="nvls")  # two nodes: NVLS needs CollNet across them
+
+
 @pytest.mark.parametrize(
     "name, field",
     [
@@ -50,7 +74,10 @@ def test_settings_are_read_in_any_spelling_and_named_canonically() -> None:
         ("nccl,NCCL_ALGO=ring,NCCL_ALGO=tree", "cost_model"),
         ("nccl,NCCL_BUFFSIZE=4194304", "cost_model"),
         ("nccl,NCCL_ALGO=", "cost_model"),
-        ("nccl,NCCL_ALGO=ring,extra", "cost_model"),
+        ("nccl,NCCL_ALGO=ring,extra", "NCCL_ALGO"),
+        ("nccl,NCCL_ALGO=allreduce:ring", "NCCL_ALGO"),
+        ("nccl,NCCL_ALGO=^ring,tree,nvls,nvlstree", "NCCL_ALGO"),
+        ("nccl,NCCL_PROTO=^LL,LL128,Simple", "NCCL_PROTO"),
         ("nccl:,NCCL_ALGO=ring", "cost_model"),
         ("ncclx,NCCL_ALGO=ring", "cost_model"),
     ],
@@ -60,7 +87,8 @@ def test_a_bad_setting_is_one_input_error_on_its_field(name: str, field: str) ->
         get_cost_model(name)
     assert e.value.field == field
     with pytest.raises(InputError):
-        NcclEnv(algo="Ring")  # the dataclass takes the model's names only
+        NcclEnv(algo="star")
+    assert NcclEnv(algo="Ring", proto="^LL") == NcclEnv(algo="ring", proto="LL128,Simple")  # held canonical
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -171,3 +199,14 @@ def test_the_fast_forced_time_is_predicts_forced_pick(calibration: str | None) -
                 assert got == (want.time_ns, latency, want.algo, want.proto), (topo, env, size)
                 checked += 1
     assert checked > 200
+
+
+def test_nccl_tests_takes_a_list_or_an_exclusion_and_refuses_a_per_collective_form(tmp_path: Path) -> None:
+    free = _dse("nccl-tests", "HGX-H100", "-b", "1G", "-e", "1G")
+    rest = _dse("nccl-tests", "HGX-H100", "-b", "1G", "-e", "1G", "--algo", "^NVLS", "--proto", "^LL128")
+    assert free.returncode == 0 and rest.returncode == 0, free.stderr + rest.stderr
+    assert free.stdout.splitlines()[4].split()[-2:] == ["nvls", "Simple"]  # NCCL's pick on an H100 node at 1 GiB
+    assert rest.stdout.splitlines()[4].split()[-2:] == ["ring", "Simple"]
+    bad = _dse("nccl-tests", "HGX-H100", "--algo", "allreduce:ring", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.startswith("dse: error: --algo: 'allreduce:ring' is a per-collective")
+    assert bad.stderr.count("\n") == 1 and list(tmp_path.iterdir()) == []

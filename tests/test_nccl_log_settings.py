@@ -102,9 +102,13 @@ def test_logged_env_reads_values_fills_gaps_and_refuses_what_it_cannot_force() -
     assert logged_env(logged, "f.txt") == NcclEnv("ring", None, 8)
     assert logged_env(logged, "f.txt", NcclEnv(proto="LL128")) == NcclEnv("ring", "LL128", 8)
     assert logged_env((), "f.txt", NcclEnv(algo="tree")) == NcclEnv(algo="tree")
+    assert logged_env((("NCCL_ALGO", "Ring,Tree", 3),), "f.txt") == NcclEnv("tree,ring")  # a list: NCCL's order
+    assert logged_env((("NCCL_ALGO", "^NVLS", 5), ("NCCL_PROTO", "^LL128", 6)), "f.txt") == NcclEnv(
+        "tree,ring,nvls_tree", "LL,Simple"
+    )
     bad = [
-        ((("NCCL_ALGO", "Ring,Tree", 3),), None, "f.txt:3: the log sets NCCL_ALGO=Ring,Tree, which the model cannot"),
-        ((("NCCL_ALGO", "^NVLS", 5),), None, "f.txt:5: the log sets NCCL_ALGO=^NVLS"),
+        ((("NCCL_ALGO", "allreduce:tree", 3),), None, "f.txt:3: the log sets NCCL_ALGO=allreduce:tree, which"),
+        ((("NCCL_ALGO", "CollNetDirect", 5),), None, "f.txt:5: the log sets NCCL_ALGO=CollNetDirect"),
         ((("NCCL_MAX_NCHANNELS", "0", 2),), None, "f.txt:2: the log sets NCCL_MAX_NCHANNELS=0"),
         ((("NCCL_PROTO", "LL", 2), ("NCCL_PROTO", "Simple", 7)), None, "f.txt:7: the log sets NCCL_PROTO twice"),
         ((("NCCL_ALGO", "Tree", 1),), NcclEnv(algo="ring"), "f.txt:1: the log sets NCCL_ALGO=Tree, but ring was given"),
@@ -121,9 +125,9 @@ def test_logged_env_reads_values_fills_gaps_and_refuses_what_it_cannot_force() -
 def _forced_run(algo: str | None, proto: str | None) -> str:
     """A 2 x 8 H100 all-reduce log whose times are the model's under NCCL's defaults with `algo` and
     `proto` forced, and whose command line says so."""
-    rows = []
+    rows, env = [], NcclEnv(algo, proto)
     for s in SIZES:
-        t = predict(H100_2N, "all_reduce", s, algo=algo, proto=proto).time_ns / 1000.0
+        t = predict(H100_2N, "all_reduce", s, algo=env.algo, proto=env.proto).time_ns / 1000.0
         bw = s / t / 1000.0
         rows.append(row_text(s, s // 4, round(t, 2), round(bw, 2), round(bw * 15 / 8, 2), 0))
     env = " ".join(f"{k}={v}" for k, v in (("NCCL_ALGO", algo), ("NCCL_PROTO", proto)) if v)
@@ -146,6 +150,22 @@ def test_the_fit_times_each_row_as_its_log_says_it_was_run() -> None:
     assert [e.predicted_ns for e in given] == [e.predicted_ns for e in as_run]
     fitted = F.fit_details(H100_2N, runs)
     assert fitted.cost_start < 1e-4 and fitted.cost <= fitted.cost_start
+
+
+def test_a_log_run_with_an_exclusion_is_fitted_as_nccls_pick_of_the_rest() -> None:
+    """NCCL_ALGO=^NVLS,NVLSTree / NCCL_PROTO=^LL128 as NCCL reads them: its pick among the others. Rows
+    made so are exact when fitted as run, and not when taken as NCCL's free choice (NVLSTree on this
+    machine at large sizes)."""
+    runs = parse_nccl_tests(_forced_run("^NVLS,NVLSTree", "^LL128"))
+    rows, _ = F.samples(H100_2N, runs)
+    assert {(s.algo, s.proto) for s in rows} == {("tree,ring", "LL,Simple")}
+    as_run = F.errors(H100_2N, default_params(H100_2N), runs)
+    assert max(abs(e.error) for e in as_run) < 2e-3
+    assert {e.algo for e in as_run} == {"tree", "ring"} and {e.proto for e in as_run} <= {"LL", "Simple"}
+    free = F.errors(H100_2N, None, runs, settings=None)
+    assert max(abs(e.error) for e in free) < 2e-3  # the log's own setting wins over none given
+    plain = parse_nccl_tests(_forced_run("^NVLS,NVLSTree", "^LL128").split("\n", 1)[1], collective="all_reduce")
+    assert max(abs(e.error) for e in F.errors(H100_2N, None, plain)) > 0.05
 
 
 def test_a_log_that_turned_nvls_off_needs_no_nvls(tmp_path) -> None:

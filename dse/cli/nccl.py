@@ -57,8 +57,17 @@ def add_nccl_parser(sub: argparse._SubParsersAction) -> None:
     n.add_argument("-e", "--maxbytes", default="16G", help="largest size (default 16G = 16 GiB)")
     n.add_argument("-f", "--stepfactor", default=None, help="multiply the size by this whole factor (default 2)")
     n.add_argument("-i", "--stepbytes", default=None, help="add this many bytes per row instead of -f")
-    n.add_argument("--algo", default=None, help="force an algorithm like NCCL_ALGO: ring, tree, nvls, nvls_tree")
-    n.add_argument("--proto", default=None, help="force a protocol like NCCL_PROTO: LL, LL128, Simple")
+    n.add_argument(
+        "--algo",
+        default=None,
+        help="force an algorithm like NCCL_ALGO: ring, tree, nvls, nvls_tree; "
+        "a list (ring,tree) or an exclusion (^nvls): NCCL's pick among those",
+    )
+    n.add_argument(
+        "--proto",
+        default=None,
+        help="force a protocol like NCCL_PROTO: LL, LL128, Simple; a list or an exclusion (^LL128)",
+    )
     n.add_argument("--max-channels", default=None, metavar="N", help="at most N channels for rings and trees, like "
                    "NCCL_MAX_NCHANNELS (1-64; default: NCCL's own count)")  # fmt: skip
     n.add_argument("--csv", default=None, metavar="FILE", help="also write the rows to FILE, unrounded")

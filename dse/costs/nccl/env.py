@@ -3,11 +3,15 @@
 A name is ``nccl[:CALIBRATION][,NCCL_ALGO=A][,NCCL_PROTO=P][,NCCL_MAX_NCHANNELS=N]``: the settings
 follow the model (and its calibration) after commas, as a user writes them for NCCL, so that one
 string names the same run on the command line (``--cost-model nccl,NCCL_ALGO=ring``), in a sweep's
-or a study's ``cost_model`` and in every result's ``cost_model`` column. `NcclEnv.suffix` writes
-them back in a fixed order with canonical values (``NCCL_ALGO=ring``, ``NCCL_PROTO=Simple``), so two
-spellings of one setting name one model. NCCL_ALGO and NCCL_PROTO take one name each (NCCL's
-lists, exclusions and per-collective forms are not read); they apply to the collectives NCCL tunes,
-not to all-to-all and point-to-point messages, which NCCL runs as send/receive.
+or a study's ``cost_model`` and in every result's ``cost_model`` column. NCCL_ALGO and NCCL_PROTO
+take what NCCL reads: one name, a list (``Ring,Tree``) or an exclusion (``^NVLS``), any case; NCCL
+then chooses among those allowed, and so does the model. `NcclEnv.suffix` writes them back in a
+fixed order with canonical values, the names allowed in NCCL's order (``NCCL_ALGO=tree,ring``,
+``NCCL_PROTO=LL,Simple``; all of them: no setting), so two spellings of one setting name one model.
+NCCL's names of algorithms the model has none of (CollNetDirect, CollNetChain, PAT) may appear in a
+list or an exclusion and allow nothing; per-collective forms (``allreduce:tree``) are refused. The
+settings apply to the collectives NCCL tunes, not to all-to-all and point-to-point messages, which
+NCCL runs as send/receive.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from dse.core.errors import InputError
 from dse.costs.nccl.channels import MAX_CHANNELS
@@ -23,23 +28,28 @@ from dse.costs.nccl.channels import MAX_CHANNELS
 SETTINGS = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MAX_NCHANNELS")
 _ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree"}
 _PROTOS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+_ORDER = ("tree", "ring", "nvls", "nvls_tree", "LL", "LL128", "Simple")  # NCCL's (dse.costs.nccl.tables)
+_UNMODELLED_ALGOS = ("collnetdirect", "collnetchain", "pat")
 _FIRST_SETTING = re.compile(r",\s*NCCL_", re.IGNORECASE)
+_NEXT_SETTING = re.compile(r",\s*(?=NCCL_)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class NcclEnv:
-    """Forced algorithm (ring, tree, nvls, nvls_tree), protocol (LL, LL128, Simple) and channel cap
-    (1-64), each None when NCCL chooses; checked on construction (`InputError`)."""
+    """Algorithms allowed (of tree, ring, nvls, nvls_tree), protocols allowed (of LL, LL128, Simple)
+    and channel cap (1-64), each None when NCCL chooses freely. The first two are held canonical
+    (`algo_name`, `proto_name`: any form NCCL reads is accepted and rewritten); checked on
+    construction (`InputError`)."""
 
     algo: str | None = None
     proto: str | None = None
     max_channels: int | None = None
 
     def __post_init__(self) -> None:
-        if self.algo is not None and self.algo not in _ALGOS.values():
-            raise InputError("NCCL_ALGO", f"unknown algorithm {self.algo!r}", "ring, tree, nvls, nvls_tree")
-        if self.proto is not None and self.proto not in _PROTOS.values():
-            raise InputError("NCCL_PROTO", f"unknown protocol {self.proto!r}", "LL, LL128, Simple")
+        if self.algo is not None:
+            object.__setattr__(self, "algo", algo_name(self.algo))
+        if self.proto is not None:
+            object.__setattr__(self, "proto", proto_name(self.proto))
         mc = self.max_channels
         if mc is not None and (type(mc) is not int or not 1 <= mc <= MAX_CHANNELS):
             raise InputError("NCCL_MAX_NCHANNELS", f"{mc!r} is not a channel count", f"1 to {MAX_CHANNELS}")
@@ -55,22 +65,45 @@ class NcclEnv:
         return "".join(f",{k}={v}" for k, v in zip(SETTINGS, values) if v is not None)
 
 
-def algo_name(text: object, field: str = "NCCL_ALGO") -> str:
-    """An algorithm as NCCL_ALGO spells it (Ring, Tree, NVLS, NVLSTree; any case, nvls_tree too) as
-    the model names it; unknown: `InputError` on `field`."""
-    key = str(text).strip().lower().replace("_", "")
-    if key not in _ALGOS:
-        raise InputError(field, f"unknown algorithm {text!r}", "ring, tree, nvls, nvls_tree (NVLSTree)")
-    return _ALGOS[key]
+def algo_name(text: object, field: str = "NCCL_ALGO") -> str | None:
+    """NCCL_ALGO's value (one algorithm, a list or an exclusion of Ring, Tree, NVLS, NVLSTree, any
+    case, nvls_tree too) as the model holds it: the algorithms allowed, in NCCL's order, comma-joined;
+    None when it allows all. Unknown, none allowed, or per collective: `InputError` on `field`."""
+    return _allowed(text, field, _ALGOS, _UNMODELLED_ALGOS, "ring, tree, nvls, nvls_tree (NVLSTree)")
 
 
-def proto_name(text: object, field: str = "NCCL_PROTO") -> str:
-    """A protocol as NCCL_PROTO spells it (LL, LL128, Simple; any case) as the model names it;
-    unknown: `InputError` on `field`."""
-    key = str(text).strip().lower()
-    if key not in _PROTOS:
-        raise InputError(field, f"unknown protocol {text!r}", "LL, LL128, Simple")
-    return _PROTOS[key]
+def proto_name(text: object, field: str = "NCCL_PROTO") -> str | None:
+    """NCCL_PROTO's value (one protocol, a list or an exclusion of LL, LL128, Simple; any case) as the
+    model holds it, as `algo_name`'s."""
+    return _allowed(text, field, _PROTOS, (), "LL, LL128, Simple")
+
+
+def _allowed(text: object, field: str, names: dict[str, str], unmodelled: tuple[str, ...], known: str) -> str | None:
+    raw = str(text).strip()
+    if ":" in raw or ";" in raw:
+        raise InputError(field, f"{raw!r} is a per-collective form", f"one list for every collective: {known}")
+    body = raw[1:] if raw.startswith("^") else raw
+    given: set[str] = set()
+    for item in body.split(","):
+        key = item.strip().lower().replace("_", "")
+        if key not in names and key not in unmodelled:
+            raise InputError(field, f"unknown {'algorithm' if unmodelled else 'protocol'} {item.strip()!r}", known)
+        given |= {names[key]} if key in names else set()
+    order = [n for n in _ORDER if n in names.values()]
+    chosen = [n for n in order if (n in given) != raw.startswith("^")]
+    if not chosen:
+        raise InputError(field, f"{raw!r} allows none the model runs", known)
+    return None if len(chosen) == len(order) else ",".join(chosen)
+
+
+def allowed(value: str | None) -> frozenset[str] | None:
+    """The names a canonical NCCL_ALGO or NCCL_PROTO value (`algo_name`, `proto_name`) allows; None: all."""
+    return None if value is None else _split(value)
+
+
+@lru_cache(maxsize=64)
+def _split(value: str) -> frozenset[str]:
+    return frozenset(value.split(","))
 
 
 def split_settings(name: str) -> tuple[str, NcclEnv]:
@@ -87,7 +120,7 @@ def parse_settings(text: str, field: str) -> NcclEnv:
     """``NCCL_ALGO=ring,NCCL_PROTO=Simple`` as its `NcclEnv`. An unknown or repeated setting or a bad
     value is one `InputError` (on `field` for the form)."""
     given: dict[str, str] = {}
-    for item in text.split(","):
+    for item in _NEXT_SETTING.split(text):
         key, eq, value = (part.strip() for part in item.partition("="))
         key = key.upper()
         if key not in SETTINGS or not eq or not value:
@@ -110,9 +143,9 @@ def parse_settings(text: str, field: str) -> NcclEnv:
 def logged_env(settings: Sequence[tuple[str, str, int]], source: str, given: NcclEnv | None = None) -> NcclEnv:
     """The `NcclEnv` a test ran with: the settings its log shows ((name, value as written, line), as
     `dse.costs.nccl.logs.NcclTestsRun.settings`; NCCL_NVLS_ENABLE is the machine's and not read
-    here), the caller's `given` ones where the log says nothing. A value the model cannot force (a
-    list, an exclusion, a per-collective form, another algorithm), one setting with two values, or
-    a value `given` contradicts: `InputError` naming `source` and the line."""
+    here), the caller's `given` ones where the log says nothing. A value the model cannot take (a
+    per-collective form, an unknown name, a list that allows none it runs), one setting with two
+    values, or a value `given` contradicts: `InputError` naming `source` and the line."""
     base = given or NcclEnv()
     fields = {"NCCL_ALGO": "algo", "NCCL_PROTO": "proto", "NCCL_MAX_NCHANNELS": "max_channels"}
     values: dict[str, object] = {}

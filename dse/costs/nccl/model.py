@@ -36,6 +36,7 @@ from typing import NamedTuple
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BYTES
 from dse.costs.nccl.channels import MAX_CHANNELS
+from dse.costs.nccl.env import allowed
 from dse.costs.nccl.logs import busbw_factor
 from dse.costs.nccl.params import Lat3, NcclParams, NcclSystem, channels, default_params  # noqa: F401 (re-exported)
 from dse.costs.nccl.tables import (  # noqa: F401 (every upper-case table is re-exported)
@@ -148,9 +149,9 @@ def predict(
         actual = [_capped_ns(system, collective, p, s, t, max_channels) for p, t in zip(plans, tuned)]
     candidates = tuple(NcclCandidate(p[0], p[1], t + launch, _latency_at(p, s) + launch) for p, t in zip(plans, actual))
     ranked = tuned if params is None else _tuner_ns(system, collective, size_bytes, plans)
-    best, best_ns = None, math.inf
+    best, best_ns, algos, protos = None, math.inf, allowed(algo), allowed(proto)
     for c, t in zip(candidates, ranked):  # NCCL's order; a later one wins only when strictly faster
-        if (algo is None or c.algo == algo) and (proto is None or c.proto == proto) and t < best_ns:
+        if (algos is None or c.algo in algos) and (protos is None or c.proto in protos) and t < best_ns:
             best, best_ns = c, t
     assert best is not None  # check_forced guarantees one
     algbw = s / best.time_ns if best.time_ns > 0 else 0.0
@@ -212,7 +213,8 @@ def _forced_time(
 ) -> tuple[float, float, str, str]:  # fmt: skip
     """`predict_time` with a forced choice: `predict`'s pick among the plans that match (ranked by
     the tuner's times, `defaults`: `plans` are the defaults' own), timed as `predict` times it."""
-    only = [i for i, p in enumerate(plans) if (algo is None or p[0] == algo) and (proto is None or p[1] == proto)]
+    algos, protos = allowed(algo), allowed(proto)
+    only = [i for i, p in enumerate(plans) if (algos is None or p[0] in algos) and (protos is None or p[1] in protos)]
     if not only:
         check_forced(plans, collective, algo, proto)  # raises, naming what the system can run
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)

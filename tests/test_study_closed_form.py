@@ -53,6 +53,8 @@ def test_a_study_under_nccl_shows_nccl_where_a_scheduler_would_be(tmp_path: Path
     with open(tmp_path / "rep" / "trials.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 5 and not [k for k in rows[0] if "themis" in k or "baseline" in k]
+    schedule = {"param_chunks", "param_scheduler", "param_queue"}  # NCCL's time has no chunk schedule
+    assert not schedule & set(rows[0]) and {"param_dims", "param_shape_2d"} <= set(rows[0])
     for row in rows:  # the one time per design is NCCL's, as `evaluate` gives it (on GB/s rounded to 1e-3)
         t = evaluate(parse_topology(row["topology"]), collective="all_reduce", size=10**9, cost_model=MODEL).time_ns
         assert float(row["time_nccl_ns"]) == pytest.approx(t, rel=1e-5)

@@ -44,6 +44,9 @@ from dse.explore.study.units import (
 )
 from dse.output.study_plots import write_figures
 
+#: A design's choices that only a chunk schedule uses: not columns under a closed-form model (nccl).
+SCHEDULE_PARAMS = ("chunks", "scheduler", "queue")
+
 
 def objective_names(study: Any) -> list[str]:
     """The study's objective ids (`dse.explore.study.units.objective_ids`)."""
@@ -54,8 +57,8 @@ def trial_row(trial: Any, objectives: Sequence[str | Shown], model: str = "") ->
     """One CSV row: the trial number, its objectives (ids or `Shown`) in their columns' units,
     its record and bandwidths in GB/s, the design's choices (sampled or fixed by the space;
     bandwidth parameters left out) and whether it is feasible; a closed-form `model`'s times named
-    as `record_columns` names them. Trials of either layout (`dse.explore.study.storage`) give the
-    same row."""
+    as `record_columns` names them, and the schedule's choices (`SCHEDULE_PARAMS`) left out. Trials
+    of either layout (`dse.explore.study.storage`) give the same row."""
     r: dict[str, Any] = {"trial": trial.number}
     for o, v in zip(objectives, trial.values):
         s = as_shown(o, model)
@@ -65,7 +68,8 @@ def trial_row(trial: Any, objectives: Sequence[str | Shown], model: str = "") ->
         r["topology"] = attrs.pop("topology")
     r.update({f"bw{i}_GBps": bw for i, bw in enumerate(bandwidths(trial))})
     r.update({k: v for k, v in attrs.items() if k not in r})
-    r.update({f"param_{k}": v for k, v in trial_params(trial).items() if not BW_PARAM.match(k)})
+    unused = SCHEDULE_PARAMS if model else ()  # a closed-form time has no schedule
+    r.update({f"param_{k}": v for k, v in trial_params(trial).items() if not BW_PARAM.match(k) and k not in unused})
     r["feasible"] = feasible(trial)
     return r
 

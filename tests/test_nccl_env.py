@@ -59,6 +59,17 @@ def test_lists_and_exclusions_name_one_model_and_nccl_picks_among_those_allowed(
             assert evaluate(TOPO, size=size, cost_model=f"nccl,NCCL_ALGO={algo}").time_ns == pick.time_ns
         rest = predict(system, "all_reduce", size, params=params, algo=NcclEnv(algo=f"^{free.algo}").algo)
         assert rest.algo != free.algo and rest.time_ns >= free.time_ns
+    per = get_cost_model("nccl,NCCL_ALGO=Ring;AllReduce:Tree")  # NCCL's per-collective form
+    assert per.label == "nccl,NCCL_ALGO=broadcast:ring;reduce:ring;allgather:ring;reducescatter:ring;allreduce:tree"
+    assert get_cost_model(per.label) is per
+    for collective, algo in (("all_reduce", "tree"), ("all_gather", "ring"), ("reduce_scatter", "ring")):
+        want = predict(system, collective, 1 << 20, params=params, algo=algo).time_ns
+        assert evaluate(TOPO, collective=collective, size=1 << 20, cost_model=per.label).time_ns == want
+    only = get_cost_model("nccl,NCCL_ALGO=allreduce:tree")  # the others keep NCCL's own choice
+    for collective in ("all_reduce", "all_gather"):
+        free = evaluate(TOPO, collective=collective, size=1 << 30, cost_model="nccl").time_ns
+        forced = evaluate(TOPO, collective=collective, size=1 << 30, cost_model=only.label).time_ns
+        assert (forced > free) == (collective == "all_reduce")  # NVLSTree is NCCL's all-reduce pick at 1 GiB here
     with pytest.raises(InputError, match="'nvls' cannot run all_reduce"):
         predict(system, "all_reduce", 1 << 20, algo="nvls")  # two nodes: NVLS needs CollNet across them
 
@@ -75,7 +86,9 @@ def test_lists_and_exclusions_name_one_model_and_nccl_picks_among_those_allowed(
         ("nccl,NCCL_BUFFSIZE=4194304", "cost_model"),
         ("nccl,NCCL_ALGO=", "cost_model"),
         ("nccl,NCCL_ALGO=ring,extra", "NCCL_ALGO"),
-        ("nccl,NCCL_ALGO=allreduce:ring", "NCCL_ALGO"),
+        ("nccl,NCCL_ALGO=ring;tree", "NCCL_ALGO"),
+        ("nccl,NCCL_ALGO=allreduse:ring", "NCCL_ALGO"),
+        ("nccl,NCCL_ALGO=ring;allreduce:collnetdirect", "NCCL_ALGO"),
         ("nccl,NCCL_ALGO=^ring,tree,nvls,nvlstree", "NCCL_ALGO"),
         ("nccl,NCCL_PROTO=^LL,LL128,Simple", "NCCL_PROTO"),
         ("nccl:,NCCL_ALGO=ring", "cost_model"),
@@ -201,12 +214,14 @@ def test_the_fast_forced_time_is_predicts_forced_pick(calibration: str | None) -
     assert checked > 200
 
 
-def test_nccl_tests_takes_a_list_or_an_exclusion_and_refuses_a_per_collective_form(tmp_path: Path) -> None:
+def test_nccl_tests_takes_lists_exclusions_and_per_collective_forms(tmp_path: Path) -> None:
     free = _dse("nccl-tests", "HGX-H100", "-b", "1G", "-e", "1G")
     rest = _dse("nccl-tests", "HGX-H100", "-b", "1G", "-e", "1G", "--algo", "^NVLS", "--proto", "^LL128")
     assert free.returncode == 0 and rest.returncode == 0, free.stderr + rest.stderr
     assert free.stdout.splitlines()[4].split()[-2:] == ["nvls", "Simple"]  # NCCL's pick on an H100 node at 1 GiB
     assert rest.stdout.splitlines()[4].split()[-2:] == ["ring", "Simple"]
-    bad = _dse("nccl-tests", "HGX-H100", "--algo", "allreduce:ring", cwd=tmp_path)
-    assert bad.returncode == 2 and bad.stderr.startswith("dse: error: --algo: 'allreduce:ring' is a per-collective")
+    mine = _dse("nccl-tests", "HGX-H100", "-b", "1G", "-e", "1G", "--algo", "AllGather:tree;AllReduce:^NVLS")
+    assert mine.returncode == 0 and mine.stdout.splitlines()[4].split()[-2:] == ["ring", "Simple"], mine.stderr
+    bad = _dse("nccl-tests", "HGX-H100", "--algo", "allreduce:ring;tree", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.startswith("dse: error: --algo: 'allreduce:ring;tree': only the first")
     assert bad.stderr.count("\n") == 1 and list(tmp_path.iterdir()) == []

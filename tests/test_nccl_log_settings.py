@@ -107,7 +107,7 @@ def test_logged_env_reads_values_fills_gaps_and_refuses_what_it_cannot_force() -
         "tree,ring,nvls_tree", "LL,Simple"
     )
     bad = [
-        ((("NCCL_ALGO", "allreduce:tree", 3),), None, "f.txt:3: the log sets NCCL_ALGO=allreduce:tree, which"),
+        ((("NCCL_ALGO", "allreduce:tree;ring", 3),), None, "f.txt:3: the log sets NCCL_ALGO=allreduce:tree;ring,"),
         ((("NCCL_ALGO", "CollNetDirect", 5),), None, "f.txt:5: the log sets NCCL_ALGO=CollNetDirect"),
         ((("NCCL_MAX_NCHANNELS", "0", 2),), None, "f.txt:2: the log sets NCCL_MAX_NCHANNELS=0"),
         ((("NCCL_PROTO", "LL", 2), ("NCCL_PROTO", "Simple", 7)), None, "f.txt:7: the log sets NCCL_PROTO twice"),

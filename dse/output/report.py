@@ -210,7 +210,7 @@ def result_text(result: Result, topology: Topology) -> str:
 def _closed_form_head(head: list[tuple[str, str]], result: Result, topology: Topology) -> list[tuple[str, str]]:
     """`result_text`'s head under `nccl`: NCCL's pick in place of the schedule, no chunks or orders."""
     from dse.costs import get_cost_model
-    from dse.costs.nccl.env import split_settings
+    from dse.costs.nccl.env import allowed, split_settings
 
     pred = get_cost_model(result.cost_model).collective_time(  # type: ignore[attr-defined]
         topology, result.collective, result.size_bytes
@@ -218,7 +218,7 @@ def _closed_form_head(head: list[tuple[str, str]], result: Result, topology: Top
     size = format_size(result.size_bytes, result.size_unit)
     env = split_settings(result.cost_model)[1]
     whose = "forced" if env.forced else "NCCL's pick"
-    if "," in f"{env.algo or ''}{env.proto or ''}":  # a list: NCCL chooses among those
+    if any(len(allowed(v, result.collective) or ()) > 1 for v in (env.algo, env.proto)):  # NCCL chooses among those
         whose = "NCCL's pick of those allowed"
     pick = f"{pred.algo} / {pred.proto}: {whose} (schedulers, queues and chunks do not apply)"
     out = []

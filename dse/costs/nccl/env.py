@@ -9,7 +9,9 @@ then chooses among those allowed, and so does the model. `NcclEnv.suffix` writes
 fixed order with canonical values, the names allowed in NCCL's order (``NCCL_ALGO=tree,ring``,
 ``NCCL_PROTO=LL,Simple``; all of them: no setting), so two spellings of one setting name one model.
 NCCL's names of algorithms the model has none of (CollNetDirect, CollNetChain, PAT) may appear in a
-list or an exclusion and allow nothing; per-collective forms (``allreduce:tree``) are refused. The
+list or an exclusion and allow nothing. NCCL's per-collective form is read too
+(``^NVLS;allreduce:tree,ring``: the first list for every collective, each later one for its own),
+held as ``COLL:LIST`` entries for the collectives that do not allow all, in NCCL's order. The
 settings apply to the collectives NCCL tunes, not to all-to-all and point-to-point messages, which
 NCCL runs as send/receive.
 """
@@ -30,6 +32,15 @@ _ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree
 _PROTOS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 _ORDER = ("tree", "ring", "nvls", "nvls_tree", "LL", "LL128", "Simple")  # NCCL's (dse.costs.nccl.tables)
 _UNMODELLED_ALGOS = ("collnetdirect", "collnetchain", "pat")
+#: NCCL's names of the collectives its tuner chooses for (the prefixes of NCCL_ALGO's per-collective
+#: form, any case), in NCCL's order, with dse's
+_FUNCTIONS = {
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "allgather": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "allreduce": "all_reduce",
+}
 _FIRST_SETTING = re.compile(r",\s*NCCL_", re.IGNORECASE)
 _NEXT_SETTING = re.compile(r",\s*(?=NCCL_)", re.IGNORECASE)
 
@@ -67,8 +78,9 @@ class NcclEnv:
 
 def algo_name(text: object, field: str = "NCCL_ALGO") -> str | None:
     """NCCL_ALGO's value (one algorithm, a list or an exclusion of Ring, Tree, NVLS, NVLSTree, any
-    case, nvls_tree too) as the model holds it: the algorithms allowed, in NCCL's order, comma-joined;
-    None when it allows all. Unknown, none allowed, or per collective: `InputError` on `field`."""
+    case, nvls_tree too; per collective as NCCL reads it) as the model holds it: the algorithms
+    allowed, in NCCL's order, comma-joined (`_allowed`); None when it allows all. An unknown name or
+    collective, or a list that allows none: `InputError` on `field`."""
     return _allowed(text, field, _ALGOS, _UNMODELLED_ALGOS, "ring, tree, nvls, nvls_tree (NVLSTree)")
 
 
@@ -79,31 +91,60 @@ def proto_name(text: object, field: str = "NCCL_PROTO") -> str | None:
 
 
 def _allowed(text: object, field: str, names: dict[str, str], unmodelled: tuple[str, ...], known: str) -> str | None:
+    """NCCL's parse of NCCL_ALGO / NCCL_PROTO (tuning.cc): ``LIST[;COLLECTIVE:LIST]...``, the first
+    list for every collective and each later one for its own; the canonical value (module docstring):
+    one list when all collectives allow the same, else ``allreduce:tree,ring;broadcast:ring`` for
+    those that do not allow all."""
     raw = str(text).strip()
-    if ":" in raw or ";" in raw:
-        raise InputError(field, f"{raw!r} is a per-collective form", f"one list for every collective: {known}")
-    body = raw[1:] if raw.startswith("^") else raw
+    per: dict[str, tuple[str, ...]] = {}
+    everything = tuple(n for n in _ORDER if n in names.values())
+    for k, entry in enumerate(raw.split(";")):
+        prefix, colon, body = entry.rpartition(":") if ":" in entry else ("", "", entry)
+        key = prefix.strip().lower().replace("_", "")
+        if colon and key not in _FUNCTIONS:
+            raise InputError(field, f"unknown collective {prefix.strip()!r} in {raw!r}", ", ".join(_FUNCTIONS))
+        if not colon and k:
+            raise InputError(field, f"{raw!r}: only the first entry may leave out its collective", "COLL:LIST")
+        chosen = _one_list(body, field, names, unmodelled, known, everything)
+        per.update({f: chosen for f in ([key] if colon else _FUNCTIONS)})
+    if not per or len(set(per.values())) == 1 and len(per) == len(_FUNCTIONS):
+        one = next(iter(per.values()), everything)
+        return None if one == everything else ",".join(one)
+    per = {f: per.get(f, everything) for f in _FUNCTIONS}
+    return ";".join(f"{f}:{','.join(v)}" for f, v in per.items() if v != everything) or None
+
+
+def _one_list(
+    text: str, field: str, names: dict[str, str], unmodelled: tuple[str, ...], known: str, everything: tuple[str, ...]
+) -> tuple[str, ...]:
+    """One list (``Ring,Tree``) or exclusion (``^NVLS``): the names it allows, in NCCL's order."""
+    body = text.strip()
+    exclude = body.startswith("^")
     given: set[str] = set()
-    for item in body.split(","):
+    for item in body.removeprefix("^").split(","):
         key = item.strip().lower().replace("_", "")
         if key not in names and key not in unmodelled:
             raise InputError(field, f"unknown {'algorithm' if unmodelled else 'protocol'} {item.strip()!r}", known)
         given |= {names[key]} if key in names else set()
-    order = [n for n in _ORDER if n in names.values()]
-    chosen = [n for n in order if (n in given) != raw.startswith("^")]
+    chosen = tuple(n for n in everything if (n in given) != exclude)
     if not chosen:
-        raise InputError(field, f"{raw!r} allows none the model runs", known)
-    return None if len(chosen) == len(order) else ",".join(chosen)
+        raise InputError(field, f"{body!r} allows none the model runs", known)
+    return chosen
 
 
-def allowed(value: str | None) -> frozenset[str] | None:
-    """The names a canonical NCCL_ALGO or NCCL_PROTO value (`algo_name`, `proto_name`) allows; None: all."""
-    return None if value is None else _split(value)
-
-
-@lru_cache(maxsize=64)
-def _split(value: str) -> frozenset[str]:
-    return frozenset(value.split(","))
+@lru_cache(maxsize=256)
+def allowed(value: str | None, collective: str = "all_reduce") -> frozenset[str] | None:
+    """The names a canonical NCCL_ALGO or NCCL_PROTO value (`algo_name`, `proto_name`) allows for
+    `collective` (dse's name); None: all (no setting, or none for this collective: all-to-all)."""
+    if value is None:
+        return None
+    if ":" not in value:
+        return frozenset(value.split(","))
+    for entry in value.split(";"):
+        function, _, listed = entry.partition(":")
+        if _FUNCTIONS[function] == collective:
+            return frozenset(listed.split(","))
+    return None
 
 
 def split_settings(name: str) -> tuple[str, NcclEnv]:

@@ -149,7 +149,7 @@ def predict(
         actual = [_capped_ns(system, collective, p, s, t, max_channels) for p, t in zip(plans, tuned)]
     candidates = tuple(NcclCandidate(p[0], p[1], t + launch, _latency_at(p, s) + launch) for p, t in zip(plans, actual))
     ranked = tuned if params is None else _tuner_ns(system, collective, size_bytes, plans)
-    best, best_ns, algos, protos = None, math.inf, allowed(algo), allowed(proto)
+    best, best_ns, algos, protos = None, math.inf, allowed(algo, collective), allowed(proto, collective)
     for c, t in zip(candidates, ranked):  # NCCL's order; a later one wins only when strictly faster
         if (algos is None or c.algo in algos) and (protos is None or c.proto in protos) and t < best_ns:
             best, best_ns = c, t
@@ -213,7 +213,7 @@ def _forced_time(
 ) -> tuple[float, float, str, str]:  # fmt: skip
     """`predict_time` with a forced choice: `predict`'s pick among the plans that match (ranked by
     the tuner's times, `defaults`: `plans` are the defaults' own), timed as `predict` times it."""
-    algos, protos = allowed(algo), allowed(proto)
+    algos, protos = allowed(algo, collective), allowed(proto, collective)
     only = [i for i, p in enumerate(plans) if (algos is None or p[0] in algos) and (protos is None or p[1] in protos)]
     if not only:
         check_forced(plans, collective, algo, proto)  # raises, naming what the system can run

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from dse.core.errors import InputError
 from dse.core.limits import MAX_NS
+from dse.costs.nccl.env import allowed
 
 GENERATIONS = ("volta", "ampere", "hopper", "blackwell")
 FABRICS = ("nvswitch", "nvlink_mesh", "pcie")
@@ -151,16 +152,17 @@ def tree_factor(table: tuple[float, ...], s: float) -> float:
 
 # --- input checks shared by the model's dataclasses (one InputError each) ------------------------
 def check_forced(plans: tuple[tuple[object, ...], ...], collective: str, algo: str | None, proto: str | None) -> None:
-    """`InputError` for forced algorithms or protocols (one name, or a comma-joined list of those
-    allowed) no plan offers, naming the ones that are available."""
+    """`InputError` for forced algorithms or protocols (canonical NCCL_ALGO / NCCL_PROTO values,
+    `dse.costs.nccl.env.allowed`) no plan offers, naming the ones that are available."""
     if not plans:
         raise InputError("params", f"no algorithm has a nonzero bandwidth for {collective}", "an efficiency above 0")
     algos = [a for a in ALGORITHMS if any(p[0] == a for p in plans)]
-    if algo is not None and not set(algo.split(",")) & set(algos):
+    wanted, wanted_protos = allowed(algo, collective), allowed(proto, collective)
+    if wanted is not None and not wanted & set(algos):
         raise InputError("algo", f"{algo!r} cannot run {collective} on this system", ", ".join(algos))
-    matching = [p for p in plans if algo is None or p[0] in algo.split(",")]
+    matching = [p for p in plans if wanted is None or p[0] in wanted]
     protos = [pr for pr in PROTOCOLS if any(p[1] == pr for p in matching)]
-    if proto is not None and not set(proto.split(",")) & set(protos):
+    if wanted_protos is not None and not wanted_protos & set(protos):
         what = f"{collective} with {algo}" if algo else collective
         raise InputError("proto", f"{proto!r} cannot run {what} on this system", ", ".join(protos))
 

@@ -107,11 +107,10 @@ def _allowed(text: object, field: str, names: dict[str, str], unmodelled: tuple[
             raise InputError(field, f"{raw!r}: only the first entry may leave out its collective", "COLL:LIST")
         chosen = _one_list(body, field, names, unmodelled, known, everything)
         per.update({f: chosen for f in ([key] if colon else _FUNCTIONS)})
-    if not per or len(set(per.values())) == 1 and len(per) == len(_FUNCTIONS):
-        one = next(iter(per.values()), everything)
-        return None if one == everything else ",".join(one)
     per = {f: per.get(f, everything) for f in _FUNCTIONS}
-    return ";".join(f"{f}:{','.join(v)}" for f, v in per.items() if v != everything) or None
+    if len(set(per.values())) == 1:  # one list for every collective
+        return None if per["allreduce"] == everything else ",".join(per["allreduce"])
+    return ";".join(f"{f}:{','.join(v)}" for f, v in per.items() if v != everything)
 
 
 def _one_list(

@@ -1,8 +1,11 @@
-"""The NCCL commands: `dse calibrate nccl-tests` and `dse nccl-tests` (docs/nccl.md, docs/model.md §15).
+"""The NCCL commands: `dse calibrate nccl-tests`, `dse calibrate defaults` and `dse nccl-tests`
+(docs/nccl.md, docs/model.md §15).
 
 `dse calibrate nccl-tests LOG... -t TOPOLOGY -o FILE` fits the `nccl` model to nccl-tests output files
-and writes a calibration (`dse.costs.nccl.calibration`); `dse nccl-tests TOPOLOGY` prints the table
-nccl-tests would print on that design under the model, with a calibration or NCCL's defaults.
+and writes a calibration (`dse.costs.nccl.calibration`); `dse calibrate defaults -t TOPOLOGY -o FILE`
+writes one with NCCL's own parameters for the machine its flags describe; `dse nccl-tests TOPOLOGY`
+prints the table nccl-tests would print on that design under the model, with a calibration or
+NCCL's defaults.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ SKIPS_SHOWN = 10
 
 def add_nccl_parser(sub: argparse._SubParsersAction) -> None:
     """Register the NCCL commands on `sub`: `calibrate` (with its kind `nccl-tests`) and `nccl-tests`."""
-    p = sub.add_parser("calibrate", help="fit the nccl cost model to nccl-tests logs: a calibration file")
+    p = sub.add_parser("calibrate", help="fit the nccl cost model to nccl-tests logs (or describe a machine): "
+                       "a calibration file")  # fmt: skip
     kinds = p.add_subparsers(dest="calibrate_kind", metavar="KIND", parser_class=type(p), required=True)
     c = kinds.add_parser(
         "nccl-tests",
@@ -34,6 +38,17 @@ def add_nccl_parser(sub: argparse._SubParsersAction) -> None:
                    "made: NCCL_ALGO, NCCL_PROTO, NCCL_MAX_NCHANNELS (default: NCCL's choice)")  # fmt: skip
     _add_machine_flags(c)
     c.set_defaults(func=cmd_calibrate_nccl_tests)
+    d = kinds.add_parser(
+        "defaults",
+        help="no logs: NCCL's own parameters for the machine the flags describe -> a calibration file",
+        description="Write a calibration file holding NCCL's own parameters (nothing fitted) for the machine that "
+        "-t and the machine flags describe, so that --calibration FILE models that machine (another GPU "
+        "generation, NVLS off, EFA, nodes of one GPU) wherever a cost model is taken.",
+    )
+    d.add_argument("-t", "--topology", required=True, help="the machine as a dse topology (preset or notation)")
+    d.add_argument("-o", "--out", required=True, metavar="FILE", help="the calibration file to write (TOML)")
+    _add_machine_flags(d)
+    d.set_defaults(func=cmd_calibrate_defaults)
 
     n = sub.add_parser(
         "nccl-tests",
@@ -121,6 +136,26 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
         print(f"skipped {line}")
     if len(skipped) > SKIPS_SHOWN:
         print(f"skipped {len(skipped) - SKIPS_SHOWN} more rows")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_calibrate_defaults(args: argparse.Namespace) -> int:
+    """Write a calibration with NCCL's own parameters for the machine described (`default_calibration`)
+    and say what machine it is. A bad flag or topology: one `InputError`, nothing written."""
+    from dse.cli.nccl_tests import gpu_topology, machine_flags
+    from dse.core.files import check_output_file
+    from dse.costs.nccl.calibration import default_calibration, write_calibration
+
+    check_output_file(args.out, "--out")
+    topology = gpu_topology(args.topology, bool(args.single_gpu_nodes))
+    calib = default_calibration(topology, **machine_flags(args, fill=True))
+    write_calibration(args.out, calib, command="dse calibrate defaults")
+    system = calib.system(topology)
+    nodes = f"{system.nodes} node{'s' if system.nodes > 1 else ''}"
+    nvls = "NVLS on" if calib.nvls else "NVLS off"
+    print(f"NCCL's own parameters (nothing fitted) for {calib.topology}: {system.ranks} GPUs ({system.gpus_per_node} "
+          f"a node x {nodes}), {calib.generation}, {nvls}, {calib.network} network")  # fmt: skip
     print(f"wrote {args.out}")
     return 0
 

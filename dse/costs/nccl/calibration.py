@@ -245,8 +245,8 @@ def calibration_text(calib: Calibration, *, command: str = "dse calibrate nccl-t
     An invalid calibration is an `InputError` (nothing is written)."""
     _check(calib, "calibration")
     lines = [
-        "# dse NCCL calibration (docs/nccl.md): the `nccl` cost model's parameters for one GPU machine"
-        + (" (fitted)." if calib.rows else " (NCCL's own: nothing fitted)."),
+        "# dse NCCL calibration (docs/nccl.md): the `nccl` cost model's parameters "
+        + ("fitted for one GPU machine." if calib.rows else "for one GPU machine, NCCL's own (nothing fitted)."),
         f"# Written by `{command}`; read by `--calibration FILE`. Every key is checked when read.",
         "# Units are in the key names (_ns, _GBps, _bytes); e_* are fractions of a line rate, k_* exponents;",
         "# fit_gm_fraction is the geometric-mean time error on the rows fitted (0.05 = 5 %).",

@@ -19,7 +19,7 @@ SKIPS_SHOWN = 10
 
 
 def add_nccl_parser(sub: argparse._SubParsersAction) -> None:
-    """Register the NCCL commands on `sub`: `calibrate` (with its kind `nccl-tests`) and `nccl-tests`."""
+    """Register the NCCL commands on `sub`: `calibrate` (kinds `nccl-tests`, `defaults`) and `nccl-tests`."""
     _add_calibrate_parser(sub)
     n = sub.add_parser(
         "nccl-tests",
@@ -66,20 +66,16 @@ def _add_calibrate_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("calibrate", help="fit the nccl cost model to nccl-tests logs (or describe a machine): "
                        "a calibration file")  # fmt: skip
     kinds = p.add_subparsers(dest="calibrate_kind", metavar="KIND", parser_class=type(p), required=True)
-    c = kinds.add_parser(
-        "nccl-tests",
-        help="nccl-tests output files (all_reduce_perf and the others, as printed) -> a calibration file",
-        description="Fit the nccl cost model's per-tier latencies and efficiencies to nccl-tests output files "
-        "(out-of-place times; every test of every file) and write the calibration TOML that --calibration reads.",
-    )
+    fit = ("Fit the nccl cost model's per-tier latencies and efficiencies to nccl-tests output files (out-of-place "
+           "times; every test of every file) and write the calibration TOML that --calibration reads.")  # fmt: skip
+    c = kinds.add_parser("nccl-tests", description=fit, help="nccl-tests output files (all_reduce_perf and the "
+                         "others, as printed) -> a calibration file")  # fmt: skip
     c.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests output files, as printed")
-    c.add_argument("-t", "--topology", required=True, help="the measured system as a dse topology (preset or notation)")
-    c.add_argument("-o", "--out", required=True, metavar="FILE", help="the calibration file to write (TOML)")
+    _add_machine_and_out(c, "the measured system as a dse topology (preset or notation)")
     c.add_argument("--collective", default=None, help="the test of logs that do not name it (nccl-tests before 2.13, "
                    "a pasted table): all_reduce, reduce_scatter, all_gather, alltoall, broadcast, reduce")  # fmt: skip
     c.add_argument("--settings", default=None, metavar="NCCL_X=V,...", help="how runs whose log does not say were "
                    "made: NCCL_ALGO, NCCL_PROTO, NCCL_MAX_NCHANNELS (default: NCCL's choice)")  # fmt: skip
-    _add_machine_flags(c)
     c.set_defaults(func=cmd_calibrate_nccl_tests)
     d = kinds.add_parser(
         "defaults",
@@ -88,10 +84,15 @@ def _add_calibrate_parser(sub: argparse._SubParsersAction) -> None:
         "-t and the machine flags describe, so that --calibration FILE models that machine (another GPU "
         "generation, NVLS off, EFA, nodes of one GPU) wherever a cost model is taken.",
     )
-    d.add_argument("-t", "--topology", required=True, help="the machine as a dse topology (preset or notation)")
-    d.add_argument("-o", "--out", required=True, metavar="FILE", help="the calibration file to write (TOML)")
-    _add_machine_flags(d)
+    _add_machine_and_out(d, "the machine as a dse topology (preset or notation)")
     d.set_defaults(func=cmd_calibrate_defaults)
+
+
+def _add_machine_and_out(p: argparse.ArgumentParser, topology_help: str) -> None:
+    """A calibrate kind's -t (the machine, as `topology_help` says), -o and machine flags."""
+    p.add_argument("-t", "--topology", required=True, help=topology_help)
+    p.add_argument("-o", "--out", required=True, metavar="FILE", help="the calibration file to write (TOML)")
+    _add_machine_flags(p)
 
 
 def _add_machine_flags(p: argparse.ArgumentParser) -> None:

@@ -18,17 +18,23 @@ A runner takes a function and a list of tasks and yields the function's results 
 - `process_runner` starts at most as many workers as tasks; `dse.explore.sweep.sweeps.check_jobs` caps the
   count asked for at `dse.core.limits.input_limit("processes")`, as `dask_runner`'s local cluster is.
 
-`dask_runner` hands the tasks to a dask.distributed cluster through joblib's dask backend.
+`dask_runner` hands the tasks to a dask.distributed cluster (`Client.map`) and takes their
+results as the process runner does: from a queue the futures' callbacks fill, with Ctrl-C deferred
+to the next wait. The client's event-loop thread and a local cluster's workers start with SIGINT
+blocked: a terminal's Ctrl-C goes to the whole process group, and workers interrupted mid-task
+printed tracebacks and could leave the cluster's close waiting on them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import multiprocessing
 import os
 import queue
 import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -38,6 +44,9 @@ from dse.core.errors import InputError, RunError
 from dse.core.interrupts import deferred_ctrl_c
 from dse.core.limits import check_input
 
+_WORKER_DIED = (
+    "a worker process died (killed, or out of memory); what was finished is kept: run the same command again to resume"
+)
 Runner = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]]
 _PR_SET_PDEATHSIG = 1
 
@@ -88,10 +97,7 @@ def process_runner(jobs: int) -> Runner:
                     yield cast(Future, done).result()
             except BrokenProcessPool:
                 _stop(pool)
-                raise RunError(
-                    "a worker process died (killed, or out of memory); what was finished is kept: "
-                    "run the same command again to resume"
-                ) from None
+                raise RunError(_WORKER_DIED) from None
             except BaseException:  # Ctrl-C, an error in a task, or the consumer stopped early
                 _stop(pool)
                 raise
@@ -126,33 +132,59 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 
 
 def dask_runner(jobs: int, scheduler_address: str | None = None) -> Runner:
-    """Tasks on a dask.distributed cluster (joblib's dask backend); without an address, a local
-    cluster of `jobs` single-threaded worker processes is started for the run."""
+    """Tasks on a dask.distributed cluster; without an address, a local cluster of `jobs`
+    single-threaded worker processes is started for the run (module docstring)."""
     try:
         import distributed  # noqa: F401
-        from joblib import Parallel, delayed, parallel_config
     except ImportError:
         raise InputError("backend", "dask is not installed", "pip install 'dse[dask]'") from None
 
     def map_on_dask(func: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
         """`func` of every task, in the order they finish, on the cluster (closed afterwards)."""
-        from distributed import Client
+        from distributed import KilledWorker
 
-        try:
-            client = (
-                Client(scheduler_address, timeout="10s")
-                if scheduler_address
-                else Client(n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None)
-            )
-        except OSError as e:
-            raise InputError("scheduler_address", f"cannot reach {scheduler_address!r}: {e}") from None
-        try:
-            with parallel_config(backend="dask"):
-                yield from Parallel(n_jobs=-1, return_as="generator_unordered")(delayed(func)(t) for t in tasks)
-        finally:
-            client.close()
+        finished: queue.SimpleQueue[Any] = queue.SimpleQueue()  # ended futures; None: a Ctrl-C
+        with deferred_ctrl_c(wake=lambda: finished.put(None)) as ctrl_c:
+            client = _dask_client(jobs, scheduler_address)
+            futures: list[Any] = []
+            try:
+                futures = client.map(func, list(tasks), pure=False)
+                for f in futures:
+                    f.add_done_callback(finished.put)
+                for _ in tasks:
+                    done = finished.get()
+                    ctrl_c.check()  # before a None (a Ctrl-C's wake-up) is taken for a result
+                    yield done.result()
+            except KilledWorker:
+                raise RunError(_WORKER_DIED) from None
+            finally:
+                with contextlib.suppress(Exception):
+                    client.cancel(futures)
+                client.close()
 
     return map_on_dask
+
+
+def _dask_client(jobs: int, scheduler_address: str | None) -> Any:
+    """A client of the cluster at `scheduler_address`, or of a new local one whose worker processes
+    start with SIGINT ignored: a terminal's Ctrl-C goes to the whole process group, and workers
+    interrupted mid-task printed tracebacks and could keep the cluster from closing. Only this
+    process takes it, and closes the cluster. A Ctrl-C while the local cluster starts is ignored."""
+    from distributed import Client
+
+    if scheduler_address:
+        try:
+            return Client(scheduler_address, timeout="10s")
+        except OSError as e:
+            raise InputError("scheduler_address", f"cannot reach {scheduler_address!r}: {e}") from None
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None  # inherited by the workers
+    try:
+        quiet = logging.ERROR  # not the workers' warnings as the cluster closes under a Ctrl-C
+        return Client(n_workers=max(1, jobs), threads_per_worker=1, dashboard_address=None, silence_logs=quiet)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
 
 
 BACKENDS = ("processes", "dask")

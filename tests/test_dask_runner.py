@@ -68,6 +68,42 @@ def test_ctrl_c_on_a_dask_sweep_is_one_line_exit_130_and_resumes_to_every_row_on
     assert got == want
 
 
+def _group_size(pgid):
+    """How many live processes are in process group `pgid` (Linux /proc)."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            count += fields[0] != "Z" and int(fields[2]) == pgid
+    return count
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="Linux only (/proc)")
+def test_ctrl_c_while_the_local_cluster_starts_is_raised_once_it_has_started(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC)
+    out = tmp_path / "d.csv"
+    p = subprocess.Popen(
+        _sweep(spec, out, "--jobs", "2", "--backend", "dask"),
+        env=fs._env(),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    while p.poll() is None and _group_size(p.pid) < 4:
+        time.sleep(0.001)  # dse, the resource tracker, the fork server and a worker: the cluster is starting
+    assert p.poll() is None, "the sweep ended before it was interrupted"
+    os.killpg(p.pid, signal.SIGINT)
+    err = p.communicate(timeout=120)[1]
+    assert p.returncode == 130 and err.count("\n") == 1 and err.startswith("dse: interrupted"), err
+    assert not out.exists() or len(_rows(out)) < 9600
+
+
 def test_a_task_that_kills_its_worker_every_time_is_one_run_error():
     run = dask_runner(1)
     with pytest.raises(RunError, match="a worker process died"):

@@ -20,9 +20,11 @@ A runner takes a function and a list of tasks and yields the function's results 
 
 `dask_runner` hands the tasks to a dask.distributed cluster (`Client.map`) and takes their
 results as the process runner does: from a queue the futures' callbacks fill, with Ctrl-C deferred
-to the next wait. The client's event-loop thread and a local cluster's workers start with SIGINT
-blocked: a terminal's Ctrl-C goes to the whole process group, and workers interrupted mid-task
-printed tracebacks and could leave the cluster's close waiting on them.
+to the next wait. A local cluster's workers are forked by multiprocessing's fork server, started
+with SIGINT ignored, so they ignore it too: a terminal's Ctrl-C goes to the whole process group,
+and workers interrupted mid-task printed tracebacks and could keep the cluster from closing. Only
+dse takes it, and closes the cluster. (A fork server some other code started first keeps its own
+SIGINT handling.)
 """
 
 from __future__ import annotations
@@ -141,10 +143,12 @@ def dask_runner(jobs: int, scheduler_address: str | None = None) -> Runner:
 
     def map_on_dask(func: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
         """`func` of every task, in the order they finish, on the cluster (closed afterwards)."""
+        import dask
         from distributed import KilledWorker
 
         finished: queue.SimpleQueue[Any] = queue.SimpleQueue()  # ended futures; None: a Ctrl-C
-        with deferred_ctrl_c(wake=lambda: finished.put(None)) as ctrl_c:
+        # a local cluster's workers (and any it restarts) are forked by a fork server that ignores Ctrl-C
+        with deferred_ctrl_c(wake=lambda: finished.put(None)) as ctrl_c, dask.config.set(_FORKED_WORKERS):
             client = _dask_client(jobs, scheduler_address)
             futures: list[Any] = []
             try:
@@ -165,26 +169,44 @@ def dask_runner(jobs: int, scheduler_address: str | None = None) -> Runner:
     return map_on_dask
 
 
+_FORKED_WORKERS = {"distributed.worker.multiprocessing-method": "forkserver"}
+
+
 def _dask_client(jobs: int, scheduler_address: str | None) -> Any:
     """A client of the cluster at `scheduler_address`, or of a new local one whose worker processes
-    start with SIGINT ignored: a terminal's Ctrl-C goes to the whole process group, and workers
-    interrupted mid-task printed tracebacks and could keep the cluster from closing. Only this
-    process takes it, and closes the cluster. A Ctrl-C while the local cluster starts is ignored."""
+    ignore SIGINT (module docstring). The local cluster logs only what is critical: as it closes under
+    a Ctrl-C its workers report cancelled tasks and lost heartbeats, and a task's own error reaches
+    dse through its future."""
     from distributed import Client
+    from distributed.utils import get_mp_context
 
     if scheduler_address:
         try:
             return Client(scheduler_address, timeout="10s")
         except OSError as e:
             raise InputError("scheduler_address", f"cannot reach {scheduler_address!r}: {e}") from None
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None  # inherited by the workers
+    get_mp_context()  # distributed's modules for the fork server to import once
+    _fork_server_ignoring_ctrl_c()
+    return Client(n_workers=max(1, jobs), threads_per_worker=1, dashboard_address=None, silence_logs=logging.CRITICAL)
+
+
+def _fork_server_ignoring_ctrl_c() -> None:
+    """Start multiprocessing's fork server, unless it runs, with SIGINT ignored: it keeps that for
+    every process it forks. Meanwhile this thread blocks SIGINT, so a Ctrl-C then waits for the
+    handler restored after, unless a thread that does not block it (a native library's) takes it and
+    drops it: a window of a few milliseconds, once per process."""
+    from multiprocessing import forkserver
+
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        quiet = logging.ERROR  # not the workers' warnings as the cluster closes under a Ctrl-C
-        return Client(n_workers=max(1, jobs), threads_per_worker=1, dashboard_address=None, silence_logs=quiet)
+        forkserver.ensure_running()
     finally:
-        if main:
-            signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 BACKENDS = ("processes", "dask")

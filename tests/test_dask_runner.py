@@ -30,16 +30,11 @@ def _sweep(spec, out, *extra):
     return [sys.executable, "-m", "dse", "sweep", str(spec), "--out", str(out), *extra]
 
 
-def _rows(path):
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    return sorted(rows, key=lambda r: int(r["point"]))
-
-
-def test_ctrl_c_on_a_dask_sweep_is_one_line_exit_130_and_resumes_to_every_row_once(tmp_path):
-    spec = tmp_path / "s.toml"
+def _start(folder):
+    """(sweep file, its CSV, the process): a 9,600-point dask sweep with 2 workers, in its own
+    process group (a terminal's Ctrl-C reaches every process of the group)."""
+    spec, out = folder / "s.toml", folder / "d.csv"
     spec.write_text(SPEC)
-    out = tmp_path / "d.csv"
     p = subprocess.Popen(
         _sweep(spec, out, "--jobs", "2", "--backend", "dask"),
         env=fs._env(),
@@ -48,6 +43,17 @@ def test_ctrl_c_on_a_dask_sweep_is_one_line_exit_130_and_resumes_to_every_row_on
         text=True,
         start_new_session=True,
     )
+    return spec, out, p
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return sorted(rows, key=lambda r: int(r["point"]))
+
+
+def test_ctrl_c_on_a_dask_sweep_is_one_line_exit_130_and_resumes_to_every_row_once(tmp_path):
+    spec, out, p = _start(tmp_path)
     while p.poll() is None and (not out.exists() or out.stat().st_size < 20_000):
         time.sleep(0.01)  # rows are being written: the cluster is up and its workers busy
     assert p.poll() is None, "the sweep ended before it was interrupted"
@@ -84,17 +90,7 @@ def _group_size(pgid):
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="Linux only (/proc)")
 def test_ctrl_c_while_the_local_cluster_starts_is_raised_once_it_has_started(tmp_path):
-    spec = tmp_path / "s.toml"
-    spec.write_text(SPEC)
-    out = tmp_path / "d.csv"
-    p = subprocess.Popen(
-        _sweep(spec, out, "--jobs", "2", "--backend", "dask"),
-        env=fs._env(),
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
+    _, out, p = _start(tmp_path)
     while p.poll() is None and _group_size(p.pid) < 4:
         time.sleep(0.001)  # dse, the resource tracker, the fork server and a worker: the cluster is starting
     assert p.poll() is None, "the sweep ended before it was interrupted"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dse.core.interrupts import deferred_ctrl_c
+from dse.core.interrupts import deferred_ctrl_c, ignoring_ctrl_c
 from dse.training.chakra.write import write_rank_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +67,39 @@ def test_outside_the_main_thread_nothing_changes() -> None:
     t.start()
     t.join()
     assert seen == [False, before]
+
+
+_IGNORING = """
+import os, signal, subprocess, sys
+from dse.core.interrupts import ignoring_ctrl_c
+with ignoring_ctrl_c():
+    child = subprocess.run([sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT) == signal.SIG_IGN)"],
+                           capture_output=True, text=True).stdout.strip()
+    os.kill(os.getpid(), signal.SIGINT)
+    print("in the block:", child, flush=True)
+print("not raised")
+"""
+
+
+def test_ignoring_ctrl_c_passes_sigint_ignored_on_and_raises_one_that_came_after_the_block() -> None:
+    """A fresh process with no other thread: nothing can take the held Ctrl-C but the main thread."""
+    r = subprocess.run([sys.executable, "-c", _IGNORING], capture_output=True, text=True, timeout=120)
+    assert r.stdout == "in the block: True\n"  # the child started ignoring SIGINT
+    assert r.returncode != 0 and r.stderr.rstrip().endswith("KeyboardInterrupt"), r.stderr
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ignoring_ctrl_c_outside_the_main_thread_changes_nothing() -> None:
+    seen: list[object] = []
+
+    def body() -> None:
+        with ignoring_ctrl_c():
+            seen.append(signal.getsignal(signal.SIGINT))
+
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    assert seen == [signal.getsignal(signal.SIGINT)]
 
 
 def test_a_ctrl_c_while_rank_files_are_written_leaves_none_of_them(tmp_path: Path) -> None:

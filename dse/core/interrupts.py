@@ -5,6 +5,7 @@ locking code of `threading`, `queue` or `concurrent.futures` (their ``__enter__`
 Python code) it can leave a lock held that another thread then waits on for ever, and the
 interpreter's exit waits on that thread: a hang, not a stop. `deferred_ctrl_c` turns a Ctrl-C into
 a flag while such code runs; the caller raises it at points of its own choosing (`DeferredCtrlC.check`).
+`ignoring_ctrl_c` starts helper processes that must never take a Ctrl-C (they inherit SIGINT ignored).
 """
 
 from __future__ import annotations
@@ -53,3 +54,21 @@ def deferred_ctrl_c(wake: Callable[[], None] | None = None) -> Iterator[Deferred
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
     state.check()
+
+
+@contextlib.contextmanager
+def ignoring_ctrl_c() -> Iterator[None]:
+    """Within the block SIGINT is ignored, so processes started then inherit that across exec, and
+    blocked in this thread, so a Ctrl-C meanwhile waits for the handler restored after, unless a
+    thread that does not block it (a native library's) takes it first and drops it. Keep the block
+    short. Outside the main thread it runs unchanged."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)

@@ -36,14 +36,13 @@ import multiprocessing
 import os
 import queue
 import signal
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, cast
+from typing import Any
 
 from dse.core.errors import InputError, RunError
-from dse.core.interrupts import deferred_ctrl_c
+from dse.core.interrupts import DeferredCtrlC, deferred_ctrl_c, ignoring_ctrl_c
 from dse.core.limits import check_input
 
 _WORKER_DIED = (
@@ -93,10 +92,7 @@ def process_runner(jobs: int) -> Runner:
                     signal.pthread_sigmask(signal.SIG_SETMASK, old)
                 for t in tasks[1:]:
                     pool.submit(func, t).add_done_callback(finished.put)
-                for _ in tasks:
-                    done = finished.get()
-                    ctrl_c.check()  # before a None (a Ctrl-C's wake-up) is taken for a result
-                    yield cast(Future, done).result()
+                yield from _results(finished, ctrl_c, len(tasks))
             except BrokenProcessPool:
                 _stop(pool)
                 raise RunError(_WORKER_DIED) from None
@@ -106,6 +102,15 @@ def process_runner(jobs: int) -> Runner:
             pool.shutdown(wait=True)
 
     return map_forked
+
+
+def _results(finished: queue.SimpleQueue[Any], ctrl_c: DeferredCtrlC, count: int) -> Iterator[Any]:
+    """The results of `count` futures in the order their callbacks put them on `finished`; a Ctrl-C
+    noted meanwhile (its wake-up puts a None) is raised before the next result is taken."""
+    for _ in range(count):
+        done = finished.get()
+        ctrl_c.check()
+        yield done.result()
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
@@ -155,10 +160,7 @@ def dask_runner(jobs: int, scheduler_address: str | None = None) -> Runner:
                 futures = client.map(func, list(tasks), pure=False)
                 for f in futures:
                     f.add_done_callback(finished.put)
-                for _ in tasks:
-                    done = finished.get()
-                    ctrl_c.check()  # before a None (a Ctrl-C's wake-up) is taken for a result
-                    yield done.result()
+                yield from _results(finished, ctrl_c, len(tasks))
             except KilledWorker:
                 raise RunError(_WORKER_DIED) from None
             finally:
@@ -177,6 +179,8 @@ def _dask_client(jobs: int, scheduler_address: str | None) -> Any:
     ignore SIGINT (module docstring). The local cluster logs only what is critical: as it closes under
     a Ctrl-C its workers report cancelled tasks and lost heartbeats, and a task's own error reaches
     dse through its future."""
+    from multiprocessing import forkserver
+
     from distributed import Client
     from distributed.utils import get_mp_context
 
@@ -186,27 +190,9 @@ def _dask_client(jobs: int, scheduler_address: str | None) -> Any:
         except OSError as e:
             raise InputError("scheduler_address", f"cannot reach {scheduler_address!r}: {e}") from None
     get_mp_context()  # distributed's modules for the fork server to import once
-    _fork_server_ignoring_ctrl_c()
+    with ignoring_ctrl_c():  # the fork server keeps SIGINT ignored for every process it forks
+        forkserver.ensure_running()  # unless it runs already; a few milliseconds, once per process
     return Client(n_workers=max(1, jobs), threads_per_worker=1, dashboard_address=None, silence_logs=logging.CRITICAL)
-
-
-def _fork_server_ignoring_ctrl_c() -> None:
-    """Start multiprocessing's fork server, unless it runs, with SIGINT ignored: it keeps that for
-    every process it forks. Meanwhile this thread blocks SIGINT, so a Ctrl-C then waits for the
-    handler restored after, unless a thread that does not block it (a native library's) takes it and
-    drops it: a window of a few milliseconds, once per process."""
-    from multiprocessing import forkserver
-
-    if threading.current_thread() is not threading.main_thread():
-        forkserver.ensure_running()
-        return
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        forkserver.ensure_running()
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 BACKENDS = ("processes", "dask")

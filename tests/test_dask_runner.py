@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -98,6 +99,27 @@ def test_ctrl_c_while_the_local_cluster_starts_is_raised_once_it_has_started(tmp
     err = p.communicate(timeout=120)[1]
     assert p.returncode == 130 and err.count("\n") == 1 and err.startswith("dse: interrupted"), err
     assert not out.exists() or len(_rows(out)) < 9600
+
+
+def test_a_second_cluster_on_the_machine_adds_nothing_to_stderr(tmp_path):
+    """Distributed's default HTTP port (8787) held, as another dask cluster holds it: the local
+    cluster's HTTP server takes a free local port without a word (it warned on stderr before)."""
+    spec, out = tmp_path / "s.toml", tmp_path / "d.csv"
+    spec.write_text('[sweep]\ntopology = ["4D-Ring_FC_Ring_SW"]\nsize = ["1MB", "2MB"]\nchunks = [64]\n')
+    with socket.socket() as held:
+        try:
+            held.bind(("127.0.0.1", 8787))
+            held.listen()
+        except OSError:
+            pass  # something else holds it already: the same situation
+        done = subprocess.run(
+            _sweep(spec, out, "--jobs", "2", "--backend", "dask", "--no-progress"),
+            env=fs._env(),
+            capture_output=True,
+            text=True,
+        )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert [r["point"] for r in _rows(out)] == ["0", "1"]
 
 
 def test_a_task_that_kills_its_worker_every_time_is_one_run_error():

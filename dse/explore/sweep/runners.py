@@ -192,7 +192,15 @@ def _dask_client(jobs: int, scheduler_address: str | None) -> Any:
     get_mp_context()  # distributed's modules for the fork server to import once
     with ignoring_ctrl_c():  # the fork server keeps SIGINT ignored for every process it forks
         forkserver.ensure_running()  # unless it runs already; a few milliseconds, once per process
-    return Client(n_workers=max(1, jobs), threads_per_worker=1, dashboard_address=None, silence_logs=logging.CRITICAL)
+    # The scheduler's HTTP server listens even without a dashboard: on a free local port, not on 8787
+    # (another cluster there made distributed warn on stderr), and never on every interface.
+    return Client(
+        n_workers=max(1, jobs),
+        threads_per_worker=1,
+        dashboard_address="127.0.0.1:0",
+        scheduler_kwargs={"dashboard": False},
+        silence_logs=logging.CRITICAL,
+    )
 
 
 BACKENDS = ("processes", "dask")

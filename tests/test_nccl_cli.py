@@ -306,15 +306,3 @@ def test_docs_commands_run_as_printed(run_cli, tmp_path, monkeypatch):
     assert read_calibration("out/h100.toml").rows == 31 and read_calibration("out/a100x3.toml").rows == 22
     assert read_calibration("out/a100x3.toml").params == resolve_calibration("DGX-A100-HDRx3").params
     assert len(_rows(tmp_path / "out" / "a100.csv")) == 28  # 8 B .. 1 GiB
-
-
-@pytest.mark.parametrize("collective", ["broadcast", "reduce"])
-def test_evaluate_points_broadcast_and_reduce_to_nccl_tests_which_times_them(run_cli, collective):
-    code, out, err = run_cli(
-        "evaluate", "SW(8,450,0)", "--size", "1MB", "--collective", collective, "--cost-model", "nccl"
-    )
-    assert code == 2 and out == "" and err.count("\n") == 1
-    assert f"unknown collective '{collective}'" in err and "dse nccl-tests --collective" in err
-    code, out, _ = run_cli("nccl-tests", "SW(8,450,0)", "--collective", collective, "-b", "1M", "-e", "1M")
-    row = out.splitlines()[4].split()
-    assert code == 0 and out.startswith(f"# {collective}_perf") and row[0] == "1048576" and float(row[5]) > 0

@@ -150,7 +150,7 @@ def test_bad_machines_are_input_errors() -> None:
     with pytest.raises(InputError, match="calibration"):
         get_cost_model("nccl:no-such-machine")
     with pytest.raises(InputError, match="collective"):
-        NcclModel().check(parse_topology(TOPO), "broadcast", None, 1)
+        NcclModel().check(parse_topology(TOPO), "gather", None, 1)
     with pytest.raises(InputError, match="nccl:"):
         get_cost_model("nccl:")
     assert math.isfinite(evaluate(TOPO, size=1, cost_model="nccl").time_ns)

@@ -168,7 +168,11 @@ def required_topology(args: argparse.Namespace) -> str:
 def add_collective_options(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
     """The collective's flags (the keywords of `dse.sim.spec.SpecArgs`, ``--seed`` and ``--json``);
     `seed=False` for a command with no randomness (`dse bound`)."""
-    p.add_argument("--collective", default="all_reduce", help="one of {collectives} (default all_reduce)")
+    p.add_argument(
+        "--collective",
+        default="all_reduce",
+        help="one of {collectives} (default all_reduce); broadcast or reduce with --cost-model nccl",
+    )
     p.add_argument("--size", required=True, help="bytes per NPU, e.g. 1GB, 256MiB, 1e9")
     p.add_argument("--chunks", default="64", help="chunks per collective (default 64)")
     p.add_argument("--cost-model", default="paper", help="one of {cost_models} (default paper)")

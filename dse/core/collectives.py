@@ -9,6 +9,11 @@ REDUCE_SCATTER = "reduce_scatter"
 ALL_GATHER = "all_gather"
 ALL_TO_ALL = "all_to_all"
 COLLECTIVES: tuple[str, ...] = (ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL)
+# Rooted collectives: one GPU's data to every GPU (broadcast) or every GPU's sum to one (reduce).
+# They have no chunk-phase form, so only a closed-form cost model (`nccl`) times them.
+BROADCAST = "broadcast"
+REDUCE = "reduce"
+ROOTED: tuple[str, ...] = (BROADCAST, REDUCE)
 
 # Phase kinds: one chunk's step on one dimension.
 RS, AG, AR, A2A = "RS", "AG", "AR", "A2A"
@@ -27,15 +32,20 @@ _ALIASES = {
     "alltoall": ALL_TO_ALL,
     "a2a": ALL_TO_ALL,
 }
+_ROOTED_ALIASES = {"broadcast": BROADCAST, "bcast": BROADCAST, "reduce": REDUCE}
 
 
-def parse_collective(name: str) -> str:
-    """The canonical collective name; accepts `all-reduce`, `allreduce`, `AR` and the like."""
+def parse_collective(name: str, *, rooted: bool = False) -> str:
+    """The canonical collective name; accepts `all-reduce`, `allreduce`, `AR` and the like.
+    `rooted`: broadcast and reduce are accepted too (a one-collective run, which its cost model
+    checks: `CostModel.check`); elsewhere they are refused, saying where they run."""
     key = str(name).strip().lower().replace("-", "_")
-    if key not in _ALIASES:
-        nccl_only = "; broadcast and reduce: dse nccl-tests --collective (NCCL's model)"
-        raise InputError("collective", f"unknown collective {name!r}", ", ".join(COLLECTIVES) + nccl_only)
-    return _ALIASES[key]
+    if key in _ALIASES:
+        return _ALIASES[key]
+    if rooted and key in _ROOTED_ALIASES:
+        return _ROOTED_ALIASES[key]
+    where = ", ".join(ROOTED) + (" under --cost-model nccl" if rooted else ": dse evaluate --cost-model nccl")
+    raise InputError("collective", f"unknown collective {name!r}", ", ".join(COLLECTIVES) + "; " + where)
 
 
 def first_phase_kind(collective: str) -> str:
@@ -48,6 +58,7 @@ def nominal_bytes_sent(collective: str, size: float, shape: tuple[int, ...], *, 
 
     `size` is the per-NPU input for RS and AR and the per-NPU output for AG, unless
     `ag_input_shard` (ASTRA-sim's convention: `size` is the input shard, the output N times it).
+    Broadcast and reduce pass `size` along a chain of the N NPUs (NCCL's ring): N−1 sends of it.
     All-to-all is hierarchical, one phase per dimension, each sending size·(P−1)/P.
     """
     n = 1
@@ -55,7 +66,7 @@ def nominal_bytes_sent(collective: str, size: float, shape: tuple[int, ...], *, 
         n *= p
     if collective == ALL_REDUCE:
         return 2.0 * size * (n - 1) / n
-    if collective == REDUCE_SCATTER:
+    if collective in (REDUCE_SCATTER, BROADCAST, REDUCE):
         return size * (n - 1) / n
     if collective == ALL_GATHER:
         return size * (n - 1) if ag_input_shard else size * (n - 1) / n

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, Literal, NamedTuple
 
-from dse.core.collectives import A2A, AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, RS
+from dse.core.collectives import A2A, AG, ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, AR, COLLECTIVES, ROOTED, RS
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
 
@@ -119,6 +119,8 @@ class CostModel(ABC):
     #: the whole collective's time comes in closed form (`collective_time`), with no chunk phases:
     #: schedulers, queues, chunks and latency modes do not apply (`nccl`)
     closed_form: ClassVar[bool] = False
+    #: broadcast and reduce (`dse.core.collectives.ROOTED`) are timed too: closed-form models only
+    rooted_collectives: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -140,6 +142,12 @@ class CostModel(ABC):
                 "latency_mode",
                 f"the {self.name} cost model does not support {mode!r}",
                 ", ".join(self.latency_modes),
+            )
+        if collective in ROOTED and not self.rooted_collectives:
+            raise InputError(
+                "collective",
+                f"{collective} has no chunk phases under the {self.name} cost model",
+                ", ".join(COLLECTIVES) + f"; {collective} under --cost-model nccl",
             )
         self._check(topology, collective)
         return mode

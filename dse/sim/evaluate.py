@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Unpack
 
-from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, nominal_bytes_sent
+from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, ROOTED, nominal_bytes_sent
 from dse.core.errors import InputError
 from dse.core.limits import check_work
 from dse.core.topology import Topology, parse_topology
@@ -201,9 +201,17 @@ def ascending_dim_bytes(coll: str, size: float, shape: tuple[int, ...]) -> tuple
     """Bytes one NPU sends on each dimension when the collective runs dimension by dimension in
     ascending order (the baseline's order); they sum to `nominal_bytes_sent` (AG: `size` is the
     per-NPU output). A reduce-scatter shrinks its data dimension by dimension, an all-gather grows
-    it (the mirror image), an all-reduce does both, an all-to-all keeps it."""
+    it (the mirror image), an all-reduce does both, an all-to-all keeps it. A broadcast or reduce
+    passes `size` along one chain of the NPUs, dimension 0 innermost: of its N−1 hops, dimension d
+    takes N·(1/P_<d − 1/P_≤d) (P_<d the product of the sizes below d)."""
     if coll == ALL_TO_ALL:
         return tuple(size * (p - 1) / p for p in shape)
+    if coll in ROOTED:
+        below, hops = 1, []
+        for p in shape:
+            hops.append(size * (1 / below - 1 / (below * p)))
+            below *= p
+        return tuple(hops)
     order = shape[::-1] if coll == ALL_GATHER else shape
     out, c = [], size
     for p in order:
@@ -295,7 +303,7 @@ def size_constants(shape: tuple[int, ...], coll: str, nbytes: int, model: CostMo
     n = math.prod(shape)
     # nccl-tests: algbw over the per-NPU data (AG: its output); busbw scales by the bytes on the wire
     data = nbytes * n if coll == ALL_GATHER and model.rules.ag_input_shard else nbytes
-    factor = 2 * (n - 1) / n if coll == ALL_REDUCE else (n - 1) / n
+    factor = 2 * (n - 1) / n if coll == ALL_REDUCE else 1.0 if coll in ROOTED else (n - 1) / n
     return need, data, factor
 
 

@@ -105,7 +105,7 @@ class CollectiveSpec:
     @classmethod
     def _parse(cls, topology: Topology | str, a: Mapping[str, Any]) -> CollectiveSpec:
         topo = parse_topology(topology)
-        coll = parse_collective(a["collective"])
+        coll = parse_collective(a["collective"], rooted=True)
         nbytes = parse_size(a["size"])
         nchunks = parse_int(a["chunks"], "chunks", minimum=1)
         model = get_cost_model(a["cost_model"])

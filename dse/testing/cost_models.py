@@ -15,7 +15,7 @@ import math
 
 import pytest
 
-from dse.core.collectives import ALL_GATHER, ALL_REDUCE, COLLECTIVES, nominal_bytes_sent
+from dse.core.collectives import ALL_GATHER, ALL_REDUCE, COLLECTIVES, ROOTED, nominal_bytes_sent
 from dse.core.errors import InputError
 from dse.core.topology import parse_topology
 
@@ -72,3 +72,15 @@ class CostModelConformance:
         """An unknown latency mode is an `InputError`."""
         with pytest.raises(InputError):
             cost_model.check(parse_topology(TOPOLOGIES[0]), ALL_REDUCE, "sometimes", 1)
+
+    def test_rooted_collectives_are_refused_without_a_closed_form(self, cost_model) -> None:
+        """Broadcast and reduce have no chunk phases: a model without a closed form refuses them in
+        `check`, naming the collectives it runs; one that declares them checks them like the rest."""
+        t = parse_topology(TOPOLOGIES[1])
+        for coll in ROOTED:
+            if cost_model.closed_form and cost_model.rooted_collectives:
+                cost_model.check(t, coll, None, 1)
+                continue
+            with pytest.raises(InputError, match="all_reduce") as e:
+                cost_model.check(t, coll, None, 1)
+            assert e.value.field == "collective"

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
-from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
+from dse.core.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, BROADCAST, REDUCE, REDUCE_SCATTER
 from dse.core.errors import InputError
 from dse.core.topology import Dim, Topology
 from dse.costs import COST_MODELS
@@ -42,6 +42,8 @@ NCCL_COLLECTIVE = {
     REDUCE_SCATTER: "reduce_scatter",
     ALL_GATHER: "all_gather",
     ALL_TO_ALL: "alltoall",
+    BROADCAST: "broadcast",
+    REDUCE: "reduce",
 }
 
 
@@ -56,6 +58,7 @@ class NcclModel(CostModel):
         "(calibrate: dse calibrate nccl-tests; --calibration NAME or FILE)"
     )
     closed_form: ClassVar[bool] = True
+    rooted_collectives: ClassVar[bool] = True
     latency_modes: ClassVar[tuple[str, ...]] = ("overlapped",)
 
     def __init__(self, calibration: Calibration | None = None, label: str = "nccl", env: NcclEnv | None = None) -> None:

@@ -188,7 +188,7 @@ def _str(parse: Callable[[str], Any]) -> Callable[[Any], Any]:
 
 _PARSERS: dict[str, Callable[[Any], Any]] = {
     "topology": _str(lambda v: v.strip()),  # parsed below, once per distinct notation
-    "collective": _str(parse_collective),
+    "collective": _str(lambda v: parse_collective(v, rooted=True)),  # the model checks rooted ones
     "size": lambda v: parse_size(v),
     "chunks": lambda v: parse_int(v, "chunks", minimum=1),
     "scheduler": _scheduler_name,

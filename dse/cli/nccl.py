@@ -70,7 +70,9 @@ def _add_calibrate_parser(sub: argparse._SubParsersAction) -> None:
            "times; every test of every file) and write the calibration TOML that --calibration reads.")  # fmt: skip
     c = kinds.add_parser("nccl-tests", description=fit, help="nccl-tests output files (all_reduce_perf and the "
                          "others, as printed) -> a calibration file")  # fmt: skip
-    c.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests output files, as printed")
+    c.add_argument(
+        "logs", nargs="+", metavar="LOG", help="nccl-tests output files, as printed (or the JSON its -J option writes)"
+    )
     _add_machine_and_out(c, "the measured system as a dse topology (preset or notation)")
     c.add_argument("--collective", default=None, help="the test of logs that do not name it (nccl-tests before 2.13, "
                    "a pasted table): all_reduce, reduce_scatter, all_gather, alltoall, broadcast, reduce")  # fmt: skip

@@ -192,11 +192,7 @@ def calibrate_details(
     skips = []
     for r in runs:
         why = row_skips(r)
-        skips += [
-            f"{Path(r.source).name}:{row.line} ({row.size_bytes} B): {why[row.line]}"
-            for row in r.rows
-            if row.line in why
-        ]
+        skips += [f"{r.row_place(row)} ({row.size_bytes} B): {why[row.line]}" for row in r.rows if row.line in why]
     return calib, errs, tuple(skips)
 
 

@@ -34,6 +34,9 @@ read), ``...`` (rows left out), a table without its footer,
 rank lines with gaps, unknown columns. Refused (one `InputError` naming the file and line): no
 column header, no data row, a row that does not match its header, a row after its table's footer.
 
+- **JSON**: a file whose first character is ``{`` is nccl-tests' ``-J`` output
+  (`dse.costs.nccl.log_json`): one test, its rows numbered by their place in ``results`` (from 1).
+
 ``size`` is a rank's largest buffer (doc/PERFORMANCE.md): all_gather's whole output (n x per rank),
 reduce_scatter's whole input, alltoall's send buffer; ``count`` is what NCCL is passed (per rank).
 """
@@ -48,6 +51,7 @@ from pathlib import Path
 from dse.core.errors import InputError
 from dse.core.files import read_text
 from dse.core.limits import check_input
+from dse.costs.nccl.log_json import JsonTest, looks_like_json, parse_json_results
 from dse.costs.nccl.log_lines import (  # noqa: F401 (NcclTestsPass, NcclTestsRow re-exported)
     BINARY,
     INT_TOKEN,
@@ -94,6 +98,12 @@ class NcclTestsRun:
     avg_busbw_GBps: float | None
     warnings: tuple[str, ...]
     settings: tuple[tuple[str, str, int], ...] = ()
+    json: bool = False  # read from nccl-tests' -J JSON: a row's `line` is its place in 'results', from 1
+
+    def row_place(self, row: NcclTestsRow) -> str:
+        """Where `row` is, for a person: ``file.txt:42``, or ``file.json results[3]``."""
+        name = Path(self.source).name
+        return f"{name} results[{row.line - 1}]" if self.json else f"{name}:{row.line}"
 
     def busbw_factor(self) -> float | None:
         """busbw / algbw for this run (`busbw_factor`), None if the collective or ranks are unknown."""
@@ -168,10 +178,30 @@ def parse_nccl_tests(
     _check_args(collective, ranks)
     if len(text) > 1 << 20:
         check_input("text_bytes", len(text.encode("utf-8", "surrogatepass")), source, "bytes")
+    if looks_like_json(text):
+        return [_json_run(parse_json_results(text, source), source, collective, ranks)]
     parser = _Parser(source)
     for n, raw in enumerate(text.splitlines(), 1):
         parser.feed(n, raw)
     return parser.finish(collective, ranks)
+
+
+def _json_run(t: JsonTest, source: str, collective: str | None, ranks: int | None) -> NcclTestsRun:
+    """A JSON file's test as a run; the caller's `collective` and `ranks` apply where it says
+    nothing, and one that contradicts it is an `InputError`, as for a text log."""
+    name = t.binary if t.binary in COLLECTIVES else None
+    if collective is not None and name is not None and name != collective:
+        problem = f"the file's test is {name}, but collective={collective!r} was given"
+        raise InputError(source, problem, f"collective={name!r}, or none")
+    if ranks is not None and t.ranks is not None and ranks != t.ranks:
+        problem = f"its devices give {t.ranks} ranks, but ranks={ranks} was given"
+        raise InputError(source, problem, f"ranks={t.ranks}, or none")
+    return NcclTestsRun(
+        source=source, line=1, collective=name or collective, nccl_tests_version=None,
+        nccl_version=_nccl_version(t.nccl_code), ranks=t.ranks if t.ranks is not None else ranks, gpus=t.gpus,
+        threads=t.threads, gpus_per_thread=t.gpus_per_thread, cpu_time=t.cpu_time, rows=t.rows,
+        avg_busbw_GBps=t.avg_busbw_GBps, warnings=t.warnings, settings=t.settings, json=True,
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- lines

@@ -77,7 +77,7 @@ def test_calibrate_is_fit_on_the_logs(h100_calibration):
 def test_calibrate_golden_rows_of_issue_119():
     """The 22 public rows of nccl-tests issue 119 (3 x 8 A100, 4 HDR NICs a node): the errors are
     against the times the file prints (first and last rows read back as published)."""
-    calib, errs, skipped = C.calibrate_details([ISSUE119], A100X3, **A100X3_FIELDS)  # type: ignore[arg-type]
+    calib, errs, skipped, _ = C.calibrate_details([ISSUE119], A100X3, **A100X3_FIELDS)  # type: ignore[arg-type]
     assert calib.rows == 22 == len(errs) and skipped == ()
     first, last = errs[0].sample, errs[-1].sample
     assert (first.size_bytes, first.time_ns) == (23068680, 518400.0)
@@ -344,3 +344,20 @@ def test_a_file_written_before_the_channel_caps_loads_without_them(tmp_path, goo
 def _write(path, text):
     path.write_text(text)
     return path
+
+
+def test_held_out_errors_are_the_validations_sizes_split_both_ways() -> None:
+    from dse.costs.nccl.bundled import bundled
+    from dse.costs.nccl.fit import errors, held_out_errors
+    from dse.costs.nccl.validation import calibrated, split_runs
+
+    systems, measurements = bundled()
+    m = measurements["nebius_h100"]
+    system = systems[m.system]
+    held = held_out_errors(system, m.runs())
+    usable = errors(system, None, m.runs())
+    assert sorted(e.sample.size_bytes for e in held) == sorted(e.sample.size_bytes for e in usable)  # each once
+    fit_on, held_out = split_runs("sizes", m, m)  # `dse validate nccl`'s case: even rows fitted, odd predicted
+    case = errors(system, calibrated("sizes", system, system, fit_on), held_out)
+    by_size = {e.sample.size_bytes: e.error for e in held}
+    assert case and all(by_size[e.sample.size_bytes] == e.error for e in case)

@@ -306,3 +306,24 @@ def test_docs_commands_run_as_printed(run_cli, tmp_path, monkeypatch):
     assert read_calibration("out/h100.toml").rows == 31 and read_calibration("out/a100x3.toml").rows == 22
     assert read_calibration("out/a100x3.toml").params == resolve_calibration("DGX-A100-HDRx3").params
     assert len(_rows(tmp_path / "out" / "a100.csv")) == 28  # 8 B .. 1 GiB
+
+
+def test_calibrate_held_out_prints_what_the_fit_predicts_and_refuses_a_log_too_short(run_cli, tmp_path):
+    log = Path(__file__).parent.parent / "dse" / "data" / "nccl" / "dgxc_dgxh100_1node_allreduce.txt"
+    code, out, err = run_cli(
+        "calibrate", "nccl-tests", str(log), "-t", "HGX-H100", "-o", str(tmp_path / "h.toml"), "--held-out"
+    )
+    assert code == 0, err
+    head, _, row = out.splitlines()[1:4]
+    assert head.split()[-1] == "held_out_gm_pct" and row.split()[-2:] == ["7.01", "7.24"]
+    assert "held out: 7.24 % geometric-mean error over 31 rows" in out
+    code, out, _ = run_cli("calibrate", "nccl-tests", str(log), "-t", "HGX-H100", "-o", str(tmp_path / "n.toml"))
+    assert code == 0 and "held_out_gm_pct" not in out and "held out:" not in out
+    short = tmp_path / "one.txt"
+    text = log.read_text().splitlines()
+    short.write_text("\n".join(line for line in text if not line.strip()[:1].isdigit() or line.split()[0] == "1024"))
+    code, out, err = run_cli(
+        "calibrate", "nccl-tests", str(short), "-t", "HGX-H100", "-o", str(tmp_path / "s.toml"), "--held-out"
+    )
+    assert code == 2 and out == "" and err.count("\n") == 1 and "held-out: half the sizes (odd rows)" in err, err
+    assert not (tmp_path / "s.toml").exists()

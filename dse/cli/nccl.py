@@ -78,6 +78,8 @@ def _add_calibrate_parser(sub: argparse._SubParsersAction) -> None:
                    "a pasted table): all_reduce, reduce_scatter, all_gather, alltoall, broadcast, reduce")  # fmt: skip
     c.add_argument("--settings", default=None, metavar="NCCL_X=V,...", help="how runs whose log does not say were "
                    "made: NCCL_ALGO, NCCL_PROTO, NCCL_MAX_NCHANNELS (default: NCCL's choice)")  # fmt: skip
+    c.add_argument("--held-out", action="store_true", help="also fit each half of the sizes (alternate rows) and "
+                   "print the error on the other half: what the calibration predicts, not fits")  # fmt: skip
     c.set_defaults(func=cmd_calibrate_nccl_tests)
     d = kinds.add_parser(
         "defaults",
@@ -119,7 +121,7 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
     from dse.cli.nccl_tests import collective_of, gpu_topology, machine_flags
     from dse.core.files import check_output_file
     from dse.costs.nccl.calibration import calibrate_details, write_calibration
-    from dse.costs.nccl.env import NcclEnv, parse_settings
+    from dse.costs.nccl.env import parse_settings
     from dse.costs.nccl.fit import geomean_error
     from dse.output.report import format_table
 
@@ -128,23 +130,44 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
     collective = None if args.collective is None else collective_of(args.collective)
     settings = None if args.settings is None else parse_settings(args.settings, "--settings")
     machine = machine_flags(args, fill=True)
-    calib, errs, skipped = calibrate_details(args.logs, topology, collective=collective, settings=settings, **machine)
+    calib, errs, skipped, held = calibrate_details(
+        args.logs, topology, collective=collective, settings=settings, held_out=args.held_out, **machine
+    )
     write_calibration(args.out, calib)
-    groups: dict[tuple[str, str], list[float]] = {}
-    for e in errs:
-        s = e.sample
-        forced = NcclEnv(s.algo, s.proto, s.max_channels).suffix().lstrip(",") or "NCCL's choice"
-        groups.setdefault((s.collective, forced), []).append(e.error)
-    rows = [(c, run, len(v), f"{100 * geomean_error(v):.2f}") for (c, run), v in sorted(groups.items())]
+    groups, held_groups = _by_run(errs), _by_run(held or [])
+    head = ("collective", "run_with", "rows", "gm_error_pct") + (("held_out_gm_pct",) if held is not None else ())
+    rows = [
+        (c, run, len(v), f"{100 * geomean_error(v):.2f}")
+        + ((f"{100 * geomean_error(held_groups[c, run]):.2f}" if held_groups.get((c, run)) else "-",) if held else ())
+        for (c, run), v in sorted(groups.items())
+    ]
     logs = f"{len(calib.logs)} log" + ("s" if len(calib.logs) != 1 else "")
     print(f"fitted {calib.rows} rows of {logs} ({len(skipped)} skipped) on {calib.topology}, {calib.generation}")
-    print(format_table(("collective", "run_with", "rows", "gm_error_pct"), rows))
+    print(format_table(head, rows))
+    if held is not None:
+        gm = 100 * geomean_error(e.error for e in held)
+        print(
+            f"held out: {gm:.2f} % geometric-mean error over {len(held)} rows, "
+            "each predicted by a fit on the other half of the sizes"
+        )
     for line in skipped[:SKIPS_SHOWN]:
         print(f"skipped {line}")
     if len(skipped) > SKIPS_SHOWN:
         print(f"skipped {len(skipped) - SKIPS_SHOWN} more rows")
     print(f"wrote {args.out}")
     return 0
+
+
+def _by_run(errs: list) -> dict[tuple[str, str], list[float]]:
+    """Row errors by (collective, how its runs were made: the forced settings or NCCL's choice)."""
+    from dse.costs.nccl.env import NcclEnv
+
+    groups: dict[tuple[str, str], list[float]] = {}
+    for e in errs:
+        s = e.sample
+        forced = NcclEnv(s.algo, s.proto, s.max_channels).suffix().lstrip(",") or "NCCL's choice"
+        groups.setdefault((s.collective, forced), []).append(e.error)
+    return groups
 
 
 def cmd_calibrate_defaults(args: argparse.Namespace) -> int:

@@ -150,19 +150,21 @@ def calibrate_details(
     *,
     collective: str | None = None,
     settings: NcclEnv | None = None,
+    held_out: bool = False,
     **machine: Unpack[MachineArgs],
-) -> tuple[Calibration, list[RowError], tuple[str, ...]]:
-    """`calibrate`, with each fitted row's error under the fitted parameters and each row skipped
-    ("FILE:LINE (SIZE B): why", `dse.costs.nccl.fit.row_skips`). Each log is read size-limited;
-    every run's rank count (its rank lines, else the one its busbw/algbw ratio implies; unknown for
-    broadcast and reduce without rank lines) must be the topology's GPUs. `collective`
+) -> tuple[Calibration, list[RowError], tuple[str, ...], list[RowError] | None]:
+    """`calibrate`, with each fitted row's error under the fitted parameters, each row skipped
+    ("FILE:LINE (SIZE B): why", `dse.costs.nccl.fit.row_skips`) and, if `held_out`, each row's
+    error when fitted on the other half of the sizes (`dse.costs.nccl.fit.held_out_errors`). Each
+    log is read size-limited; every run's rank count (its rank lines, else the one its busbw/algbw
+    ratio implies; unknown for broadcast and reduce without rank lines) must be the topology's GPUs. `collective`
     (dse.costs.nccl.logs.COLLECTIVES' names) is the test of every run whose log does not name it
     (nccl-tests before 2.13 prints no name; a pasted table has none); a log naming another is
     refused. Each row is timed as its run was made: the NCCL settings its log shows, else `settings`
     (None: NCCL's choice; `dse.costs.nccl.fit.samples`). Fitted with
     `dse.costs.nccl.fit.fit_details` from NCCL's defaults. Not nccl-tests output, a rank count that
     differs, a topology `system_of` refuses, an unknown generation, or no usable row: `InputError`."""
-    from dse.costs.nccl.fit import fit_details, geomean_error, row_skips, sample_errors
+    from dse.costs.nccl.fit import fit_details, geomean_error, held_out_errors, row_skips, sample_errors
 
     if not isinstance(topology, Topology):
         raise InputError("topology", f"{type(topology).__name__} is not a Topology", "a dse Topology")
@@ -193,7 +195,7 @@ def calibrate_details(
     for r in runs:
         why = row_skips(r)
         skips += [f"{r.row_place(row)} ({row.size_bytes} B): {why[row.line]}" for row in r.rows if row.line in why]
-    return calib, errs, tuple(skips)
+    return calib, errs, tuple(skips), held_out_errors(system, runs, settings=settings) if held_out else None
 
 
 def _check_named(run: NcclTestsRun, nvls: bool) -> None:

@@ -287,6 +287,24 @@ def fit_details(
     return NcclFit(best[1], best[2], tuple(rows), skipped, cost_start, best[0])
 
 
+def held_out_errors(
+    system: NcclSystem, runs: Sequence[NcclTestsRun], *, settings: NcclEnv | None = None
+) -> list[RowError]:
+    """Each usable row's error when the fit never saw it: every run's rows split into alternate
+    sizes (`dse validate nccl`'s sizes split), each half fitted from NCCL's defaults and the other
+    half predicted. A half with no usable row is an `InputError` naming it."""
+    out = []
+    for first in (0, 1):
+        fitted = [replace(r, rows=r.rows[first::2]) for r in runs]
+        try:
+            params = fit_details(system, fitted, settings=settings).params
+        except InputError as e:
+            half = f"half the sizes ({'odd' if first else 'even'} rows) cannot be fitted: {e.problem}"
+            raise InputError("held-out", half, "logs with at least two usable sizes a run") from None
+        out += errors(system, params, [replace(r, rows=r.rows[1 - first :: 2]) for r in runs], settings=settings)
+    return out
+
+
 def transfer(source: NcclParams, target: NcclParams, tier: str) -> NcclParams:
     """`target` with every `tier` ("intra" or "inter") quantity `fit` calibrates taken from `source`:
     that tier's hop latencies, efficiencies and efficiency curve, and with "inter" the network's

@@ -127,6 +127,7 @@ def test_version_one_cpu_time_null_passes_and_wrong_elements(text_run: NcclTests
         ('{"results": []}', "no result"),
         ('{"results": [{"count": 2}]}', "results[0]: a result without a whole 'size'"),
         ('{"results": [7]}', "results[0]: int is not a result object"),
+        ('{"results": [{"size": 1' + "0" * 30 + ', "count": 2}]}', "results[0]: size 1" + "0" * 30 + " B"),
         ('{"a":' * 100_000 + "1" + "}" * 100_000, "nested too deeply"),
     ],
 )
@@ -158,3 +159,11 @@ def test_a_cut_json_file_and_an_oversized_one_are_one_line_exit_2(
     code, _, err = run_cli("calibrate", "nccl-tests", str(cut), "-t", "HGX-H100", "-o", str(tmp_path / "c.toml"))
     assert code == 2 and "DSE_MAX_TEXT_BYTES" in err and err.count("\n") == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.json"]  # nothing written
+
+
+def test_a_size_beyond_two_to_the_53_is_refused_in_a_text_row_too() -> None:
+    lines = LOG.read_text().splitlines()
+    i = next(n for n, line in enumerate(lines) if line.split()[:1] == ["16384"])
+    lines[i] = lines[i].replace("16384", "9" * 20, 1)
+    with pytest.raises(InputError, match=rf"^t.txt:{i + 1}: size 9{{20}} B"):
+        parse_nccl_tests("\n".join(lines), "t.txt")

@@ -20,6 +20,7 @@ from pathlib import PurePath
 from typing import Any, NamedTuple
 
 from dse.core.errors import InputError
+from dse.core.limits import MAX_BYTES
 from dse.costs.nccl.log_lines import BINARY, NcclTestsPass, NcclTestsRow, settings_in
 
 ALLOWED = "nccl-tests' -J output: a JSON object with 'results'"
@@ -97,6 +98,8 @@ def _row(item: Any, where: str, line: int) -> tuple[NcclTestsRow, bool]:
     size, count = _int(item.get("size")), _int(item.get("count"))
     if size is None or size < 0 or count is None or count < 0:
         raise InputError(where, "a result without a whole 'size' and 'count'", ALLOWED)
+    if size > MAX_BYTES:
+        raise InputError(where, f"size {size} B", f"at most {MAX_BYTES} B (2^53)")
     root = str(item.get("root", "")).strip()
     cpu = any(isinstance(p, dict) and "cpu_time" in p for p in (item.get("out_of_place"), item.get("in_place")))
     row = NcclTestsRow(

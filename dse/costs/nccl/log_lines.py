@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from dse.core.errors import InputError
+from dse.core.limits import MAX_BYTES
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,8 @@ def read_row(tokens: list[str], layout: Layout, scale: float, n: int, where: str
     root = fixed.get("root")
     if root is not None and not re.fullmatch(r"-?[0-9]+", root):
         raise InputError(where, f"column 'root' is {root!r}", "a whole number (-1: no root)")
+    if len(tokens[0]) > 16 or int(tokens[0]) > MAX_BYTES:
+        raise InputError(where, f"size {tokens[0]} B", f"at most {MAX_BYTES} B (2^53)")
     at = len(layout.fixed)
     passes: dict[str, NcclTestsPass] = {}
     for kind, columns in layout.passes:

@@ -11,6 +11,7 @@ NCCL's defaults.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 #: The bundled machines (`dse.costs.nccl.calibration.BUNDLED`), for --help without importing the model.
 BUNDLED_HELP = "HGX-H100, H800-node, DGX-A100-HDRx3"
@@ -150,6 +151,8 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
             f"held out: {gm:.2f} % geometric-mean error over {len(held)} rows, "
             "each predicted by a fit on the other half of the sizes"
         )
+    if agree := _logged_agreement(calib, errs):
+        print(agree)
     for line in skipped[:SKIPS_SHOWN]:
         print(f"skipped {line}")
     if len(skipped) > SKIPS_SHOWN:
@@ -159,15 +162,33 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
 
 
 def _by_run(errs: list) -> dict[tuple[str, str], list[float]]:
-    """Row errors by (collective, how its runs were made: the forced settings or NCCL's choice)."""
+    """Row errors by (collective, how its rows were timed: NCCL's pick as its log recorded it, the
+    forced settings, or NCCL's choice as the model makes it)."""
     from dse.costs.nccl.env import NcclEnv
 
     groups: dict[tuple[str, str], list[float]] = {}
     for e in errs:
         s = e.sample
-        forced = NcclEnv(s.algo, s.proto, s.max_channels).suffix().lstrip(",") or "NCCL's choice"
-        groups.setdefault((s.collective, forced), []).append(e.error)
+        forced = NcclEnv(None if s.logged else s.algo, None if s.logged else s.proto, s.max_channels).suffix()
+        how = ("NCCL's logged pick" + forced) if s.logged else (forced.lstrip(",") or "NCCL's choice")
+        groups.setdefault((s.collective, how), []).append(e.error)
     return groups
+
+
+def _logged_agreement(calib: Any, errs: list) -> str:
+    """How often the model's own pick (NCCL's tuner as dse models it) is the one the logs recorded
+    NCCL making; empty when no log records NCCL's picks."""
+    from dse.costs.nccl.model import predict_time
+
+    logged = [e.sample for e in errs if e.sample.logged]
+    if not logged:
+        return ""
+    system = calib.fitted_system()
+    same = sum(predict_time(system, s.collective, s.size_bytes)[2:] == (s.algo, s.proto) for s in logged)
+    return (
+        f"NCCL's pick, from its log: the model picks the same algorithm and protocol for {same} of "
+        f"{len(logged)} rows; every logged row is timed with NCCL's own"
+    )
 
 
 def cmd_calibrate_defaults(args: argparse.Namespace) -> int:

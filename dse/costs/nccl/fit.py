@@ -23,7 +23,10 @@ Rows are skipped, and counted (`row_skips` says why), when #wrong > 0, a warning
 line, their run warns of a failure (timeout, NCCL/CUDA failure, a FAILED footer), their time is
 missing, their size is 0, or their out-of-place and in-place times differ by more than
 `DISAGREE_RATIO`: both columns time the same collective on the same size, so one of them was
-disturbed and the row cannot be trusted.
+disturbed and the row cannot be trusted; or NCCL's log records that it ran the row with an algorithm
+or protocol the model does not have (PAT, CollNet). A row whose log records NCCL's pick
+(`NcclTestsRun.logged_pick`) is timed with that pick; one the described machine cannot run is an
+`InputError`.
 
 `errors` gives each row's relative time error (predicted - measured) / measured; `geomean_error`
 summarises them as exp(mean(log(1 + |err|))) - 1: a +20 % and a -20 % row count the same, and one
@@ -99,6 +102,7 @@ class Sample(NamedTuple):
     algo: str | None = None
     proto: str | None = None
     max_channels: int | None = None
+    logged: bool = False  # algo and proto are NCCL's own pick, as its log recorded it
 
     def predicted_ns(self, system: NcclSystem, params: NcclParams | None) -> float:
         """The model's time for this measurement, as its run was made."""
@@ -160,8 +164,38 @@ def samples(
                 skipped += 1
                 continue
             t = p.time_us * 1000.0
-            out.append(Sample(name, row.size_bytes, t, run.source, row.line, run.gpus_per_thread or 1, *forced))
+            pick = _model_pick(run.logged_pick(row)) if name != "alltoall" else None
+            if pick:
+                _check_pick(system, name, row.size_bytes, pick, run.row_place(row))
+            made = (*pick, forced[2], True) if pick else forced
+            out.append(Sample(name, row.size_bytes, t, run.source, row.line, run.gpus_per_thread or 1, *made))
     return out, skipped
+
+
+#: NCCL's names of the algorithms and protocols the model has (NCCL's log lines), as the model's
+_PICKED = {"TREE": "tree", "RING": "ring", "NVLS": "nvls", "NVLS_TREE": "nvls_tree", "LL": "LL", "LL128": "LL128",
+           "SIMPLE": "Simple"}  # fmt: skip
+
+
+def _model_pick(pick: tuple[str, str] | None) -> tuple[str, str] | None:
+    """A logged (algorithm, protocol) as the model names them; None if there is none or the model
+    has not both (`row_skips` skips such rows)."""
+    if pick is None or pick[0] not in _PICKED or pick[1] not in _PICKED:
+        return None
+    return _PICKED[pick[0]], _PICKED[pick[1]]
+
+
+def _check_pick(system: NcclSystem, collective: str, size: int, pick: tuple[str, str], where: str) -> None:
+    """A logged pick the system cannot run (NVLS on a machine without it, say) is an `InputError`
+    on `where`: the log was made on another machine than the one described."""
+    try:
+        predict_time(system, collective, size, algo=pick[0], proto=pick[1])
+    except InputError as e:
+        raise InputError(
+            where,
+            f"NCCL's log shows it ran {pick[0]} / {pick[1]}: {e.problem}",
+            "-t and flags describing the machine the log was made on",
+        ) from None
 
 
 def row_skips(run: NcclTestsRun) -> dict[int, str]:
@@ -177,6 +211,8 @@ def row_skips(run: NcclTestsRun) -> dict[int, str]:
             out[row.line] = "no out-of-place time, or size 0"
         elif (p.wrong or 0) > 0:
             out[row.line] = f"#wrong {p.wrong}"
+        elif (pick := run.logged_pick(row)) and _model_pick(pick) is None and run.collective != "alltoall":
+            out[row.line] = f"NCCL ran it as {pick[0]} / {pick[1]}, which the model does not have"
         elif columns_disagree(row) and row.in_place is not None:
             out[row.line] = (
                 f"out-of-place {p.time_us:g} us and in-place {row.in_place.time_us:g} us differ by more than "

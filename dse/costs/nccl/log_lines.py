@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BYTES
@@ -197,3 +198,35 @@ def settings_in(line: str) -> list[tuple[str, str]]:
         return []
     found = sorted((m.start(), m.group(1), m.group(2)) for r in (_ASSIGNED, _GENV) for m in r.finditer(line))
     return [(name, value.strip("\"'")) for _, name, value in found]
+
+
+# ----------------------------------------------------------------------------- NCCL's picks
+#: NCCL's record of its choice for one call, on rank 0 (NCCL_DEBUG=INFO with the TUNING subsystem,
+#: NCCL 2.24 on; src/enqueue.cc): ``AllReduce: 16777216 Bytes -> Algo TREE proto LL128 ...``.
+_PICK = re.compile(
+    r"NCCL INFO (AllReduce|AllGather|ReduceScatter|Broadcast|Reduce): (\d+) Bytes -> Algo (\w+) proto (\w+)"
+)
+#: NCCL's function names as nccl-tests' tests
+PICK_TESTS = {
+    "AllReduce": "all_reduce", "AllGather": "all_gather", "ReduceScatter": "reduce_scatter",
+    "Broadcast": "broadcast", "Reduce": "reduce",
+}  # fmt: skip
+
+
+class NcclPick(NamedTuple):
+    """NCCL's algorithm and protocol for one call, as its log line printed them: the test
+    (``all_reduce``, ...), the bytes NCCL names (count x type size: a rank's share for all-gather and
+    reduce-scatter), the algorithm (``TREE``, ``RING``, ``NVLS``, ``NVLS_TREE``, ``PAT``, ...) and
+    protocol (``LL``, ``LL128``, ``SIMPLE``), and the line."""
+
+    test: str
+    nbytes: int
+    algo: str
+    proto: str
+    line: int
+
+
+def pick_in(line: str, n: int) -> NcclPick | None:
+    """The `NcclPick` that `line` (launchers stripped; line number `n`) records, if any."""
+    m = _PICK.search(line)
+    return NcclPick(PICK_TESTS[m.group(1)], int(m.group(2)), m.group(3), m.group(4), n) if m else None

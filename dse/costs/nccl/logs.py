@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,13 +58,21 @@ from dse.costs.nccl.log_lines import (  # noqa: F401 (NcclTestsPass, NcclTestsRo
     INT_TOKEN,
     NUMBER_TOKEN,
     Layout,
+    NcclPick,
     NcclTestsPass,
     NcclTestsRow,
     layout_of,
+    pick_in,
     read_row,
     settings_in,
     strip_launchers,
 )
+
+#: Bytes of one element of each type nccl-tests names (src/common.cu test_typenames).
+TYPE_BYTES = {
+    "int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
+    "double": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1, "char": 1, "int": 4,  # the last two: before 2.0
+}  # fmt: skip
 
 #: Collectives nccl-tests measures, with the factor busbw = algbw x factor for n ranks
 #: (nccl-tests doc/PERFORMANCE.md and src/<test>.cu GetBw): "2(n-1)/n", "(n-1)/n" or "1".
@@ -99,6 +108,19 @@ class NcclTestsRun:
     warnings: tuple[str, ...]
     settings: tuple[tuple[str, str, int], ...] = ()
     json: bool = False  # read from nccl-tests' -J JSON: a row's `line` is its place in 'results', from 1
+    picks: tuple[NcclPick, ...] = ()  # NCCL's logged choices (NCCL_DEBUG_SUBSYS=TUNING), in file order
+
+    def logged_pick(self, row: NcclTestsRow) -> tuple[str, str] | None:
+        """NCCL's (algorithm, protocol) for `row` as its log printed them (``TREE``, ``LL128``): the
+        most often logged for the row's bytes (count x type size), first logged on a tie; None if
+        the log records none for it, or the row's type size is unknown."""
+        size = TYPE_BYTES.get(row.type)
+        if size is None or not self.picks:
+            return None
+        seen = Counter(
+            (p.algo, p.proto) for p in self.picks if p.test == self.collective and p.nbytes == row.count * size
+        )
+        return max(seen, key=seen.__getitem__) if seen else None
 
     def row_place(self, row: NcclTestsRow) -> str:
         """Where `row` is, for a person: ``file.txt:42``, or ``file.json results[3]``."""
@@ -245,6 +267,7 @@ class _Draft:
     avg_busbw: float | None = None
     warnings: list[str] = field(default_factory=list)
     settings: list[tuple[str, str, int]] = field(default_factory=list)
+    picks: list[NcclPick] = field(default_factory=list)
 
 
 class _Parser:
@@ -281,6 +304,8 @@ class _Parser:
         self.empty = False
         if found := settings_in(line):
             self._settings(n, found)
+        if pick := pick_in(line, n):
+            self.cur.picks.append(pick)  # rank 0's record of a call of the current test's table
         if " NCCL INFO " in line and "NCCL version" not in line:
             return  # the bulk of an NCCL_DEBUG=INFO log, skipped quickly
         body = line.lstrip("#").strip()
@@ -412,7 +437,7 @@ class _Parser:
             source=self.source, line=d.line, collective=name or collective, nccl_tests_version=d.tests_version,
             nccl_version=d.nccl_version, ranks=count, gpus=gpus, threads=d.threads, gpus_per_thread=d.gpus_per_thread,
             cpu_time=d.layout.cpu_time, rows=tuple(d.rows), avg_busbw_GBps=d.avg_busbw, warnings=tuple(warnings),
-            settings=tuple(d.settings),
+            settings=tuple(d.settings), picks=tuple(d.picks),
         )  # fmt: skip
 
     def _ranks(self, d: _Draft, ranks: int | None, warnings: list[str]) -> int | None:

@@ -47,6 +47,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from dse.core.errors import InputError
@@ -115,12 +116,17 @@ class NcclTestsRun:
         most often logged for the row's bytes (count x type size), first logged on a tie; None if
         the log records none for it, or the row's type size is unknown."""
         size = TYPE_BYTES.get(row.type)
-        if size is None or not self.picks:
-            return None
-        seen = Counter(
-            (p.algo, p.proto) for p in self.picks if p.test == self.collective and p.nbytes == row.count * size
-        )
+        seen = self._pick_counts.get(row.count * size) if size is not None else None
         return max(seen, key=seen.__getitem__) if seen else None
+
+    @cached_property
+    def _pick_counts(self) -> dict[int, Counter[tuple[str, str]]]:
+        """This test's logged picks counted by the bytes NCCL named, in file order."""
+        out: dict[int, Counter[tuple[str, str]]] = {}
+        for p in self.picks:
+            if p.test == self.collective:
+                out.setdefault(p.nbytes, Counter())[(p.algo, p.proto)] += 1
+        return out
 
     def row_place(self, row: NcclTestsRow) -> str:
         """Where `row` is, for a person: ``file.txt:42``, or ``file.json results[3]``."""

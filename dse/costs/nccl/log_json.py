@@ -17,31 +17,14 @@ from __future__ import annotations
 import json
 import math
 from pathlib import PurePath
-from typing import Any, NamedTuple
+from typing import Any
 
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BYTES
 from dse.costs.nccl.log_lines import BINARY, NcclTestsPass, NcclTestsRow, settings_in
+from dse.costs.nccl.log_runs import COLLECTIVES, NcclTestsRun, nccl_version_name
 
 ALLOWED = "nccl-tests' -J output: a JSON object with 'results'"
-
-
-class JsonTest(NamedTuple):
-    """What one JSON file says of its test (`dse.costs.nccl.logs.NcclTestsRun`'s fields): `binary`
-    the test its ``args`` name (None if they name none), `nccl_code` NCCL's version code (0 if
-    absent), `ranks` from ``devices`` (None without them), `gpus` their GPU names, first seen first."""
-
-    binary: str | None
-    nccl_code: int
-    ranks: int | None
-    gpus: tuple[str, ...]
-    threads: int | None
-    gpus_per_thread: int | None
-    cpu_time: bool
-    rows: tuple[NcclTestsRow, ...]
-    avg_busbw_GBps: float | None
-    warnings: tuple[str, ...]
-    settings: tuple[tuple[str, str, int], ...]
 
 
 def looks_like_json(text: str) -> bool:
@@ -49,8 +32,10 @@ def looks_like_json(text: str) -> bool:
     return text.lstrip()[:1] == "{"
 
 
-def parse_json_results(text: str, source: str) -> JsonTest:
-    """The test in nccl-tests JSON `text` (module docstring); `source` names the file in errors."""
+def json_run(text: str, source: str, *, collective: str | None = None, ranks: int | None = None) -> NcclTestsRun:
+    """The test in nccl-tests JSON `text` (module docstring); `source` names the file in errors. The
+    caller's `collective` and `ranks` apply where the file says nothing; one it contradicts is an
+    `InputError`, as for a text log (`dse.costs.nccl.logs.parse_nccl_tests`)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
@@ -63,10 +48,11 @@ def parse_json_results(text: str, source: str) -> JsonTest:
         raise InputError(source, "a JSON 'results' list with no result (the test stopped first)", ALLOWED)
     config = _obj(data.get("config"))
     devices = [d for d in config.get("devices") or [] if isinstance(d, dict)]
-    ranks: list[int] = [r for d in devices if (r := _int(d.get("rank"))) is not None and r >= 0]
+    ranks_seen: list[int] = [r for d in devices if (r := _int(d.get("rank"))) is not None and r >= 0]
     warnings: list[str] = []
-    if ranks and len(set(ranks)) != max(ranks) + 1:
-        warnings.append(f"devices for {len(set(ranks))} of ranks 0..{max(ranks)}: ranks taken as {max(ranks) + 1}")
+    if ranks_seen and len(set(ranks_seen)) != max(ranks_seen) + 1:
+        top = max(ranks_seen)
+        warnings.append(f"devices for {len(set(ranks_seen))} of ranks 0..{top}: ranks taken as {top + 1}")
     rows, cpu_time = [], False
     for i, item in enumerate(data["results"]):
         row, cpu = _row(item, f"{source}: results[{i}]", i + 1)
@@ -76,19 +62,20 @@ def parse_json_results(text: str, source: str) -> JsonTest:
             if p is not None and p.wrong:
                 warnings.append(f"results[{i}] ({row.size_bytes} B): {p.wrong} wrong elements")
     avg = _obj(data.get("average_bus_bandwidth"))
-    return JsonTest(
-        binary=_binary(data.get("args")),
-        nccl_code=data["nccl_version"] if isinstance(data.get("nccl_version"), int) else 0,
-        ranks=max(ranks) + 1 if ranks else None,
+    name, count = _test(data.get("args"), collective, source), max(ranks_seen) + 1 if ranks_seen else None
+    if ranks is not None and count is not None and ranks != count:
+        raise InputError(
+            source, f"its devices give {count} ranks, but ranks={ranks} was given", f"ranks={count}, or none"
+        )
+    return NcclTestsRun(
+        source=source, line=1, collective=name, nccl_tests_version=None,
+        nccl_version=nccl_version_name(data["nccl_version"]) if isinstance(data.get("nccl_version"), int) else None,
+        ranks=count if count is not None else ranks,
         gpus=tuple(dict.fromkeys(str(d["device_info"]) for d in devices if d.get("device_info"))),
-        threads=_int(config.get("nthreads")),
-        gpus_per_thread=_int(config.get("ngpus")),
-        cpu_time=cpu_time,
-        rows=tuple(rows),
-        avg_busbw_GBps=_num(avg.get("bandwidth", avg.get("bandwidith"))),
-        warnings=tuple(warnings),
-        settings=tuple(_settings(data.get("env"))),
-    )
+        threads=_int(config.get("nthreads")), gpus_per_thread=_int(config.get("ngpus")), cpu_time=cpu_time,
+        rows=tuple(rows), avg_busbw_GBps=_num(avg.get("bandwidth", avg.get("bandwidith"))),
+        warnings=tuple(warnings), settings=tuple(_settings(data.get("env"))), json=True,
+    )  # fmt: skip
 
 
 def _row(item: Any, where: str, line: int) -> tuple[NcclTestsRow, bool]:
@@ -127,12 +114,16 @@ def _pass(p: Any) -> NcclTestsPass | None:
     )
 
 
-def _binary(args: Any) -> str | None:
-    """The test the binary in ``args[0]`` runs (``.../all_reduce_perf`` -> ``all_reduce``)."""
-    if not isinstance(args, list) or not args or not isinstance(args[0], str):
-        return None
-    m = BINARY.fullmatch(PurePath(args[0]).name)
-    return m.group(1) if m else None
+def _test(args: Any, collective: str | None, source: str) -> str | None:
+    """The test the binary in ``args[0]`` runs (``.../all_reduce_perf`` -> ``all_reduce``), else the
+    caller's `collective`; a caller's that differs from the binary's is an `InputError`."""
+    first = args[0] if isinstance(args, list) and args and isinstance(args[0], str) else ""
+    m = BINARY.fullmatch(PurePath(first).name)
+    name = m.group(1) if m and m.group(1) in COLLECTIVES else None
+    if collective is not None and name is not None and name != collective:
+        problem = f"the file's test is {name}, but collective={collective!r} was given"
+        raise InputError(source, problem, f"collective={name!r}, or none")
+    return name or collective
 
 
 def _settings(env: Any) -> list[tuple[str, str, int]]:

@@ -335,7 +335,7 @@ def held_out_errors(
         try:
             params = fit_details(system, fitted, settings=settings).params
         except InputError as e:
-            half = f"half the sizes ({'odd' if first else 'even'} rows) cannot be fitted: {e.problem}"
+            half = f"half the sizes (rows {'2, 4' if first else '1, 3'}, ... of each run) cannot be fitted: {e.problem}"
             raise InputError("held-out", half, "logs with at least two usable sizes a run") from None
         out += errors(system, params, [replace(r, rows=r.rows[1 - first :: 2]) for r in runs], settings=settings)
     return out

@@ -11,7 +11,11 @@ NCCL's defaults.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dse.costs.nccl.calibration import Calibration
+    from dse.costs.nccl.fit import RowError
 
 #: The bundled machines (`dse.costs.nccl.calibration.BUNDLED`), for --help without importing the model.
 BUNDLED_HELP = "HGX-H100, H800-node, DGX-A100-HDRx3"
@@ -161,7 +165,7 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
     return 0
 
 
-def _by_run(errs: list) -> dict[tuple[str, str], list[float]]:
+def _by_run(errs: list[RowError]) -> dict[tuple[str, str], list[float]]:
     """Row errors by (collective, how its rows were timed: NCCL's pick as its log recorded it, the
     forced settings, or NCCL's choice as the model makes it)."""
     from dse.costs.nccl.env import NcclEnv
@@ -175,7 +179,7 @@ def _by_run(errs: list) -> dict[tuple[str, str], list[float]]:
     return groups
 
 
-def _logged_agreement(calib: Any, errs: list) -> str:
+def _logged_agreement(calib: Calibration, errs: list[RowError]) -> str:
     """How often the model's own pick (NCCL's tuner as dse models it) is the one the logs recorded
     NCCL making; empty when no log records NCCL's picks."""
     from dse.costs.nccl.model import predict_time

@@ -164,7 +164,7 @@ def samples(
                 skipped += 1
                 continue
             t = p.time_us * 1000.0
-            pick = _model_pick(run.logged_pick(row)) if name != "alltoall" else None
+            pick = _model_pick(run.logged_pick(row))  # NCCL logs none for all-to-all (send/receive)
             if pick:
                 _check_pick(system, name, row.size_bytes, pick, run.row_place(row))
             made = (*pick, forced[2], True) if pick else forced
@@ -211,7 +211,7 @@ def row_skips(run: NcclTestsRun) -> dict[int, str]:
             out[row.line] = "no out-of-place time, or size 0"
         elif (p.wrong or 0) > 0:
             out[row.line] = f"#wrong {p.wrong}"
-        elif (pick := run.logged_pick(row)) and _model_pick(pick) is None and run.collective != "alltoall":
+        elif (pick := run.logged_pick(row)) and _model_pick(pick) is None:
             out[row.line] = f"NCCL ran it as {pick[0]} / {pick[1]}, which the model does not have"
         elif columns_disagree(row) and row.in_place is not None:
             out[row.line] = (

@@ -68,7 +68,6 @@ from dse.costs.nccl.log_lines import (  # noqa: F401 (NcclTestsPass, NcclTestsRo
 )
 from dse.costs.nccl.log_runs import (  # noqa: F401 (COLLECTIVES, NcclTestsRun, busbw_factor re-exported)
     COLLECTIVES,
-    TYPE_BYTES,
     NcclTestsRun,
     busbw_factor,
     check_args,

@@ -11,6 +11,7 @@ import pytest
 from dse.core.errors import InputError
 from dse.costs.nccl import bundled as B
 from dse.costs.nccl import fit as F
+from dse.costs.nccl import fit_vector
 from dse.costs.nccl.logs import NcclTestsPass, NcclTestsRow, NcclTestsRun, implied_ranks
 from dse.costs.nccl.model import LAUNCH_PER_GPU_NS, NcclParams, NcclSystem, default_params, predict
 
@@ -71,7 +72,7 @@ def test_the_prior_pulls_toward_the_start_and_bounds_hold() -> None:
     d = default_params(A100)
     assert q.e_ring_intra == pytest.approx(0.7, rel=0.05) and q.e_ring_intra != pytest.approx(0.7, rel=1e-4)
     for name in ("e_ring_intra", "e_tree_intra"):
-        lo, hi = (r * getattr(d, name) for r in F.E_RANGE)
+        lo, hi = (r * getattr(d, name) for r in fit_vector.E_RANGE)
         assert lo - 1e-12 <= getattr(q, name) <= hi + 1e-12
 
 

@@ -15,9 +15,12 @@ A parameter is fitted only when the rows can tell it: its tier exists, its algor
 it moves some row's time beyond what the ones before it do (`identifiable`); the others keep their
 starting values. The solver (`dse.costs.nccl.solver`) is a small bounded Levenberg-Marquardt in numpy,
 started from the given parameters with s_half at 256 KiB and again at 16 MiB (k at 0.8), and with
-rows across nodes each of those also with the floor fitted from each of `FLOOR_STARTS`; each start
-runs plain least squares and then the robust residuals, and the best fit wins (deterministic). A fit
-worse than the start returns the start.
+rows across nodes each of those also with the floor fitted from each of `FLOOR_STARTS`, and all of
+these again with the multi-node curve's s_half at 256 KiB and at 16 MiB (`curve_starts`, both in
+dse.costs.nccl.fit_vector: the curve moves NCCL's choice, dse.costs.nccl.model, so from its default
+alone rows that ring runs could never show that a tree runs them faster); each start runs plain least
+squares and then the robust residuals, and the best fit wins (deterministic). A fit worse than the
+start returns the start.
 
 Rows are skipped, and counted (`row_skips` says why), when #wrong > 0, a warning names their
 line, their run warns of a failure (timeout, NCCL/CUDA failure, a FAILED footer), their time is
@@ -39,53 +42,29 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from dse.core.errors import InputError
 from dse.costs.nccl.env import NcclEnv, logged_env
+from dse.costs.nccl.fit_vector import HOPS, candidates, curve_starts, params_of, starts, vector
 from dse.costs.nccl.logs import NcclTestsRow, NcclTestsRun, implied_ranks
 from dse.costs.nccl.model import COLLECTIVES, NcclParams, NcclSystem, default_params, predict, predict_time
 from dse.costs.nccl.solver import Residuals, identifiable, levenberg_marquardt, robust
 
-#: Bounds of the fitted quantities: hop-latency scales, efficiencies, s_half (bytes), k.
-SCALE_BOUNDS = (0.05, 20.0)
-E_BOUNDS = (0.02, 1.0)
-#: An efficiency stays within these multiples of its starting value (NCCL's own: its effective
-#: link rates): a node cannot run much faster than NCCL's rate allows, nor far slower.
-E_RANGE = (0.5, 1.1)
 #: The prior: each fitted efficiency, hop-latency scale and network latency is pulled toward its
 #: starting value by one extra residual (log(value / start) / PRIOR_SIGMA; the network latency's
 #: change in units of PRIOR_NET_US): a weak pull next to the rows' own residuals, which keeps
 #: quantities the rows barely tell near NCCL's values instead of wherever they trade off.
 PRIOR_SIGMA = 4.0
 PRIOR_NET_US = 20.0
-S_HALF_BOUNDS_BYTES = (1.0, 1e11)
-K_BOUNDS = (0.1, 1.0)
-#: The multi-node curve's floor (`NcclParams.e_min_multi`): its bounds, and the values each fit with
-#: rows across nodes starts it from besides not fitting it (0: the pure curve); the floor barely moves
-#: the calibrated cost between them, so the starts decide where it lands, and the best fit wins.
-FLOOR_BOUNDS = (1e-4, 0.5)
-FLOOR_STARTS = (0.002, 0.02, 0.2)
-#: Bounds of the network's own latency per hop, us (0: NCCL's NET table alone).
-NET_LATENCY_BOUNDS_US = (0.0, 1000.0)
-#: Starting values of s_half tried when the starting parameters have none (NCCL's tuner: 0).
-S_HALF_STARTS_BYTES = (256 * 1024.0, 16 * 1024.0 * 1024.0)
-#: Starting k of a tier without a curve: at k = 1 the curve is a constant latency, which the
-#: identifiability test could not tell from the hop latencies.
-K_START = 0.8
 #: A row whose out-of-place and in-place times differ by more than this factor is skipped. The two
 #: agree within 1 % on half of the 516 rows dse ships and within 16 % on 95 %; 7 differ by more
 #: than 1.5x (a 32 B all-reduce at 68 us out-of-place, 13.5 us in-place, beside 13-15 us rows).
 DISAGREE_RATIO = 1.5
 _FAILURE = re.compile(r"Test (?:timeout|NCCL failure|CUDA failure|failure)|error:|FAILED")
 _LINE = re.compile(r"^line (\d+):")
-_HOPS = {
-    "intra": ("ring_intra_hop_ns", "tree_intra_hop_ns", "nvls_intra_ns"),
-    "inter": ("ring_inter_hop_ns", "tree_inter_hop_ns", "nvls_inter_ns", "nvls_tree_inter_ns"),
-}
-_E_OF_ALGO = {"ring": "e_ring", "tree": "e_tree", "nvls": "e_nvls", "nvls_tree": "e_nvls", "p2p": "e_ring"}
 
 
 class Sample(NamedTuple):
@@ -303,24 +282,36 @@ def fit_details(
     y = np.log([s.time_ns for s in rows])
     cost_start = _cost(system, start, rows, y)
     best: tuple[float, NcclParams, tuple[str, ...]] = (cost_start, start, ())
-    algos = {predict_time(system, s.collective, s.size_bytes, start, algo=s.algo, proto=s.proto)[2] for s in rows}
-    for s_half, floor in _starts(system, start, algos):
-        names = _candidates(system, start, algos, floor > 0)
-        x0, lo, hi = _vector(start, names, s_half, floor)
-        keep = identifiable(_residuals(system, start, names, rows, y, plain=True), x0, lo, hi, len(rows))
+    for begin in curve_starts(system, start):
+        best = _best_from(system, begin, rows, y, best, curve=begin is not start)
+    return NcclFit(best[1], best[2], tuple(rows), skipped, cost_start, best[0])
+
+
+def _best_from(
+    system: NcclSystem, begin: NcclParams, rows: Sequence[Sample], y: np.ndarray,
+    best: tuple[float, NcclParams, tuple[str, ...]], *, curve: bool,
+) -> tuple[float, NcclParams, tuple[str, ...]]:  # fmt: skip
+    """`best`, or a better fit from `begin` (each of its `starts`). With `curve` (`begin` is a
+    `curve_starts` variant) a fit that cannot tell the multi-node curve is dropped: its start's curve
+    would stay, untold by the rows."""
+    algos = {predict_time(system, s.collective, s.size_bytes, begin, algo=s.algo, proto=s.proto)[2] for s in rows}
+    for s_half, floor in starts(system, begin, algos):
+        names = candidates(system, begin, algos, floor > 0)
+        x0, lo, hi = vector(begin, names, s_half, floor)
+        keep = identifiable(_residuals(system, begin, names, rows, y, plain=True), x0, lo, hi, len(rows))
         told = {n for n, k in zip(names, keep) if k}
         names = tuple(n for n in names if n in told and (n[:2] != "k_" or f"s_half_{n[2:]}" in told))  # k needs s_half
-        if not names:
+        if not names or (curve and "s_half_multi" not in names):
             continue
-        x0, lo, hi = _vector(start, names, s_half, floor)
+        x0, lo, hi = vector(begin, names, s_half, floor)
         # least squares first (a wide basin), then the robust weighing from there (`robust`)
-        x = levenberg_marquardt(_residuals(system, start, names, rows, y, plain=True), x0, lo, hi)
-        x = levenberg_marquardt(_residuals(system, start, names, rows, y), x, lo, hi)
-        fitted = _params(start, names, x)
+        x = levenberg_marquardt(_residuals(system, begin, names, rows, y, plain=True), x0, lo, hi)
+        x = levenberg_marquardt(_residuals(system, begin, names, rows, y), x, lo, hi)
+        fitted = params_of(begin, names, x)
         cost = _cost(system, fitted, rows, y)
         if cost < best[0]:
             best = (cost, fitted, names)
-    return NcclFit(best[1], best[2], tuple(rows), skipped, cost_start, best[0])
+    return best
 
 
 def held_out_errors(
@@ -346,101 +337,12 @@ def transfer(source: NcclParams, target: NcclParams, tier: str) -> NcclParams:
     that tier's hop latencies, efficiencies and efficiency curve, and with "inter" the network's
     latency and the multi-node curve (so a fit on one node can predict two:
     `transfer(fit_1node, default_params(system_2nodes), "intra")`)."""
-    if tier not in _HOPS:
+    if tier not in HOPS:
         raise InputError("tier", f"{tier!r} is not a tier", "intra, inter")
-    names = (*_HOPS[tier], *(f"e_{a}_{tier}" for a in ("ring", "tree", "nvls")), f"s_half_{tier}_bytes", f"k_{tier}")
+    names = (*HOPS[tier], *(f"e_{a}_{tier}" for a in ("ring", "tree", "nvls")), f"s_half_{tier}_bytes", f"k_{tier}")
     if tier == "inter":
         names = (*names, "net_latency_ns", "s_half_multi_bytes", "k_multi", "e_min_multi")
     return replace(target, **{n: getattr(source, n) for n in names})
-
-
-# --------------------------------------------------------------------------- the fitted vector
-def _tiers(system: NcclSystem) -> tuple[str, ...]:
-    return tuple(t for t, on in (("intra", system.gpus_per_node > 1), ("inter", system.nodes > 1)) if on)
-
-
-def _candidates(system: NcclSystem, start: NcclParams, algos: set[str], floor: bool) -> tuple[str, ...]:
-    """Names that could be fitted, most telling first: the e_* of `algos` (the algorithms the starting
-    parameters choose for the rows), then per tier its hop-latency scale, the network's own latency
-    per hop, then per tier s_half and k, then the multi-node curve (with its floor if `floor`)."""
-    tiers = _tiers(system)
-    names = [f"{_E_OF_ALGO[a]}_{t}" for t in tiers for a in sorted(algos)]
-    names = list(dict.fromkeys(names))  # nvls and nvls_tree share e_nvls
-    names += [f"lat_{t}" for t in tiers] + ["net_latency_inter"] * ("inter" in tiers)
-    for prefix in ("s_half", "k"):
-        names += [f"{prefix}_{t}" for t in tiers]
-    if _multi_node(system, start, algos):
-        names += ["s_half_multi", "k_multi"] + ["floor_multi"] * floor
-    return tuple(names)
-
-
-def _multi_node(system: NcclSystem, start: NcclParams, algos: set[str]) -> bool:
-    """True when the multi-node curve can be fitted: rows across nodes running tree or NVLSTree, the
-    curve on (s_half 0 turns it off)."""
-    return system.nodes > 1 and bool(algos & {"tree", "nvls_tree"}) and start.s_half_multi_bytes > 0
-
-
-def _starts(system: NcclSystem, start: NcclParams, algos: set[str]) -> list[tuple[float, float]]:
-    """The fit's starting points, (s_half, floor): each s_half start (`_s_half_starts`) without a
-    fitted floor (0), and when the rows' `algos` run the multi-node curve also from each of `FLOOR_STARTS`."""
-    floors = (0.0, *FLOOR_STARTS) if _multi_node(system, start, algos) else (0.0,)
-    return [(s_half, floor) for s_half in _s_half_starts(start) for floor in floors]
-
-
-def _s_half_starts(start: NcclParams) -> tuple[float, ...]:
-    if start.s_half_intra_bytes > 0 or start.s_half_inter_bytes > 0:
-        return (0.0,)  # 0: each tier starts from its own s_half
-    return S_HALF_STARTS_BYTES
-
-
-def _vector(
-    start: NcclParams, names: Sequence[str], s_half: float, floor: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Starting point and bounds in the solver's coordinates: log scale, e as is, log s_half, k, log floor."""
-    x, lo, hi = [], [], []
-    for name in names:
-        if name.startswith("lat_"):
-            v, b = 0.0, (math.log(SCALE_BOUNDS[0]), math.log(SCALE_BOUNDS[1]))
-        elif name == "floor_multi":
-            v, b = math.log(floor), (math.log(FLOOR_BOUNDS[0]), math.log(FLOOR_BOUNDS[1]))
-        elif name.startswith("e_"):
-            v = getattr(start, name)
-            b = (max(E_BOUNDS[0], E_RANGE[0] * v), min(E_BOUNDS[1], max(E_RANGE[1] * v, E_BOUNDS[0])))
-        elif name.startswith("net_latency"):
-            v, b = start.net_latency_ns / 1000.0, NET_LATENCY_BOUNDS_US
-        elif name.startswith("s_half_"):
-            own = getattr(start, name + "_bytes")
-            v, b = (
-                math.log(own if own > 0 else s_half),
-                (math.log(S_HALF_BOUNDS_BYTES[0]), math.log(S_HALF_BOUNDS_BYTES[1])),
-            )
-        else:  # k: from K_START when the tier has no curve yet (at k = 1, s_half is a latency)
-            own = getattr(start, f"s_half_{name[2:]}_bytes")
-            v, b = (getattr(start, name) if own > 0 else K_START), K_BOUNDS
-        x.append(min(max(v, b[0]), b[1]))
-        lo.append(b[0])
-        hi.append(b[1])
-    return np.array(x), np.array(lo), np.array(hi)
-
-
-def _params(start: NcclParams, names: Sequence[str], x: np.ndarray) -> NcclParams:
-    """`start` with the quantities `names` set from the solver's vector `x`."""
-    changes: dict[str, Any] = {}
-    for name, v in zip(names, x.tolist()):
-        if name.startswith("lat_"):
-            scale = math.exp(v)
-            for field in _HOPS[name[4:]]:
-                old = getattr(start, field)
-                changes[field] = tuple(t * scale for t in old) if isinstance(old, tuple) else old * scale
-        elif name.startswith("s_half_"):
-            changes[name + "_bytes"] = math.exp(v)
-        elif name == "floor_multi":
-            changes["e_min_multi"] = math.exp(v)
-        elif name.startswith("net_latency"):
-            changes["net_latency_ns"] = 1000.0 * v
-        else:
-            changes[name] = v
-    return replace(start, **changes)
 
 
 # --------------------------------------------------------------------------- the residuals
@@ -456,7 +358,7 @@ def _residuals(
     prior = _prior(start, names)
 
     def fun(x: np.ndarray) -> np.ndarray:
-        q = _params(start, names, x)
+        q = params_of(start, names, x)
         t = [s.predicted_ns(system, q) for s in rows]
         return np.concatenate((weigh(np.log(np.array(t)) - y), prior(x)))
 

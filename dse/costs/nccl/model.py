@@ -17,11 +17,12 @@ LL128, NVLSTree) bound the bandwidth by NCCL's channel count (`channels`, dse.co
 `max_channels` limits the channels like NCCL_MAX_NCHANNELS. The inputs (`NcclSystem`, `NcclParams`,
 `default_params`) live in dse.costs.nccl.params and are re-exported here.
 NCCL's choice is the smallest time without launch (its tuner does not see it) under the system's
-default parameters (NCCL's tuner as dse models it: it does not know a calibration, so calibrated
-parameters time the chosen plan but do not change the choice), ties to the first of tree, ring, nvls,
-nvls_tree; LL, LL128, Simple. Defaults: NCCL 2.30.7's (src/graph/tuning.cc, topo.h, search.cc,
-numbers only, restated in docs/model.md §15; tables in
-`dse.costs.nccl.tables`) but the per-network and launch latencies and the multi-node curve (ours, from public runs).
+default parameters and the multi-node curve of the parameters given (NCCL's tuner as dse models it:
+it does not know a calibration's efficiencies or latencies, which time the chosen plan only; the curve
+is ours, `_tuner_plans`), ties to the first of tree, ring, nvls, nvls_tree; LL, LL128, Simple.
+Defaults: NCCL 2.30.7's (src/graph/tuning.cc, topo.h, search.cc, numbers only, restated in
+docs/model.md §15; tables in `dse.costs.nccl.tables`; latencies in `dse.costs.nccl.latency`) but the
+per-network and launch latencies and the multi-node curve (ours, from public runs).
 Departures carry a comment (tiers combined by a minimum, broadcast/reduce chains, tree sizes
 interpolated, all-to-all, the multi-node curve).
 """
@@ -29,7 +30,7 @@ interpolated, all-to-all, the multi-node curve).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -37,6 +38,7 @@ from dse.core.errors import InputError
 from dse.core.limits import MAX_BYTES
 from dse.costs.nccl.channels import MAX_CHANNELS
 from dse.costs.nccl.env import allowed
+from dse.costs.nccl.latency import latency_ns
 from dse.costs.nccl.logs import busbw_factor
 from dse.costs.nccl.params import Lat3, NcclParams, NcclSystem, channels, default_params  # noqa: F401 (re-exported)
 from dse.costs.nccl.tables import (  # noqa: F401 (every upper-case table is re-exported)
@@ -130,8 +132,8 @@ def predict(
 ) -> NcclPrediction:
     """nccl-tests' time, algbw and busbw for `collective` of `size_bytes` (nccl-tests' size column:
     the whole buffer; all-gather's output, reduce-scatter's input) on `system`. `params` defaults
-    to `default_params(system)`; NCCL's choice is made under the defaults whatever `params` are
-    (module docstring). `algo`/`proto` force an algorithm or protocol like NCCL_ALGO /
+    to `default_params(system)`; NCCL's choice is made under the defaults with `params`' multi-node
+    curve (module docstring). `algo`/`proto` force an algorithm or protocol like NCCL_ALGO /
     NCCL_PROTO; one the system cannot run for this collective is an `InputError` naming those it can.
     `gpus_per_thread` (nccl-tests' ``-g``) adds `launch_ns` to every candidate's latency, NCCL's choice
     unchanged; its default 1 (one process per GPU, as training frameworks run NCCL) adds nothing.
@@ -148,7 +150,7 @@ def predict(
     if max_channels is not None:
         actual = [_capped_ns(system, collective, p, s, t, max_channels) for p, t in zip(plans, tuned)]
     candidates = tuple(NcclCandidate(p[0], p[1], t + launch, _latency_at(p, s) + launch) for p, t in zip(plans, actual))
-    ranked = tuned if params is None else _tuner_ns(system, collective, size_bytes, plans)
+    ranked = tuned if params is None else _tuner_ns(system, params, collective, size_bytes, plans)
     best, best_ns, algos, protos = None, math.inf, allowed(algo, collective), allowed(proto, collective)
     for c, t in zip(candidates, ranked):  # NCCL's order; a later one wins only when strictly faster
         if (algos is None or c.algo in algos) and (protos is None or c.proto in protos) and t < best_ns:
@@ -187,20 +189,18 @@ def predict_time(
     `predict` (same arguments), without building its candidates. Bad input: `InputError`."""
     plans = _cached_plans(system, params, collective, size_bytes)
     if algo is not None or proto is not None or max_channels is not None:
-        return _forced_time(
-            system, collective, size_bytes, plans, params is None, gpus_per_thread, algo, proto, max_channels
-        )
+        return _forced_time(system, collective, size_bytes, plans, params, gpus_per_thread, algo, proto, max_channels)
     if not plans:
         check_forced(plans, collective, None, None)
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)
     if params is None:
         i, best_ns = _fastest(plans, s)
         best = plans[i]
-    else:  # NCCL's pick under the defaults, timed with `params`
-        tuner = _cached_plans(system, None, collective, size_bytes)
+    else:  # NCCL's pick under the defaults (with `params`' curve), timed with `params`
+        tuner = _tuner_plans(system, params, collective, size_bytes)
         j = _same_plans(tuner, plans)[_fastest(tuner, s)[0]]
         if j is None:  # `params` disable the tuner's pick: the tuner's best of what they enable
-            ranked = _tuner_ns(system, collective, size_bytes, plans)
+            ranked = _tuner_ns(system, params, collective, size_bytes, plans)
             j = min(range(len(plans)), key=ranked.__getitem__)  # the first of equals: NCCL's order
         best = plans[j]
         best_ns = _tuned_ns(best, s)
@@ -208,18 +208,20 @@ def predict_time(
 
 
 def _forced_time(
-    system: NcclSystem, collective: str, size_bytes: int, plans: tuple[_Plan, ...], defaults: bool,
+    system: NcclSystem, collective: str, size_bytes: int, plans: tuple[_Plan, ...], params: NcclParams | None,
     gpus_per_thread: int, algo: str | None, proto: str | None, max_channels: int | None,
 ) -> tuple[float, float, str, str]:  # fmt: skip
     """`predict_time` with a forced choice: `predict`'s pick among the plans that match (ranked by
-    the tuner's times, `defaults`: `plans` are the defaults' own), timed as `predict` times it."""
+    the tuner's times; `params` None: `plans` are the defaults' own), timed as `predict` times it."""
     algos, protos = allowed(algo, collective), allowed(proto, collective)
     only = [i for i, p in enumerate(plans) if (algos is None or p[0] in algos) and (protos is None or p[1] in protos)]
     if not only:
         check_forced(plans, collective, algo, proto)  # raises, naming what the system can run
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)
     ranked = (
-        [_tuned_ns(plans[i], s) for i in only] if defaults else _tuner_ns(system, collective, size_bytes, plans, only)
+        [_tuned_ns(plans[i], s) for i in only]
+        if params is None
+        else _tuner_ns(system, params, collective, size_bytes, plans, only)
     )
     best, best_ns = None, math.inf
     for i, t in zip(only, ranked):  # NCCL's order; a later one wins only when strictly faster
@@ -270,15 +272,47 @@ def _same_plans(plans: tuple[_Plan, ...], others: tuple[_Plan, ...]) -> tuple[in
 
 
 def _tuner_ns(
-    system: NcclSystem, collective: str, size_bytes: int, plans: tuple[_Plan, ...], only: list[int] | None = None
-) -> list[float]:
+    system: NcclSystem, params: NcclParams, collective: str, size_bytes: int, plans: tuple[_Plan, ...],
+    only: list[int] | None = None,
+) -> list[float]:  # fmt: skip
     """What NCCL's tuner compares for each of `plans` (or those at the indices `only`): its (algorithm,
-    protocol)'s time under the system's default parameters (the tuner does not know a calibration).
+    protocol)'s time under `_tuner_plans` (the tuner does not know a calibration's efficiencies).
     `plans` are the ones some parameters enable: the defaults' or fewer (an efficiency of 0 disables a plan)."""
-    s, tuner = float(size_bytes), _cached_plans(system, None, collective, size_bytes)
+    s, tuner = float(size_bytes), _tuner_plans(system, params, collective, size_bytes)
     same = _same_plans(plans, tuner)
     js = (same[i] for i in (only or range(len(plans))))
     return [math.inf if j is None else _tuned_ns(tuner[j], s) for j in js]
+
+
+_TUNER_CACHE: dict[tuple[int, int, str], tuple[NcclSystem, NcclParams, tuple[_Plan, ...]]] = {}
+_CURVE_CACHE: dict[tuple[int, str, float, float, float], tuple[NcclSystem, tuple[_Plan, ...]]] = {}
+
+
+def _tuner_plans(system: NcclSystem, params: NcclParams, collective: str, size_bytes: int) -> tuple[_Plan, ...]:
+    """The plans NCCL's tuner ranks: the defaults', with `params`' multi-node curve. That curve is ours,
+    not NCCL's; dse's tuner takes it (`default_params`), so a calibration that refits it moves the
+    choice between tree or NVLSTree and ring across nodes with it. Cached by identity, then by curve."""
+    key = (id(system), id(params), collective)
+    hit = _TUNER_CACHE.get(key)
+    if hit is not None and hit[0] is system and hit[1] is params:
+        return hit[2]
+    curve = (params.s_half_multi_bytes, params.k_multi, params.e_min_multi)
+    by_curve = (id(system), collective, *curve)
+    found = _CURVE_CACHE.get(by_curve)
+    if found is not None and found[0] is system:
+        plans = found[1]
+    else:
+        defaults, d = _cached_plans(system, None, collective, size_bytes), default_params(system)
+        own = curve == (d.s_half_multi_bytes, d.k_multi, d.e_min_multi)
+        new = replace(d, s_half_multi_bytes=curve[0], k_multi=curve[1], e_min_multi=curve[2])
+        plans = defaults if own else _plans(system, new, collective)
+        if len(_CURVE_CACHE) >= 1024:
+            _CURVE_CACHE.clear()
+        _CURVE_CACHE[by_curve] = (system, plans)
+    if len(_TUNER_CACHE) >= 1024:
+        _TUNER_CACHE.clear()
+    _TUNER_CACHE[key] = (system, params, plans)
+    return plans
 
 
 # --- plans: everything but the size, built once per (system, params, collective) ---------------------
@@ -428,7 +462,7 @@ def _plan(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int)
     x86_blackwell = system.generation == "blackwell" and system.cpu in ("intel", "amd")
     sized = collective == "all_reduce" and (algo == "tree" or (algo == "nvls_tree" and x86_blackwell))
     table = TREE_SIZE_FACTOR[p] if sized else None
-    lat, step = _latency_ns(system, q, collective, algo, p), None
+    lat, step = latency_ns(system, q, collective, algo, p), None
     if algo == "ring" and p == _SIMPLE and collective == "all_reduce" and system.nodes > 1:
         # tuning.cc's plateau: x1.4 (x1.9 Volta) once each channel's share of a rank's data is >= 64 B
         plateau = RING_SIMPLE_MULTINODE_LAT[system.generation] - 1.0
@@ -446,29 +480,6 @@ def _share(system: NcclSystem, algo: str, p: int) -> float:
         n = system.ranks
         return (TREE_LL_FACTOR, TREE_LL128_FACTOR[system.nodes > 1], 1.0)[p] * (n - 1) / n
     return 1.0
-
-
-def _latency_ns(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int) -> float:
-    """The latency term of `algo` with protocol `p` (NCCL's tuning.cc latency rules, in ns)."""
-    ppn, nodes, n = system.gpus_per_node, system.nodes, system.ranks
-    depth = nodes.bit_length() - 1  # floor(log2 nodes), as NCCL's tree depth
-    net = q.net_latency_ns * (2 if p == _SIMPLE else 1)  # the network's own latency per hop
-    if algo == "tree":
-        return q.tree_base_ns[p] + 2 * ((ppn - 1) * q.tree_intra_hop_ns[p] + depth * (q.tree_inter_hop_ns[p] + net))
-    if algo == "nvls":
-        return q.nvls_intra_ns
-    if algo == "nvls_tree":
-        return q.nvls_intra_ns + 2 * depth * (q.nvls_tree_inter_ns + net)
-    intra = q.ring_intra_hop_ns[p]
-    inter = (q.tree_inter_hop_ns if ppn == 1 else q.ring_inter_hop_ns)[p] + net  # Tree's NET row at 1 GPU/node
-    if nodes > 1:
-        intra = max(intra, q.net_overhead_ns * (3 if p == _SIMPLE else 1))
-    if collective in ("broadcast", "reduce"):
-        # Our choice: a pipelined chain of n-1 hops, nodes-1 of them across the network.
-        return q.ring_base_ns[p] + (n - nodes) * intra + (nodes - 1) * inter
-    steps = 2 * (n - 1) if collective == "all_reduce" else n - 1
-    n_inter = (2 if collective == "all_reduce" else 1) * (nodes - 1)
-    return q.ring_base_ns[p] + (steps - n_inter) * intra + n_inter * inter
 
 
 def _p2p_plan(system: NcclSystem, q: NcclParams) -> _Plan:

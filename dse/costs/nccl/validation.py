@@ -71,6 +71,9 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("sizes", "ib8_h100", "ib8_h100"),
     ("scale", "dgxc_h100", "ib8_h100"),
     ("file", "ib4_h100", "ib8_h100"),
+    ("sizes", "vpbench_h100_4node", "vpbench_h100_4node"),
+    ("scale", "dgxc_h100", "vpbench_h100_4node"),
+    ("file", "vm4_h100", "vpbench_h100_4node"),
 )
 
 #: ASTRA-sim's published geomean errors on HGX-H100 all-reduce by GPU count (astra-sim/astra-sim-docs

@@ -284,34 +284,27 @@ def _tuner_ns(
     return [math.inf if j is None else _tuned_ns(tuner[j], s) for j in js]
 
 
-_TUNER_CACHE: dict[tuple[int, int, str], tuple[NcclSystem, NcclParams, tuple[_Plan, ...]]] = {}
-_CURVE_CACHE: dict[tuple[int, str, float, float, float], tuple[NcclSystem, tuple[_Plan, ...]]] = {}
+_TUNER_CACHE: dict[tuple[int, str, float, float, float], tuple[NcclSystem, tuple[_Plan, ...]]] = {}
 
 
 def _tuner_plans(system: NcclSystem, params: NcclParams, collective: str, size_bytes: int) -> tuple[_Plan, ...]:
     """The plans NCCL's tuner ranks: the defaults', with `params`' multi-node curve. That curve is ours,
     not NCCL's; dse's tuner takes it (`default_params`), so a calibration that refits it moves the
-    choice between tree or NVLSTree and ring across nodes with it. Cached by identity, then by curve."""
-    key = (id(system), id(params), collective)
-    hit = _TUNER_CACHE.get(key)
-    if hit is not None and hit[0] is system and hit[1] is params:
-        return hit[2]
+    choice between tree or NVLSTree and ring across nodes with it. Cached by system and curve."""
     curve = (params.s_half_multi_bytes, params.k_multi, params.e_min_multi)
-    by_curve = (id(system), collective, *curve)
-    found = _CURVE_CACHE.get(by_curve)
-    if found is not None and found[0] is system:
-        plans = found[1]
+    key = (id(system), collective, *curve)
+    hit = _TUNER_CACHE.get(key)
+    if hit is not None and hit[0] is system:
+        return hit[1]
+    d = default_params(system)
+    if curve == (d.s_half_multi_bytes, d.k_multi, d.e_min_multi):
+        plans = _cached_plans(system, None, collective, size_bytes)
     else:
-        defaults, d = _cached_plans(system, None, collective, size_bytes), default_params(system)
-        own = curve == (d.s_half_multi_bytes, d.k_multi, d.e_min_multi)
-        new = replace(d, s_half_multi_bytes=curve[0], k_multi=curve[1], e_min_multi=curve[2])
-        plans = defaults if own else _plans(system, new, collective)
-        if len(_CURVE_CACHE) >= 1024:
-            _CURVE_CACHE.clear()
-        _CURVE_CACHE[by_curve] = (system, plans)
+        s_half, k, floor = curve
+        plans = _plans(system, replace(d, s_half_multi_bytes=s_half, k_multi=k, e_min_multi=floor), collective)
     if len(_TUNER_CACHE) >= 1024:
         _TUNER_CACHE.clear()
-    _TUNER_CACHE[key] = (system, params, plans)
+    _TUNER_CACHE[key] = (system, plans)
     return plans
 
 

@@ -358,7 +358,7 @@ def _residuals(
     prior = _prior(start, names)
 
     def fun(x: np.ndarray) -> np.ndarray:
-        q = params_of(start, names, x)
+        q = params_of(start, names, x, check=False)
         t = [s.predicted_ns(system, q) for s in rows]
         return np.concatenate((weigh(np.log(np.array(t)) - y), prior(x)))
 

@@ -15,7 +15,8 @@ tree and NVLSTree across nodes take one slower curve for every tier (`s_half_mul
 whose efficiency stays above a floor (`e_min_multi`). NCCL's per-channel caps (ring LL128, tree, tree
 LL128, NVLSTree) bound the bandwidth by NCCL's channel count (`channels`, dse.costs.nccl.channels);
 `max_channels` limits the channels like NCCL_MAX_NCHANNELS. The inputs (`NcclSystem`, `NcclParams`,
-`default_params`) live in dse.costs.nccl.params and are re-exported here.
+`default_params`) live in dse.costs.nccl.params and are re-exported here; each algorithm and
+protocol's terms (a `Plan`) are built in dse.costs.nccl.plans.
 NCCL's choice is the smallest time without launch (its tuner does not see it) under the system's
 default parameters and the multi-node curve of the parameters given (NCCL's tuner as dse models it:
 it does not know a calibration's efficiencies or latencies, which time the chosen plan only; the curve
@@ -31,16 +32,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import NamedTuple
 
 from dse.core.errors import InputError
 from dse.core.limits import MAX_BYTES
 from dse.costs.nccl.channels import MAX_CHANNELS
 from dse.costs.nccl.env import allowed
-from dse.costs.nccl.latency import latency_ns
 from dse.costs.nccl.logs import busbw_factor
 from dse.costs.nccl.params import Lat3, NcclParams, NcclSystem, channels, default_params  # noqa: F401 (re-exported)
+from dse.costs.nccl.plans import Plan, build_plans, fastest, latency_at, protocol_share, tuned_ns
 from dse.costs.nccl.tables import (  # noqa: F401 (every upper-case table is re-exported)
     ALGORITHMS,
     COLLECTIVES,
@@ -83,8 +83,6 @@ from dse.costs.nccl.tables import (  # noqa: F401 (every upper-case table is re-
     launch_ns,
     tree_factor,
 )
-
-_LL, _LL128, _SIMPLE = 0, 1, 2
 
 
 class NcclCandidate(NamedTuple):
@@ -145,11 +143,13 @@ def predict(
     if algo is not None or proto is not None:
         check_forced(plans, collective, algo, proto)
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)
-    tuned = [_tuned_ns(p, s) for p in plans]
+    tuned = [tuned_ns(p, s) for p in plans]
     actual = tuned
     if max_channels is not None:
         actual = [_capped_ns(system, collective, p, s, t, max_channels) for p, t in zip(plans, tuned)]
-    candidates = tuple(NcclCandidate(p[0], p[1], t + launch, _latency_at(p, s) + launch) for p, t in zip(plans, actual))
+    candidates = tuple(
+        NcclCandidate(p.algo, p.proto, t + launch, latency_at(p, s) + launch) for p, t in zip(plans, actual)
+    )
     ranked = tuned if params is None else _tuner_ns(system, params, collective, size_bytes, plans)
     best, best_ns, algos, protos = None, math.inf, allowed(algo, collective), allowed(proto, collective)
     for c, t in zip(candidates, ranked):  # NCCL's order; a later one wins only when strictly faster
@@ -170,7 +170,7 @@ def channel_ceiling_GBps(system: NcclSystem, algo: str, proto: str, max_channels
     if algo not in ("ring", "tree") or max_channels >= ch.comm:
         return math.inf
     rate = max_channels * ch.ring * ch.ring_GBps / ch.comm
-    return rate * (TREE_FACTOR if algo == "tree" else 1.0) * _share(system, algo, PROTOCOLS.index(proto))
+    return rate * (TREE_FACTOR if algo == "tree" else 1.0) * protocol_share(system, algo, PROTOCOLS.index(proto))
 
 
 def predict_time(
@@ -194,32 +194,34 @@ def predict_time(
         check_forced(plans, collective, None, None)
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)
     if params is None:
-        i, best_ns = _fastest(plans, s)
-        best = plans[i]
+        best = plans[_pick(plans, s)]
+        best_ns = tuned_ns(best, s)
     else:  # NCCL's pick under the defaults (with `params`' curve), timed with `params`
         tuner = _tuner_plans(system, params, collective, size_bytes)
-        j = _same_plans(tuner, plans)[_fastest(tuner, s)[0]]
+        j = _same_plans(tuner, plans)[_pick(tuner, s)]
         if j is None:  # `params` disable the tuner's pick: the tuner's best of what they enable
             ranked = _tuner_ns(system, params, collective, size_bytes, plans)
             j = min(range(len(plans)), key=ranked.__getitem__)  # the first of equals: NCCL's order
         best = plans[j]
-        best_ns = _tuned_ns(best, s)
-    return best_ns + launch, _latency_at(best, s) + launch, best[0], best[1]
+        best_ns = tuned_ns(best, s)
+    return best_ns + launch, latency_at(best, s) + launch, best.algo, best.proto
 
 
 def _forced_time(
-    system: NcclSystem, collective: str, size_bytes: int, plans: tuple[_Plan, ...], params: NcclParams | None,
+    system: NcclSystem, collective: str, size_bytes: int, plans: tuple[Plan, ...], params: NcclParams | None,
     gpus_per_thread: int, algo: str | None, proto: str | None, max_channels: int | None,
 ) -> tuple[float, float, str, str]:  # fmt: skip
     """`predict_time` with a forced choice: `predict`'s pick among the plans that match (ranked by
     the tuner's times; `params` None: `plans` are the defaults' own), timed as `predict` times it."""
     algos, protos = allowed(algo, collective), allowed(proto, collective)
-    only = [i for i, p in enumerate(plans) if (algos is None or p[0] in algos) and (protos is None or p[1] in protos)]
+    only = [
+        i for i, p in enumerate(plans) if (algos is None or p.algo in algos) and (protos is None or p.proto in protos)
+    ]
     if not only:
         check_forced(plans, collective, algo, proto)  # raises, naming what the system can run
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)
     ranked = (
-        [_tuned_ns(plans[i], s) for i in only]
+        [tuned_ns(plans[i], s) for i in only]
         if params is None
         else _tuner_ns(system, params, collective, size_bytes, plans, only)
     )
@@ -228,43 +230,52 @@ def _forced_time(
         if t < best_ns:
             best, best_ns = plans[i], t
     assert best is not None  # the defaults run every plan a calibration can (both gate algorithms by system)
-    time_ns = _tuned_ns(best, s)
+    time_ns = tuned_ns(best, s)
     if max_channels is not None:
         time_ns = _capped_ns(system, collective, best, s, time_ns, max_channels)
-    return time_ns + launch, _latency_at(best, s) + launch, best[0], best[1]
+    return time_ns + launch, latency_at(best, s) + launch, best.algo, best.proto
 
 
-def _capped_ns(system: NcclSystem, collective: str, plan: _Plan, s: float, t: float, max_channels: int) -> float:
+def _capped_ns(system: NcclSystem, collective: str, plan: Plan, s: float, t: float, max_channels: int) -> float:
     """A plan's time `t` for `s` bytes on at most `max_channels` channels (checked, `InputError`):
     at least its latency plus the bus bytes over `channel_ceiling_GBps`."""
     check_integer("max_channels", max_channels, 1, MAX_CHANNELS)
-    ceiling = channel_ceiling_GBps(system, plan[0], plan[1], max_channels)
-    return max(t, _latency_at(plan, s) + bus_factor(collective, system.ranks) * s / ceiling)
+    ceiling = channel_ceiling_GBps(system, plan.algo, plan.proto, max_channels)
+    return max(t, latency_at(plan, s) + bus_factor(collective, system.ranks) * s / ceiling)
 
 
-def _fastest(plans: tuple[_Plan, ...], s: float) -> tuple[int, float]:
-    """The index and time of the plan with the smallest time for `s` bytes; a later one wins only
-    when strictly faster (NCCL's order)."""
-    best, best_ns = 0, _tuned_ns(plans[0], s)
-    for i in range(1, len(plans)):
-        t = _tuned_ns(plans[i], s)
-        if t < best_ns:
-            best, best_ns = i, t
-    return best, best_ns
+_PICKS: dict[int, tuple[tuple[Plan, ...], dict[float, int]]] = {}
 
 
-_SAME_CACHE: dict[tuple[int, int], tuple[tuple[_Plan, ...], tuple[_Plan, ...], tuple[int | None, ...]]] = {}
+def _pick(plans: tuple[Plan, ...], s: float) -> int:
+    """`fastest`'s index for `s` bytes, remembered per plans object (kept alive) and size: a fit
+    times the same sizes under the same tuner plans many times."""
+    hit = _PICKS.get(id(plans))
+    if hit is None or hit[0] is not plans:
+        if len(_PICKS) >= 1024:
+            _PICKS.clear()
+        hit = _PICKS[id(plans)] = (plans, {})
+    picks = hit[1]
+    i = picks.get(s)
+    if i is None:
+        if len(picks) >= 4096:
+            picks.clear()
+        i = picks[s] = fastest(plans, s)[0]
+    return i
 
 
-def _same_plans(plans: tuple[_Plan, ...], others: tuple[_Plan, ...]) -> tuple[int | None, ...]:
+_SAME_CACHE: dict[tuple[int, int], tuple[tuple[Plan, ...], tuple[Plan, ...], tuple[int | None, ...]]] = {}
+
+
+def _same_plans(plans: tuple[Plan, ...], others: tuple[Plan, ...]) -> tuple[int | None, ...]:
     """For each of `plans`, the index of the same (algorithm, protocol) in `others` (None where
     `others` lack it), cached by identity (the cache keeps both alive)."""
     key = (id(plans), id(others))
     hit = _SAME_CACHE.get(key)
     if hit is not None and hit[0] is plans and hit[1] is others:
         return hit[2]
-    where = {(p[0], p[1]): i for i, p in enumerate(others)}
-    same = tuple(where.get((p[0], p[1])) for p in plans)
+    where = {(p.algo, p.proto): i for i, p in enumerate(others)}
+    same = tuple(where.get((p.algo, p.proto)) for p in plans)
     if len(_SAME_CACHE) >= 1024:
         _SAME_CACHE.clear()
     _SAME_CACHE[key] = (plans, others, same)
@@ -272,7 +283,7 @@ def _same_plans(plans: tuple[_Plan, ...], others: tuple[_Plan, ...]) -> tuple[in
 
 
 def _tuner_ns(
-    system: NcclSystem, params: NcclParams, collective: str, size_bytes: int, plans: tuple[_Plan, ...],
+    system: NcclSystem, params: NcclParams, collective: str, size_bytes: int, plans: tuple[Plan, ...],
     only: list[int] | None = None,
 ) -> list[float]:  # fmt: skip
     """What NCCL's tuner compares for each of `plans` (or those at the indices `only`): its (algorithm,
@@ -281,13 +292,13 @@ def _tuner_ns(
     s, tuner = float(size_bytes), _tuner_plans(system, params, collective, size_bytes)
     same = _same_plans(plans, tuner)
     js = (same[i] for i in (only or range(len(plans))))
-    return [math.inf if j is None else _tuned_ns(tuner[j], s) for j in js]
+    return [math.inf if j is None else tuned_ns(tuner[j], s) for j in js]
 
 
-_TUNER_CACHE: dict[tuple[int, str, float, float, float], tuple[NcclSystem, tuple[_Plan, ...]]] = {}
+_TUNER_CACHE: dict[tuple[int, str, float, float, float], tuple[NcclSystem, tuple[Plan, ...]]] = {}
 
 
-def _tuner_plans(system: NcclSystem, params: NcclParams, collective: str, size_bytes: int) -> tuple[_Plan, ...]:
+def _tuner_plans(system: NcclSystem, params: NcclParams, collective: str, size_bytes: int) -> tuple[Plan, ...]:
     """The plans NCCL's tuner ranks: the defaults', with `params`' multi-node curve. That curve is ours,
     not NCCL's; dse's tuner takes it (`default_params`), so a calibration that refits it moves the
     choice between tree or NVLSTree and ring across nodes with it. Cached by system and curve."""
@@ -301,27 +312,18 @@ def _tuner_plans(system: NcclSystem, params: NcclParams, collective: str, size_b
         plans = _cached_plans(system, None, collective, size_bytes)
     else:
         s_half, k, floor = curve
-        plans = _plans(system, replace(d, s_half_multi_bytes=s_half, k_multi=k, e_min_multi=floor), collective)
+        plans = build_plans(system, replace(d, s_half_multi_bytes=s_half, k_multi=k, e_min_multi=floor), collective)
     if len(_TUNER_CACHE) >= 1024:
         _TUNER_CACHE.clear()
     _TUNER_CACHE[key] = (system, plans)
     return plans
 
 
-# --- plans: everything but the size, built once per (system, params, collective) ---------------------
-
-# A plan: (algo, proto, latency_ns, terms, tree_factors, step): `step` (bytes, ns) adds ns to the latency
-# from that size on (ring Simple's plateau across nodes), None for none. Bandwidth time = max over terms (ns_per_byte,
-# s_half^k, 1 - k, floor) of ns_per_byte·(S/f(S) + s_half^k·S^(1-k)), f the interpolated tree size
-# factor (1 without), the curve's extra bounded by `floor` (`_tuned_ns`); f scales NCCL's own term only
-# (else time could fall with size where f rises).
-_Term = tuple[float, float, float, float]
-_Plan = tuple[str, str, float, tuple[_Term, ...], "tuple[float, ...] | None", "tuple[float, float] | None"]
-_IDENTITY_CACHE: dict[tuple[int, int, str], tuple[NcclSystem, NcclParams | None, tuple[_Plan, ...]]] = {}
+_IDENTITY_CACHE: dict[tuple[int, int, str], tuple[NcclSystem, NcclParams | None, tuple[Plan, ...]]] = {}
 
 
-def _cached_plans(system: NcclSystem, params: NcclParams | None, collective: str, size_bytes: int) -> tuple[_Plan, ...]:
-    """`_plans` for these objects, found by identity first (cheaper than hashing; the cache keeps them
+def _cached_plans(system: NcclSystem, params: NcclParams | None, collective: str, size_bytes: int) -> tuple[Plan, ...]:
+    """`build_plans` for these objects, found by identity first (cheaper than hashing; the cache keeps them
     alive, so no id is reused); checks `size_bytes`, and the rest on a miss (`InputError`)."""
     if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or not 0 <= size_bytes <= MAX_BYTES:
         raise InputError("size_bytes", f"{size_bytes!r} is not a byte count", f"an integer from 0 to {MAX_BYTES}")
@@ -334,160 +336,8 @@ def _cached_plans(system: NcclSystem, params: NcclParams | None, collective: str
         raise InputError("system", f"{type(system).__name__} is not NcclSystem", "an NcclSystem")
     if params is not None and not isinstance(params, NcclParams):
         raise InputError("params", f"{type(params).__name__} is not NcclParams", "an NcclParams or None")
-    plans = _plans(system, default_params(system) if params is None else params, collective)
+    plans = build_plans(system, default_params(system) if params is None else params, collective)
     if len(_IDENTITY_CACHE) >= 1024:
         _IDENTITY_CACHE.clear()
     _IDENTITY_CACHE[key] = (system, params, plans)
     return plans
-
-
-def _tuned_ns(plan: _Plan, s: float) -> float:
-    """The plan's time for `s` bytes (without the launch): what NCCL's tuner compares."""
-    table = plan[4]
-    s_eff = s if table is None else s / tree_factor(table, s)
-    worst = 0.0
-    for per_byte, shk, omk, floor in plan[3]:
-        if not shk:
-            t = per_byte * s_eff
-        elif floor and s > 0:  # the floored curve: S·(1 - floor)·S_half^k / (S^k + floor·S_half^k) extra
-            t = per_byte * (s_eff + s * (1.0 - floor) * shk / (s ** (1.0 - omk) + floor * shk))
-        else:
-            t = per_byte * (s_eff + shk * s**omk)
-        if t > worst:
-            worst = t
-    return _latency_at(plan, s) + worst
-
-
-def _latency_at(plan: _Plan, s: float) -> float:
-    """The plan's latency for `s` bytes: its latency, plus its step's from the step's size on."""
-    step = plan[5]
-    return plan[2] + step[1] if step is not None and s >= step[0] else plan[2]
-
-
-@lru_cache(maxsize=512)
-def _plans(system: NcclSystem, params: NcclParams, collective: str) -> tuple[_Plan, ...]:
-    """Every (algorithm, protocol) `system` can run `collective` with, in NCCL's order, bandwidth > 0."""
-    if collective == "alltoall":
-        return (_p2p_plan(system, params),)
-    algos = _algorithms(system, collective)
-    built = (_plan(system, params, collective, a, p) for a in algos for p in _protocols(system, a))
-    return tuple(plan for plan in built if plan is not None)
-
-
-def _algorithms(system: NcclSystem, collective: str) -> tuple[str, ...]:
-    """Algorithms NCCL offers for `collective` on `system` (NCCL's tuning.cc): tree for
-    all-reduce; ring everywhere; NVLS for one node's all-reduce / all-gather / reduce-scatter (multi-node
-    NVLS needs CollNet, not modelled); NVLSTree for all-reduce across nodes."""
-    out = []
-    if collective == "all_reduce":
-        out.append("tree")
-    out.append("ring")
-    gather = collective in ("all_gather", "reduce_scatter") and system.gpus_per_node <= MAX_NVLS_HEADS
-    if system.has_nvls and system.nodes == 1 and (collective == "all_reduce" or gather):
-        out.append("nvls")
-    if system.has_nvls and system.nodes > 1 and collective == "all_reduce":
-        out.append("nvls_tree")
-    return tuple(out)
-
-
-def _protocols(system: NcclSystem, algo: str) -> tuple[int, ...]:
-    """Protocols enabled for `algo`: NVLS and NVLSTree run Simple only; LL128 needs an NVLink fabric
-    (NCCL turns it off on PCIe-only systems)."""
-    if algo in ("nvls", "nvls_tree", "p2p"):
-        return (_SIMPLE,)
-    if system.fabric == "pcie" and system.gpus_per_node > 1:
-        return (_LL, _SIMPLE)
-    return (_LL, _LL128, _SIMPLE)
-
-
-def _term(bw_GBps: float, s_half: float, k: float, factor: float, floor: float = 0.0) -> _Term:
-    """A bandwidth term for `factor` bus bytes per size byte over `bw_GBps` with curve (s_half, k),
-    whose efficiency never falls below `floor` x e_max (0: the pure curve)."""
-    return (factor / bw_GBps, s_half**k, 1.0 - k, floor)
-
-
-def _tiers(system: NcclSystem, q: NcclParams, collective: str, algo: str) -> list[tuple[float, float, float, float]]:
-    """(busbw ceiling GB/s, s_half, k, floor) per tier for `algo`, before the protocol's share. Tree:
-    each tier's NCCL busbw; at 2 nodes only half a tree's traffic crosses the network (bandwidth x2)."""
-    ppn, nodes = system.gpus_per_node, system.nodes
-    b0 = system.pcie_GBps if system.fabric == "pcie" else system.nvlink_GBps
-    b1 = system.nics_per_node * system.nic_GBps
-    net_x = 2.0 if nodes == 2 else 1.0
-    h = min(MAX_NVLS_HEADS, ppn)
-    intra = {"ring": q.e_ring_intra, "tree": q.e_tree_intra}.get(algo, q.e_nvls_intra) * b0
-    inter = {"ring": q.e_ring_inter, "tree": q.e_tree_inter * net_x}.get(algo, q.e_nvls_inter * net_x) * b1
-    if algo in ("nvls", "nvls_tree"):
-        # NVLS: h heads share each GPU's links (h+1 loads), one in h's work is the head's own;
-        # all-reduce gets x2 (tuning.cc). All-gather/reduce-scatter: NCCL leaves algbw = its busbw.
-        if collective == "all_reduce":
-            intra *= 2 * (h - 1) / (h + 1)
-        else:
-            intra *= (h - 1) / (h + 1) * ((ppn - 1) / ppn) ** 2
-    tiers = []
-    multi = nodes > 1 and algo in ("tree", "nvls_tree") and q.s_half_multi_bytes > 0
-    curve = (q.s_half_multi_bytes, q.k_multi, q.e_min_multi) if multi else None
-    if ppn > 1:
-        tiers.append((intra, *(curve or (q.s_half_intra_bytes, q.k_intra, 0.0))))
-    if nodes > 1:
-        tiers.append((inter, *(curve or (q.s_half_inter_bytes, q.k_inter, 0.0))))
-    if algo == "nvls_tree":
-        tiers.append((q.nvls_tree_max_GBps, 0.0, 1.0, 0.0))
-    if algo == "tree" and collective == "all_reduce" and q.tree_max_GBps != math.inf:
-        tiers.append((q.tree_max_GBps, 0.0, 1.0, 0.0))  # every protocol's base (tuning.cc)
-    return tiers
-
-
-def _plan(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int) -> _Plan | None:
-    """One (algorithm, protocol)'s plan, or None when its bandwidth is 0 (disabled)."""
-    n = system.ranks
-    f = bus_factor(collective, n)
-    tiers = _tiers(system, q, collective, algo)
-    share, cap = _share(system, algo, p), math.inf
-    if algo == "ring":
-        cap = (q.ll_max_GBps, q.ring_ll128_max_GBps, math.inf)[p]
-    elif algo == "tree":
-        cap = (q.ll_max_GBps, q.tree_ll128_max_GBps, math.inf)[p] * (n - 1) / n
-    if any(bw <= 0 for bw, _, _, _ in tiers):
-        return None
-    terms = [_term(bw * share, sh, k, f, floor) for bw, sh, k, floor in tiers]
-    if cap != math.inf:
-        terms.append(_term(cap, 0.0, 1.0, f))
-    x86_blackwell = system.generation == "blackwell" and system.cpu in ("intel", "amd")
-    sized = collective == "all_reduce" and (algo == "tree" or (algo == "nvls_tree" and x86_blackwell))
-    table = TREE_SIZE_FACTOR[p] if sized else None
-    lat, step = latency_ns(system, q, collective, algo, p), None
-    if algo == "ring" and p == _SIMPLE and collective == "all_reduce" and system.nodes > 1:
-        # tuning.cc's plateau: x1.4 (x1.9 Volta) once each channel's share of a rank's data is >= 64 B
-        plateau = RING_SIMPLE_MULTINODE_LAT[system.generation] - 1.0
-        step = (64.0 * channels(system).comm * n, lat * plateau)
-    return (algo, PROTOCOLS[p], lat, tuple(terms), table, step)
-
-
-def _share(system: NcclSystem, algo: str, p: int) -> float:
-    """The busbw share protocol `p` gives `algo` (tuning.cc): ring LL 1/2, LL128 0.92; tree LL 1/3.8,
-    LL128 7/9 (one node) or 120/128, times (n-1)/n (NCCL's tree busbw is per node; nccl-tests' is
-    (n-1)/n of it); 1 otherwise."""
-    if algo == "ring":
-        return (RING_LL_FACTOR, RING_LL128_FACTOR, 1.0)[p]
-    if algo == "tree":
-        n = system.ranks
-        return (TREE_LL_FACTOR, TREE_LL128_FACTOR[system.nodes > 1], 1.0)[p] * (n - 1) / n
-    return 1.0
-
-
-def _p2p_plan(system: NcclSystem, q: NcclParams) -> _Plan:
-    """All-to-all as grouped send/receive (NCCL has no tuner model for it; our choice): each GPU
-    sends (ppn-1)/n of the buffer over the fabric and (n-ppn)/n over the network at the same time,
-    through its own NIC share (NICs are not aggregated: at most one NIC per GPU); latency = Ring
-    Simple's base + one fabric hop + one network hop (with the network's latency, twice as Simple)."""
-    ppn, nodes, n = system.gpus_per_node, system.nodes, system.ranks
-    b0 = system.pcie_GBps if system.fabric == "pcie" else system.nvlink_GBps
-    terms = []
-    if ppn > 1:
-        terms.append(_term(b0 * q.e_ring_intra, q.s_half_intra_bytes, q.k_intra, (ppn - 1) / n))
-    if nodes > 1:
-        per_gpu_nic = system.nic_GBps * min(1.0, system.nics_per_node / ppn)
-        terms.append(_term(per_gpu_nic * q.e_ring_inter, q.s_half_inter_bytes, q.k_inter, (n - ppn) / n))
-    inter = q.ring_inter_hop_ns[_SIMPLE] + 2 * q.net_latency_ns
-    hops = (ppn > 1) * q.ring_intra_hop_ns[_SIMPLE] + (nodes > 1) * inter
-    return ("p2p", "Simple", q.ring_base_ns[_SIMPLE] + hops, tuple(terms), None, None)

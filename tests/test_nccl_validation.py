@@ -59,16 +59,20 @@ def spied() -> tuple[V.ValidationTable, list[dict[str, Any]]]:
     """The bundled table, computed once, with what each case fitted on and what it held out."""
     seen: list[dict[str, Any]] = []
 
-    def spy_fit(system: NcclSystem, runs: list[NcclTestsRun], **kw: Any) -> NcclParams:
+    calibrated = V.calibrated
+
+    def spy_calibrated(
+        split: str, calib: NcclSystem, held: NcclSystem, runs: list[NcclTestsRun], **kw: Any
+    ) -> NcclParams:
         seen.append({"fit": V.row_keys(runs), "held": set()})
-        return F.fit(system, runs, **kw)
+        return calibrated(split, calib, held, runs, **kw)
 
     def spy_errors(system: NcclSystem, params: NcclParams | None, runs: list[NcclTestsRun]) -> list[F.RowError]:
         seen[-1]["held"] |= V.row_keys(runs)
         return F.errors(system, params, runs)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(V, "fit", spy_fit)
+        mp.setattr(V, "calibrated", spy_calibrated)
         mp.setattr(V, "errors", spy_errors)
         table = V.validation_table()
     return table, seen
@@ -76,7 +80,7 @@ def spied() -> tuple[V.ValidationTable, list[dict[str, Any]]]:
 
 def test_no_case_calibrates_on_a_held_out_row(spied: tuple[V.ValidationTable, list[dict[str, Any]]]) -> None:
     table, seen = spied
-    held = [s for s in seen if s["held"]]  # the last fit is the ASTRA-sim comparison's (holds out nothing)
+    held = [s for s in seen if s["held"]]
     assert len(held) == len(V.CASES) == len(table.cases)
     for s in held:
         assert s["fit"] and not s["fit"] & s["held"]
@@ -184,3 +188,20 @@ def test_bad_case_list_is_one_input_error() -> None:
         V.validation_table(())
     with pytest.raises(InputError):
         V.validation_table([("sizes", "p5_1node")])  # type: ignore[list-item]
+
+
+def test_a_table_fits_each_calibration_once_and_equals_its_cases_alone() -> None:
+    """Two scale cases calibrate on the same one-node runs as the ASTRA-sim comparison: the table fits
+    them once, and its cases equal each case validated on its own (a fit depends on its inputs only)."""
+    cases = [("scale", "dgxc_h100", "nebius_h100"), ("scale", "dgxc_h100", "xe9680_h100")]
+    calls: list[int] = []
+
+    def counted(system: NcclSystem, runs: list[NcclTestsRun], **kw: Any) -> NcclParams:
+        calls.append(len(runs))
+        return F.fit(system, runs, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(V, "fit", counted)
+        table = V.validation_table(cases)
+    assert len(calls) == 1
+    assert table.cases == tuple(V.validate_case(*c) for c in cases)

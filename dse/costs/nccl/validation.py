@@ -173,11 +173,13 @@ def row_keys(runs: Sequence[NcclTestsRun]) -> set[tuple[str, int]]:
     return {(r.source, row.line) for r in runs for row in r.rows}
 
 
-def calibrated(split: str, calib: NcclSystem, held: NcclSystem, runs: list[NcclTestsRun]) -> NcclParams:
+def calibrated(
+    split: str, calib: NcclSystem, held: NcclSystem, runs: list[NcclTestsRun], *, fits: Fits | None = None
+) -> NcclParams:
     """Parameters for `held` from a fit on `runs` of `calib`: every tier `calib` has (scale: the
     fabric only; the network only on the same NCCL transport) carried onto `held`'s defaults; the
-    network latency stays `held`'s kind's when the network kinds differ."""
-    fitted = fit(calib, runs)
+    network latency stays `held`'s kind's when the network kinds differ. `fits`: see `fitted_params`."""
+    fitted = fitted_params(calib, runs, fits)
     params = default_params(held)
     network = calib.nodes > 1 and NET_TRANSPORT[calib.network] == NET_TRANSPORT[held.network]
     tiers = ["intra"] if split == "scale" else ["intra"] * (calib.gpus_per_node > 1) + ["inter"] * network
@@ -188,10 +190,27 @@ def calibrated(split: str, calib: NcclSystem, held: NcclSystem, runs: list[NcclT
     return params
 
 
-def validate_case(split: str, calibrate: str, hold_out: str, *, folder: str | Path | None = None) -> ValidationCase:
+class Fits(dict[tuple[NcclSystem, tuple[NcclTestsRun, ...]], NcclParams]):
+    """The fits a table has made, by (system, runs): several cases calibrate on the same runs (every
+    scale case on one DGX H100 node), and a fit depends on nothing else, so each is made once."""
+
+
+def fitted_params(system: NcclSystem, runs: list[NcclTestsRun], fits: Fits | None) -> NcclParams:
+    """`fit(system, runs)`, taken from `fits` when made before (and kept there); None: always fitted."""
+    if fits is None:
+        return fit(system, runs)
+    key = (system, tuple(runs))
+    if key not in fits:
+        fits[key] = fit(system, runs)
+    return fits[key]
+
+
+def validate_case(
+    split: str, calibrate: str, hold_out: str, *, folder: str | Path | None = None, fits: Fits | None = None
+) -> ValidationCase:
     """One case of `folder`'s measurements (None: the bundled ones): calibrate on `calibrate`, report
     the errors on `hold_out` (module docstring). Unknown names or splits: `InputError`; a calibration
-    row among the held-out rows: `ValueError`."""
+    row among the held-out rows: `ValueError`. `fits`: see `fitted_params`."""
     systems, measurements = bundled(folder)
     for field, name in (("calibrate", calibrate), ("hold_out", hold_out)):
         if name not in measurements:
@@ -201,7 +220,7 @@ def validate_case(split: str, calibrate: str, hold_out: str, *, folder: str | Pa
     if row_keys(calib_runs) & row_keys(held_runs):
         raise ValueError(f"case {split} {calibrate} -> {hold_out} calibrates on a held-out row")
     calib_sys, held_sys = systems[calib_m.system], systems[held_m.system]
-    params = calibrated(split, calib_sys, held_sys, calib_runs)
+    params = calibrated(split, calib_sys, held_sys, calib_runs, fits=fits)
     default = [e.error for e in errors(held_sys, None, held_runs)]
     tuned = [e.error for e in errors(held_sys, params, held_runs)]
     labels = _labels(folder)
@@ -235,16 +254,16 @@ def _source_line(path: Path) -> str:
     return ""
 
 
-def astra_sim_points(*, folder: str | Path | None = None) -> tuple[AstraSimPoint, ...]:
+def astra_sim_points(*, folder: str | Path | None = None, fits: Fits | None = None) -> tuple[AstraSimPoint, ...]:
     """dse next to ASTRA-sim's HGX-H100 readings: ring forced (as ASTRA-sim's runs forced NCCL's
     ring) on one HGX-H100 node of each GPU count, with the fabric tier fitted on the DGX H100 file
-    (none when `folder` lacks that measurement)."""
+    (none when `folder` lacks that measurement). `fits`: see `fitted_params`."""
     systems, measurements = bundled(folder)
     if ASTRA_SIM_CALIBRATION not in measurements:
         return ()
     calib_m = measurements[ASTRA_SIM_CALIBRATION]
     calib_sys = systems[calib_m.system]
-    fitted = fit(calib_sys, calib_m.runs())
+    fitted = fitted_params(calib_sys, calib_m.runs(), fits)
     out = []
     for gpus, size, measured, astra in ASTRA_SIM_READINGS:
         hgx = dataclasses.replace(calib_sys, gpus_per_node=gpus, nics_per_node=0, nic_GBps=0.0)
@@ -261,17 +280,17 @@ def validation_table(
     the ASTRA-sim comparison, and the totals. No case: `InputError`."""
     if not cases:
         raise InputError("cases", "no case", "one or more (split, calibrate, hold_out) cases")
-    done = []
+    done, fits = [], Fits()
     for case in cases:
         if not (isinstance(case, tuple) and len(case) == 3):
             raise InputError("cases", f"{case!r} is not a case", "(split, calibrate, hold_out)")
-        done.append(validate_case(*case, folder=folder))
+        done.append(validate_case(*case, folder=folder, fits=fits))
     # A case's gm weighted by its rows, in log space: the gm over all the cases' rows.
     total = sum(v.rows for v in done)
     log_sum = sum(v.rows * math.log1p(v.fit_gm) for v in done)
     return ValidationTable(
         cases=tuple(done),
-        astra_sim=astra_sim_points(folder=folder),
+        astra_sim=astra_sim_points(folder=folder, fits=fits),
         astra_sim_gm=dict(ASTRA_SIM_GM),
         measurements=total,
         machines=len({v.machine for v in done}),

@@ -12,7 +12,7 @@ import math
 from functools import lru_cache
 from typing import NamedTuple
 
-from dse.costs.nccl.latency import latency_ns
+from dse.costs.nccl.latency import LL, LL128, SIMPLE, latency_ns
 from dse.costs.nccl.log_runs import busbw_factor
 from dse.costs.nccl.params import NcclParams, NcclSystem, channels
 from dse.costs.nccl.tables import (
@@ -27,19 +27,17 @@ from dse.costs.nccl.tables import (
     tree_factor,
 )
 
-_LL, _LL128, _SIMPLE = 0, 1, 2
-
-# A plan (`Plan`): algo, proto, latency_ns, terms, tree_factors, step: `step` (bytes, ns) adds ns to the latency
-# from that size on (ring Simple's plateau across nodes), None for none. Bandwidth time = max over terms (ns_per_byte,
-# s_half^k, 1 - k, floor) of ns_per_byte·(S/f(S) + s_half^k·S^(1-k)), f the interpolated tree size
-# factor (1 without), the curve's extra bounded by `floor` (`tuned_ns`); f scales NCCL's own term only
-# (else time could fall with size where f rises).
 #: A bandwidth term: (ns per byte, s_half^k, 1 - k, floor).
 Term = tuple[float, float, float, float]
 
 
 class Plan(NamedTuple):
-    """One (algorithm, protocol) with everything about its time but the size (comment above)."""
+    """One (algorithm, protocol) with everything about its time but the size. Its bandwidth time for
+    S bytes is the largest over its `terms` (ns_per_byte, s_half^k, 1 - k, floor) of
+    ns_per_byte·(S/f(S) + s_half^k·S^(1-k)), f the interpolated tree size factor of `tree_factors`
+    (1 without; it scales NCCL's own term only, else time could fall with size where f rises), the
+    curve's extra bounded by `floor` (`tuned_ns`). `step` (bytes, ns) adds ns to `latency_ns` from
+    that size on (ring Simple's plateau across nodes), None for none."""
 
     algo: str
     proto: str
@@ -113,10 +111,10 @@ def _protocols(system: NcclSystem, algo: str) -> tuple[int, ...]:
     """Protocols enabled for `algo`: NVLS and NVLSTree run Simple only; LL128 needs an NVLink fabric
     (NCCL turns it off on PCIe-only systems)."""
     if algo in ("nvls", "nvls_tree", "p2p"):
-        return (_SIMPLE,)
+        return (SIMPLE,)
     if system.fabric == "pcie" and system.gpus_per_node > 1:
-        return (_LL, _SIMPLE)
-    return (_LL, _LL128, _SIMPLE)
+        return (LL, SIMPLE)
+    return (LL, LL128, SIMPLE)
 
 
 def _term(bw_GBps: float, s_half: float, k: float, factor: float, floor: float = 0.0) -> Term:
@@ -175,7 +173,7 @@ def _plan(system: NcclSystem, q: NcclParams, collective: str, algo: str, p: int)
     sized = collective == "all_reduce" and (algo == "tree" or (algo == "nvls_tree" and x86_blackwell))
     table = TREE_SIZE_FACTOR[p] if sized else None
     lat, step = latency_ns(system, q, collective, algo, p), None
-    if algo == "ring" and p == _SIMPLE and collective == "all_reduce" and system.nodes > 1:
+    if algo == "ring" and p == SIMPLE and collective == "all_reduce" and system.nodes > 1:
         # tuning.cc's plateau: x1.4 (x1.9 Volta) once each channel's share of a rank's data is >= 64 B
         plateau = RING_SIMPLE_MULTINODE_LAT[system.generation] - 1.0
         step = (64.0 * channels(system).comm * n, lat * plateau)
@@ -207,6 +205,6 @@ def _p2p_plan(system: NcclSystem, q: NcclParams) -> Plan:
     if nodes > 1:
         per_gpu_nic = system.nic_GBps * min(1.0, system.nics_per_node / ppn)
         terms.append(_term(per_gpu_nic * q.e_ring_inter, q.s_half_inter_bytes, q.k_inter, (n - ppn) / n))
-    inter = q.ring_inter_hop_ns[_SIMPLE] + 2 * q.net_latency_ns
-    hops = (ppn > 1) * q.ring_intra_hop_ns[_SIMPLE] + (nodes > 1) * inter
-    return Plan("p2p", "Simple", q.ring_base_ns[_SIMPLE] + hops, tuple(terms), None, None)
+    inter = q.ring_inter_hop_ns[SIMPLE] + 2 * q.net_latency_ns
+    hops = (ppn > 1) * q.ring_intra_hop_ns[SIMPLE] + (nodes > 1) * inter
+    return Plan("p2p", "Simple", q.ring_base_ns[SIMPLE] + hops, tuple(terms), None, None)

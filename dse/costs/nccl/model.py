@@ -193,9 +193,9 @@ def predict_time(
     if not plans:
         check_forced(plans, collective, None, None)
     s, launch = float(size_bytes), launch_ns(gpus_per_thread)
-    if params is None:
-        best = plans[_pick(plans, s)]
-        best_ns = tuned_ns(best, s)
+    if params is None:  # a point at a new size is the common case here: nothing remembered
+        i, best_ns = fastest(plans, s)
+        best = plans[i]
     else:  # NCCL's pick under the defaults (with `params`' curve), timed with `params`
         tuner = _tuner_plans(system, params, collective, size_bytes)
         j = _same_plans(tuner, plans)[_pick(tuner, s)]

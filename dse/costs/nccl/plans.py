@@ -60,10 +60,10 @@ def fastest(plans: tuple[Plan, ...], s: float) -> tuple[int, float]:
 
 def tuned_ns(plan: Plan, s: float) -> float:
     """The plan's time for `s` bytes (without the launch): what NCCL's tuner compares."""
-    table = plan.tree_factors
+    _, _, latency, terms, table, step = plan  # one unpacking: this runs for every plan at every size
     s_eff = s if table is None else s / tree_factor(table, s)
     worst = 0.0
-    for per_byte, shk, omk, floor in plan.terms:
+    for per_byte, shk, omk, floor in terms:
         if not shk:
             t = per_byte * s_eff
         elif floor and s > 0:  # the floored curve: S·(1 - floor)·S_half^k / (S^k + floor·S_half^k) extra
@@ -72,7 +72,7 @@ def tuned_ns(plan: Plan, s: float) -> float:
             t = per_byte * (s_eff + shk * s**omk)
         if t > worst:
             worst = t
-    return latency_at(plan, s) + worst
+    return (latency + step[1] if step is not None and s >= step[0] else latency) + worst
 
 
 def latency_at(plan: Plan, s: float) -> float:

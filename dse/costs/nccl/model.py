@@ -197,8 +197,9 @@ def predict_time(
         i, best_ns = fastest(plans, s)
         best = plans[i]
     else:  # NCCL's pick under the defaults (with `params`' curve), timed with `params`
-        tuner = _tuner_plans(system, params, collective, size_bytes)
-        j = _same_plans(tuner, plans)[_pick(tuner, s)]
+        view = _tuner_view(system, params, collective, size_bytes, plans)
+        pick = view.picks.get(s)
+        j = view.same[_remember(view, s) if pick is None else pick]
         if j is None:  # `params` disable the tuner's pick: the tuner's best of what they enable
             ranked = _tuner_ns(system, params, collective, size_bytes, plans)
             j = min(range(len(plans)), key=ranked.__getitem__)  # the first of equals: NCCL's order
@@ -244,23 +245,46 @@ def _capped_ns(system: NcclSystem, collective: str, plan: Plan, s: float, t: flo
     return max(t, latency_at(plan, s) + bus_factor(collective, system.ranks) * s / ceiling)
 
 
+class _TunerView(NamedTuple):
+    """What NCCL's choice under some parameters needs: the tuner's plans (`_tuner_plans`), where each
+    of them is among the parameters' plans (`_same_plans`), and the tuner's picks by size, shared by
+    every parameters with the same tuner plans (a fit times the same sizes under them many times)."""
+
+    tuner: tuple[Plan, ...]
+    same: tuple[int | None, ...]
+    picks: dict[float, int]
+
+
 _PICKS: dict[int, tuple[tuple[Plan, ...], dict[float, int]]] = {}
+_VIEWS: dict[tuple[int, int, str], tuple[NcclSystem, NcclParams, _TunerView]] = {}
 
 
-def _pick(plans: tuple[Plan, ...], s: float) -> int:
-    """`fastest`'s index for `s` bytes, remembered per plans object (kept alive) and size: a fit
-    times the same sizes under the same tuner plans many times."""
-    hit = _PICKS.get(id(plans))
-    if hit is None or hit[0] is not plans:
+def _tuner_view(
+    system: NcclSystem, params: NcclParams, collective: str, size_bytes: int, plans: tuple[Plan, ...]
+) -> _TunerView:
+    """The `_TunerView` of `params` (whose plans are `plans`), found by identity (kept alive)."""
+    key = (id(system), id(params), collective)
+    hit = _VIEWS.get(key)
+    if hit is not None and hit[0] is system and hit[1] is params:
+        return hit[2]
+    tuner = _tuner_plans(system, params, collective, size_bytes)
+    shared = _PICKS.get(id(tuner))
+    if shared is None or shared[0] is not tuner:
         if len(_PICKS) >= 1024:
             _PICKS.clear()
-        hit = _PICKS[id(plans)] = (plans, {})
-    picks = hit[1]
-    i = picks.get(s)
-    if i is None:
-        if len(picks) >= 4096:
-            picks.clear()
-        i = picks[s] = fastest(plans, s)[0]
+        shared = _PICKS[id(tuner)] = (tuner, {})
+    view = _TunerView(tuner, _same_plans(tuner, plans), shared[1])
+    if len(_VIEWS) >= 1024:
+        _VIEWS.clear()
+    _VIEWS[key] = (system, params, view)
+    return view
+
+
+def _remember(view: _TunerView, s: float) -> int:
+    """The tuner's pick for `s` bytes (`fastest`), kept in `view.picks` (at most 4,096 sizes)."""
+    if len(view.picks) >= 4096:
+        view.picks.clear()
+    i = view.picks[s] = fastest(view.tuner, s)[0]
     return i
 
 

@@ -255,7 +255,6 @@ class _TunerView(NamedTuple):
     picks: dict[float, int]
 
 
-_PICKS: dict[int, tuple[tuple[Plan, ...], dict[float, int]]] = {}
 _VIEWS: dict[tuple[int, int, str], tuple[NcclSystem, NcclParams, _TunerView]] = {}
 
 
@@ -267,13 +266,8 @@ def _tuner_view(
     hit = _VIEWS.get(key)
     if hit is not None and hit[0] is system and hit[1] is params:
         return hit[2]
-    tuner = _tuner_plans(system, params, collective, size_bytes)
-    shared = _PICKS.get(id(tuner))
-    if shared is None or shared[0] is not tuner:
-        if len(_PICKS) >= 1024:
-            _PICKS.clear()
-        shared = _PICKS[id(tuner)] = (tuner, {})
-    view = _TunerView(tuner, _same_plans(tuner, plans), shared[1])
+    _, tuner, picks = _tuner_entry(system, params, collective, size_bytes)
+    view = _TunerView(tuner, _same_plans(tuner, plans), picks)
     if len(_VIEWS) >= 1024:
         _VIEWS.clear()
     _VIEWS[key] = (system, params, view)
@@ -319,18 +313,25 @@ def _tuner_ns(
     return [math.inf if j is None else tuned_ns(tuner[j], s) for j in js]
 
 
-_TUNER_CACHE: dict[tuple[int, str, float, float, float], tuple[NcclSystem, tuple[Plan, ...]]] = {}
+_TUNER_CACHE: dict[tuple[int, str, float, float, float], tuple[NcclSystem, tuple[Plan, ...], dict[float, int]]] = {}
 
 
 def _tuner_plans(system: NcclSystem, params: NcclParams, collective: str, size_bytes: int) -> tuple[Plan, ...]:
     """The plans NCCL's tuner ranks: the defaults', with `params`' multi-node curve. That curve is ours,
     not NCCL's; dse's tuner takes it (`default_params`), so a calibration that refits it moves the
     choice between tree or NVLSTree and ring across nodes with it. Cached by system and curve."""
+    return _tuner_entry(system, params, collective, size_bytes)[1]
+
+
+def _tuner_entry(
+    system: NcclSystem, params: NcclParams, collective: str, size_bytes: int
+) -> tuple[NcclSystem, tuple[Plan, ...], dict[float, int]]:
+    """(system, `_tuner_plans`, the tuner's picks by size so far), cached by system and curve."""
     curve = (params.s_half_multi_bytes, params.k_multi, params.e_min_multi)
     key = (id(system), collective, *curve)
     hit = _TUNER_CACHE.get(key)
     if hit is not None and hit[0] is system:
-        return hit[1]
+        return hit
     d = default_params(system)
     if curve == (d.s_half_multi_bytes, d.k_multi, d.e_min_multi):
         plans = _cached_plans(system, None, collective, size_bytes)
@@ -339,8 +340,8 @@ def _tuner_plans(system: NcclSystem, params: NcclParams, collective: str, size_b
         plans = build_plans(system, replace(d, s_half_multi_bytes=s_half, k_multi=k, e_min_multi=floor), collective)
     if len(_TUNER_CACHE) >= 1024:
         _TUNER_CACHE.clear()
-    _TUNER_CACHE[key] = (system, plans)
-    return plans
+    entry = _TUNER_CACHE[key] = (system, plans, {})
+    return entry
 
 
 _IDENTITY_CACHE: dict[tuple[int, int, str], tuple[NcclSystem, NcclParams | None, tuple[Plan, ...]]] = {}

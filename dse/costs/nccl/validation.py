@@ -173,6 +173,21 @@ def row_keys(runs: Sequence[NcclTestsRun]) -> set[tuple[str, int]]:
     return {(r.source, row.line) for r in runs for row in r.rows}
 
 
+class Fits(dict[tuple[NcclSystem, tuple[NcclTestsRun, ...]], NcclParams]):
+    """The fits a table has made, by (system, runs): several cases calibrate on the same runs (every
+    scale case on one DGX H100 node), and a fit depends on nothing else, so each is made once."""
+
+
+def fitted_params(system: NcclSystem, runs: list[NcclTestsRun], fits: Fits | None) -> NcclParams:
+    """`fit(system, runs)`, taken from `fits` when made before (and kept there); None: always fitted."""
+    if fits is None:
+        return fit(system, runs)
+    key = (system, tuple(runs))
+    if key not in fits:
+        fits[key] = fit(system, runs)
+    return fits[key]
+
+
 def calibrated(
     split: str, calib: NcclSystem, held: NcclSystem, runs: list[NcclTestsRun], *, fits: Fits | None = None
 ) -> NcclParams:
@@ -188,21 +203,6 @@ def calibrated(
     if calib.network != held.network:
         params = dataclasses.replace(params, net_latency_ns=default_params(held).net_latency_ns)
     return params
-
-
-class Fits(dict[tuple[NcclSystem, tuple[NcclTestsRun, ...]], NcclParams]):
-    """The fits a table has made, by (system, runs): several cases calibrate on the same runs (every
-    scale case on one DGX H100 node), and a fit depends on nothing else, so each is made once."""
-
-
-def fitted_params(system: NcclSystem, runs: list[NcclTestsRun], fits: Fits | None) -> NcclParams:
-    """`fit(system, runs)`, taken from `fits` when made before (and kept there); None: always fitted."""
-    if fits is None:
-        return fit(system, runs)
-    key = (system, tuple(runs))
-    if key not in fits:
-        fits[key] = fit(system, runs)
-    return fits[key]
 
 
 def validate_case(

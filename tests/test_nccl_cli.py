@@ -219,7 +219,7 @@ def test_nccl_tests_sizes_like_nccl_tests(run_cli, tmp_path):
                             "--csv", str(out))  # fmt: skip
     sizes = [int(r["size_bytes"]) for r in _rows(out)]
     assert code == 0 and sizes == list(range(22 * 2**20, 86 * 2**20 + 1, 2**20))
-    assert "24 ranks (8 GPUs x 3 nodes, ampere), calibration DGX-A100-HDRx3 (22 rows)" in text
+    assert "24 ranks (8 GPUs x 3 nodes, ampere, NCCL 2.30.7's tuner), calibration DGX-A100-HDRx3 (22 rows)" in text
     code, _, _ = run_cli("nccl-tests", "HGX-H100", "-b", "1KB", "-e", "1GiB", "-f", "10", "--csv", str(out))
     assert code == 0 and [int(r["size_bytes"]) for r in _rows(out)] == [10**k for k in range(3, 10)]
     code, text, _ = run_cli("nccl-tests", "HGX-H100", "--algo", "Ring", "--proto", "ll128", "-e", "1M")

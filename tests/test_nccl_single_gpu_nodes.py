@@ -68,6 +68,6 @@ def test_the_commands_take_single_gpu_nodes(run_cli, tmp_path: Path) -> None:
     assert code == 0 and text.startswith("fitted 6 rows of 1 log (0 skipped) on SW(2,25,0), blackwell")
     assert read_calibration(out) == calibrate([log], NET, generation="blackwell", single_gpu_nodes=True)
     code, text, _ = run_cli("nccl-tests", "SW(4,25,0)", "--calibration", str(out), "-b", "1M", "-e", "1M")
-    assert code == 0 and "4 ranks (1 GPU x 4 nodes, blackwell)" in text
+    assert code == 0 and "4 ranks (1 GPU x 4 nodes, blackwell, NCCL 2.30.7's tuner)" in text
     code, _, err = run_cli("nccl-tests", "SW(4,25,0)", "--calibration", str(out), "--single-gpu-nodes")
     assert code == 2 and err.startswith("dse: error: --single-gpu-nodes: given with --calibration")

@@ -25,6 +25,7 @@ def _back(s: NcclSystem) -> NcclSystem:
         network=s.network,
         cpu=s.cpu,
         nics_per_node=s.nics_per_node if s.nodes > 1 else None,
+        nccl_version=s.nccl_version,
     )
 
 

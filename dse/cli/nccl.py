@@ -117,6 +117,8 @@ def _add_machine_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nics-per-node", default=None, help="NICs per node (default: the network dimension's links=)")
     p.add_argument("--single-gpu-nodes", action="store_const", const=True, default=None,
                    help="nodes of one GPU: every dimension of the topology is the network between them")  # fmt: skip
+    p.add_argument("--nccl-version", default=None, metavar="X.Y.Z",
+                   help="the NCCL release whose tuner values apply, as logs print it (default: 2.30.7)")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- dse calibrate nccl-tests
@@ -128,6 +130,7 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
     from dse.costs.nccl.calibration import calibrate_details, write_calibration
     from dse.costs.nccl.env import parse_settings
     from dse.costs.nccl.fit import geomean_error
+    from dse.costs.nccl.tables import NEWEST_RELEASE
     from dse.output.report import format_table
 
     check_output_file(args.out, "--out")
@@ -135,6 +138,8 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
     collective = None if args.collective is None else collective_of(args.collective)
     settings = None if args.settings is None else parse_settings(args.settings, "--settings")
     machine = machine_flags(args, fill=True)
+    if args.nccl_version is None:  # the release the logs print (calibrate_details)
+        del machine["nccl_version"]
     calib, errs, skipped, held = calibrate_details(
         args.logs, topology, collective=collective, settings=settings, held_out=args.held_out, **machine
     )
@@ -147,7 +152,9 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
         for (c, run), v in sorted(groups.items())
     ]
     logs = f"{len(calib.logs)} log" + ("s" if len(calib.logs) != 1 else "")
-    print(f"fitted {calib.rows} rows of {logs} ({len(skipped)} skipped) on {calib.topology}, {calib.generation}")
+    release = calib.nccl_version or ".".join(map(str, NEWEST_RELEASE)) + " (the newest restated)"
+    where = f"{calib.topology}, {calib.generation}, NCCL {release}"
+    print(f"fitted {calib.rows} rows of {logs} ({len(skipped)} skipped) on {where}")
     print(format_table(head, rows))
     if held is not None:
         gm = 100 * geomean_error(e.error for e in held)

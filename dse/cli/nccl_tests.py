@@ -19,7 +19,7 @@ from dse.costs.nccl.channels import MAX_CHANNELS
 from dse.costs.nccl.env import algo_name, proto_name
 from dse.costs.nccl.model import NcclParams, NcclSystem, bus_factor, channels, predict
 from dse.costs.nccl.system import DEFAULT_MACHINE, MACHINE_DEFAULTS
-from dse.costs.nccl.tables import CPUS, GENERATIONS, NETWORKS
+from dse.costs.nccl.tables import CPUS, GENERATIONS, NETWORKS, NEWEST_RELEASE, nccl_release
 from dse.output.report import format_table
 
 #: Rows `dse nccl-tests` prints at most (one per size from -b to -e).
@@ -34,10 +34,12 @@ _COLUMNS = (
 def machine_flags(args: argparse.Namespace, *, fill: bool = False) -> dict[str, Any]:
     """The machine flags as `calibrate`'s keywords: None where not given, or with `fill` dse's
     defaults there (`dse.costs.nccl.system.DEFAULT_MACHINE`, `MACHINE_DEFAULTS`)."""
-    out = {k: getattr(args, k) for k in ("generation", "nvls", "network", "cpu", "single_gpu_nodes")}
+    out = {k: getattr(args, k) for k in ("generation", "nvls", "network", "cpu", "single_gpu_nodes", "nccl_version")}
     for key, allowed in (("generation", GENERATIONS), ("network", NETWORKS), ("cpu", CPUS)):
         if out[key] is not None and out[key] not in allowed:
             raise InputError(f"--{key}", f"unknown {key} {out[key]!r}", ", ".join(allowed))
+    if out["nccl_version"] is not None:
+        nccl_release(out["nccl_version"], "--nccl-version")
     for key in ("nvlink_links", "nics_per_node"):
         raw = getattr(args, key)
         out[key] = None if raw is None else parse_int(raw, f"--{key.replace('_', '-')}", minimum=1, maximum=1024)
@@ -179,7 +181,8 @@ def _header(
     gpus = f"{system.gpus_per_node} GPU{'s' if system.gpus_per_node > 1 else ''}"
     return (
         f"# {collective}_perf under dse's nccl model: {system.ranks} ranks ({gpus} x "
-        f"{system.nodes} node{'s' if system.nodes > 1 else ''}, {system.generation}), {which}{forced}\n"
+        f"{system.nodes} node{'s' if system.nodes > 1 else ''}, {system.generation}, NCCL "
+        f"{system.nccl_version or '.'.join(map(str, NEWEST_RELEASE))}'s tuner), {which}{forced}\n"
         f"# topology {label}; busbw = algbw x {factor:.4g}; NCCL's {ch.comm} channels (its search: {ch.ring} x "
         f"{ch.ring_GBps:g} GB/s); one pass (the model has no in-place difference)"
     )

@@ -29,6 +29,7 @@ from dse.core.errors import InputError
 from dse.core.files import read_bytes, read_toml, write_atomic
 from dse.core.topology import Topology, parse_notation
 from dse.costs.nccl.env import NcclEnv
+from dse.costs.nccl.log_runs import printed_release
 from dse.costs.nccl.logs import NcclTestsRun, implied_ranks, parse_nccl_tests
 from dse.costs.nccl.model import NcclParams, NcclSystem, default_params
 from dse.costs.nccl.system import MACHINE_DEFAULTS, MachineArgs, system_of
@@ -44,18 +45,15 @@ MACHINES_DIR = Path(__file__).resolve().parents[2] / "data" / "nccl" / "machines
 #: The keys of a calibration file, in the order they are written ([params] last).
 _KEYS = (
     "format", "name", "topology", "generation", "nvls", "network", "cpu", "nvlink_links", "nics_per_node",
-    "single_gpu_nodes", "rows", "fit_gm_fraction", "logs", "sources",
+    "single_gpu_nodes", "nccl_version", "rows", "fit_gm_fraction", "logs", "sources",
 )  # fmt: skip
-_OPTIONAL = ("nvlink_links", "nics_per_node", "single_gpu_nodes")
+_OPTIONAL = ("nvlink_links", "nics_per_node", "single_gpu_nodes", "nccl_version")
 _PARAM_FIELDS = tuple(f.name for f in fields(NcclParams))
 #: `NcclParams` fields added after files of this format were first written, each with the value that
 #: predicts what such a file predicted when it was written (a file without it still loads, unchanged).
 _ADDED_PARAMS: dict[str, float] = {
-    "e_min_multi": 0.0,
-    "ring_ll128_max_GBps": math.inf,
-    "tree_max_GBps": math.inf,
-    "tree_ll128_max_GBps": math.inf,
-}
+    "e_min_multi": 0.0, "ring_ll128_max_GBps": math.inf, "tree_max_GBps": math.inf, "tree_ll128_max_GBps": math.inf,
+}  # fmt: skip
 _LAT3 = tuple(f.name for f in fields(NcclParams) if f.type == "Lat3")
 _LOG_ENTRY = re.compile(r"^(.+) sha256:([0-9a-f]{64})$")
 _MAX_TEXT = 100_000  # characters of one string in the file (sources are a few hundred)
@@ -70,7 +68,8 @@ class Calibration:
     a topology does not carry; `params` every `NcclParams` field; `logs` one "<file name>
     sha256:<hex>" per log fitted (empty for NCCL's defaults); `rows` the rows fitted; `fit_gm` the
     geometric-mean time error on them (a fraction; 0 with no rows); `sources` where the machine's
-    description and data come from; `single_gpu_nodes`: nodes of one GPU (written only when true)."""
+    description and data come from; `single_gpu_nodes`: nodes of one GPU (written only when true);
+    `nccl_version` the NCCL release whose tuner values apply ("" the newest restated; written when set)."""
 
     name: str
     topology: str
@@ -86,6 +85,7 @@ class Calibration:
     fit_gm: float
     sources: tuple[str, ...]
     single_gpu_nodes: bool = False
+    nccl_version: str = ""
 
     def system(self, topology: Topology) -> NcclSystem:
         """The `NcclSystem` of `topology` with this calibration's machine fields (`system_of`); on a
@@ -105,6 +105,7 @@ class Calibration:
             nvlink_links=self.nvlink_links,
             nics_per_node=self.nics_per_node,
             single_gpu_nodes=self.single_gpu_nodes,
+            nccl_version=self.nccl_version,
         )
 
     def fitted_system(self) -> NcclSystem:
@@ -162,7 +163,8 @@ def calibrate_details(
     (nccl-tests before 2.13 prints no name; a pasted table has none); a log naming another is
     refused. Each row is timed as its run was made: the NCCL settings its log shows, else `settings`
     (None: NCCL's choice; `dse.costs.nccl.fit.samples`). Fitted with
-    `dse.costs.nccl.fit.fit_details` from NCCL's defaults. Not nccl-tests output, a rank count that
+    `dse.costs.nccl.fit.fit_details` from NCCL's defaults, of the NCCL release `machine` names, else
+    of the one the logs print (`printed_release`; none: the newest restated). Not nccl-tests output, a rank count that
     differs, a topology `system_of` refuses, an unknown generation, or no usable row: `InputError`."""
     from dse.costs.nccl.fit import fit_details, geomean_error, held_out_errors, row_skips, sample_errors
 
@@ -186,6 +188,9 @@ def calibrate_details(
             _check_ranks(run, topology.npus)
         runs += found
         entries.append(f"{Path(path).name} sha256:{hashlib.sha256(data).hexdigest()}")
+    if "nccl_version" not in machine:
+        base = replace(base, nccl_version=printed_release(runs))
+        system = base.fitted_system()
     done = fit_details(system, runs, settings=settings)
     errs = sample_errors(system, done.params, done.samples)
     gm = geomean_error(e.error for e in errs)
@@ -233,7 +238,7 @@ def default_calibration(
     m: dict[str, Any] = {**MACHINE_DEFAULTS, **machine}
     return Calibration(
         "", topology.notation(exact=True), m["generation"], m["nvls"], m["network"], m["cpu"], m["nvlink_links"],
-        m["nics_per_node"], default_params(system), (), 0, 0.0, (), m["single_gpu_nodes"],
+        m["nics_per_node"], default_params(system), (), 0, 0.0, (), m["single_gpu_nodes"], m["nccl_version"],
     )  # fmt: skip
 
 
@@ -253,6 +258,7 @@ def calibration_text(calib: Calibration, *, command: str = "dse calibrate nccl-t
         "format": FORMAT, "name": calib.name, "topology": calib.topology, "generation": calib.generation,
         "nvls": calib.nvls, "network": calib.network, "cpu": calib.cpu, "nvlink_links": calib.nvlink_links,
         "nics_per_node": calib.nics_per_node, "single_gpu_nodes": calib.single_gpu_nodes or None,
+        "nccl_version": calib.nccl_version or None,
         "rows": calib.rows, "fit_gm_fraction": calib.fit_gm, "logs": calib.logs, "sources": calib.sources,
     }  # fmt: skip
     lines += [f"{k} = {_toml_value(v)}" for k, v in values.items() if v is not None]
@@ -311,6 +317,7 @@ def read_calibration(path: str | Path) -> Calibration:
         fit_gm=_fraction(data, "fit_gm_fraction", shown),
         sources=_strings(data, "sources", shown),
         single_gpu_nodes="single_gpu_nodes" in data and _boolean(data, "single_gpu_nodes", shown),
+        nccl_version=_string(data, "nccl_version", shown) if "nccl_version" in data else "",
     )
     _check(calib, shown)
     return calib
@@ -322,7 +329,7 @@ def _check(calib: Calibration, shown: str) -> None:
         raise InputError(shown, f"{type(calib).__name__} is not a Calibration", "a Calibration")
     if not isinstance(calib.params, NcclParams):
         raise InputError(f"{shown}: params", f"{type(calib.params).__name__} is not NcclParams", "NcclParams")
-    for key in ("name", "topology", "generation", "network", "cpu"):
+    for key in ("name", "topology", "generation", "network", "cpu", "nccl_version"):
         _check_string(getattr(calib, key), f"{shown}: {key}")
     for key in ("logs", "sources"):
         value = getattr(calib, key)

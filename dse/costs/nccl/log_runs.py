@@ -3,6 +3,7 @@ from `dse.costs.nccl.log_lines`), with nccl-tests' bus-bandwidth factors and typ
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
@@ -96,6 +97,14 @@ def check_args(collective: str | None, ranks: int | None) -> None:
         raise InputError("collective", f"unknown collective {collective!r}", ", ".join(COLLECTIVES))
     if ranks is not None and (not isinstance(ranks, int) or isinstance(ranks, bool) or ranks < 1):
         raise InputError("ranks", f"{ranks!r} is not a rank count", "a whole number from 1")
+
+
+def printed_release(runs: list[NcclTestsRun]) -> str:
+    """The NCCL release (X.Y.Z) every one of `runs` that prints a release prints; "" when none does,
+    they differ, or it is not in X.Y.Z form."""
+    found = {r.nccl_version for r in runs if r.nccl_version}
+    one = found.pop() if len(found) == 1 else ""
+    return one if re.fullmatch(r"\d{1,4}\.\d{1,4}\.\d{1,4}", one) else ""
 
 
 def nccl_version_name(code: int) -> str | None:

@@ -25,8 +25,9 @@ class NcclSystem:
     `pcie_GBps` one GPU's PCIe rate (used when `fabric` is "pcie"), `nic_GBps` one NIC (NDR 400
     Gb/s = 50). NVLS runs only when `nvls_enabled` and the GPU is Hopper or later on an NVSwitch
     (NCCL_NVLS_ENABLE and the hardware). `cpu` sets NCCL's network overhead and LL cap; `network`
-    (ib, roce, efa, tcp) the network's default latency per crossing (`tables.net_latency_ns`). Bad values:
-    `InputError`."""
+    (ib, roce, efa, tcp) the network's default latency per crossing (`tables.net_latency_ns`);
+    `nccl_version` the NCCL release whose tuner values apply ("2.26.2"; "" the newest restated,
+    `tables.nccl_release`). Bad values: `InputError`."""
 
     generation: str
     gpus_per_node: int
@@ -40,12 +41,14 @@ class NcclSystem:
     nvls_enabled: bool = True
     cpu: str = "intel"
     network: str = "ib"
+    nccl_version: str = ""
 
     def __post_init__(self) -> None:
         check_choice("generation", self.generation, tables.GENERATIONS)
         check_choice("network", self.network, tables.NETWORKS)
         check_choice("fabric", self.fabric, tables.FABRICS)
         check_choice("cpu", self.cpu, tables.CPUS)
+        tables.nccl_release(self.nccl_version)
         check_integer("gpus_per_node", self.gpus_per_node, 1, 1024)
         check_integer("nodes", self.nodes, 1, MAX_NPUS)
         if self.gpus_per_node * self.nodes < 2:
@@ -160,7 +163,9 @@ def default_params(system: NcclSystem) -> NcclParams:
         ll_max = tables.LL_MAX_MULTI_NODE_GBps[cpu][0 if system.nodes == 2 else 1]
     per_ch = tables.NVLS_TREE_MAX_PER_CHANNEL_GBps.get(system.generation)
     heads = min(tables.MAX_NVLS_HEADS, system.gpus_per_node)
+    release = tables.nccl_release(system.nccl_version)
     nvls_tree_max = per_ch[0 if system.nodes <= 2 else 1] * heads if per_ch else math.inf
+    since, before, after = tables.NVLS_TREE_NET_HOP_NS
     ch, by_nodes = channels(system).ring, min(system.nodes, 3) - 1
     curve = tables.MULTI_NODE_CURVE[system.generation]
     return NcclParams(
@@ -179,6 +184,7 @@ def default_params(system: NcclSystem) -> NcclParams:
         net_latency_ns=tables.net_latency_ns(system.network, system.nic_GBps),
         ll_max_GBps=ll_max,
         nvls_tree_max_GBps=nvls_tree_max,
+        nvls_tree_inter_ns=before if release < since else after,
         ring_ll128_max_GBps=ch * tables.PER_CHANNEL_RING_LL128_GBps[system.generation],
         tree_max_GBps=ch * tables.PER_CHANNEL_TREE_GBps[system.generation][by_nodes],
         tree_ll128_max_GBps=ch * tables.PER_CHANNEL_TREE_LL128_GBps[system.generation][by_nodes],

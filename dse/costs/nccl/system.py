@@ -47,12 +47,13 @@ class MachineArgs(TypedDict, total=False):
     nvlink_links: int | None
     nics_per_node: int | None
     single_gpu_nodes: bool
+    nccl_version: str
 
 
 #: `system_of`'s defaults for the machine keywords other than `generation`
 MACHINE_DEFAULTS = {
     "nvls": True, "network": "ib", "cpu": "other", "nvlink_links": None, "nics_per_node": None,
-    "single_gpu_nodes": False,
+    "single_gpu_nodes": False, "nccl_version": "",
 }  # fmt: skip
 #: the machine dse assumes where none is named (`nccl` without a calibration, `dse nccl-tests` and
 #: `dse calibrate nccl-tests` without --generation): Hopper GPUs, the rest `MACHINE_DEFAULTS`
@@ -69,6 +70,7 @@ def system_of(
     nvlink_links: int | None = None,
     nics_per_node: int | None = None,
     single_gpu_nodes: bool = False,
+    nccl_version: str = "",
 ) -> NcclSystem:
     """The `NcclSystem` of `topology`: dim 0 the GPU fabric, the outer dims the network (module
     docstring). GPUs per node = dim 0's npus, nodes = the product of the outer npus (a one-dimension
@@ -76,6 +78,7 @@ def system_of(
     sets the NIC total (bandwidth x GPUs per node); the faster ones only add nodes. NVLinks per GPU:
     `nvlink_links`, else dim 0's `links`, else the generation's count (`NVLINKS_PER_GPU`). NICs per
     node: `nics_per_node`, else that dim's `links` x GPUs per node, else GPUs per node (one per GPU).
+    `nccl_version`: the NCCL release whose tuner values apply (`NcclSystem`; "" the newest restated).
     `single_gpu_nodes`: nodes of one GPU, every dimension the network (a dse topology cannot hold a
     node dimension of 1 NPU); NVLink counts do not apply. Dimension latencies are ignored. Bad
     input: `InputError` naming the field."""
@@ -91,7 +94,7 @@ def system_of(
     if single_gpu_nodes:
         nodes, nics, nic_GBps = _network(topology.dims, 1, nics_per_node, first=0)
         return NcclSystem(generation=generation, gpus_per_node=1, nodes=nodes, nics_per_node=nics, nic_GBps=nic_GBps,
-                          nvls_enabled=nvls, cpu=cpu, network=network)  # fmt: skip
+                          nvls_enabled=nvls, cpu=cpu, network=network, nccl_version=nccl_version)  # fmt: skip
     fabric_dim = topology.dims[0]
     fabric = FABRIC_OF_KIND[fabric_dim.kind]
     gpus = fabric_dim.npus
@@ -110,6 +113,7 @@ def system_of(
         nvls_enabled=nvls,
         cpu=cpu,
         network=network,
+        nccl_version=nccl_version,
     )
 
 

@@ -73,6 +73,23 @@ TREE_SIZE_FACTOR = tuple(tuple(int(v) / 10 for v in row.split()) for row in _TRE
 RING_SIMPLE_MULTINODE_LAT = {"volta": 1.9, "ampere": 1.4, "hopper": 1.4, "blackwell": 1.4}
 MAX_NVLS_HEADS = 32  # NVLS channels: one per head GPU, at most 32 (search.cc)
 
+#: NCCL releases whose tuner dse restates where it changed (tuning.cc): NVLSTree's network hop is
+#: 14 us before 2.28.9 and 20.9 us from it. "" (no release named) is the newest restated, 2.30.7.
+NEWEST_RELEASE = (2, 30, 7)
+NVLS_TREE_NET_HOP_NS = ((2, 28, 9), 14000.0, 20900.0)  # (first release of the new value, before, from)
+
+
+def nccl_release(version: str, field: str = "nccl_version") -> tuple[int, int, int]:
+    """NCCL's release ("2.26.2") as a tuple, "" as the newest dse restates (`NEWEST_RELEASE`). Bad
+    input: `InputError` naming `field`."""
+    if version == "":
+        return NEWEST_RELEASE
+    parts = version.split(".") if isinstance(version, str) else []
+    if len(parts) != 3 or not all(p.isdigit() and len(p) <= 4 for p in parts):
+        raise InputError(field, f"{version!r} is not an NCCL release", 'major.minor.patch, as "2.26.2", or ""')
+    return (int(parts[0]), int(parts[1]), int(parts[2]))
+
+
 #: Network kinds (`NcclSystem.network`): InfiniBand, RoCE (NCCL's IB verbs transport over Ethernet),
 #: AWS EFA (libfabric through the aws-ofi-nccl plugin) and TCP-class transports (sockets, GCP's
 #: GPUDirect-TCPX/TCPXO plugins).
@@ -203,7 +220,7 @@ def check_lat3(field: str, value: object) -> None:
 #:   it does not move the grid): mean |log error| 21.1 -> 12.0 %. Those start at 8 MB, above where a
 #:   floor acts, and no floor improves them: none.
 #: - Hopper: (S_half, k) the same grid's best on 2 x 8 H100 over 32 x 100G EFA, 8 B-16 GB (AWS p5;
-#:   KeitaW/p5-nccl-test-2024-07-19 @1c78584): 19.9 -> 9.4 %; the floor the best of
+#:   KeitaW/p5-nccl-test-2024-07-19 @1c78584, NCCL 2.22.3's tuner): 20.5 -> 9.4 %; the floor the best of
 #:   MULTI_NODE_FLOORS on 2 x 8 HGX H100 with 8 NDR NICs, 16 B-64 KB (nccl-tests issue 319), its
 #:   fabric from the DGX H100 node's calibration: 23.1 -> 5.3 %. Each is the best with the other and
 #:   EFA's latency (which the p5 pair's 16 B row sets) in place.

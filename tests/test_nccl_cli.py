@@ -53,7 +53,11 @@ def test_calibrate_writes_what_calibrate_fits(run_cli, tmp_path, log, topology, 
     assert calib == expected and calib.rows == rows
     lines = text.splitlines()
     skipped = 32 - rows if log == DGXC else 0
-    assert lines[0] == f"fitted {rows} rows of 1 log ({skipped} skipped) on {calib.topology}, {calib.generation}"
+    release = calib.nccl_version or "2.30.7 (the newest restated)"  # the log's, else the newest
+    assert (
+        lines[0]
+        == f"fitted {rows} rows of 1 log ({skipped} skipped) on {calib.topology}, {calib.generation}, NCCL {release}"
+    )
     assert lines[1].split() == ["collective", "run_with", "rows", "gm_error_pct"]
     assert lines[3].split() == [collective, "NCCL's", "choice", str(rows), f"{100 * calib.fit_gm:.2f}"]
     assert (

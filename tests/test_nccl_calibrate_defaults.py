@@ -28,7 +28,7 @@ def test_the_file_is_the_machine_with_nccls_parameters_and_carries_to_other_desi
     assert code == 0, err
     assert text.splitlines() == [
         f"NCCL's own parameters (nothing fitted) for {B200}: 32 GPUs (8 a node x 4 nodes), blackwell, NVLS off, "
-        "roce network",
+        "roce network, NCCL 2.30.7",
         f"wrote {out}",
     ]
     calib = read_calibration(out)

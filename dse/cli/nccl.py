@@ -208,6 +208,7 @@ def cmd_calibrate_defaults(args: argparse.Namespace) -> int:
     from dse.cli.nccl_tests import gpu_topology, machine_flags
     from dse.core.files import check_output_file
     from dse.costs.nccl.calibration import default_calibration, write_calibration
+    from dse.costs.nccl.tables import NEWEST_RELEASE
 
     check_output_file(args.out, "--out")
     topology = gpu_topology(args.topology, bool(args.single_gpu_nodes))
@@ -216,8 +217,9 @@ def cmd_calibrate_defaults(args: argparse.Namespace) -> int:
     system = calib.system(topology)
     nodes = f"{system.nodes} node{'s' if system.nodes > 1 else ''}"
     nvls = "NVLS on" if calib.nvls else "NVLS off"
+    release = calib.nccl_version or ".".join(map(str, NEWEST_RELEASE))
     print(f"NCCL's own parameters (nothing fitted) for {calib.topology}: {system.ranks} GPUs ({system.gpus_per_node} "
-          f"a node x {nodes}), {calib.generation}, {nvls}, {calib.network} network")  # fmt: skip
+          f"a node x {nodes}), {calib.generation}, {nvls}, {calib.network} network, NCCL {release}")  # fmt: skip
     print(f"wrote {args.out}")
     return 0
 

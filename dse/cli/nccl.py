@@ -130,7 +130,7 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
     from dse.costs.nccl.calibration import calibrate_details, write_calibration
     from dse.costs.nccl.env import parse_settings
     from dse.costs.nccl.fit import geomean_error
-    from dse.costs.nccl.tables import NEWEST_RELEASE
+    from dse.costs.nccl.tables import release_name
     from dse.output.report import format_table
 
     check_output_file(args.out, "--out")
@@ -152,7 +152,7 @@ def cmd_calibrate_nccl_tests(args: argparse.Namespace) -> int:
         for (c, run), v in sorted(groups.items())
     ]
     logs = f"{len(calib.logs)} log" + ("s" if len(calib.logs) != 1 else "")
-    release = calib.nccl_version or ".".join(map(str, NEWEST_RELEASE)) + " (the newest restated)"
+    release = release_name(calib.nccl_version) + ("" if calib.nccl_version else " (the newest restated)")
     where = f"{calib.topology}, {calib.generation}, NCCL {release}"
     print(f"fitted {calib.rows} rows of {logs} ({len(skipped)} skipped) on {where}")
     print(format_table(head, rows))
@@ -208,7 +208,7 @@ def cmd_calibrate_defaults(args: argparse.Namespace) -> int:
     from dse.cli.nccl_tests import gpu_topology, machine_flags
     from dse.core.files import check_output_file
     from dse.costs.nccl.calibration import default_calibration, write_calibration
-    from dse.costs.nccl.tables import NEWEST_RELEASE
+    from dse.costs.nccl.tables import release_name
 
     check_output_file(args.out, "--out")
     topology = gpu_topology(args.topology, bool(args.single_gpu_nodes))
@@ -217,7 +217,7 @@ def cmd_calibrate_defaults(args: argparse.Namespace) -> int:
     system = calib.system(topology)
     nodes = f"{system.nodes} node{'s' if system.nodes > 1 else ''}"
     nvls = "NVLS on" if calib.nvls else "NVLS off"
-    release = calib.nccl_version or ".".join(map(str, NEWEST_RELEASE))
+    release = release_name(calib.nccl_version)
     print(f"NCCL's own parameters (nothing fitted) for {calib.topology}: {system.ranks} GPUs ({system.gpus_per_node} "
           f"a node x {nodes}), {calib.generation}, {nvls}, {calib.network} network, NCCL {release}")  # fmt: skip
     print(f"wrote {args.out}")

@@ -19,7 +19,7 @@ from dse.costs.nccl.channels import MAX_CHANNELS
 from dse.costs.nccl.env import algo_name, proto_name
 from dse.costs.nccl.model import NcclParams, NcclSystem, bus_factor, channels, predict
 from dse.costs.nccl.system import DEFAULT_MACHINE, MACHINE_DEFAULTS
-from dse.costs.nccl.tables import CPUS, GENERATIONS, NETWORKS, NEWEST_RELEASE, nccl_release
+from dse.costs.nccl.tables import CPUS, GENERATIONS, NETWORKS, nccl_release, release_name
 from dse.output.report import format_table
 
 #: Rows `dse nccl-tests` prints at most (one per size from -b to -e).
@@ -182,7 +182,7 @@ def _header(
     return (
         f"# {collective}_perf under dse's nccl model: {system.ranks} ranks ({gpus} x "
         f"{system.nodes} node{'s' if system.nodes > 1 else ''}, {system.generation}, NCCL "
-        f"{system.nccl_version or '.'.join(map(str, NEWEST_RELEASE))}'s tuner), {which}{forced}\n"
+        f"{release_name(system.nccl_version)}'s tuner), {which}{forced}\n"
         f"# topology {label}; busbw = algbw x {factor:.4g}; NCCL's {ch.comm} channels (its search: {ch.ring} x "
         f"{ch.ring_GBps:g} GB/s); one pass (the model has no in-place difference)"
     )

@@ -3,7 +3,6 @@ from `dse.costs.nccl.log_lines`), with nccl-tests' bus-bandwidth factors and typ
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
@@ -11,6 +10,7 @@ from pathlib import Path
 
 from dse.core.errors import InputError
 from dse.costs.nccl.log_lines import NcclPick, NcclTestsRow
+from dse.costs.nccl.tables import nccl_release
 
 #: Bytes of one element of each type nccl-tests names (src/common.cu test_typenames).
 TYPE_BYTES = {
@@ -104,7 +104,11 @@ def printed_release(runs: list[NcclTestsRun]) -> str:
     they differ, or it is not in X.Y.Z form."""
     found = {r.nccl_version for r in runs if r.nccl_version}
     one = found.pop() if len(found) == 1 else ""
-    return one if re.fullmatch(r"\d{1,4}\.\d{1,4}\.\d{1,4}", one) else ""
+    try:
+        nccl_release(one)
+    except InputError:
+        return ""
+    return one
 
 
 def nccl_version_name(code: int) -> str | None:

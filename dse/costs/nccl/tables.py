@@ -90,6 +90,11 @@ def nccl_release(version: str, field: str = "nccl_version") -> tuple[int, int, i
     return (int(parts[0]), int(parts[1]), int(parts[2]))
 
 
+def release_name(version: str) -> str:
+    """The release `version` names, as printed: itself, or the newest restated for ""."""
+    return version or ".".join(map(str, NEWEST_RELEASE))
+
+
 #: Network kinds (`NcclSystem.network`): InfiniBand, RoCE (NCCL's IB verbs transport over Ethernet),
 #: AWS EFA (libfabric through the aws-ofi-nccl plugin) and TCP-class transports (sockets, GCP's
 #: GPUDirect-TCPX/TCPXO plugins).

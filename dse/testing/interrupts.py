@@ -166,21 +166,32 @@ def output_size(out: Path) -> int:
     return out.stat().st_size if out.exists() else 0
 
 
+#: Starts of a kill case: a loaded machine may let a run finish between two looks at its output.
+KILL_ATTEMPTS = 3
+
+
 def kill_case(target: str, sig: int, at: float, folder: Path, reference: tuple[object, int]) -> list[str]:
     """Start `target`, send `sig` once its output holds `at` (a fraction) of the uninterrupted run's
-    bytes, check how it stopped, run it again and compare with `reference` (`kill_reference`)."""
+    bytes, check how it stopped, run it again and compare with `reference` (`kill_reference`). A run
+    that ends before `at` interrupted nothing: its output is removed and it starts again, at most
+    `KILL_ATTEMPTS` times in all."""
     want, total = reference
     cmd, out, read = kill_command(target, folder)
     shm = _shm()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    tree = RunTree(p.pid)
-    while p.poll() is None and output_size(out) < at * total:
-        tree.scan(every=0.1)
-        time.sleep(0.002)
-    tree.scan()
-    kids = child_pids(p.pid)
-    if p.poll() is not None:
+    for _ in range(KILL_ATTEMPTS):
+        p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        tree = RunTree(p.pid)
+        while p.poll() is None and output_size(out) < at * total:
+            tree.scan(every=0.1)
+            time.sleep(0.002)
+        tree.scan()
+        kids = child_pids(p.pid)
+        if p.poll() is None:
+            break
+        p.communicate()
+        _remove_output(out)
+    else:
         return [f"the run ended (exit {p.returncode}) before {at:.0%} of its output: no interruption tested"]
     p.send_signal(sig)
     err = p.communicate(timeout=120)[1]
@@ -213,12 +224,17 @@ def kill_reference(target: str, folder: Path) -> tuple[object, int]:
         cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True, capture_output=True, timeout=300
     )
     result = read(), output_size(out)
+    _remove_output(out)
+    return result
+
+
+def _remove_output(out: Path) -> None:
+    """Remove a run's output: its folder, or its file with the files named after it."""
     if out.is_dir():
         shutil.rmtree(out)
     else:
         for p in out.parent.glob(out.name + "*"):
             p.unlink()
-    return result
 
 
 def end_worker(parent: int) -> None:

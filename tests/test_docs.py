@@ -1,12 +1,13 @@
 """The README and every guide in docs/, run as a newcomer would: every `$ dse ...` line and every
 `dse ...` line of their code blocks runs exactly as printed, and where a page prints an output, dse
-prints exactly that (wall-clock times masked).
+prints exactly that (wall-clock times masked); so do the scripts it runs (`$ .venv/bin/python
+scripts/...`), but for benchmarks (`scripts/bench_*.py`), which print measurements, not fixed
+outputs: those must exist.
 
 Each page's commands run in order, in process, in that page's own scratch copy of the repository's
 inputs (studies/, search_spaces/, workloads/, and dse/ linked in for its bundled data), so a study
 run before its report is there for the report, and nothing under the repository changes. Python
-blocks are executed. Benchmark lines (`$ .venv/bin/python scripts/...`) print measurements, not
-fixed outputs: their scripts must exist.
+blocks are executed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,7 +157,7 @@ def test_page_command(
             (workspace / folder).mkdir(parents=True, exist_ok=True)
         return
     if cmd.argv[0].endswith("python") and len(cmd.argv) > 1 and cmd.argv[1].startswith("scripts/"):
-        assert (REPO / cmd.argv[1]).is_file()  # a benchmark: measured, not a fixed output
+        _run_script(cmd, workspace)
         return
     assert cmd.argv[0] == "dse", f"{cmd.page}:{cmd.line}: a command that is not dse: {cmd.argv}"
     from dse.cli.main import main
@@ -171,6 +174,22 @@ def test_page_command(
         out = ""
     if cmd.output:
         assert _steady(out.rstrip("\n").splitlines()) == _steady(cmd.output), f"{cmd.page}:{cmd.line}"
+
+
+def _run_script(cmd: Command, workspace: Path) -> None:
+    """A `$ .venv/bin/python scripts/...` line: the script exists; a benchmark (`bench_*`) prints
+    measurements, not a fixed output, so it does not run here; any other script runs, in this
+    interpreter, and prints exactly the output the page shows."""
+    script = REPO / cmd.argv[1]
+    assert script.is_file(), f"{cmd.page}:{cmd.line}: no {cmd.argv[1]}"
+    if script.name.startswith("bench_"):
+        return
+    run = subprocess.run(
+        [sys.executable, str(script), *cmd.argv[2:]], cwd=workspace, capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, f"{cmd.page}:{cmd.line}: {' '.join(cmd.argv)} exited {run.returncode}: {run.stderr}"
+    if cmd.output:
+        assert _steady(run.stdout.rstrip("\n").splitlines()) == _steady(cmd.output), f"{cmd.page}:{cmd.line}"
 
 
 #: Options whose value is a file or folder a command writes.

@@ -4,10 +4,10 @@ prints exactly that (wall-clock times masked); so do the scripts it runs (`$ .ve
 scripts/...`), but for benchmarks (`scripts/bench_*.py`), which print measurements, not fixed
 outputs: those must exist.
 
-Each page's commands run in order, in process, in that page's own scratch copy of the repository's
-inputs (studies/, search_spaces/, workloads/, and dse/ linked in for its bundled data), so a study
-run before its report is there for the report, and nothing under the repository changes. Python
-blocks are executed.
+Each page's commands run in order, in process (a script in a process of its own), in that page's
+own scratch copy of the repository's inputs (studies/, search_spaces/, workloads/, and dse/ linked
+in for its bundled data), so a study run before its report is there for the report, and nothing
+under the repository changes. Python blocks are executed.
 """
 
 from __future__ import annotations
@@ -172,14 +172,19 @@ def test_page_command(
     if redirect:
         (workspace / redirect).write_text(out)
         out = ""
+    _check_output(cmd, out)
+
+
+def _check_output(cmd: Command, out: str) -> None:
+    """Where the page shows an output under `cmd`, `out` is exactly that (`_steady`)."""
     if cmd.output:
         assert _steady(out.rstrip("\n").splitlines()) == _steady(cmd.output), f"{cmd.page}:{cmd.line}"
 
 
 def _run_script(cmd: Command, workspace: Path) -> None:
     """A `$ .venv/bin/python scripts/...` line: the script exists; a benchmark (`bench_*`) prints
-    measurements, not a fixed output, so it does not run here; any other script runs, in this
-    interpreter, and prints exactly the output the page shows."""
+    measurements, not a fixed output, so it does not run here; any other script runs with this
+    interpreter, in a process of its own, and prints exactly the output the page shows."""
     script = REPO / cmd.argv[1]
     assert script.is_file(), f"{cmd.page}:{cmd.line}: no {cmd.argv[1]}"
     if script.name.startswith("bench_"):
@@ -188,8 +193,7 @@ def _run_script(cmd: Command, workspace: Path) -> None:
         [sys.executable, str(script), *cmd.argv[2:]], cwd=workspace, capture_output=True, text=True, check=False
     )
     assert run.returncode == 0, f"{cmd.page}:{cmd.line}: {' '.join(cmd.argv)} exited {run.returncode}: {run.stderr}"
-    if cmd.output:
-        assert _steady(run.stdout.rstrip("\n").splitlines()) == _steady(cmd.output), f"{cmd.page}:{cmd.line}"
+    _check_output(cmd, run.stdout)
 
 
 #: Options whose value is a file or folder a command writes.

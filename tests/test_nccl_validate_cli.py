@@ -86,3 +86,40 @@ def test_machines_view_splits_each_machine_and_judges_the_target() -> None:
     assert row["B"][1:] == ["12", "7.0", "%", "7.0", "%", "-", "met"]
     assert row["C"][1:] == ["3", "1.0", "%", "-", "1.0", "%", "too", "few", "rows"]
     assert "dse/data/nccl/README.md" in machines_text(table) and lines[-1] == table.summary_line()
+
+
+def test_json_cases_carry_their_held_out_points(printed: tuple[str, dict]) -> None:
+    _, d = printed
+    for c in d["cases"]:
+        assert len(c["points"]) == c["rows"]
+        assert set(c["points"][0]) == {"line", "size_bytes", "measured_us", "predicted_us", "error", "algo", "proto"}
+
+
+def test_rows_view_lists_every_point_under_its_case() -> None:
+    """--rows: each case's title (machine, split, calibration, held-out file, source), one line per
+    held-out point with its signed error and what ran, the summary line last (a built table)."""
+    from dse.costs.nccl.validation import HeldOutPoint, ValidationCase, ValidationTable
+    from dse.output.nccl_report import rows_text
+
+    points = (
+        HeldOutPoint(12, 1024, 20.0, 25.0, 0.25, "ring", "LL"),
+        HeldOutPoint(14, 4096, 40.0, 30.0, -0.25, "tree", "LL128"),
+    )
+    case = ValidationCase(
+        "m", "Machine M", "sizes", "m_run", "m.txt", "src of m", "all_reduce", 2, 0.3, 0.25, 0.25, points
+    )
+    table = ValidationTable(cases=(case,), astra_sim=(), astra_sim_gm={}, measurements=2, machines=1, gm=0.25)
+    lines = rows_text(table).splitlines()
+    assert "Machine M: sizes case, calibrated on m_run, held out m.txt (2 rows, gm 25.0 %); source: src of m" in lines
+    rows = [ln.split() for ln in lines if ln.split()[:1] in (["12"], ["14"])]
+    assert rows == [["12", "1024", "20.00", "25.00", "+25.0", "%", "ring", "LL"],
+                    ["14", "4096", "40.00", "30.00", "-25.0", "%", "tree", "LL128"]]  # fmt: skip
+    assert lines[-1] == table.summary_line()
+    assert "| 12 | 1024 | 20.00 | 25.00 | +25.0 % | ring LL |" in rows_text(table, markdown=True)
+
+
+@pytest.mark.parametrize("views", [("--rows", "--machines"), ("--json", "--rows")])
+def test_one_view_at_a_time(views: tuple[str, str]) -> None:
+    r = subprocess.run([sys.executable, "-m", "dse", "validate", "nccl", *views], capture_output=True, text=True)
+    assert r.returncode == 2 and "not allowed with argument" in r.stderr and "Traceback" not in r.stderr
+    assert r.stdout == ""

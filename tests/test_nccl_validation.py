@@ -92,6 +92,29 @@ def test_no_case_calibrates_on_a_held_out_row(spied: tuple[V.ValidationTable, li
             assert V.row_keys(fit_runs) | V.row_keys(held_runs) == V.row_keys(ms[calib].runs())
 
 
+def test_each_case_lists_its_held_out_points(spied: tuple[V.ValidationTable, list[dict[str, Any]]]) -> None:
+    """Every case carries its held-out rows: as many as it counts, their errors give its gm and its
+    worst, each is the held-out file's own out-of-place time at that line (in the file's order), and
+    the prediction is the measured time times 1 + error."""
+    table, _ = spied
+    for case in table.cases:
+        points = case.points
+        assert len(points) == case.rows > 0
+        assert F.geomean_error([p.error for p in points]) == pytest.approx(case.fit_gm, rel=1e-12)
+        assert max(abs(p.error) for p in points) == case.fit_max
+        assert [p.line for p in points] == sorted({p.line for p in points})
+        lines = (B.BUNDLED_DIR / case.held_out).read_text().splitlines()
+        for p in points:
+            cols = lines[p.line - 1].split()
+            cols = cols[next(i for i, c in enumerate(cols) if c.isdigit()) :]  # a launcher's prefix off
+            assert int(cols[0]) == p.size_bytes
+            header = [ln for ln in lines[: p.line] if "redop" in ln.split()][-1]
+            root = "root" in header.split()  # old logs' headers have no root column
+            assert float(cols[5 if root else 4]) == pytest.approx(p.measured_us, rel=1e-9), (case.held_out, p.line)
+            assert p.predicted_us == pytest.approx(p.measured_us * (1 + p.error), rel=1e-9)
+            assert p.algo in ("ring", "tree", "nvls", "nvls_tree") and p.proto in ("LL", "LL128", "Simple")
+
+
 def test_every_case_stays_under_its_measured_ceiling(spied: tuple[V.ValidationTable, list[dict[str, Any]]]) -> None:
     table, _ = spied
     assert set(CEILINGS) == set(V.CASES)

@@ -15,8 +15,16 @@ def add_validate_parser(sub: argparse._SubParsersAction) -> None:
         help="calibrate on part of each measured machine's nccl-tests data and print the error on the rest",
     )
     q.add_argument("--markdown", action="store_true", help="print the tables as markdown (as the README shows them)")
-    q.add_argument("--json", action="store_true", help="print one JSON object: every case, machine and point")
-    q.add_argument("--machines", action="store_true", help="print only each machine's error and the summary")
+    view = q.add_mutually_exclusive_group()
+    view.add_argument(
+        "--json", action="store_true",
+        help="print one JSON object: every case with its held-out points, every machine, ASTRA-sim's points",
+    )  # fmt: skip
+    view.add_argument("--machines", action="store_true", help="print only each machine's error and the summary")
+    view.add_argument(
+        "--rows", action="store_true",
+        help="print every held-out measurement: its file line, size, measured and predicted time, error, algorithm",
+    )  # fmt: skip
     q.set_defaults(func=cmd_validate_nccl)
 
 
@@ -25,7 +33,7 @@ def cmd_validate_nccl(args: argparse.Namespace) -> int:
     from dataclasses import asdict  # here, not at the top: it loads inspect, which `dse --help` does not need
 
     from dse.costs.nccl.validation import validation_table
-    from dse.output.nccl_report import machine_errors, machines_text, validation_text
+    from dse.output.nccl_report import machine_errors, machines_text, rows_text, validation_text
 
     table = validation_table()
     if args.json:
@@ -42,6 +50,8 @@ def cmd_validate_nccl(args: argparse.Namespace) -> int:
         print(json.dumps(out))
     elif args.machines:
         print(machines_text(table, markdown=args.markdown))
+    elif args.rows:
+        print(rows_text(table, markdown=args.markdown))
     else:
         print(validation_text(table, markdown=args.markdown))
     return 0

@@ -197,6 +197,29 @@ def validation_text(table: Any, *, markdown: bool = False) -> str:
     return "\n".join(parts)
 
 
+def rows_text(table: Any, *, markdown: bool = False) -> str:
+    """`dse validate nccl --rows`: every held-out measurement of every case under its case's title
+    (machine, split, what it was calibrated on, the held-out file and its source): the file's line,
+    the size, the measured and predicted times, the signed error and what the model ran; the summary
+    line last."""
+    render = _markdown if markdown else lambda h, r: format_table(h, r, align="rrrrrl")
+    head = ("line", "size (B)", "measured (us)", "dse (us)", "error", "dse ran")
+    parts = ["Every held-out measurement (out-of-place time; error = (dse - measured) / measured):", ""]
+    for c in table.cases:
+        parts.append(
+            f"{c.label}: {c.split} case, calibrated on {c.calibrated_on}, held out {c.held_out} "
+            f"({c.rows} rows, gm {100 * c.fit_gm:.1f} %); source: {c.source}"
+        )
+        cells = [
+            (p.line, p.size_bytes, f"{p.measured_us:.2f}", f"{p.predicted_us:.2f}", f"{100 * p.error:+.1f} %",
+             f"{p.algo} {p.proto}")
+            for p in c.points
+        ]  # fmt: skip
+        parts += [render(head, cells), ""]
+    parts.append(table.summary_line())
+    return "\n".join(parts)
+
+
 def _markdown(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]

@@ -34,7 +34,7 @@ from pathlib import Path
 from dse.core.errors import InputError
 from dse.core.files import read_text, read_toml
 from dse.costs.nccl.bundled import BUNDLED_DIR, Measurement, bundled
-from dse.costs.nccl.fit import errors, fit, geomean_error, transfer
+from dse.costs.nccl.fit import RowError, errors, fit, geomean_error, transfer
 from dse.costs.nccl.logs import NcclTestsRun
 from dse.costs.nccl.model import NET_TRANSPORT, NcclParams, NcclSystem, default_params, predict
 
@@ -98,11 +98,27 @@ ASTRA_SIM_CALIBRATION = "dgxc_h100"
 
 
 @dataclass(frozen=True)
+class HeldOutPoint:
+    """One held-out measurement of a case: its line in the held-out file, its size (nccl-tests' size
+    column, bytes), the measured out-of-place time and the calibrated model's time for it (us), the
+    relative error (predicted - measured) / measured, and the algorithm and protocol the model timed
+    (NCCL's choice as modelled, or what the run forced)."""
+
+    line: int
+    size_bytes: int
+    measured_us: float
+    predicted_us: float
+    error: float
+    algo: str
+    proto: str
+
+
+@dataclass(frozen=True)
 class ValidationCase:
     """One held-out case: the machine (systems.toml key and label), the split, the measurement(s)
     calibrated on, the held-out file and its `# source:` line, the collective, the held-out rows and
-    the geomean errors of default and calibrated parameters on them, and the calibrated worst |error|
-    (fractions: 0.113 = 11.3 %)."""
+    the geomean errors of default and calibrated parameters on them, the calibrated worst |error|
+    (fractions: 0.113 = 11.3 %), and each held-out row as a `HeldOutPoint` (in the file's order)."""
 
     machine: str
     label: str
@@ -115,6 +131,7 @@ class ValidationCase:
     default_gm: float
     fit_gm: float
     fit_max: float
+    points: tuple[HeldOutPoint, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -222,7 +239,8 @@ def validate_case(
     calib_sys, held_sys = systems[calib_m.system], systems[held_m.system]
     params = calibrated(split, calib_sys, held_sys, calib_runs, fits=fits)
     default = [e.error for e in errors(held_sys, None, held_runs)]
-    tuned = [e.error for e in errors(held_sys, params, held_runs)]
+    tuned_rows = errors(held_sys, params, held_runs)
+    tuned = [e.error for e in tuned_rows]
     labels = _labels(folder)
     return ValidationCase(
         machine=held_m.system,
@@ -236,7 +254,14 @@ def validate_case(
         default_gm=geomean_error(default),
         fit_gm=geomean_error(tuned),
         fit_max=max(abs(e) for e in tuned),
+        points=tuple(_point(e) for e in tuned_rows),
     )
+
+
+def _point(e: RowError) -> HeldOutPoint:
+    """A held-out row's error as the case reports it."""
+    s = e.sample
+    return HeldOutPoint(s.line, s.size_bytes, s.time_ns / 1000.0, e.predicted_ns / 1000.0, e.error, e.algo, e.proto)
 
 
 def _labels(folder: str | Path | None) -> dict[str, str]:

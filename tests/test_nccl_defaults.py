@@ -174,3 +174,20 @@ def test_hoppers_floor_is_the_best_on_an_outside_h100_pairs_small_messages() -> 
     assert min(errors, key=errors.__getitem__) == MULTI_NODE_CURVE["hopper"].floor == 0.01
     assert errors[0.01] == pytest.approx(0.053, abs=0.001) and errors[0.0] > 2 * errors[0.01]
     assert default_params(pair).e_min_multi == 0.01
+
+
+def test_the_outside_score_covers_every_outside_hopper_run() -> None:
+    """scripts/nccl_outside_runs.py (the score docs/model.md §15.4 compares variants by) scores every
+    Hopper run that sets or checks a default, and none of the validation's."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "nccl_outside_runs.py"
+    spec = importlib.util.spec_from_file_location("nccl_outside_runs", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    names = [name for name, _ in script.RUNS]
+    assert set(names) == {*SOURCES["hopper"][0], *OTHER_SOURCES} and len(names) == len(set(names))
+    rows, err = script.run_error("xxrjun_h100_10node")
+    assert rows == 10 and err == pytest.approx(0.102, abs=0.001)  # as the ten-node test above

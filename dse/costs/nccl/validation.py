@@ -239,8 +239,8 @@ def validate_case(
     calib_sys, held_sys = systems[calib_m.system], systems[held_m.system]
     params = calibrated(split, calib_sys, held_sys, calib_runs, fits=fits)
     default = [e.error for e in errors(held_sys, None, held_runs)]
-    tuned_rows = errors(held_sys, params, held_runs)
-    tuned = [e.error for e in tuned_rows]
+    points = tuple(_point(e) for e in errors(held_sys, params, held_runs))
+    tuned = [p.error for p in points]
     labels = _labels(folder)
     return ValidationCase(
         machine=held_m.system,
@@ -254,7 +254,7 @@ def validate_case(
         default_gm=geomean_error(default),
         fit_gm=geomean_error(tuned),
         fit_max=max(abs(e) for e in tuned),
-        points=tuple(_point(e) for e in tuned_rows),
+        points=points,
     )
 
 

@@ -1,4 +1,4 @@
-"""Hopper's multi-node curve: the best of a grid on every public multi-node H100 run dse ships.
+"""Hopper's multi-node curve: the best of a grid on twelve public multi-node H100/H200 runs.
 
 The sources, each weighing the same: the five outside runs (scripts/nccl_outside_runs.py) and the
 seven Hopper machines the validation predicts from one node (its scale cases: a one-node

@@ -53,10 +53,13 @@ def test_nvlstrees_network_hop_follows_the_release(version: str, hop_ns: float) 
 
 @pytest.mark.parametrize("nodes", [2, 3, 4, 8, 16])
 def test_nvlstrees_latency_is_its_nvlink_hop_plus_two_network_hops_a_tree_level(nodes: int) -> None:
-    """At 8 B (no bandwidth term to speak of) NVLSTree takes 25 us + 2 floor(log2 N) x the release's hop."""
+    """At 8 B (no bandwidth term to speak of, the multi-node curve off) NVLSTree takes 25 us +
+    2 floor(log2 N) x the release's hop."""
     levels = int(math.log2(nodes))
     for version, hop_us in (("2.26.2", 14.0), ("2.30.4", 20.9)):
-        t = predict(_h100(nodes, version), "all_reduce", 8, algo="nvls_tree").time_ns
+        s = _h100(nodes, version)
+        q = dataclasses.replace(default_params(s), s_half_multi_bytes=0.0)
+        t = predict(s, "all_reduce", 8, params=q, algo="nvls_tree").time_ns
         assert t == pytest.approx((25.0 + 2 * levels * hop_us) * 1e3, abs=20.0)
 
 

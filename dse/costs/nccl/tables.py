@@ -113,18 +113,18 @@ NET_TRANSPORT = {"ib": "ib verbs", "roce": "ib verbs", "efa": "ofi plugin", "tcp
 #: - roce 0: as ib (NCCL's same IB verbs transport; no public floor outside the validation set);
 #: - efa 19000 on 100 Gb/s devices (EFA v1 and v2: p4d/p4de, p5), 14000 from 200 Gb/s on (EFA v3:
 #:   p5en; `EFA_FAST_*`, `net_latency_ns`): EFA's generations differ, and the NIC's rate tells them
-#:   apart. 2 x p5 (H100, 32 x 100G EFA v2, NCCL 2.22.3), 63.4 us at 16 B vs 25.2 modelled over 2
-#:   hops: 19.1 us a hop (KeitaW/p5-nccl-test-2024-07-19 @1c78584, nccl-test-output-v2.22.3-1.log;
+#:   apart. 2 x p5 (H100, 32 x 100G EFA v2, NCCL 2.22.3), 63.4 us at 16 B vs 25.7 modelled over 2
+#:   hops: 18.9 us a hop (KeitaW/p5-nccl-test-2024-07-19 @1c78584, nccl-test-output-v2.22.3-1.log;
 #:   dse/data/nccl/keitaw_p5_h100_2node_allreduce.txt); 16 x p5en (H200, 16 x 200G EFA v3; 16 nodes
-#:   from busbw/algbw = 1.984), 167.3 us at 16 B vs 55.2 modelled over 8 hops: 14.0 us a hop
+#:   from busbw/algbw = 1.984), 167.3 us at 16 B vs 55.7 modelled over 8 hops: 13.9 us a hop
 #:   (aws-samples/awsome-distributed-training @7217859,
 #:   micro-benchmarks/nccl-tests/slurm/topology-aware-nccl-tests/README.md); tests/test_nccl_defaults.py
 #:   recomputes both. No outside run has EFA v1 (100 Gb/s, as v2): it takes v2's;
-#: - tcp 49000: 2 x GCP A3 Mega (H100, GPUDirect-TCPXO), 123.2 us at 16-128 B vs 25.2 over 2 hops
+#: - tcp 49000: 2 x GCP A3 Mega (H100, GPUDirect-TCPXO), 123.2 us at 16-128 B vs 25.7 over 2 hops
 #:   (lessizzmore/create-a3mega-ztan-fork @346b825, ztan-NCCL-test-result.markdown).
 #: Rechecked against the hop count `_latency_ns` uses (tree LL floors: base + 2 x 7 fabric hops +
 #: 2 log2(nodes) network hops, the net latency once each; tree LL stays NCCL's choice with it): p5en
-#: 16 nodes 55.2 -> 191.2 us modelled (167.3 measured), 2 x p5 25.2 -> 59.2 (63.4), A3 Mega 25.2 -> 123.2
+#: 16 nodes 55.7 -> 167.7 us modelled (167.3 measured), 2 x p5 25.7 -> 63.7 (63.4), A3 Mega 25.7 -> 123.7
 #: (123.2). No other public
 #: out-of-set floor tightens efa or roce: aws_p5_2node_allreduce_eks has only size 0 (no network
 #: transfer), stas_p5en_4node and nccl1221 (RoCE) are bandwidth prose, dstack GCP A4 (RoCE) starts at
@@ -225,11 +225,11 @@ def check_lat3(field: str, value: object) -> None:
 #:   (NVIDIA/nccl-tests issue 119; it runs ring there, so it does not move the grid): mean |log error|
 #:   21.1 -> 12.0 %. Runs outside the validation. They start at 8 MB, above where a floor acts, and no
 #:   floor improves them: none.
-#: - Hopper: on every multi-node H100/H200 run dse ships, each weighing the same
-#:   (scripts/nccl_hopper_curve.py): five outside the validation (a p5 pair over EFA, issue 319's HGX
+#: - Hopper: on 12 multi-node H100/H200 runs, each weighing the same (scripts/nccl_hopper_curve.py):
+#:   five outside the validation (a p5 pair over EFA, issue 319's HGX
 #:   pair at 16 B-64 KB, 10 x 8 H100, a CoreWeave H200 pair with NVLS on and off) and the seven
 #:   machines the validation predicts from one node, each timed as its scale case is. 11.9 % with the
-#:   curve chosen on the outside runs alone (64 MiB, k 0.9, floor 0.01), 10.0 % with this one. With
+#:   curve it replaced (64 MiB, k 0.9, floor 0.01, chosen on the outside runs alone), 10.0 % with this one. With
 #:   any one of the seven left out the grid's best is the same, so `dse validate nccl` reports each
 #:   machine as a curve chosen without its data predicts it.
 #: - Volta and Ampere: no outside run has tree at the sizes the curve acts on; they take Blackwell's.

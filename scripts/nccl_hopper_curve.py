@@ -11,8 +11,8 @@ DGX H100 node's fabric carried over, as the scale cases are.
 The validation's machines help choose a default here, so the validation must not see its own data
 through it: for each of the seven this also prints the grid's best with that machine left out. When
 every one of those is the shipped curve, each machine's numbers in `dse validate nccl` are what a
-curve chosen without its data gives (leave-one-machine-out). tests/test_nccl_defaults.py checks
-that on the grid's points around the shipped curve; this script runs the whole grid (a few seconds).
+curve chosen without its data gives (leave-one-machine-out). tests/test_nccl_defaults.py runs the
+same grid and checks both (about ten seconds).
 
     .venv/bin/python scripts/nccl_hopper_curve.py
 """

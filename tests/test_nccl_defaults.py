@@ -1,6 +1,6 @@
 """The nccl model's defaults that are not NCCL's come from public runs: each generation's multi-node
 curve (dse/costs/nccl/tables.py MULTI_NODE_CURVE) and EFA's latency a hop. Blackwell's curve and EFA's
-latency come from runs outside the validation; Hopper's from every multi-node H100 run dse ships,
+latency come from runs outside the validation; Hopper's from twelve multi-node H100/H200 runs,
 chosen the same with any one validation machine left out (scripts/nccl_hopper_curve.py). These tests
 recompute each."""
 
@@ -160,7 +160,7 @@ def _floor_per_hop_us(system: NcclSystem, measured_us: float) -> float:
 def test_efa_latency_is_each_generations_outside_floor() -> None:
     """EFA's latency a hop is what a public run outside the validation implies for its generation,
     told by the NIC's rate, rounded to 1 us: 18.9 us on a p5 pair (100 Gb/s, EFA v2; v1 takes it too),
-    14.0 us on 16 p5en nodes (200 Gb/s, EFA v3)."""
+    13.9 us on 16 p5en nodes (200 Gb/s, EFA v3)."""
     systems, measurements = bundled()
     run = measurements["keitaw_p5"].runs()[0]
     p5 = systems["h100_p5_2node"]

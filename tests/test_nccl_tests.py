@@ -313,6 +313,15 @@ def test_old_layouts_by_their_headers() -> None:
         "#      bytes             N    type      op     time  algbw  busbw      res     time  algbw  busbw      res\n"
         "     1048576        262144   float     sum    0.105  10.00  17.50    1e-07    0.104  10.08  17.65    1e-07\n"
     )
+    # alltoall of about 2020 (microsoft/superbenchmark tests/data/nccl_alltoall.log): redop left blank
+    blank = (
+        "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+        "        1024            32   float            88.17    0.01    0.01    N/A    88.98    0.01    0.01    N/A\n"
+    )
+    (a2a,) = parse_nccl_tests(blank, collective="alltoall")
+    assert (a2a.rows[0].redop, a2a.rows[0].out_of_place.time_us, a2a.rows[0].in_place.time_us) == (None, 88.17, 88.98)  # type: ignore[union-attr]
+    with pytest.raises(InputError, match="a cut or garbled row: 12 fields, its header"):
+        parse_nccl_tests(HEADER + RS_ROW.rsplit(None, 1)[0] + "\n")  # the last field cut: not a blank redop
     (old,) = parse_nccl_tests(v1)
     ms_units = HEADER.replace("(us)", "(ms)") + row_text(1048576, 262144, 0.25, 4.19, 7.34, 0)
     assert parse_nccl_tests(ms_units)[0].rows[0].in_place.time_us == 250.0  # type: ignore[union-attr]

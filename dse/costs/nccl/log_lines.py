@@ -133,8 +133,20 @@ def _pass(values: dict[str, str], scale: float, where: str) -> NcclTestsPass:
     return NcclTestsPass(time_us, algbw, busbw, None if wrong is None else int(wrong), error)
 
 
+def _blank_redop(tokens: list[str], layout: Layout) -> list[str]:
+    """`tokens` with an empty redop put back where the header has one and the row left it blank
+    (nccl-tests of about 2020 printed alltoall so: ``0  0  float  1.63 ...`` under ``redop``)."""
+    if len(tokens) != layout.width - 1 or "redop" not in layout.fixed:
+        return tokens
+    at = layout.fixed.index("redop")
+    if at >= len(tokens) or not NUMBER_TOKEN.fullmatch(tokens[at]):
+        return tokens
+    return [*tokens[:at], "", *tokens[at:]]
+
+
 def read_row(tokens: list[str], layout: Layout, scale: float, n: int, where: str) -> NcclTestsRow:
-    """One data row read by its header's columns."""
+    """One data row read by its header's columns (a blank redop allowed: `_blank_redop`)."""
+    tokens = _blank_redop(tokens, layout)
     if len(tokens) != layout.width:
         problem = f"a cut or garbled row: {len(tokens)} fields, its header (line {layout.line}) has {layout.width}"
         raise InputError(where, problem, "whole rows as nccl-tests prints them")
@@ -150,7 +162,7 @@ def read_row(tokens: list[str], layout: Layout, scale: float, n: int, where: str
         passes[kind] = _pass(dict(zip(columns, tokens[at:])), scale, where)
         at += len(columns)
     return NcclTestsRow(
-        size_bytes=int(tokens[0]), count=int(tokens[1]), type=fixed.get("type", "?"), redop=fixed.get("redop"),
+        size_bytes=int(tokens[0]), count=int(tokens[1]), type=fixed.get("type", "?"), redop=fixed.get("redop") or None,
         root=None if root is None else int(root), out_of_place=passes.get("out_of_place"),
         in_place=passes.get("in_place"), line=n, timestamp=" ".join(tokens[-2:]) if layout.timestamp else None,
     )  # fmt: skip

@@ -102,19 +102,28 @@ def test_calibrate_names_ten_skipped_rows_and_counts_the_rest(run_cli, tmp_path)
 
 
 def test_calibrate_collective_names_the_test_a_log_does_not(run_cli, tmp_path):
-    """A table pasted without its command line names no test: refused in one line that points to
-    --collective; with it, the fit is the named log's; a log naming another test is refused."""
+    """A table pasted without its command line names no test. Its busbw above its algbw makes it an
+    all-reduce (no other test's factor exceeds 1): fitted as the named log is. One whose busbw is not
+    (all-gather's (n-1)/n) is refused in one line that points to --collective, and fitted with it; a
+    log naming another test than --collective is refused."""
     unnamed = tmp_path / "table.txt"
     unnamed.write_text("".join(line for line in Path(DGXC).open() if "all_reduce_perf" not in line))
     out = tmp_path / "c.toml"
-    code, text, err = run_cli("calibrate", "nccl-tests", str(unnamed), "-t", "HGX-H100", "-o", str(out))
-    assert code == 2 and text == "" and err.count("\n") == 1 and not out.exists()
-    assert "does not say which test it is" in err and "--collective all_reduce" in err
-    code, _, err = run_cli("calibrate", "nccl-tests", str(unnamed), "-t", "HGX-H100", "-o", str(out),
-                           "--collective", "all_reduce_perf")  # fmt: skip
+    code, _, err = run_cli("calibrate", "nccl-tests", str(unnamed), "-t", "HGX-H100", "-o", str(out))
     named = calibrate([DGXC], parse_topology("HGX-H100"), generation="hopper")
     assert code == 0 and err == ""
     assert read_calibration(out).params == named.params and read_calibration(out).rows == named.rows
+    gather = tmp_path / "gather.txt"
+    lines = (TESTS / "dstack_gcp_a3mega_h100_2node_allgather.txt").open()
+    gather.write_text("".join(line for line in lines if "all_gather_perf" not in line.lower()))
+    two_nodes = ("-t", "SW(8,450,0,links=18)_SW(2,25,0,links=1)", "--network", "tcp")
+    refused = tmp_path / "r.toml"
+    code, text, err = run_cli("calibrate", "nccl-tests", str(gather), *two_nodes, "-o", str(refused))
+    assert code == 2 and text == "" and err.count("\n") == 1 and not refused.exists()
+    assert "does not say which test it is" in err and "--collective all_reduce" in err
+    code, _, err = run_cli("calibrate", "nccl-tests", str(gather), *two_nodes, "-o", str(tmp_path / "g.toml"),
+                           "--collective", "all_gather_perf")  # fmt: skip
+    assert code == 0 and err == "" and read_calibration(tmp_path / "g.toml").rows >= 10
     code, _, err = run_cli("calibrate", "nccl-tests", DGXC, "-t", "HGX-H100", "-o", str(tmp_path / "d.toml"),
                            "--collective", "all_gather")  # fmt: skip
     assert code == 2 and "all_reduce" in err and not (tmp_path / "d.toml").exists()

@@ -19,6 +19,7 @@ from dse.costs.nccl.logs import (
     NcclTestsPass,
     NcclTestsRun,
     busbw_factor,
+    factor_above_one,
     implied_ranks,
     parse_nccl_tests,
     printed_error,
@@ -223,6 +224,28 @@ host1:1234:1250 [0] NCCL INFO NCCL version 2.26.2+cuda12.8
 """
 FOOTER = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 38.36 \n#\n# Collective test concluded: reduce_scatter_perf_mpi\n"
 RS_ROW = row_text(1048576, 65536, 20.5, 51.15, 38.36, 0)
+
+
+def test_an_unnamed_table_whose_busbw_exceeds_its_algbw_is_an_all_reduce() -> None:
+    """Only all-reduce's factor, 2(n-1)/n, is above 1 (4/3 or more from 3 ranks): a pasted table
+    showing one above 1.3 (beyond the printing precision, on three passes or more) is read as
+    all_reduce, and says so; other factors, too few passes, or the caller's collective leave it."""
+    sizes = (1 << 20, 1 << 22, 1 << 24)
+
+    def table(factor: float, rows: int = 3) -> str:
+        body = "".join(row_text(s, s // 4, s / 52.43e3, 52.43, 52.43 * factor, 0) + "\n" for s in sizes[:rows])
+        return HEADER + body + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 91.75 \n"
+
+    (run,) = parse_nccl_tests(table(1.75))
+    assert run.collective == "all_reduce" and factor_above_one(run.rows) == pytest.approx(1.75, abs=1e-3)
+    assert run.warnings == ("the test is not named: all_reduce, the one whose busbw exceeds algbw (x1.750)",)
+    (three,) = parse_nccl_tests(table(4 / 3))
+    assert three.collective == "all_reduce" and implied_ranks(three) == 3
+    for factor, rows in ((0.75, 3), (1.0, 3), (1.2, 3), (1.75, 1)):  # reduce_scatter; n = 2 or broadcast; none; 1 row
+        (other,) = parse_nccl_tests(table(factor, rows))
+        assert other.collective is None and other.warnings == ()
+    (given,) = parse_nccl_tests(table(1.75), collective="all_reduce")
+    assert given.collective == "all_reduce" and given.warnings == ()
 
 
 def test_full_preamble_versions_ranks_and_interleaved_info_lines() -> None:

@@ -13,7 +13,8 @@ v2.13.0, v2.17.5; rccl-tests prints the same; none of their code is used):
   ``# Collective test starting: all_reduce_perf``;
   ``# nThread T nGpus G ...``; ``#  Rank N ... device D [bus id] GPU NAME`` per rank. The collective
   is the ``Collective test starting`` one, else the one ``X_perf`` binary named before the table
-  (an echoed command line; after a test's footer, it starts the next test), else the caller's.
+  (an echoed command line; after a test's footer, it starts the next test), else the caller's, else
+  all_reduce when busbw exceeds algbw (`factor_above_one`: no other test's factor is above 1).
 - **The column header** names the columns (nothing is read by position): ``size`` (v1 ``bytes``),
   ``count`` (v1 ``N``), ``type``, ``redop`` (v1 ``op``), ``root``, as many as the version prints
   (<= 2.11: all_gather has no redop/root, broadcast no redop); one group per pass, out-of-place then
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,6 +110,23 @@ def implied_ranks(run: NcclTestsRun) -> int | None:
     first = math.ceil(top / (top - lo) - 1e-9)
     last = math.floor(top / (top - hi) + 1e-9) if hi < top else math.inf
     return first if first == last else None
+
+
+def factor_above_one(rows: Sequence[NcclTestsRow]) -> float | None:
+    """The mean busbw / algbw of `rows` when at least three passes with algbw >= 1 GB/s print one and
+    every such pass shows it above 1.3 beyond the printing precision (`printed_error`), else None. Of
+    nccl-tests' factors (`busbw_factor`) only all-reduce's, 2(n-1)/n, exceeds 1 (4/3 or more from 3
+    ranks; 2 ranks give 1, as broadcast), so such a table is an all-reduce's (a table pasted on its
+    own names no test)."""
+    ratios = []
+    for p in (p for r in rows for p in (r.out_of_place, r.in_place) if p is not None):
+        a, b = p.algbw_GBps, p.busbw_GBps
+        if a is None or b is None or a < 1.0:
+            continue
+        if (b - printed_error(b)) / (a + printed_error(a)) <= 1.3:
+            return None
+        ratios.append(b / a)
+    return sum(ratios) / len(ratios) if len(ratios) >= 3 else None
 
 
 def read_nccl_tests(path: str | Path, *, collective: str | None = None, ranks: int | None = None) -> list[NcclTestsRun]:
@@ -323,6 +342,9 @@ class _Parser:
             name = next(iter(d.binaries))
         elif name is None and len(d.binaries) > 1:
             warnings.append(f"several binaries named before the table ({', '.join(sorted(d.binaries))})")
+        if name is None and collective is None and (factor := factor_above_one(d.rows)) is not None:
+            name = "all_reduce"
+            warnings.append(f"the test is not named: all_reduce, the one whose busbw exceeds algbw (x{factor:.3f})")
         if collective is not None and name is not None and name != collective:
             problem = f"the file's test is {name}, but collective={collective!r} was given"
             raise InputError(self._field(d.collective_line or d.line), problem, f"collective={name!r}, or none")

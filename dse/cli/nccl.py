@@ -80,7 +80,8 @@ def _add_calibrate_parser(sub: argparse._SubParsersAction) -> None:
     )
     _add_machine_and_out(c, "the measured system as a dse topology (preset or notation)")
     c.add_argument("--collective", default=None, help="the test of logs that do not name it (nccl-tests before 2.13, "
-                   "a pasted table): all_reduce, reduce_scatter, all_gather, alltoall, broadcast, reduce")  # fmt: skip
+                   "a pasted table; one whose busbw is above 1.3 x its algbw is read as all_reduce): all_reduce, "
+                   "reduce_scatter, all_gather, alltoall, broadcast, reduce")  # fmt: skip
     c.add_argument("--settings", default=None, metavar="NCCL_X=V,...", help="how runs whose log does not say were "
                    "made: NCCL_ALGO, NCCL_PROTO, NCCL_MAX_NCHANNELS (default: NCCL's choice)")  # fmt: skip
     c.add_argument("--held-out", action="store_true", help="also fit each half of the sizes (alternate rows) and "

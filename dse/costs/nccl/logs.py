@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,6 +89,17 @@ def printed_error(value: float, width: int = 6) -> float:
     return 0.5 * 10.0 ** (exponent - (1 if width >= 7 else 0))
 
 
+def printed_ratios(rows: Sequence[NcclTestsRow]) -> Iterator[tuple[float, float, float]]:
+    """(lowest, highest, printed) busbw / algbw of every pass of `rows` with algbw >= 1 GB/s, the
+    bounds from the printing precision (`printed_error`)."""
+    for p in (p for r in rows for p in (r.out_of_place, r.in_place) if p is not None):
+        a, b = p.algbw_GBps, p.busbw_GBps
+        if a is None or b is None or a < 1.0:
+            continue
+        ea, eb = printed_error(a), printed_error(b)
+        yield (b - eb) / (a + ea), (b + eb) / (a - ea), b / a
+
+
 def implied_ranks(run: NcclTestsRun) -> int | None:
     """The rank count the printed busbw / algbw ratio implies (nccl-tests computes busbw from algbw
     with the factor of `busbw_factor`), if exactly one whole number fits every pass of every row
@@ -98,12 +109,8 @@ def implied_ranks(run: NcclTestsRun) -> int | None:
     if kind not in ("2(n-1)/n", "(n-1)/n"):
         return None
     lo, hi = 0.0, math.inf
-    for p in (p for r in run.rows for p in (r.out_of_place, r.in_place) if p is not None):
-        a, b = p.algbw_GBps, p.busbw_GBps
-        if a is None or b is None or a < 1.0:
-            continue
-        ea, eb = printed_error(a), printed_error(b)
-        lo, hi = max(lo, (b - eb) / (a + ea)), min(hi, (b + eb) / (a - ea))
+    for low, high, _ in printed_ratios(run.rows):
+        lo, hi = max(lo, low), min(hi, high)
     top = 2.0 if kind == "2(n-1)/n" else 1.0
     if hi == math.inf or lo > hi or lo >= top:
         return None
@@ -119,13 +126,10 @@ def factor_above_one(rows: Sequence[NcclTestsRow]) -> float | None:
     ranks; 2 ranks give 1, as broadcast), so such a table is an all-reduce's (a table pasted on its
     own names no test)."""
     ratios = []
-    for p in (p for r in rows for p in (r.out_of_place, r.in_place) if p is not None):
-        a, b = p.algbw_GBps, p.busbw_GBps
-        if a is None or b is None or a < 1.0:
-            continue
-        if (b - printed_error(b)) / (a + printed_error(a)) <= 1.3:
+    for low, _, ratio in printed_ratios(rows):
+        if low <= 1.3:
             return None
-        ratios.append(b / a)
+        ratios.append(ratio)
     return sum(ratios) / len(ratios) if len(ratios) >= 3 else None
 
 
